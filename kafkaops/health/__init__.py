@@ -1,0 +1,1 @@
+"""Topic-health post-check: metadata checks against a baseline snapshot and the Spark data scan."""
