@@ -6,6 +6,8 @@ import gc
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkaops import safety
 from kafkaops.errors import SafetyRefusal
@@ -319,3 +321,39 @@ def test_scan_cache_is_per_snapshot_object() -> None:
     del a
     gc.collect()
     assert key not in safety._SCANS
+
+
+# ------------------------------------------------------------------------------------------ properties
+
+
+@st.composite
+def random_snapshot(draw: st.DrawFn) -> ClusterSnapshot:
+    brokers = list(range(1, draw(st.integers(2, 6)) + 1))
+    registered = tuple(b for b in brokers if draw(st.booleans()) or b == 1)
+    parts = []
+    for i in range(draw(st.integers(1, 12))):
+        rf = draw(st.integers(1, len(brokers)))
+        replicas = tuple(draw(st.permutations(brokers))[:rf])
+        isr = tuple(r for r in replicas if draw(st.booleans()))
+        leader = draw(st.sampled_from([None, *isr])) if isr else None
+        parts.append(P(f"t{i % 3}", i, leader, replicas, isr))
+    min_isr = {f"t{k}": draw(st.integers(1, 3)) for k in range(3)}
+    return snap(parts, brokers=registered, controller=registered[0], min_isr=min_isr)
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_snapshot(), st.integers(1, 6), st.integers(0, 1))
+def test_stop_impact_invariants(s: ClusterSnapshot, broker: int, headroom: int) -> None:
+    imp = safety.stop_impact(s, broker, headroom)
+    for p, new in imp.leadership_moves:
+        assert p.leader == broker
+        if new is not None:
+            assert new != broker and new in p.isr and new in s.brokers
+    assert {id(p) for p in imp.goes_offline} <= {id(p) for p in imp.below_min_isr}
+    assert all(broker in p.isr for p in imp.loses_isr_replica)
+    r = safety.preflight(s, broker, isr_headroom=headroom)
+    # Allowed only if the stop is safe and the cluster healthy.
+    if r.ok:
+        assert imp.safe and safety.cluster_health(s).under_replicated == ()
+    # The one-line refusal always names a partition or a broker.
+    assert "\n" not in r.message()
