@@ -1,0 +1,1 @@
+"""The Typer command-line interface: thin (parse, build adapters, call, render)."""

@@ -1,0 +1,302 @@
+"""Load and validate ``inventory/*.yaml`` into :mod:`kafkaops.model` objects.
+
+The inventory is the only place that knows how a site does things: addresses, broker ids, racks,
+conftool tags, and the *command templates* (how to stop Kafka, reboot, read the boot id, deploy).
+That is what lets one runbook serve production (``sudo -n systemctl stop kafka``) and the lab.
+
+Errors name the file, the line and the key path (``inventory/lab.yaml:12: hosts.kafka1001.broker_id:
+expected an integer, got 'x'``) because an operator fixing an inventory at 3 a.m. should not have to
+guess. Strings may use ``${VAR}`` / ``${VAR:-default}`` and ``~``, expanded at load time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kafkaops.errors import ConfigError, UnknownHostError
+from kafkaops.model import Cluster, Host, Service, SshEndpoint
+
+#: Command templates every inventory must define; runbooks fail to bind without them.
+REQUIRED_COMMANDS = ("kafka_stop", "kafka_start", "kafka_status", "reboot", "boot_id")
+#: Templates a runbook may use when present.
+OPTIONAL_COMMANDS = ("service_restart", "service_status", "deploy", "syn_capture", "service_log")
+
+_VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
+
+DEFAULT_INVENTORY_DIR = Path(__file__).resolve().parent.parent / "inventory"
+
+
+def default_inventory() -> Path:
+    """The inventory used when ``--inventory`` is not given: $KAFKAOPS_INVENTORY, else the lab's."""
+    env = os.environ.get("KAFKAOPS_INVENTORY")
+    return Path(env) if env else DEFAULT_INVENTORY_DIR / "lab.yaml"
+
+
+def expand(value: str) -> str:
+    """Expand ``${VAR}``, ``${VAR:-default}`` and a leading ``~`` in one inventory string."""
+
+    def sub(match: re.Match[str]) -> str:
+        name, default = match.group("name"), match.group("default")
+        env = os.environ.get(name)
+        if env:
+            return env
+        if default is not None:
+            return default
+        raise KeyError(name)
+
+    out = _VAR.sub(sub, value)
+    return os.path.expanduser(out) if out.startswith("~") else out
+
+
+class _Doc:
+    """A parsed YAML document that remembers the line of every key, for error messages."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read inventory: {exc.strerror}",
+                              hint="pass --inventory FILE or set KAFKAOPS_INVENTORY") from exc
+        try:
+            node = yaml.compose(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}" if mark else str(path)
+            raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+        self.lines: dict[str, int] = {}
+        if node is not None:
+            self._index(node, "")
+        self.data: Any = yaml.safe_load(text)
+
+    def _index(self, node: yaml.Node, prefix: str) -> None:
+        self.lines[prefix] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                path = f"{prefix}.{key.value}" if prefix else str(key.value)
+                self.lines[path] = key.start_mark.line + 1
+                self._index(value, path)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._index(item, f"{prefix}[{i}]")
+
+    def error(self, key: str, what: str) -> ConfigError:
+        """An error at ``key``, located at its line (or its nearest parent's)."""
+        probe = key
+        while probe and probe not in self.lines:
+            probe = probe.rsplit(".", 1)[0] if "." in probe else ""
+        line = self.lines.get(probe)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        return ConfigError(f"{where}: {key}: {what}")
+
+
+class _Reader:
+    """Typed access to a mapping at a key path, raising errors that say where and what."""
+
+    def __init__(self, doc: _Doc, data: Any, path: str) -> None:
+        if not isinstance(data, Mapping):
+            raise doc.error(path or "(top)", f"expected a mapping, got {type(data).__name__}")
+        self.doc, self.data, self.path = doc, data, path
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def allow(self, *names: str) -> None:
+        for k in self.data:
+            if k not in names:
+                raise self.doc.error(self.key(str(k)), f"unknown key (allowed: {', '.join(names)})")
+
+    def has(self, name: str) -> bool:
+        return name in self.data and self.data[name] is not None
+
+    def str(self, name: str, default: str | None = None, *, required: bool = True) -> str | None:
+        if not self.has(name):
+            if default is None and required:
+                raise self.doc.error(self.key(name) if self.path else name, "missing required key")
+            return default
+        value = self.data[name]
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise self.doc.error(self.key(name), f"expected a string, got {type(value).__name__}")
+        try:
+            return expand(str(value))
+        except KeyError as exc:
+            raise self.doc.error(self.key(name),
+                                 f"environment variable {exc.args[0]} is not set and has no default") from exc
+
+    def int(self, name: str, default: int | None = None) -> int:
+        if not self.has(name):
+            if default is None:
+                raise self.doc.error(self.key(name), "missing required key")
+            return default
+        value = self.data[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.doc.error(self.key(name), f"expected an integer, got {value!r}")
+        return value
+
+    def sub(self, name: str, *, required: bool = True) -> _Reader | None:
+        if not self.has(name):
+            if required:
+                raise self.doc.error(self.key(name), "missing required section")
+            return None
+        return _Reader(self.doc, self.data[name], self.key(name))
+
+    def str_map(self, name: str) -> dict[str, str]:
+        sub = self.sub(name, required=False)
+        if sub is None:
+            return {}
+        return {str(k): sub.str(str(k)) or "" for k in sub.data}
+
+    def str_list(self, name: str) -> list[str]:
+        if not self.has(name):
+            return []
+        value = self.data[name]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.doc.error(self.key(name), "expected a list of strings")
+        return [expand(v) for v in value]
+
+
+def _ssh(r: _Reader | None, address: str, defaults: SshEndpoint | None) -> SshEndpoint:
+    d = defaults or SshEndpoint(address=address)
+    if r is None:
+        return SshEndpoint(address=address, port=d.port, user=d.user, key_file=d.key_file,
+                           known_hosts=d.known_hosts, proxy_jump=d.proxy_jump)
+    r.allow("address", "port", "user", "key_file", "known_hosts", "proxy_jump")
+    return SshEndpoint(
+        address=r.str("address", address) or address,
+        port=r.int("port", d.port) if (r.has("port") or d.port is not None) else None,
+        user=r.str("user", d.user, required=False),
+        key_file=r.str("key_file", d.key_file, required=False),
+        known_hosts=r.str("known_hosts", d.known_hosts, required=False),
+        proxy_jump=r.str("proxy_jump", d.proxy_jump, required=False),
+    )
+
+
+def _services(r: _Reader | None) -> dict[str, Service]:
+    if r is None:
+        return {}
+    out: dict[str, Service] = {}
+    for name in r.data:
+        s = r.sub(str(name))
+        assert s is not None
+        s.allow("port", "log_file", "error_patterns", "health_path", "vip")
+        for pattern_index, pattern in enumerate(s.str_list("error_patterns")):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise r.doc.error(s.key(f"error_patterns[{pattern_index}]"), f"bad regex: {exc}") from exc
+        out[str(name)] = Service(
+            name=str(name),
+            port=s.int("port"),
+            log_file=s.str("log_file", required=False),
+            error_patterns=tuple(s.str_list("error_patterns")),
+            health_path=s.str("health_path", required=False),
+            vip=s.str("vip", required=False),
+        )
+    return out
+
+
+def _host(doc: _Doc, r: _Reader, name: str, services: dict[str, Service],
+          ssh_defaults: SshEndpoint | None, commands: Mapping[str, str], *, broker: bool) -> Host:
+    r.allow("fqdn", "address", "broker_id", "dc", "rack", "ssh", "services", "conftool", "commands")
+    address = r.str("address") or ""
+    host_services = []
+    for i, svc in enumerate(r.str_list("services")):
+        if svc not in services:
+            raise doc.error(r.key(f"services[{i}]"),
+                            f"unknown service {svc!r} (define it under services: {', '.join(services) or 'none'})")
+        host_services.append(services[svc])
+    unknown_cmds = set(r.str_map("commands")) - set(REQUIRED_COMMANDS) - set(OPTIONAL_COMMANDS)
+    if unknown_cmds:
+        raise doc.error(r.key("commands"), f"unknown command template(s): {', '.join(sorted(unknown_cmds))}")
+    return Host(
+        name=name,
+        fqdn=r.str("fqdn", name) or name,
+        address=address,
+        broker_id=r.int("broker_id") if broker else r.int("broker_id", -1),
+        dc=r.str("dc", "") if not broker else (r.str("dc") or ""),
+        rack=r.str("rack", "") if not broker else (r.str("rack") or ""),
+        ssh=_ssh(r.sub("ssh", required=False), address, ssh_defaults),
+        services=tuple(host_services),
+        conftool_tags=r.str_map("conftool"),
+        commands={**commands, **r.str_map("commands")},
+    )
+
+
+def load_inventory(path: str | Path | None = None) -> Cluster:
+    """Load one inventory file (one cluster) and validate it completely.
+
+    Raises:
+        ConfigError: naming file, line, key path and the problem.
+    """
+    p = Path(path) if path else default_inventory()
+    doc = _Doc(p)
+    top = _Reader(doc, doc.data if doc.data is not None else {}, "")
+    top.allow("cluster", "kafka", "conftool", "ssh", "commands", "services", "hosts", "deploy_host")
+    cluster_name = top.str("cluster") or ""
+    kafka = top.sub("kafka")
+    assert kafka is not None
+    kafka.allow("bootstrap_servers", "zookeeper")
+    conftool = top.sub("conftool", required=False)
+    if conftool is not None:
+        conftool.allow("etcd", "config")
+    ssh_r = top.sub("ssh", required=False)
+    ssh_defaults = _ssh(ssh_r, "", None) if ssh_r is not None else None
+    commands = top.str_map("commands")
+    missing = [c for c in REQUIRED_COMMANDS if c not in commands]
+    if missing:
+        raise doc.error("commands", f"missing command template(s): {', '.join(missing)}")
+    unknown = set(commands) - set(REQUIRED_COMMANDS) - set(OPTIONAL_COMMANDS)
+    if unknown:
+        raise doc.error("commands", f"unknown command template(s): {', '.join(sorted(unknown))} "
+                        f"(known: {', '.join(REQUIRED_COMMANDS + OPTIONAL_COMMANDS)})")
+    services = _services(top.sub("services", required=False))
+    hosts_r = top.sub("hosts")
+    assert hosts_r is not None
+    if not hosts_r.data:
+        raise doc.error("hosts", "no hosts defined")
+    hosts: list[Host] = []
+    seen_ids: dict[int, str] = {}
+    for name in hosts_r.data:
+        hr = hosts_r.sub(str(name))
+        assert hr is not None
+        host = _host(doc, hr, str(name), services, ssh_defaults, commands, broker=True)
+        if host.broker_id in seen_ids:
+            raise doc.error(hr.key("broker_id"),
+                            f"broker id {host.broker_id} already used by {seen_ids[host.broker_id]}")
+        seen_ids[host.broker_id] = host.name
+        hosts.append(host)
+    deploy_r = top.sub("deploy_host", required=False)
+    deploy_host = None
+    if deploy_r is not None:
+        deploy_r_name = deploy_r.str("name", required=True) or ""
+        deploy_r.allow("name", "fqdn", "address", "ssh", "commands")
+        deploy_host = _host(doc, _Reader(doc, {k: v for k, v in deploy_r.data.items() if k != "name"},
+                                         "deploy_host"),
+                            deploy_r_name, services, ssh_defaults, commands, broker=False)
+    return Cluster(
+        name=cluster_name,
+        bootstrap_servers=kafka.str("bootstrap_servers") or "",
+        zookeeper=kafka.str("zookeeper", required=False),
+        etcd=conftool.str("etcd", required=False) if conftool else None,
+        conftool_config=conftool.str("config", required=False) if conftool else None,
+        hosts=tuple(hosts),
+        commands=commands,
+        deploy_host=deploy_host,
+        source=str(p),
+    )
+
+
+def resolve_host(cluster: Cluster, name: str) -> Host:
+    """Find HOST by short name or FQDN, or fail with the list of known hosts."""
+    host = cluster.host(name)
+    if host is None:
+        known = ", ".join(h.name for h in cluster.hosts)
+        raise UnknownHostError(f"unknown host {name!r} in cluster {cluster.name!r} ({cluster.source})",
+                               hint=f"known hosts: {known}")
+    return host

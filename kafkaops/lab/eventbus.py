@@ -1,0 +1,178 @@
+"""An eventbus-like HTTP service (the runbook's eventlogging-service-eventbus) for one lab host.
+
+``POST /v1/events`` takes one event or a JSON list, produces each to Kafka topic ``<dc>.<meta.stream>``
+with ``acks=all`` and answers only after the brokers acknowledged: 201 all accepted, 207 some, 400 none.
+Failures are appended to the host's ``failed_events.log`` (rawEvent kept for replay) and logged with the
+same phrases as the production service ("Failed processing event", "0 out of 1 events were accepted"),
+so the log-scanning step of the HTTP-proxy runbook has something real to find.
+``GET /_info`` reports host, revision, boot id and pid. SIGTERM drains in-flight requests, then exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from kafkaops.lab.host import LabHost
+
+PRODUCE_TIMEOUT = 10.0
+
+
+class _Service:
+    def __init__(self, host: LabHost) -> None:
+        from confluent_kafka import Producer
+
+        self.host = host
+        self.log_lock = threading.Lock()
+        self.producer = Producer({
+            "bootstrap.servers": host.spec.bootstrap_servers,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 2,
+            "message.timeout.ms": int(PRODUCE_TIMEOUT * 1000),
+            "client.id": f"eventbus-{host.host.name}",
+            "log_level": 2,  # brokers come and go in the lab; delivery errors are reported per event
+        })
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll, daemon=True)
+        self._poller.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self.producer.poll(0.1)
+
+    @property
+    def revision(self) -> str:
+        path = self.host.dirs.release / "REVISION"
+        return path.read_text().strip() if path.exists() else "r1"
+
+    def log(self, line: str) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime()) + f".{int(time.time() * 1000) % 1000:03d}"
+        with self.log_lock:
+            sys.stdout.write(f"{stamp} ({threading.current_thread().name}) {line}\n")
+            sys.stdout.flush()
+
+    def fail(self, raw: Any, why: str) -> None:
+        self.log(f"Failed processing event: {why}")
+        record = {"rawEvent": json.dumps(raw), "message": why, "dt": time.time()}
+        with self.log_lock, open(self.host.dirs.log / "failed_events.log", "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def produce(self, events: list[Any]) -> int:
+        """Produce every valid event and wait for the acks; return how many were accepted."""
+        pending: list[tuple[Any, threading.Event, list[str]]] = []
+        for event in events:
+            stream = event.get("meta", {}).get("stream") if isinstance(event, dict) else None
+            if not isinstance(stream, str) or not stream:
+                self.fail(event, "event lacks meta.stream")
+                continue
+            done, err = threading.Event(), []
+
+            def on_delivery(error: Any, _msg: Any, done: threading.Event = done, err: list[str] = err) -> None:
+                if error is not None:
+                    err.append(str(error))
+                done.set()
+
+            try:
+                self.producer.produce(f"{self.host.host.dc}.{stream}", json.dumps(event).encode(),
+                                      on_delivery=on_delivery)
+            except Exception as exc:  # BufferError, KafkaException (unknown topic...)
+                self.fail(event, str(exc))
+                continue
+            pending.append((event, done, err))
+        accepted = 0
+        for event, done, err in pending:
+            if not done.wait(PRODUCE_TIMEOUT + 2):
+                self.fail(event, "timed out waiting for Kafka acknowledgement")
+            elif err:
+                self.fail(event, err[0])
+            else:
+                accepted += 1
+        return accepted
+
+    def close(self) -> None:
+        self.producer.flush(5)
+        self._stop.set()
+
+
+def _handler(service: _Service) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            pass
+
+        def _reply(self, code: int, body: Any, started: float) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            service.log(f"{code} {self.command} {self.path} ({self.client_address[0]}) "
+                        f"{(time.monotonic() - started) * 1000:.2f}ms")
+
+        def do_GET(self) -> None:
+            started = time.monotonic()
+            if self.path in ("/_info", "/v1/_info"):
+                self._reply(200, {"host": service.host.host.fqdn, "revision": service.revision,
+                                  "boot_id": service.host.boot_id(), "pid": __import__("os").getpid()}, started)
+            else:
+                self._reply(404, {"error": "not found"}, started)
+
+        def do_POST(self) -> None:
+            started = time.monotonic()
+            if self.path != "/v1/events":
+                self._reply(404, {"error": "not found"}, started)
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            try:
+                body = json.loads(raw)
+            except ValueError as exc:
+                service.fail(raw.decode(errors="replace"), f"invalid JSON: {exc}")
+                service.log("0 out of 1 events were accepted.")
+                self._reply(400, {"error": "invalid JSON"}, started)
+                return
+            events = body if isinstance(body, list) else [body]
+            accepted = service.produce(events)
+            if accepted < len(events):
+                service.log(f"{accepted} out of {len(events)} events were accepted.")
+            code = 201 if accepted == len(events) else (207 if accepted else 400)
+            self._reply(code, {"accepted": accepted, "total": len(events)}, started)
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="eventbus")
+    parser.add_argument("--host", required=True)
+    args = parser.parse_args(argv)
+    host = LabHost.named(args.host)
+    Path(host.dirs.log).mkdir(parents=True, exist_ok=True)
+    service = _Service(host)
+    server = ThreadingHTTPServer((host.host.address, host.host.http_port), _handler(service))
+    server.daemon_threads = False  # SIGTERM waits for in-flight requests
+    server.block_on_close = True
+
+    def on_term(_sig: int, _frame: Any) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_term)
+    service.log(f"eventbus {service.revision} listening on {host.host.address}:{host.host.http_port}")
+    server.serve_forever(poll_interval=0.2)
+    server.server_close()
+    service.close()
+    service.log("eventbus stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""A lab host: its units (sshd, kafka, eventbus), its boot id, and its power.
+
+A lab host behaves like a machine for everything kafkaops can observe: ``stop kafka`` blocks until
+the broker process is gone; ``reboot`` takes down *every* process of the host (its sshd and any SSH
+session included), changes the boot id, and after a few seconds boots it again, starting sshd and the
+enabled units — which is what reboot detection by boot id and SSH-back waits are tested against.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkaops.errors import LabError
+from kafkaops.lab import procs
+from kafkaops.lab.paths import HostDirs, host_dirs
+from kafkaops.lab.spec import LabHostSpec, LabSpec
+
+#: Units started at boot, in order (like enabled systemd units).
+ENABLED_UNITS = ("kafka", "eventbus")
+UNITS = ("sshd", *ENABLED_UNITS)
+#: How long a unit may take to stop cleanly before SIGKILL. Kafka's controlled shutdown moves
+#: leadership away first; on a loaded 2-core machine that can take a while.
+STOP_TIMEOUT = {"kafka": 90.0, "eventbus": 15.0, "sshd": 5.0}
+START_TIMEOUT = {"kafka": 90.0, "eventbus": 30.0, "sshd": 10.0}
+
+
+@dataclass
+class LabHost:
+    spec: LabSpec
+    host: LabHostSpec
+
+    @classmethod
+    def named(cls, name: str, spec: LabSpec | None = None) -> LabHost:
+        spec = spec or LabSpec.load()
+        return cls(spec, spec.host(name))
+
+    @property
+    def dirs(self) -> HostDirs:
+        return host_dirs(self.host.name, Path(self.spec.lab_dir))
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {procs.LAB_DIR_ENV: self.spec.lab_dir, procs.LAB_HOST_ENV: self.host.name}
+
+    # --- units -----------------------------------------------------------------------------------
+    def argv(self, unit: str) -> list[str]:
+        d = self.dirs
+        if unit == "sshd":
+            return ["/usr/sbin/sshd", "-D", "-e", "-f", str(d.etc / "sshd_config")]
+        if unit == "kafka":
+            return [
+                self.spec.java, "-Xms192m", "-Xmx320m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=50",
+                "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Djava.awt.headless=true",
+                f"-Dlog4j.configuration=file:{d.etc / 'log4j.properties'}", f"-Dkafka.logs.dir={d.log}",
+                "-cp", f"{self.spec.kafka_jars}/*", "kafka.Kafka", str(d.etc / "server.properties"),
+            ]
+        if unit == "eventbus":
+            return [self.spec.python, "-m", "kafkaops.lab.eventbus", "--host", self.host.name]
+        raise LabError(f"unknown unit {unit!r} on {self.host.name}", hint=f"units: {', '.join(UNITS)}")
+
+    def port(self, unit: str) -> int:
+        return {"sshd": self.host.ssh_port, "kafka": self.host.kafka_port, "eventbus": self.host.http_port}[unit]
+
+    def pid(self, unit: str) -> int | None:
+        return procs.live_pid(self.dirs.pidfile(unit))
+
+    def is_active(self, unit: str) -> bool:
+        return self.pid(unit) is not None
+
+    def start(self, unit: str, *, wait: bool = True) -> int:
+        """Start ``unit`` unless it already runs (idempotent, like ``systemctl start``)."""
+        pid = self.pid(unit)
+        if pid is None:
+            if unit == "sshd":
+                Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+            self.argv(unit)  # validate the unit name before touching anything
+            pid = procs.spawn(self.argv(unit), log=self.dirs.logfile(unit), pidfile=self.dirs.pidfile(unit),
+                              env=self.env, cwd=self.dirs.root)
+        if wait:
+            procs.wait_port(self.host.address, self.port(unit), START_TIMEOUT[unit], pid=pid,
+                            what=f"{unit} on {self.host.name}")
+        return pid
+
+    def stop(self, unit: str, *, sig: int = signal.SIGTERM) -> bool:
+        """Stop ``unit`` and block until its process is gone. Returns False if it was not running."""
+        pid = self.pid(unit)
+        if pid is None:
+            return False
+        procs.terminate([pid], timeout=STOP_TIMEOUT[unit], sig=sig)
+        return True
+
+    # --- the machine -----------------------------------------------------------------------------
+    def boot_id(self) -> str:
+        try:
+            return self.dirs.boot_id_file.read_text().strip()
+        except FileNotFoundError:
+            return ""
+
+    def is_up(self) -> bool:
+        return self.is_active("sshd")
+
+    def processes(self) -> list[int]:
+        """Every live process of this host: its units, their descendants (SSH sessions), and any
+        process carrying the host's environment marker (services started over SSH)."""
+        units = [p for u in UNITS if (p := self.pid(u)) is not None]
+        found = units + procs.descendants(units) + procs.marked_pids(Path(self.spec.lab_dir), self.host.name)
+        return sorted(set(found))
+
+    def power_on(self, *, wait: bool = True) -> None:
+        """Boot: a new boot id, then sshd, then the enabled units."""
+        if self.is_up():
+            raise LabError(f"{self.host.name} is already up")
+        self.dirs.boot_id_file.write_text(f"{uuid.uuid4()}\n")
+        self.start("sshd", wait=wait)
+        for unit in ENABLED_UNITS:
+            self.start(unit, wait=False)
+        if wait:
+            for unit in ENABLED_UNITS:
+                self.start(unit, wait=True)
+
+    def power_off(self, *, clean: bool) -> None:
+        """Take down every process of this host: units first (cleanly, if ``clean``), then the rest."""
+        if clean:
+            for unit in reversed(UNITS):
+                if unit != "sshd":
+                    self.stop(unit)
+        procs.terminate(self.processes(), timeout=5.0 if clean else 0.0,
+                        sig=signal.SIGTERM if clean else signal.SIGKILL)
+        for unit in UNITS:
+            self.dirs.pidfile(unit).unlink(missing_ok=True)
+
+    def reboot(self, *, down_for: float = 3.0) -> None:
+        """Clean shutdown, a few seconds of being down (SSH refused), then boot with a new boot id."""
+        self.power_off(clean=True)
+        time.sleep(down_for)
+        self.power_on(wait=True)
+
+    def spawn_detached(self, action: str) -> int:
+        """Run ``hostctl _ACTION`` in its own session, outside this host's process set.
+
+        A reboot requested over SSH kills the SSH session that asked for it; the work must run in a
+        process that survives that, like the kernel does on a real machine.
+        """
+        import subprocess
+
+        env = {k: v for k, v in os.environ.items() if k != procs.LAB_HOST_ENV}
+        env[procs.LAB_DIR_ENV] = self.spec.lab_dir
+        log = self.dirs.logfile("power")
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                [self.spec.python, "-m", "kafkaops.lab.hostctl", "--host", self.host.name, f"_{action}"],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True, close_fds=True,
+            )
+        return proc.pid

@@ -1,0 +1,350 @@
+"""Bring the whole lab up, report its health, tear it down — by pid, leaving nothing behind.
+
+``up`` checks everything it needs before it starts anything (Java, jars, binaries, free ports), so a
+refusal leaves the machine untouched; if a later step fails it tears down what it started.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkaops.errors import KafkaOpsError, LabError
+from kafkaops.lab import configs, procs
+from kafkaops.lab.host import LabHost
+from kafkaops.lab.paths import host_dirs, lab_dir
+from kafkaops.lab.spec import LabSpec, from_inventory
+from kafkaops.model import Cluster
+
+#: Topics that exist when the lab comes up: the runbook's EventBus streams in both DCs (for the
+#: eqiad/codfw parity check) and the load generator's topic.
+LAB_TOPICS = (
+    ("eqiad.mediawiki.revision-create", 6),
+    ("eqiad.mediawiki.page-delete", 3),
+    ("codfw.mediawiki.revision-create", 6),
+    ("codfw.mediawiki.page-delete", 3),
+    ("eqiad.test.event", 3),
+    ("lab.load", 6),
+)
+
+Progress = Callable[[str], None]
+
+
+def _noop(_msg: str) -> None:
+    pass
+
+
+@dataclass
+class Component:
+    name: str
+    kind: str
+    address: str
+    pid: int | None
+    healthy: bool
+    detail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "address": self.address, "pid": self.pid,
+                "healthy": self.healthy, "detail": self.detail, **self.extra}
+
+
+def _run_dir(spec: LabSpec) -> Path:
+    return Path(spec.lab_dir) / "run"
+
+
+def _log_dir(spec: LabSpec) -> Path:
+    return Path(spec.lab_dir) / "log"
+
+
+def _global_env(spec: LabSpec) -> dict[str, str]:
+    return {procs.LAB_DIR_ENV: spec.lab_dir}
+
+
+def is_up(base: Path | None = None) -> bool:
+    """True when any process of the lab at ``base`` still runs."""
+    base = base or lab_dir()
+    pidfiles = [*base.glob("run/*.pid"), *base.glob("hosts/*/run/*.pid")]
+    return any(procs.live_pid(f) for f in pidfiles) or bool(procs.marked_pids(base))
+
+
+def _preflight(spec: LabSpec) -> None:
+    jars = Path(spec.kafka_jars)
+    if not any(jars.glob("kafka_2.13-*.jar")):
+        raise LabError(f"Kafka jars not found in {jars}", hint="run scripts/install.sh to resolve them from Maven")
+    for binary in ("etcd", "ssh-keygen", "tcpdump"):
+        if shutil.which(binary) is None:
+            raise LabError(f"{binary} not found on PATH", hint="run scripts/install.sh (Debian packages)")
+    if not Path("/usr/sbin/sshd").exists():
+        raise LabError("/usr/sbin/sshd not found", hint="run scripts/install.sh (openssh-server)")
+    wanted = [(spec.zk_address, spec.zk_port, "ZooKeeper"), (spec.etcd_address, spec.etcd_port, "etcd"),
+              (spec.etcd_address, spec.etcd_port + 1, "etcd peer"), (spec.vip_address, spec.vip_port, "VIP")]
+    for h in spec.hosts:
+        wanted += [(h.address, h.kafka_port, f"{h.name} kafka"), (h.address, h.http_port, f"{h.name} eventbus"),
+                   (h.address, h.ssh_port, f"{h.name} sshd")]
+    taken = [f"{what} {a}:{p}" for a, p, what in wanted if not procs.port_free(a, p)]
+    if taken:
+        raise LabError(f"port(s) already in use: {', '.join(taken)}",
+                       hint="stop what listens there (`ss -ltnp`), or `kafkaops lab down` if it is an old lab")
+
+
+def _prepare(spec: LabSpec) -> None:
+    base = Path(spec.lab_dir)
+    # A lab starts from nothing: stale data dirs are how tests become order-dependent.
+    if base.exists():
+        shutil.rmtree(base)
+    for d in ("run", "log", "ssh", "zookeeper", "etcd", "conftool"):
+        (base / d).mkdir(parents=True, exist_ok=True)
+    ssh = base / "ssh"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kafkaops-lab", "-f",
+                    str(ssh / "id_ed25519")], check=True)
+    (ssh / "authorized_keys").write_text((ssh / "id_ed25519.pub").read_text())
+    known = []
+    for h in spec.hosts:
+        d = host_dirs(h.name, base)
+        for sub in (d.run, d.log, d.bin, d.etc, d.kafka_data, d.release):
+            sub.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.fqdn, "-f",
+                        str(d.etc / "ssh_host_ed25519_key")], check=True)
+        pub = (d.etc / "ssh_host_ed25519_key.pub").read_text().split()
+        known.append(f"[{h.address}]:{h.ssh_port},[{h.fqdn}]:{h.ssh_port} {pub[0]} {pub[1]}")
+        (d.etc / "sshd_config").write_text(configs.sshd_config(spec, h, d, ssh / "authorized_keys"))
+        (d.etc / "server.properties").write_text(configs.server_properties(spec, h, d))
+        (d.etc / "log4j.properties").write_text(configs.log4j_properties(d))
+        script = d.bin / "hostctl"
+        script.write_text(configs.hostctl_script(spec))
+        script.chmod(0o755)
+    (ssh / "known_hosts").write_text("\n".join(known) + "\n")
+    (base / "zookeeper" / "zoo.cfg").write_text(configs.zoo_cfg(spec, base / "zookeeper"))
+    (base / "conftool" / "etcdrc").write_text(configs.etcdrc(spec))
+    Path(spec.conftool_config).parent.mkdir(parents=True, exist_ok=True)
+    Path(spec.conftool_config).write_text(
+        configs.conftool_config(spec, base / "conftool" / "etcdrc", base / "conftool" / "cache"))
+    spec.save()
+
+
+def _start_zookeeper(spec: LabSpec) -> int:
+    base = Path(spec.lab_dir)
+    argv = [spec.java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-Dzookeeper.admin.enableServer=false",
+            f"-Dlog4j.configuration=file:{base / 'zookeeper' / 'log4j.properties'}",
+            "-cp", f"{spec.kafka_jars}/*", "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            str(base / "zookeeper" / "zoo.cfg")]
+    (base / "zookeeper" / "log4j.properties").write_text(
+        "log4j.rootLogger=WARN, stdout\nlog4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
+    return procs.spawn(argv, log=_log_dir(spec) / "zookeeper.log", pidfile=_run_dir(spec) / "zookeeper.pid",
+                       env=_global_env(spec))
+
+
+def _start_etcd(spec: LabSpec) -> int:
+    a, p = spec.etcd_address, spec.etcd_port
+    argv = ["etcd", "--name", "lab", "--data-dir", str(Path(spec.lab_dir) / "etcd" / "data"),
+            "--listen-client-urls", f"http://{a}:{p}", "--advertise-client-urls", f"http://{a}:{p}",
+            "--listen-peer-urls", f"http://{a}:{p + 1}", "--initial-advertise-peer-urls", f"http://{a}:{p + 1}",
+            "--initial-cluster", f"lab=http://{a}:{p + 1}", "--enable-v2=true", "--log-level", "warn"]
+    return procs.spawn(argv, log=_log_dir(spec) / "etcd.log", pidfile=_run_dir(spec) / "etcd.pid",
+                       env=_global_env(spec))
+
+
+def _start_balancer(spec: LabSpec) -> int:
+    return procs.spawn([spec.python, "-m", "kafkaops.lab.balancer"], log=_log_dir(spec) / "balancer.log",
+                       pidfile=_run_dir(spec) / "balancer.pid", env=_global_env(spec))
+
+
+def _zk_ok(spec: LabSpec) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((spec.zk_address, spec.zk_port), timeout=1) as s:
+            s.sendall(b"ruok")
+            return s.recv(4) == b"imok"
+    except OSError:
+        return False
+
+
+def _wait(what: str, check: Callable[[], bool], timeout: float, pid: int | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if pid is not None and not procs.is_alive(pid):
+            raise LabError(f"{what} exited during start-up", hint="see its log under $KAFKAOPS_LAB_DIR/log")
+        time.sleep(0.2)
+    raise LabError(f"{what} not ready after {timeout:.0f}s", hint="see its log under $KAFKAOPS_LAB_DIR/log")
+
+
+def _seed_pools(spec: LabSpec) -> None:
+    from kafkaops.systems.conftool import Conftool
+
+    conftool = Conftool(spec.conftool_config)
+    for h in spec.hosts:
+        conftool.ensure(h.fqdn, h.conftool_tags, pooled="yes", weight=10)
+
+
+def _brokers_registered(spec: LabSpec) -> bool:
+    from kafkaops.systems.zookeeper import ZooKeeper
+
+    try:
+        with ZooKeeper(spec.zk_connect, timeout=3) as zk:
+            return set(zk.registered_brokers()) >= {h.broker_id for h in spec.hosts}
+    except KafkaOpsError:
+        return False
+
+
+def _brokers_alive(hosts: list[LabHost]) -> bool:
+    """Fail fast, with the broker's own fatal error, when a broker exits during start-up."""
+    for host in hosts:
+        if host.pid("kafka") is None:
+            log = host.dirs.log / "kafka-server.log"
+            lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+            fatal = next((line for line in reversed(lines) if "Exception" in line or "ERROR" in line), "")
+            raise LabError(f"Kafka on {host.host.name} exited during start-up: {fatal[:300]}",
+                           hint=f"see {log}")
+    return True
+
+
+def _create_topics(spec: LabSpec) -> None:
+    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+
+    admin = KafkaAdmin(spec.bootstrap_servers, timeout=15, cluster=spec.cluster)
+    admin.create_topics([TopicSpec(name, partitions) for name, partitions in LAB_TOPICS])
+    # Leave every partition led by its preferred replica, the state maintenance must restore.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        snap = admin.snapshot(with_configs=False)
+        if all(p.leader is not None and len(p.isr) == len(p.replicas) for p in snap.partitions):
+            break
+        time.sleep(0.5)
+    admin.elect_preferred_leaders()
+
+
+def up(cluster: Cluster, progress: Progress = _noop) -> float:
+    """Start the lab described by ``cluster``; return the seconds it took."""
+    started = time.monotonic()
+    spec = from_inventory(cluster)
+    if is_up(Path(spec.lab_dir)):
+        raise LabError(f"the lab is already up ({spec.lab_dir})", hint="`kafkaops lab down` first, or use it")
+    _preflight(spec)
+    try:
+        progress("preparing keys and configs")
+        _prepare(spec)
+        progress("starting ZooKeeper and etcd")
+        zk_pid, etcd_pid = _start_zookeeper(spec), _start_etcd(spec)
+        progress("booting hosts (sshd, kafka, eventbus)")
+        hosts = [LabHost(spec, h) for h in spec.hosts]
+        _wait("etcd", lambda: procs.port_open(spec.etcd_address, spec.etcd_port), 30, etcd_pid)
+        _seed_pools(spec)
+        _wait("ZooKeeper", lambda: _zk_ok(spec), 60, zk_pid)
+        for host in hosts:
+            host.power_on(wait=False)
+        progress("waiting for the brokers to register")
+        _wait("Kafka brokers", lambda: _brokers_alive(hosts) and _brokers_registered(spec), 90)
+        progress("creating topics")
+        _create_topics(spec)
+        _start_balancer(spec)
+        for host in hosts:
+            for unit in ("sshd", "kafka", "eventbus"):
+                host.start(unit, wait=True)
+        _wait("load balancer", lambda: procs.port_open(spec.vip_address, spec.vip_port), 30)
+    except BaseException as exc:
+        progress("start-up failed, tearing down what was started")
+        down(Path(spec.lab_dir))
+        if isinstance(exc, KafkaOpsError):
+            raise
+        if isinstance(exc, (RuntimeError, TimeoutError, OSError, subprocess.CalledProcessError)):
+            raise LabError(f"lab start-up failed: {exc}", hint="see the logs under $KAFKAOPS_LAB_DIR") from exc
+        raise
+    elapsed = time.monotonic() - started
+    (Path(spec.lab_dir) / "up.json").write_text(json.dumps({"started_at": time.time(), "seconds": elapsed}))
+    return elapsed
+
+
+def down(base: Path | None = None, progress: Progress = _noop) -> int:
+    """Stop every process of the lab, by pid; return how many were stopped. Idempotent."""
+    base = base or lab_dir()
+    try:
+        spec: LabSpec | None = LabSpec.load(base)
+    except LabError:
+        spec = None
+    stopped = 0
+    if spec is not None:
+        progress("stopping the load balancer and eventbus services")
+        stopped += len(procs.terminate([p for p in [procs.live_pid(_run_dir(spec) / "balancer.pid")] if p]))
+        hosts = [LabHost(spec, h) for h in spec.hosts]
+        eventbus = [p for h in hosts if (p := h.pid("eventbus"))]
+        procs.terminate(eventbus, timeout=10)
+        progress("stopping the brokers")
+        # All brokers at once: with the whole cluster going away, a controlled shutdown has nowhere
+        # to move leadership, so do not wait long for it.
+        brokers = [p for h in hosts if (p := h.pid("kafka"))]
+        procs.terminate(brokers, timeout=20)
+        stopped += len(eventbus) + len(brokers)
+        for h in hosts:
+            h.power_off(clean=False)
+    progress("stopping everything else")
+    tracked = [p for f in base.glob("run/*.pid") if (p := procs.live_pid(f))]
+    rest = sorted(set(tracked + procs.descendants(tracked) + procs.marked_pids(base)))
+    procs.terminate(rest, timeout=10, sig=signal.SIGTERM)
+    return stopped + len(rest)
+
+
+def status(base: Path | None = None) -> list[Component]:
+    """Every component and its health, checked live (ports, ruok, registrations, pool state)."""
+    spec = LabSpec.load(base)
+    out: list[Component] = []
+    zk_pid = procs.live_pid(_run_dir(spec) / "zookeeper.pid")
+    out.append(Component("zookeeper", "zookeeper", spec.zk_connect, zk_pid, _zk_ok(spec)))
+    etcd_pid = procs.live_pid(_run_dir(spec) / "etcd.pid")
+    out.append(Component("etcd", "etcd", f"{spec.etcd_address}:{spec.etcd_port}", etcd_pid,
+                         etcd_pid is not None and procs.port_open(spec.etcd_address, spec.etcd_port)))
+    registered: set[int] = set()
+    controller = None
+    if out[0].healthy:
+        from kafkaops.systems.zookeeper import ZooKeeper
+
+        try:
+            with ZooKeeper(spec.zk_connect, timeout=3) as zk:
+                registered, controller = set(zk.registered_brokers()), zk.controller()
+        except KafkaOpsError:
+            pass
+    pools: dict[str, str] = {}
+    if out[1].healthy:
+        from kafkaops.systems.conftool import Conftool
+
+        try:
+            tags = spec.hosts[0].conftool_tags
+            pools = {s.host: s.pooled for s in Conftool(spec.conftool_config).list(tags)}
+        except KafkaOpsError:
+            pass
+    for h in spec.hosts:
+        host = LabHost(spec, h)
+        boot = host.boot_id()
+        sshd = host.pid("sshd")
+        out.append(Component(f"{h.name}/sshd", "sshd", f"{h.address}:{h.ssh_port}", sshd,
+                             sshd is not None and procs.port_open(h.address, h.ssh_port),
+                             extra={"host": h.name, "boot_id": boot}))
+        kpid = host.pid("kafka")
+        reg = h.broker_id in registered
+        out.append(Component(f"{h.name}/kafka", "kafka", f"{h.address}:{h.kafka_port}", kpid,
+                             kpid is not None and reg,
+                             detail=("registered" if reg else "not registered")
+                             + (", controller" if controller == h.broker_id else ""),
+                             extra={"host": h.name, "broker_id": h.broker_id,
+                                    "controller": controller == h.broker_id}))
+        epid = host.pid("eventbus")
+        pooled = pools.get(h.fqdn, "unknown")
+        out.append(Component(f"{h.name}/eventbus", "eventbus", f"{h.address}:{h.http_port}", epid,
+                             epid is not None and procs.port_open(h.address, h.http_port),
+                             detail=f"pooled={pooled}", extra={"host": h.name, "pooled": pooled}))
+    lb = procs.live_pid(_run_dir(spec) / "balancer.pid")
+    out.append(Component("balancer", "balancer", f"{spec.vip_address}:{spec.vip_port}", lb,
+                         lb is not None and procs.port_open(spec.vip_address, spec.vip_port)))
+    return out

@@ -1,0 +1,73 @@
+"""Where the lab keeps its state, logs, keys and jars.
+
+One directory (``$KAFKAOPS_LAB_DIR``, default ``~/.local/state/kafkaops/lab``) holds everything a lab
+run creates, so ``lab down`` plus ``rm -rf`` of it leaves the machine as it was. Jars live in a cache
+outside git (``$KAFKAOPS_CACHE``, default ``~/.cache/kafkaops``), filled by ``scripts/install.sh``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def lab_dir() -> Path:
+    return Path(os.environ.get("KAFKAOPS_LAB_DIR") or "~/.local/state/kafkaops/lab").expanduser()
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KAFKAOPS_CACHE") or "~/.cache/kafkaops").expanduser()
+
+
+def kafka_jars() -> Path:
+    return cache_dir() / "jars" / "kafka"
+
+
+def spark_jars() -> Path:
+    return cache_dir() / "jars" / "spark"
+
+
+@dataclass(frozen=True)
+class HostDirs:
+    """The directories of one lab host: its 'disk'."""
+
+    root: Path
+
+    @property
+    def run(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "log"
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def etc(self) -> Path:
+        return self.root / "etc"
+
+    @property
+    def kafka_data(self) -> Path:
+        return self.root / "kafka-data"
+
+    @property
+    def boot_id_file(self) -> Path:
+        return self.root / "boot_id"
+
+    @property
+    def release(self) -> Path:
+        return self.root / "srv" / "eventbus"
+
+    def pidfile(self, unit: str) -> Path:
+        return self.run / f"{unit}.pid"
+
+    def logfile(self, unit: str) -> Path:
+        return self.log / f"{unit}.log"
+
+
+def host_dirs(host: str, base: Path | None = None) -> HostDirs:
+    return HostDirs((base or lab_dir()) / "hosts" / host)

@@ -1,0 +1,116 @@
+"""The lab's layout, derived once from ``inventory/lab.yaml`` and saved as ``$KAFKAOPS_LAB_DIR/lab.json``.
+
+Commands that run *on* a lab host over SSH (``hostctl``) read this file instead of the inventory:
+they must work whatever inventory path the operator used, the way systemd units on a real host do
+not read the operator's inventory either.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kafkaops.errors import LabError
+from kafkaops.lab import paths
+from kafkaops.model import Cluster
+
+
+@dataclass(frozen=True)
+class LabHostSpec:
+    name: str
+    fqdn: str
+    address: str
+    broker_id: int
+    rack: str
+    dc: str
+    ssh_port: int
+    kafka_port: int
+    http_port: int
+    conftool_tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    cluster: str
+    lab_dir: str
+    python: str
+    java: str
+    kafka_jars: str
+    zk_address: str
+    zk_port: int
+    etcd_address: str
+    etcd_port: int
+    conftool_config: str
+    bootstrap_servers: str
+    vip_address: str
+    vip_port: int
+    hosts: tuple[LabHostSpec, ...]
+
+    def host(self, name: str) -> LabHostSpec:
+        for h in self.hosts:
+            if name in (h.name, h.fqdn):
+                return h
+        raise LabError(f"unknown lab host {name!r}", hint=f"lab hosts: {', '.join(h.name for h in self.hosts)}")
+
+    @property
+    def zk_connect(self) -> str:
+        return f"{self.zk_address}:{self.zk_port}"
+
+    def save(self) -> None:
+        path = Path(self.lab_dir) / "lab.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, lab_dir: Path | None = None) -> LabSpec:
+        path = (lab_dir or paths.lab_dir()) / "lab.json"
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError as exc:
+            raise LabError(f"no lab at {path.parent}", hint="run `kafkaops lab up` first") from exc
+        data["hosts"] = tuple(LabHostSpec(**h) for h in data["hosts"])
+        return cls(**data)
+
+
+def _split(hostport: str, what: str) -> tuple[str, int]:
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise LabError(f"lab inventory: {what} {hostport!r} is not host:port")
+    return host, int(port)
+
+
+def from_inventory(cluster: Cluster) -> LabSpec:
+    """Derive the lab layout from the lab inventory; refuse anything that is not loopback."""
+    if not cluster.zookeeper or not cluster.etcd or not cluster.conftool_config:
+        raise LabError(f"{cluster.source}: a lab inventory needs kafka.zookeeper, conftool.etcd and conftool.config")
+    zk_address, zk_port = _split(cluster.zookeeper, "kafka.zookeeper")
+    etcd_address, etcd_port = _split(cluster.etcd.removeprefix("http://"), "conftool.etcd")
+    vip_address, vip_port = "", 0
+    hosts = []
+    brokers = dict(_split(hp, "bootstrap server") for hp in cluster.bootstrap_servers.split(","))
+    for h in cluster.hosts:
+        svc = h.services[0] if h.services else None
+        if svc and svc.vip:
+            vip_address, vip_port = svc.vip, svc.port
+        hosts.append(LabHostSpec(
+            name=h.name, fqdn=h.fqdn, address=h.address, broker_id=h.broker_id, rack=h.rack, dc=h.dc,
+            ssh_port=h.ssh.port or 22, kafka_port=brokers.get(h.address, 9092),
+            http_port=svc.port if svc else 8085, conftool_tags=dict(h.conftool_tags),
+        ))
+    for address in [zk_address, etcd_address, vip_address, *(h.address for h in hosts)]:
+        if not address.startswith("127."):
+            raise LabError(f"{cluster.source}: lab address {address!r} is not loopback (127.0.0.0/8)",
+                           hint="the lab only ever binds loopback addresses")
+    java = shutil.which("java")
+    if java is None:
+        raise LabError("java not found on PATH", hint="run scripts/install.sh (installs OpenJDK)")
+    return LabSpec(
+        cluster=cluster.name, lab_dir=str(paths.lab_dir()), python=sys.executable, java=java,
+        kafka_jars=str(paths.kafka_jars()), zk_address=zk_address, zk_port=zk_port,
+        etcd_address=etcd_address, etcd_port=etcd_port, conftool_config=cluster.conftool_config,
+        bootstrap_servers=cluster.bootstrap_servers, vip_address=vip_address, vip_port=vip_port,
+        hosts=tuple(hosts),
+    )

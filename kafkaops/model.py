@@ -1,0 +1,137 @@
+"""Plain, frozen data the rest of kafkaops reasons about.
+
+Adapters in ``kafkaops.systems`` turn client-library objects into these; ``safety`` and the plans
+work only on these, so availability analysis is pure and testable without a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SshEndpoint:
+    """How to reach a host over SSH. ``None`` fields fall back to ``~/.ssh/config`` then defaults."""
+
+    address: str
+    port: int | None = None
+    user: str | None = None
+    key_file: str | None = None
+    known_hosts: str | None = None
+    proxy_jump: str | None = None
+
+
+@dataclass(frozen=True)
+class Service:
+    """A service a host runs and the load balancer routes to (conftool pools it)."""
+
+    name: str
+    port: int
+    log_file: str | None = None
+    error_patterns: tuple[str, ...] = ()
+    health_path: str | None = None
+    vip: str | None = None  # the load-balanced address clients use (pybal/LVS service IP)
+
+
+@dataclass(frozen=True)
+class Host:
+    """One machine of a cluster: a Kafka broker plus the services co-located on it."""
+
+    name: str  # short name, e.g. kafka1001
+    fqdn: str  # kafka1001.eqiad.wmnet
+    address: str
+    broker_id: int
+    dc: str
+    rack: str
+    ssh: SshEndpoint
+    services: tuple[Service, ...] = ()
+    conftool_tags: Mapping[str, str] = field(default_factory=dict)
+    # Per-host overrides of the cluster's command templates (rare; e.g. a host with another init).
+    commands: Mapping[str, str] = field(default_factory=dict)
+
+    def service(self, name: str) -> Service | None:
+        return next((s for s in self.services if s.name == name), None)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A Kafka cluster as the inventory describes it."""
+
+    name: str
+    bootstrap_servers: str
+    hosts: tuple[Host, ...]
+    zookeeper: str | None = None  # ZooKeeper connect string; None for KRaft clusters
+    etcd: str | None = None  # conftool backend (etcd v2 URL), None when pools are not managed
+    conftool_config: str | None = None  # path to conftool's config.yaml
+    commands: Mapping[str, str] = field(default_factory=dict)  # command templates
+    deploy_host: Host | None = None
+    source: str = ""  # the inventory file it came from
+
+    def host(self, name: str) -> Host | None:
+        """Find a host by short name or FQDN."""
+        return next((h for h in self.hosts if name in (h.name, h.fqdn)), None)
+
+    def by_broker_id(self, broker_id: int) -> Host | None:
+        return next((h for h in self.hosts if h.broker_id == broker_id), None)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition as the cluster reports it. ``replicas[0]`` is the preferred leader."""
+
+    topic: str
+    partition: int
+    leader: int | None  # None (or -1 on the wire) when offline
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def preferred_leader(self) -> int | None:
+        return self.replicas[0] if self.replicas else None
+
+    @property
+    def offline(self) -> bool:
+        return self.leader is None or self.leader < 0
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    name: str
+    min_insync_replicas: int
+    replication_factor: int
+    cleanup_policy: str = "delete"
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """What the cluster looked like at one instant: brokers, controller, partitions, topic configs."""
+
+    cluster: str
+    taken_at: float  # unix seconds
+    brokers: tuple[int, ...]  # registered (alive) broker ids
+    controller: int | None
+    partitions: tuple[PartitionState, ...]
+    topics: Mapping[str, TopicConfig] = field(default_factory=dict)
+
+    def min_isr(self, topic: str, default: int = 1) -> int:
+        cfg = self.topics.get(topic)
+        return cfg.min_insync_replicas if cfg else default
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """conftool's view of one (host, service): what the load balancer will do with it."""
+
+    host: str  # fqdn, conftool's object name
+    service: str
+    pooled: str  # "yes" | "no" | "inactive"
+    weight: int
+
+    @property
+    def is_pooled(self) -> bool:
+        return self.pooled == "yes"

@@ -1,0 +1,94 @@
+"""Pool state through the real conftool library (etcd v2 backend), as ``confctl`` does it.
+
+A maintenance run only ever repools what it depooled itself, so every change goes through
+:meth:`Conftool.set_pooled`, which returns the state it replaced; the runner journals that and the
+rollback restores exactly it. conftool keeps its configuration in class-level globals, hence one
+``Conftool`` per configuration per process.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.model import PoolState
+
+_clients: dict[str, Any] = {}
+
+
+class Conftool:
+    def __init__(self, config_path: str) -> None:
+        self.config_path = config_path
+        self._node: Any = None
+
+    @property
+    def node(self) -> Any:
+        if self._node is None:
+            from conftool.cli import ConftoolClient
+
+            logging.getLogger("conftool").setLevel(logging.WARNING)
+            try:
+                client = _clients.get(self.config_path) or ConftoolClient(
+                    configfile=self.config_path, schema={}, irc_logging=False)
+            except Exception as exc:
+                raise ConfigError(f"cannot load conftool config {self.config_path}: {exc}",
+                                  hint="check conftool.config in the inventory") from exc
+            # conftool audits every write to syslog (stderr without one); kafkaops keeps its own audit
+            # log of the same actions, so route conftool's into Python logging, silent by default.
+            audit = logging.getLogger("kafkaops.conftool.audit")
+            audit.addHandler(logging.NullHandler())
+            audit.propagate = False
+            client.set_audit_logger(audit)
+            _clients[self.config_path] = client
+            self._node = client.get("node")
+        return self._node
+
+    def _obj(self, fqdn: str, tags: Mapping[str, str]) -> Any:
+        missing = [t for t in ("dc", "cluster", "service") if t not in tags]
+        if missing:
+            raise ConfigError(f"conftool tags of {fqdn} lack {', '.join(missing)}",
+                              hint="set hosts.<host>.conftool: {dc, cluster, service} in the inventory")
+        try:
+            return self.node(tags["dc"], tags["cluster"], tags["service"], fqdn)
+        except Exception as exc:
+            raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: BaseException) -> UnreachableError:
+        return UnreachableError(f"conftool/etcd did not answer ({self.config_path}): {exc}",
+                                hint="check etcd is up and the hosts in the conftool config")
+
+    def get(self, fqdn: str, tags: Mapping[str, str]) -> PoolState:
+        obj = self._obj(fqdn, tags)
+        if not obj.exists:
+            raise ConfigError(f"conftool has no object for {fqdn} "
+                              f"(dc={tags['dc']} cluster={tags['cluster']} service={tags['service']})",
+                              hint="check the host's conftool tags in the inventory")
+        return PoolState(host=fqdn, service=tags["service"], pooled=obj.pooled, weight=int(obj.weight))
+
+    def set_pooled(self, fqdn: str, tags: Mapping[str, str], pooled: str) -> PoolState:
+        """Set ``pooled`` (yes/no/inactive); return the state before the change."""
+        before = self.get(fqdn, tags)
+        if before.pooled != pooled:
+            try:
+                self._obj(fqdn, tags).update({"pooled": pooled})
+            except Exception as exc:
+                raise self._unreachable(exc) from exc
+        return before
+
+    def ensure(self, fqdn: str, tags: Mapping[str, str], *, pooled: str, weight: int) -> None:
+        """Create or overwrite an object (used by the lab to seed its pools)."""
+        try:
+            self._obj(fqdn, tags).update({"pooled": pooled, "weight": weight})
+        except Exception as exc:
+            raise self._unreachable(exc) from exc
+
+    def list(self, tags: Mapping[str, str]) -> list[PoolState]:
+        query = {k: re.compile(f"^{re.escape(v)}$") for k, v in tags.items()}
+        try:
+            return sorted((PoolState(host=o.name, service=o.tags["service"], pooled=o.pooled, weight=int(o.weight))
+                           for o in self.node.query(query)), key=lambda s: s.host)
+        except Exception as exc:
+            raise self._unreachable(exc) from exc

@@ -1,0 +1,152 @@
+"""Kafka through the confluent-kafka AdminClient: snapshots, topics, preferred-leader election.
+
+Works for ZooKeeper-mode and KRaft clusters alike (it only speaks the Kafka protocol). Every call is
+bounded: the AdminClient's futures are waited on with a timeout, because an operator's tool that hangs
+on a half-dead cluster is worse than one that says "Kafka did not answer".
+
+Known sharp edge: confluent-kafka 2.16 ``elect_leaders(...)`` raises SystemError when given
+``request_timeout``/``operation_timeout``; we call it without them and bound ``future.result``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaops.errors import KafkaOpsError, UnreachableError
+from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int = 3
+    config: tuple[tuple[str, str], ...] = ()
+
+
+class KafkaAdmin:
+    """A bounded, typed facade over ``confluent_kafka.admin.AdminClient``."""
+
+    def __init__(self, bootstrap_servers: str, *, timeout: float = 10.0, cluster: str = "") -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.bootstrap = bootstrap_servers
+        self.timeout = timeout
+        self.cluster = cluster
+        self._admin = AdminClient({
+            "bootstrap.servers": bootstrap_servers,
+            "socket.timeout.ms": int(timeout * 1000),
+            "socket.connection.setup.timeout.ms": int(min(timeout, 5) * 1000),
+            "reconnect.backoff.max.ms": 1000,
+            "log_level": 2,  # errors only: a stopped broker is expected during maintenance
+        })
+
+    def _unreachable(self, what: str, exc: BaseException) -> UnreachableError:
+        return UnreachableError(f"Kafka at {self.bootstrap} did not answer {what}: {exc}",
+                                hint="check the brokers are up and bootstrap_servers in the inventory")
+
+    def _result(self, future: Any, what: str, timeout: float | None = None) -> Any:
+        try:
+            return future.result(timeout=timeout or self.timeout)
+        except KafkaOpsError:
+            raise
+        except Exception as exc:
+            raise self._unreachable(what, exc) from exc
+
+    def metadata(self) -> Any:
+        try:
+            return self._admin.list_topics(timeout=self.timeout)
+        except Exception as exc:
+            raise self._unreachable("a metadata request", exc) from exc
+
+    def controller(self) -> int | None:
+        desc = self._result(self._admin.describe_cluster(request_timeout=self.timeout), "describe_cluster")
+        return desc.controller.id if desc.controller is not None else None
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, TopicConfig]:
+        """min.insync.replicas (and cleanup.policy) per topic, in one batched request."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        names = sorted(topics)
+        if not names:
+            return {}
+        resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+        futures = self._admin.describe_configs(resources, request_timeout=self.timeout)
+        md = self.metadata()
+        out: dict[str, TopicConfig] = {}
+        for res, fut in futures.items():
+            entries = self._result(fut, f"describe_configs({res.name})")
+            rf = len(next(iter(md.topics[res.name].partitions.values())).replicas) if res.name in md.topics \
+                and md.topics[res.name].partitions else 0
+            out[res.name] = TopicConfig(
+                name=res.name,
+                min_insync_replicas=int(entries["min.insync.replicas"].value),
+                replication_factor=rf,
+                cleanup_policy=str(entries["cleanup.policy"].value),
+            )
+        return out
+
+    def snapshot(self, *, include_internal: bool = True, with_configs: bool = True) -> ClusterSnapshot:
+        """Brokers, controller, every partition's leader/replicas/ISR, topic min ISR — one instant."""
+        md = self.metadata()
+        controller = self.controller()
+        partitions = []
+        for name, topic in md.topics.items():
+            if not include_internal and name.startswith("__"):
+                continue
+            if topic.error is not None:
+                continue
+            for pid, p in topic.partitions.items():
+                partitions.append(PartitionState(
+                    topic=name, partition=pid, leader=p.leader if p.leader >= 0 else None,
+                    replicas=tuple(p.replicas), isr=tuple(p.isrs),
+                ))
+        partitions.sort(key=lambda p: (p.topic, p.partition))
+        topics = self.topic_configs({p.topic for p in partitions}) if with_configs else {}
+        return ClusterSnapshot(
+            cluster=self.cluster, taken_at=time.time(), brokers=tuple(sorted(md.brokers)),
+            controller=controller, partitions=tuple(partitions), topics=topics,
+        )
+
+    def create_topics(self, specs: Sequence[TopicSpec]) -> list[str]:
+        """Create the topics that do not exist yet (idempotent); return the names created."""
+        from confluent_kafka.admin import NewTopic
+
+        existing = set(self.metadata().topics)
+        todo = [s for s in specs if s.name not in existing]
+        if not todo:
+            return []
+        futures = self._admin.create_topics(
+            [NewTopic(s.name, num_partitions=s.partitions, replication_factor=s.replication_factor,
+                      config=dict(s.config)) for s in todo],
+            request_timeout=self.timeout, operation_timeout=self.timeout,
+        )
+        for name, fut in futures.items():
+            self._result(fut, f"create_topics({name})")
+        return [s.name for s in todo]
+
+    def elect_preferred_leaders(self, partitions: Sequence[tuple[str, int]] | None = None) -> dict[str, str]:
+        """Run a preferred-replica election; return {"topic-partition": error} for the ones that failed.
+
+        ``ELECTION_NOT_NEEDED`` is success (the preferred replica already leads). ``partitions=None``
+        means every partition, like ``kafka preferred-replica-election``.
+        """
+        from confluent_kafka import ElectionType, TopicPartition
+
+        tps = [TopicPartition(t, p) for t, p in partitions] if partitions is not None else None
+        try:
+            future = self._admin.elect_leaders(ElectionType.PREFERRED, tps)
+        except Exception as exc:
+            raise self._unreachable("elect_leaders", exc) from exc
+        result = self._result(future, "elect_leaders", timeout=max(self.timeout, 30.0))
+        failed = {}
+        for tp, err in (result or {}).items():
+            if err is None:
+                continue
+            code = err.name() if hasattr(err, "name") else str(err)
+            if code != "ELECTION_NOT_NEEDED":
+                failed[f"{tp.topic}-{tp.partition}"] = err.str() if hasattr(err, "str") else str(err)
+        return failed
