@@ -1,0 +1,340 @@
+"""The cluster lock: one run per cluster, held for the life of the *run*, not of a process.
+
+Two operators rolling the same cluster at once is how you lose two replicas of a partition. So a run
+takes its cluster's lock when it starts and gives it back only when it finishes or is aborted. The lock
+is deliberately **not** TTL-based and **not** tied to a process or session:
+
+* a TTL lock expired in the middle of multi-hour Wikimedia rolls, letting a second roll start;
+* a crash left Zalando's cluster one broker short (bubuku #158) -- if the lock had died with the
+  process, someone else could have started a roll on a cluster already missing a broker.
+
+A crashed, paused or failed run keeps the lock; ``kafkaops resume RUN`` takes *its own* lock back
+(same run id), and anyone else is refused with the holder's run id, operator, reason and start time
+(:class:`~kafkaops.errors.LockHeldError`). A lock whose run is gone for good is removed by a human with
+``kafkaops runs unlock CLUSTER --force --reason ...`` (audited).
+
+Backends: a local JSON lock file created with ``O_EXCL`` (single admin host, the lab), and ZooKeeper
+(kazoo) when the cluster has one: a *persistent* znode ``/kafkaops/locks/<cluster>`` with JSON data
+-- persistent, not ephemeral, precisely so that it outlives a crashed process and its ZK session.
+kazoo is imported lazily inside the ZooKeeper backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from kafkaops.errors import ConfigError, LockHeldError, UnreachableError
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """Who holds a cluster's lock and why."""
+
+    cluster: str
+    run_id: str
+    operator: str
+    reason: str
+    started_at: float
+    task: str | None = None
+    hostname: str = ""
+    pid: int = 0
+
+    @property
+    def started_iso(self) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> LockInfo:
+        d = json.loads(text)
+        fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        return cls(**fields)
+
+    def describe(self) -> str:
+        task = f", task {self.task}" if self.task else ""
+        return f"run {self.run_id} by {self.operator} since {self.started_iso} (reason: {self.reason}{task})"
+
+
+def _held(info: LockInfo) -> LockHeldError:
+    return LockHeldError(
+        f"cluster {info.cluster} is locked by {info.describe()}",
+        hint=f"wait for it, resume it (`kafkaops resume {info.run_id}`), abort it "
+        f"(`kafkaops runs abort {info.run_id} --reason ...`), or if that run is gone for good "
+        f"`kafkaops runs unlock {info.cluster} --force --reason ...`",
+    )
+
+
+class LockBackend(Protocol):
+    """A place to keep cluster locks."""
+
+    def acquire(self, info: LockInfo) -> LockInfo:
+        """Take the lock for ``info.run_id``; re-entrant for the same run id.
+
+        Raises:
+            LockHeldError: Another run holds it.
+        """
+        ...
+
+    def release(self, cluster: str, run_id: str) -> bool:
+        """Release if (and only if) ``run_id`` holds it; returns whether it did."""
+        ...
+
+    def holder(self, cluster: str) -> LockInfo | None:
+        """The current holder, if any."""
+        ...
+
+    def force_unlock(self, cluster: str) -> LockInfo | None:
+        """Remove the lock whoever holds it; returns the previous holder."""
+        ...
+
+
+class FileLockBackend:
+    """Lock files ``<dir>/<cluster>.lock`` holding JSON, created atomically with ``O_EXCL``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, cluster: str) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in cluster)
+        return self.directory / f"{safe}.lock"
+
+    def acquire(self, info: LockInfo) -> LockInfo:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self._path(info.cluster)
+        for _ in range(3):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                current = self.holder(info.cluster)
+                if current is None:  # vanished (released) between open and read: retry
+                    continue
+                if current.run_id == info.run_id:
+                    return current  # a resumed run takes its own lock back
+                raise _held(current) from None
+            try:
+                os.write(fd, info.to_json().encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return info
+        raise LockHeldError(f"cluster {info.cluster}: lock file {path} keeps changing; retry")
+
+    def release(self, cluster: str, run_id: str) -> bool:
+        current = self.holder(cluster)
+        if current is None or current.run_id != run_id:
+            return False
+        try:
+            self._path(cluster).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def holder(self, cluster: str) -> LockInfo | None:
+        path = self._path(cluster)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        if not text.strip():
+            # Created but not yet written (or a crash in between): treat as held by an unknown run.
+            return LockInfo(cluster, "?", "?", f"incomplete lock file {path}", path.stat().st_mtime)
+        try:
+            return LockInfo.from_json(text)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(
+                f"lock file {path} is corrupt: {exc}",
+                hint=f"inspect it, then `kafkaops runs unlock {cluster} --force --reason ...`",
+            ) from exc
+
+    def force_unlock(self, cluster: str) -> LockInfo | None:
+        path = self._path(cluster)
+        try:
+            previous = self.holder(cluster)
+        except ConfigError:
+            previous = None
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return None
+        return previous
+
+
+class ZooKeeperLockBackend:
+    """Persistent znodes ``/kafkaops/locks/<cluster>`` with JSON data (kazoo, imported lazily).
+
+    Args:
+        hosts: ZooKeeper connect string (``host:port,...``, chroot allowed).
+        root: Parent path of the lock znodes.
+        timeout: Connection timeout in seconds.
+        client: An already-started ``KazooClient`` (tests, or to share a session).
+    """
+
+    def __init__(
+        self, hosts: str, root: str = "/kafkaops/locks", timeout: float = 10.0, client: Any = None
+    ) -> None:
+        self.hosts, self.root, self.timeout = hosts, root.rstrip("/"), timeout
+        self._client = client
+
+    def _zk(self) -> Any:
+        if self._client is None:
+            from kazoo.client import KazooClient
+            from kazoo.handlers.threading import KazooTimeoutError
+
+            client = KazooClient(hosts=self.hosts, timeout=self.timeout)
+            try:
+                client.start(timeout=self.timeout)
+            except KazooTimeoutError as exc:
+                raise UnreachableError(
+                    f"ZooKeeper {self.hosts} did not answer within {self.timeout:.0f}s"
+                ) from exc
+            self._client = client
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.stop()
+            self._client.close()
+            self._client = None
+
+    def _path(self, cluster: str) -> str:
+        return f"{self.root}/{cluster}"
+
+    def acquire(self, info: LockInfo) -> LockInfo:
+        from kazoo.exceptions import NodeExistsError
+
+        zk = self._zk()
+        path = self._path(info.cluster)
+        try:
+            zk.create(path, info.to_json().encode(), makepath=True)  # persistent on purpose
+            return info
+        except NodeExistsError:
+            current = self.holder(info.cluster)
+            if current is None:
+                return self.acquire(info)
+            if current.run_id == info.run_id:
+                return current
+            raise _held(current) from None
+
+    def release(self, cluster: str, run_id: str) -> bool:
+        from kazoo.exceptions import BadVersionError, NoNodeError
+
+        zk = self._zk()
+        path = self._path(cluster)
+        try:
+            data, stat = zk.get(path)
+        except NoNodeError:
+            return False
+        if LockInfo.from_json(data).run_id != run_id:
+            return False
+        try:
+            zk.delete(path, version=stat.version)  # only the version we checked
+        except (NoNodeError, BadVersionError):
+            return False
+        return True
+
+    def holder(self, cluster: str) -> LockInfo | None:
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self._zk().get(self._path(cluster))
+        except NoNodeError:
+            return None
+        return LockInfo.from_json(data)
+
+    def force_unlock(self, cluster: str) -> LockInfo | None:
+        from kazoo.exceptions import NoNodeError
+
+        previous = self.holder(cluster)
+        try:
+            self._zk().delete(self._path(cluster))
+        except NoNodeError:
+            return None
+        return previous
+
+
+LockFactory = Callable[[str], LockBackend]
+_lock_factory: LockFactory | None = None
+
+
+def set_lock_factory(factory: LockFactory | None) -> None:
+    """Register how to pick a backend for a cluster (the CLI wiring: ZooKeeper when the inventory has
+    one for that cluster). ``None`` restores the default local lock files."""
+    global _lock_factory
+    _lock_factory = factory
+
+
+def lock_backend_for(cluster: str, home: Path | None = None) -> LockBackend:
+    """The backend for ``cluster``: the registered factory's, else lock files under ``$KAFKAOPS_HOME``."""
+    if _lock_factory is not None:
+        return _lock_factory(cluster)
+    from kafkaops.engine.journal import kafkaops_home
+
+    return FileLockBackend((home or kafkaops_home()) / "locks")
+
+
+def force_unlock(
+    cluster: str,
+    reason: str,
+    *,
+    operator: str,
+    backend: LockBackend | None = None,
+    audit: Any = None,
+) -> LockInfo | None:
+    """Remove a cluster's lock whatever run holds it, and audit who did it and why.
+
+    Args:
+        cluster: Cluster name.
+        reason: Why (mandatory: this overrides a safety mechanism).
+        operator: ``user@host``.
+        backend: Lock backend (default :func:`lock_backend_for`).
+        audit: An :class:`~kafkaops.engine.audit.AuditLog` (default: the file audit log).
+
+    Returns:
+        The previous holder, or ``None`` when there was no lock.
+    """
+    if not reason.strip():
+        raise ConfigError("force unlock needs a --reason", hint="say why the holding run is gone")
+    be = backend or lock_backend_for(cluster)
+    previous = be.force_unlock(cluster)
+    if audit is None:
+        from kafkaops.engine.audit import default_audit
+
+        audit = default_audit()
+    audit.record(
+        run=previous.run_id if previous else "-",
+        operator=operator,
+        reason=reason,
+        action=f"force-unlock {cluster}",
+        outcome="removed" if previous else "no-lock",
+        target=cluster,
+        previous_holder=asdict(previous) if previous else None,
+    )
+    return previous
+
+
+def lock_info(cluster: str, run_id: str, operator: str, reason: str, task: str | None) -> LockInfo:
+    """A :class:`LockInfo` for this process."""
+    import socket
+
+    return LockInfo(
+        cluster=cluster,
+        run_id=run_id,
+        operator=operator,
+        reason=reason,
+        started_at=time.time(),
+        task=task,
+        hostname=socket.gethostname(),
+        pid=os.getpid(),
+    )
+
+
+def holder_dict(info: LockInfo | None) -> Mapping[str, Any] | None:
+    return asdict(info) if info else None

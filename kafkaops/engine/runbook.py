@@ -1,0 +1,813 @@
+"""Runbooks are data: load ``runbooks/*.yaml``, validate them, bind them to targets, render their docs.
+
+A runbook replaces a wiki page, so it must read like one and fail like a linter: every mistake (unknown
+step kind, missing or unknown parameter, a duration such as ``5x``, a template naming something that
+does not exist) is a :class:`~kafkaops.errors.ConfigError` naming the file, the line, the step index and
+the fix, raised when the runbook is *loaded*, not forty minutes into a roll.
+
+Binding resolves templates (``{host.fqdn}``, ``{target.name}``, ``{cluster.name}``, ``{params.port}``)
+against the inventory objects of each target and freezes the result into plain JSON
+(:class:`BoundRunbook`). The bound form is what the journal and saved plans carry, so a resumed run or
+an applied plan executes exactly the procedure that was reviewed, even if the YAML changed since.
+
+Rolling runbooks declare ``targets: {order: controller_last|inventory, one_at_a_time: true, gate: ...}``.
+The controller goes last because a controller election per broker bounce caused outages (WMF T399005,
+Yelp #150); the gate (a step run between targets, typically "wait until in sync") replaces the fixed
+sleeps that were either wasteful or unsafe.
+
+The YAML format is documented in ``runbooks/README.md``; ``kafkaops runbooks docs`` renders one Markdown
+page per runbook from the YAML with :func:`render_markdown`, so the docs cannot drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkaops.engine.step import (
+    Param,
+    coerce_param,
+    format_duration,
+    get_step_kind,
+    parse_duration,
+    require_kind,
+)
+from kafkaops.errors import ConfigError
+
+TEMPLATE_ROOTS = ("host", "target", "cluster", "params")
+ORDERS = ("inventory", "controller_last")
+_TOP_KEYS = {"name", "summary", "description", "parameters", "targets", "steps", "retry"}
+_TARGET_KEYS = {"order", "one_at_a_time", "gate"}
+_LONG_STEP_KEYS = {"step", "params", "title", "retry"}
+_TEMPLATE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One step as written in the YAML (parameters unbound: templates still in place)."""
+
+    index: int  # 1-based, as operators count
+    kind: str
+    params: Mapping[str, Any]
+    title: str = ""
+    retry: Mapping[str, Any] | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class TargetsSpec:
+    """How a rolling runbook walks its targets."""
+
+    order: str = "inventory"
+    one_at_a_time: bool = True
+    gate: StepSpec | None = None
+
+
+@dataclass(frozen=True)
+class Runbook:
+    """A validated runbook."""
+
+    name: str
+    summary: str
+    steps: tuple[StepSpec, ...]
+    description: str = ""
+    parameters: tuple[Param, ...] = ()
+    targets: TargetsSpec | None = None
+    retry: Mapping[str, Any] | None = None
+    source: str = ""
+    sha256: str = ""
+    document: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def rolling(self) -> bool:
+        return self.targets is not None
+
+
+# --- loading ----------------------------------------------------------------------------------------
+
+
+def _line_map(text: str) -> dict[str, Any]:
+    """Line numbers (1-based) of each step and of the gate, from the YAML node tree."""
+    import yaml
+
+    out: dict[str, Any] = {"steps": [], "gate": 0}
+    try:
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return out
+    if not isinstance(root, yaml.MappingNode):
+        return out
+    for key, value in root.value:
+        if key.value == "steps" and isinstance(value, yaml.SequenceNode):
+            out["steps"] = [item.start_mark.line + 1 for item in value.value]
+        if key.value == "targets" and isinstance(value, yaml.MappingNode):
+            for k2, v2 in value.value:
+                if k2.value == "gate":
+                    out["gate"] = v2.start_mark.line + 1
+    return out
+
+
+def load_runbook(path: str | Path, *, check_kinds: bool = True) -> Runbook:
+    """Load and validate one runbook file.
+
+    Args:
+        path: The YAML file.
+        check_kinds: Validate step kinds and their parameters against the registry (needs the step
+            kinds registered); ``False`` only parses (fast listing).
+
+    Raises:
+        ConfigError: Naming the file, line, step index and the fix.
+    """
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read runbook: {exc.strerror}") from exc
+    try:
+        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}" if mark else str(p)
+        raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+    return parse_runbook(doc, source=str(p), text=text, check_kinds=check_kinds)
+
+
+def parse_runbook(
+    doc: Any, *, source: str = "<runbook>", text: str | None = None, check_kinds: bool = True
+) -> Runbook:
+    """Validate an already-parsed runbook document (see :func:`load_runbook`)."""
+    if text is None:
+        text = json.dumps(doc, sort_keys=True, default=str)
+    lines: dict[str, Any] = _line_map(text) if not text.lstrip().startswith("{") else {"steps": [], "gate": 0}
+    if not isinstance(doc, Mapping):
+        raise ConfigError(f"{source}: a runbook is a YAML mapping with name, summary and steps")
+    unknown = sorted(set(doc) - _TOP_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown top-level key(s) {', '.join(map(repr, unknown))}",
+            hint="allowed: " + ", ".join(sorted(_TOP_KEYS)),
+        )
+    name = doc.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{source}: missing 'name'", hint="add `name: <runbook name>` at the top")
+    stem = Path(source).stem
+    if source.endswith((".yaml", ".yml")) and stem != name:
+        raise ConfigError(f"{source}: name {name!r} does not match the file name", hint=f"use name: {stem}")
+    summary = doc.get("summary")
+    if not isinstance(summary, str) or not summary.strip():
+        raise ConfigError(f"{source}: missing 'summary'", hint="add a one-line `summary:` for list and docs")
+
+    parameters = _parse_parameters(doc.get("parameters") or {}, source)
+    param_names = {p.name for p in parameters}
+
+    raw_steps = doc.get("steps")
+    if not isinstance(raw_steps, list) or not raw_steps:
+        raise ConfigError(
+            f"{source}: 'steps' must be a non-empty list", hint="e.g. steps: [{kind: {param: v}}]"
+        )
+    step_lines: list[int] = list(lines["steps"])
+    steps = tuple(
+        _parse_step(
+            raw,
+            i + 1,
+            source,
+            step_lines[i] if i < len(step_lines) else 0,
+            check_kinds,
+            param_names,
+        )
+        for i, raw in enumerate(raw_steps)
+    )
+
+    targets = None
+    raw_targets = doc.get("targets")
+    if raw_targets is not None:
+        if not isinstance(raw_targets, Mapping):
+            raise ConfigError(
+                f"{source}: 'targets' must be a mapping", hint="targets: {order: controller_last}"
+            )
+        bad = sorted(set(raw_targets) - _TARGET_KEYS)
+        if bad:
+            raise ConfigError(
+                f"{source}: targets: unknown key(s) {', '.join(map(repr, bad))}",
+                hint="allowed: " + ", ".join(sorted(_TARGET_KEYS)),
+            )
+        order = raw_targets.get("order", "inventory")
+        if order not in ORDERS:
+            raise ConfigError(
+                f"{source}: targets.order {order!r} is unknown", hint="use one of " + ", ".join(ORDERS)
+            )
+        one = raw_targets.get("one_at_a_time", True)
+        if one is not True:
+            raise ConfigError(
+                f"{source}: targets.one_at_a_time must be true",
+                hint="kafkaops rolls one target at a time; parallel rolls are not supported",
+            )
+        gate = None
+        if raw_targets.get("gate") is not None:
+            gate = _parse_step(
+                raw_targets["gate"],
+                0,
+                source,
+                int(lines["gate"]),
+                check_kinds,
+                param_names,
+                label="targets.gate",
+            )
+        targets = TargetsSpec(order=order, one_at_a_time=True, gate=gate)
+
+    retry = doc.get("retry")
+    if retry is not None:
+        _check_retry(retry, f"{source}: retry")
+
+    return Runbook(
+        name=name,
+        summary=summary.strip(),
+        description=str(doc.get("description") or "").strip(),
+        steps=steps,
+        parameters=parameters,
+        targets=targets,
+        retry=retry,
+        source=source,
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        document=doc,
+    )
+
+
+def _parse_parameters(raw: Any, source: str) -> tuple[Param, ...]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: 'parameters' must be a mapping of name -> {{type, default, help}}")
+    out = []
+    for pname, spec in raw.items():
+        where = f"{source}: parameters.{pname}"
+        if not isinstance(spec, Mapping):
+            spec = {"default": spec, "type": _infer_type(spec)}
+        bad = sorted(set(spec) - {"type", "default", "required", "help"})
+        if bad:
+            raise ConfigError(f"{where}: unknown key(s) {bad}", hint="allowed: type, default, required, help")
+        try:
+            param = Param(
+                name=str(pname),
+                type=spec.get("type", "str"),
+                required=bool(spec.get("required", "default" not in spec)),
+                default=spec.get("default"),
+                help=str(spec.get("help", "")),
+            )
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
+        if param.default is not None:
+            try:
+                coerce_param(param, param.default)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: bad default: {exc}") from exc
+        out.append(param)
+    return tuple(out)
+
+
+def _infer_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, list):
+        return "list"
+    return "str"
+
+
+def _check_retry(raw: Any, where: str) -> None:
+    if not isinstance(raw, Mapping) or set(raw) - {"attempts", "backoff", "max_backoff", "multiplier"}:
+        raise ConfigError(
+            f"{where}: expected {{attempts: N, backoff: 5s}}", hint="keys: attempts, backoff, max_backoff"
+        )
+    for key in ("backoff", "max_backoff"):
+        if key in raw:
+            try:
+                parse_duration(raw[key])
+            except ValueError as exc:
+                raise ConfigError(f"{where}.{key}: {exc}") from exc
+    if "attempts" in raw and (not isinstance(raw["attempts"], int) or raw["attempts"] < 1):
+        raise ConfigError(f"{where}.attempts: must be an integer >= 1")
+
+
+def _templates_in(value: Any) -> list[str]:
+    """Template paths used in a (possibly nested) parameter value."""
+    if isinstance(value, str):
+        return [m.group(1) for m in _TEMPLATE.finditer(value) if m.group(1) is not None]
+    if isinstance(value, Mapping):
+        return [t for v in value.values() for t in _templates_in(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _templates_in(v)]
+    return []
+
+
+def _parse_step(
+    raw: Any,
+    index: int,
+    source: str,
+    line: int,
+    check_kinds: bool,
+    runbook_params: set[str],
+    label: str | None = None,
+) -> StepSpec:
+    loc = f"{source}:{line}" if line else source
+    label = label or f"step {index}"
+    title = ""
+    retry = None
+    kind: Any
+    params: Any
+    if isinstance(raw, str):
+        kind, params = raw, {}
+    elif isinstance(raw, Mapping) and "step" in raw:
+        bad = sorted(set(raw) - _LONG_STEP_KEYS)
+        if bad:
+            raise ConfigError(
+                f"{loc}: {label}: unknown key(s) {bad}", hint="allowed: step, params, title, retry"
+            )
+        kind, params = raw["step"], raw.get("params") or {}
+        title, retry = str(raw.get("title") or ""), raw.get("retry")
+    elif isinstance(raw, Mapping) and len(raw) == 1:
+        ((kind, params),) = raw.items()
+        params = params if params is not None else {}
+    else:
+        raise ConfigError(
+            f"{loc}: {label}: expected `- kind: {{param: value}}`",
+            hint="one step kind per list item, e.g. `- kafka.stop_broker: {}`",
+        )
+    if not isinstance(kind, str):
+        raise ConfigError(f"{loc}: {label}: step kind must be a string, got {kind!r}")
+    if not isinstance(params, Mapping):
+        raise ConfigError(
+            f"{loc}: {label} ({kind}): parameters must be a mapping, got {params!r}",
+            hint=f"write `- {kind}: {{name: value}}` (or `{{}}` for none)",
+        )
+    where = f"{loc}: {label} ({kind})"
+    if retry is not None:
+        _check_retry(retry, f"{where}: retry")
+    for tpl in _templates_in(params):
+        root = tpl.split(".", 1)[0]
+        if not _PATH.match(tpl) or root not in TEMPLATE_ROOTS:
+            raise ConfigError(
+                f"{where}: unknown template {{{tpl}}}",
+                hint="templates start with one of "
+                + ", ".join(f"{{{r}.…}}" for r in TEMPLATE_ROOTS)
+                + "; write {{ and }} for literal braces",
+            )
+        if root == "params" and tpl.split(".")[1] not in runbook_params:
+            raise ConfigError(
+                f"{where}: template {{{tpl}}} names no runbook parameter",
+                hint="declare it under `parameters:` or fix the name ("
+                + (", ".join(sorted(runbook_params)) or "none declared")
+                + ")",
+            )
+    if check_kinds:
+        entry = require_kind(kind, f"{loc}: {label}")
+        known = {p.name for p in entry.params}
+        for pname in params:
+            if pname not in known:
+                import difflib
+
+                close = difflib.get_close_matches(str(pname), sorted(known), n=1)
+                raise ConfigError(
+                    f"{where}: unknown parameter {pname!r}",
+                    hint=(f"did you mean {close[0]!r}? " if close else "")
+                    + "accepted: "
+                    + (", ".join(sorted(known)) or "none"),
+                )
+        for spec in entry.params:
+            if spec.required and spec.name not in params:
+                raise ConfigError(
+                    f"{where}: missing required parameter {spec.name!r}",
+                    hint=f"add `{spec.name}: <{spec.type}>`" + (f" ({spec.help})" if spec.help else ""),
+                )
+            if spec.name in params and not _templates_in(params[spec.name]):
+                try:
+                    coerce_param(spec, params[spec.name])
+                except ValueError as exc:
+                    raise ConfigError(f"{where}: parameter {spec.name!r}: {exc}") from exc
+    return StepSpec(index=index, kind=kind, params=dict(params), title=title, retry=retry, line=line)
+
+
+# --- discovery ----------------------------------------------------------------------------------------
+
+
+def runbook_dirs() -> list[Path]:
+    """Where runbooks live: ``$KAFKAOPS_RUNBOOKS`` (``os.pathsep``-separated), else ``./runbooks`` and the
+    ``runbooks/`` directory next to the installed package (a source checkout)."""
+    env = os.environ.get("KAFKAOPS_RUNBOOKS")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    dirs = [Path.cwd() / "runbooks", Path(__file__).resolve().parents[2] / "runbooks"]
+    out: list[Path] = []
+    for d in dirs:
+        if d.is_dir() and d.resolve() not in [o.resolve() for o in out]:
+            out.append(d)
+    return out
+
+
+def runbook_files(dirs: Sequence[Path] | None = None) -> dict[str, Path]:
+    """Runbook name -> file; the first directory wins on duplicates."""
+    found: dict[str, Path] = {}
+    for d in dirs if dirs is not None else runbook_dirs():
+        for f in sorted(d.glob("*.y*ml")):
+            if f.suffix in (".yaml", ".yml"):
+                found.setdefault(f.stem, f)
+    return found
+
+
+def find_runbook(name: str, dirs: Sequence[Path] | None = None, *, check_kinds: bool = True) -> Runbook:
+    """Load the runbook called ``name`` (or at path ``name``)."""
+    if name.endswith((".yaml", ".yml")) and Path(name).exists():
+        return load_runbook(name, check_kinds=check_kinds)
+    files = runbook_files(dirs)
+    if name not in files:
+        import difflib
+
+        close = difflib.get_close_matches(name, sorted(files), n=1)
+        raise ConfigError(
+            f"no runbook named {name!r}",
+            hint=(f"did you mean {close[0]!r}? " if close else "") + "`kafkaops runbooks list` shows them",
+        )
+    return load_runbook(files[name], check_kinds=check_kinds)
+
+
+# --- binding ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One thing a runbook acts on (usually a broker host).
+
+    Attributes:
+        name: Short name used in the journal and output (``kafka1001``).
+        host: The inventory object templates see as ``{host.…}`` (e.g. ``kafkaops.model.Host``).
+        is_controller: The target is the current controller (``order: controller_last`` moves it last).
+        extra: Additional template roots/values (rarely needed).
+    """
+
+    name: str
+    host: Any = None
+    is_controller: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BoundStep:
+    """A step with its parameters resolved and typed, as journaled and saved in plans."""
+
+    index: int
+    kind: str
+    params: Mapping[str, Any]
+    title: str = ""
+    gate: bool = False
+    retry: Mapping[str, Any] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"gate ({self.kind})" if self.gate else f"step {self.index} ({self.kind})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "params": dict(self.params),
+            "title": self.title,
+            "gate": self.gate,
+            "retry": dict(self.retry) if self.retry else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BoundStep:
+        return cls(
+            index=int(d["index"]),
+            kind=str(d["kind"]),
+            params=dict(d.get("params") or {}),
+            title=str(d.get("title") or ""),
+            gate=bool(d.get("gate", False)),
+            retry=d.get("retry"),
+        )
+
+
+@dataclass(frozen=True)
+class BoundTarget:
+    name: str
+    steps: tuple[BoundStep, ...]
+    is_controller: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "is_controller": self.is_controller,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BoundTarget:
+        return cls(
+            name=str(d["name"]),
+            is_controller=bool(d.get("is_controller", False)),
+            steps=tuple(BoundStep.from_dict(s) for s in d.get("steps", [])),
+        )
+
+
+@dataclass(frozen=True)
+class BoundRunbook:
+    """A runbook bound to a cluster and ordered targets: plain JSON-able data, ready to run."""
+
+    name: str
+    summary: str
+    cluster: str
+    targets: tuple[BoundTarget, ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    order: str = "inventory"
+    source: str = ""
+    sha256: str = ""
+    retry: Mapping[str, Any] | None = None
+
+    @property
+    def target_names(self) -> list[str]:
+        return [t.name for t in self.targets]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "cluster": self.cluster,
+            "targets": [t.to_dict() for t in self.targets],
+            "params": dict(self.params),
+            "order": self.order,
+            "source": self.source,
+            "sha256": self.sha256,
+            "retry": dict(self.retry) if self.retry else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BoundRunbook:
+        return cls(
+            name=str(d["name"]),
+            summary=str(d.get("summary", "")),
+            cluster=str(d.get("cluster", "")),
+            targets=tuple(BoundTarget.from_dict(t) for t in d.get("targets", [])),
+            params=dict(d.get("params") or {}),
+            order=str(d.get("order", "inventory")),
+            source=str(d.get("source", "")),
+            sha256=str(d.get("sha256", "")),
+            retry=d.get("retry"),
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return name
+    return str(value)
+
+
+def _lookup(path: str, ctx: Mapping[str, Any], where: str) -> Any:
+    parts = path.split(".")
+    if parts[0] not in ctx or ctx[parts[0]] is None:
+        raise ConfigError(
+            f"{where}: template {{{path}}} cannot be resolved: this run has no {parts[0]!r}",
+            hint="give the runbook a host target" if parts[0] == "host" else None,
+        )
+    obj = ctx[parts[0]]
+    for i, part in enumerate(parts[1:], start=1):
+        if isinstance(obj, Mapping) and part in obj:
+            obj = obj[part]
+        elif not isinstance(obj, Mapping) and hasattr(obj, part) and not part.startswith("_"):
+            obj = getattr(obj, part)
+        else:
+            raise ConfigError(
+                f"{where}: template {{{path}}}: {'.'.join(parts[:i])} has no {part!r}",
+                hint="check the spelling against the inventory model (kafkaops/model.py)",
+            )
+    return obj
+
+
+def _render(value: Any, ctx: Mapping[str, Any], where: str) -> Any:
+    if isinstance(value, str):
+        whole = _TEMPLATE.fullmatch(value)
+        if whole and whole.group(1) is not None:
+            return _jsonable(_lookup(whole.group(1), ctx, where))  # keep lists/ints as they are
+
+        def sub(m: re.Match[str]) -> str:
+            if m.group(0) == "{{":
+                return "{"
+            if m.group(0) == "}}":
+                return "}"
+            return str(_jsonable(_lookup(m.group(1), ctx, where)))
+
+        return _TEMPLATE.sub(sub, value)
+    if isinstance(value, Mapping):
+        return {k: _render(v, ctx, where) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_render(v, ctx, where) for v in value]
+    return value
+
+
+def bind_runbook(
+    runbook: Runbook,
+    *,
+    cluster: Any = None,
+    targets: Sequence[Target] = (),
+    params: Mapping[str, Any] | None = None,
+) -> BoundRunbook:
+    """Resolve templates and defaults for each target and order the targets.
+
+    Args:
+        runbook: A loaded runbook (its step kinds must be registered).
+        cluster: The cluster object (``{cluster.…}``), e.g. ``kafkaops.model.Cluster``; or its name.
+        targets: Targets in inventory order. A non-rolling runbook takes at most one; with none, the run
+            has a single target named after the cluster.
+        params: Runbook parameter values (strings from the command line are coerced).
+
+    Raises:
+        ConfigError: Unknown/missing runbook parameter, unresolvable template, bad value after binding,
+            wrong number of targets.
+    """
+    cluster_name = cluster if isinstance(cluster, str) else str(getattr(cluster, "name", "") or "")
+    given = dict(params or {})
+    bound_params: dict[str, Any] = {}
+    declared = {p.name: p for p in runbook.parameters}
+    for pname in given:
+        if pname not in declared:
+            raise ConfigError(
+                f"runbook {runbook.name}: unknown parameter {pname!r}",
+                hint="accepted: " + (", ".join(sorted(declared)) or "none"),
+            )
+    for spec in runbook.parameters:
+        if spec.name in given:
+            raw = given[spec.name]
+        elif spec.default is not None:
+            raw = spec.default
+        elif spec.required:
+            raise ConfigError(
+                f"runbook {runbook.name}: parameter {spec.name!r} is required",
+                hint=f"pass --param {spec.name}=<{spec.type}>" + (f" ({spec.help})" if spec.help else ""),
+            )
+        else:
+            continue
+        try:
+            bound_params[spec.name] = coerce_param(spec, raw)
+        except ValueError as exc:
+            raise ConfigError(f"runbook {runbook.name}: parameter {spec.name!r}: {exc}") from exc
+
+    tlist = list(targets)
+    if not runbook.rolling and len(tlist) > 1:
+        raise ConfigError(
+            f"runbook {runbook.name} is not a rolling runbook: give exactly one target",
+            hint="declare `targets: {order: controller_last}` in the runbook to roll several",
+        )
+    if not tlist:
+        tlist = [Target(name=cluster_name or "cluster")]
+    order = runbook.targets.order if runbook.targets else "inventory"
+    if order == "controller_last":
+        tlist = [t for t in tlist if not t.is_controller] + [t for t in tlist if t.is_controller]
+
+    bound_targets = []
+    for ti, target in enumerate(tlist):
+        ctx: dict[str, Any] = {
+            "host": target.host,
+            "target": target,
+            "cluster": cluster,
+            "params": bound_params,
+        }
+        if isinstance(cluster, str) or cluster is None:
+            ctx["cluster"] = {"name": cluster_name}
+        ctx.update(target.extra)
+        steps = [_bind_step(s, ctx, runbook, target) for s in runbook.steps]
+        gate = runbook.targets.gate if runbook.targets else None
+        if gate is not None and ti < len(tlist) - 1:
+            g = _bind_step(gate, ctx, runbook, target)
+            steps.append(
+                BoundStep(
+                    len(steps) + 1, g.kind, g.params, g.title or "gate before next target", True, g.retry
+                )
+            )
+        bound_targets.append(
+            BoundTarget(name=target.name, steps=tuple(steps), is_controller=target.is_controller)
+        )
+    return BoundRunbook(
+        name=runbook.name,
+        summary=runbook.summary,
+        cluster=cluster_name,
+        targets=tuple(bound_targets),
+        params=bound_params,
+        order=order,
+        source=runbook.source,
+        sha256=runbook.sha256,
+        retry=runbook.retry,
+    )
+
+
+def _bind_step(spec: StepSpec, ctx: Mapping[str, Any], runbook: Runbook, target: Target) -> BoundStep:
+    label = "targets.gate" if spec.index == 0 else f"step {spec.index}"
+    where = f"{runbook.source or runbook.name}: {label} ({spec.kind}) for {target.name}"
+    entry = require_kind(spec.kind, where)
+    values = _render(dict(spec.params), ctx, where)
+    out: dict[str, Any] = {}
+    for p in entry.params:
+        if p.name in values:
+            try:
+                out[p.name] = coerce_param(p, values[p.name])
+            except ValueError as exc:
+                raise ConfigError(f"{where}: parameter {p.name!r}: {exc}") from exc
+        elif p.default is not None:
+            out[p.name] = coerce_param(p, p.default)
+        elif p.required:  # pragma: no cover - load-time validation catches it
+            raise ConfigError(f"{where}: missing required parameter {p.name!r}")
+    return BoundStep(
+        index=spec.index, kind=spec.kind, params=_jsonable(out), title=spec.title, retry=spec.retry
+    )
+
+
+# --- docs ------------------------------------------------------------------------------------------------
+
+
+def _fmt_value(p: Param | None, v: Any) -> str:
+    if p is not None and p.type == "duration" and not isinstance(v, str):
+        return format_duration(float(v))
+    if isinstance(v, str):
+        return v
+    return json.dumps(v)
+
+
+def render_markdown(runbook: Runbook) -> str:
+    """One Markdown page for a runbook, generated from its YAML (``kafkaops runbooks docs``)."""
+    out = [
+        f"# Runbook `{runbook.name}`",
+        "",
+        f"> Generated from `{Path(runbook.source).name}` by `kafkaops runbooks docs`: "
+        "edit the YAML, not this page.",
+        "",
+        runbook.summary,
+        "",
+    ]
+    if runbook.description:
+        out += [runbook.description, ""]
+    if runbook.parameters:
+        out += ["## Parameters", "", "| name | type | default | description |", "|---|---|---|---|"]
+        for p in runbook.parameters:
+            default = "*(required)*" if p.required and p.default is None else f"`{_fmt_value(p, p.default)}`"
+            out.append(f"| `{p.name}` | {p.type} | {default} | {p.help} |")
+        out.append("")
+    if runbook.targets:
+        t = runbook.targets
+        order = "the current controller last" if t.order == "controller_last" else "inventory order"
+        out += ["## Targets", "", f"Rolling: one target at a time, in {order}."]
+        if t.gate:
+            out.append(f"Between targets it runs the gate `{t.gate.kind}` {_params_text(t.gate)}.")
+        out.append("")
+    out += ["## Steps", ""]
+    for s in runbook.steps:
+        entry = get_step_kind(s.kind)
+        title = s.title or (entry.summary if entry else "")
+        out.append(f"{s.index}. **`{s.kind}`** {_params_text(s)}" + (f" — {title}" if title else ""))
+        if entry and entry.compensate:
+            note = f": {entry.compensate.note}" if entry.compensate.note else ""
+            out.append(f"   - rollback: `{entry.compensate.kind}`{note}")
+    out.append("")
+    kinds = sorted(
+        {s.kind for s in runbook.steps}
+        | ({runbook.targets.gate.kind} if runbook.targets and runbook.targets.gate else set())
+    )
+    out += ["## Step kinds used", ""]
+    for k in kinds:
+        entry = get_step_kind(k)
+        if entry is None:
+            out.append(f"- `{k}`: *(not registered)*")
+            continue
+        out.append(f"- `{k}`: {entry.summary}")
+        for p in entry.params:
+            req = "required" if p.required else f"default `{_fmt_value(p, p.default)}`"
+            out.append(f"  - `{p.name}` ({p.type}, {req}){': ' + p.help if p.help else ''}")
+    out += [
+        "",
+        "## Resume and rollback",
+        "",
+        "Interrupted or failed runs continue with `kafkaops resume RUN_ID`; "
+        "`kafkaops runs abort RUN_ID --rollback --reason ...` undoes only what the run changed.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _params_text(s: StepSpec) -> str:
+    if not s.params:
+        return ""
+    return "(" + ", ".join(f"{k}=`{_fmt_value(None, v)}`" for k, v in s.params.items()) + ")"

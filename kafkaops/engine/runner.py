@@ -1,0 +1,838 @@
+"""The runner: observe -> plan -> apply -> verify, per step, per target; journaled, resumable, pausable.
+
+Operational rules this module enforces, and why:
+
+* **Intent before side effect.** Before ``apply`` the runner appends (and fsyncs) ``step_applying``; after
+  it, ``step_applied``. A crash between the two leaves a journal that says "this step may be half done".
+* **Resume re-observes the in-flight step instead of trusting the journal.** After a crash we cannot
+  know whether ``apply`` ran, half-ran or never ran; only ``observe`` + ``plan`` returning ``Noop`` *now*
+  proves the effect holds. Otherwise the step is applied again -- which is safe precisely because
+  ``plan`` only ever asks for what closes the observed gap, so a non-idempotent operation (an election,
+  a counter) is never repeated when its effect already holds. Steps the journal records as *verified*
+  are not re-run: later steps may legitimately undo their effect (``depool`` ... ``repool``), and
+  re-running them would undo the procedure.
+* **Pause only at safe points.** Ctrl-C sets a flag; the run stops between steps (or inside a
+  read-only wait), journals ``paused`` and tells the operator the exact resume command. A second
+  Ctrl-C stops immediately (the journal still shows the in-flight step).
+* **Fail loudly, resumably.** A failed step is journaled and raised as
+  :class:`~kafkaops.errors.RunFailed` whose message says where the run stopped, whether that step may
+  be partly applied, and the ``kafkaops resume`` / ``kafkaops runs abort --rollback`` commands. The
+  cluster lock stays with the run.
+* **Retry as data.** :class:`RetryPolicy` (attempts, backoff) applies to ``verify`` and to errors that
+  say they are retryable (``exc.retryable``, e.g. :class:`~kafkaops.errors.CheckFailed`); a retry always
+  starts again from ``observe``.
+* **Rollback never does more than the run did.** ``abort --rollback`` compensates, in reverse order,
+  only steps for which this run journaled an ``applying`` intent, and each compensation is itself a step
+  (observe first: nothing to undo is a no-op).
+
+Nothing here knows about Kafka: steps get the caller's opaque ``services`` in a
+:class:`~kafkaops.engine.context.RunContext`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kafkaops.engine.audit import AuditLog, default_audit
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.journal import Journal, RunState, StepState, kafkaops_home, new_run_id, process_alive
+from kafkaops.engine.lock import LockBackend, lock_backend_for, lock_info
+from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_observations
+from kafkaops.engine.runbook import BoundRunbook, BoundStep, BoundTarget
+from kafkaops.engine.step import (
+    Action,
+    Noop,
+    Observation,
+    Step,
+    StepKind,
+    coerce_param,
+    parse_duration,
+    require_kind,
+)
+from kafkaops.engine.wait import Clock, SystemClock
+from kafkaops.errors import ConfigError, Interrupted, KafkaOpsError, RunFailed, StalePlanError
+
+Hook = Callable[[str, str, BoundStep], None]
+"""``hook(point, target, step)`` called at ``before_apply``, ``after_apply``, ``after_applied_record``
+and ``after_verified`` (tests inject crashes here)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry.
+
+    Attributes:
+        attempts: Total tries (1 = no retry).
+        backoff: Seconds before the first retry.
+        multiplier: Backoff growth per retry.
+        max_backoff: Cap on a single delay.
+        retry_on: Extra exception types to treat as retryable (besides ``exc.retryable``).
+    """
+
+    attempts: int = 3
+    backoff: float = 5.0
+    multiplier: float = 2.0
+    max_backoff: float = 60.0
+    retry_on: tuple[type[BaseException], ...] = ()
+
+    def delay(self, failures: int) -> float:
+        """Delay after the ``failures``-th failure (1-based)."""
+        return float(min(self.backoff * self.multiplier ** max(failures - 1, 0), self.max_backoff))
+
+    def retryable(self, exc: BaseException) -> bool:
+        return bool(getattr(exc, "retryable", False)) or isinstance(exc, self.retry_on)
+
+    def merged(self, overrides: Mapping[str, Any] | None) -> RetryPolicy:
+        """A copy with a runbook's or step's ``retry:`` mapping applied."""
+        if not overrides:
+            return self
+        return RetryPolicy(
+            attempts=int(overrides.get("attempts", self.attempts)),
+            backoff=parse_duration(overrides["backoff"]) if "backoff" in overrides else self.backoff,
+            multiplier=float(overrides.get("multiplier", self.multiplier)),
+            max_backoff=parse_duration(overrides["max_backoff"])
+            if "max_backoff" in overrides
+            else self.max_backoff,
+            retry_on=self.retry_on,
+        )
+
+
+@dataclass
+class RunResult:
+    """Outcome of ``start``/``resume``/``abort``/``apply_plan``."""
+
+    run_id: str
+    status: str
+    applied: int = 0
+    skipped: int = 0
+    compensated: int = 0
+    journal: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Meta:
+    run_id: str
+    cluster: str
+    operator: str
+    reason: str
+    task: str | None
+    runbook: str
+    targets: tuple[str, ...]
+
+
+def _discard(_: str) -> None:
+    return None
+
+
+def _bind_params(entry: StepKind, raw: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in entry.params:
+        if p.name in raw:
+            out[p.name] = coerce_param(p, raw[p.name])
+        elif p.default is not None:
+            out[p.name] = coerce_param(p, p.default)
+    return out
+
+
+class Runner:
+    """Runs bound runbooks.
+
+    Args:
+        home: State directory (default ``$KAFKAOPS_HOME``); journals go to ``home/runs``.
+        lock: Lock backend; default :func:`~kafkaops.engine.lock.lock_backend_for` the run's cluster.
+        audit: Audit log; default :func:`~kafkaops.engine.audit.default_audit`.
+        retry: Default retry policy (a runbook's or step's ``retry:`` overrides it).
+        clock: Sleeper for backoffs (inject a fake in tests).
+        hook: Called at the crash-relevant points (see :data:`Hook`).
+        handle_sigint: Install the Ctrl-C-pauses handler while running (main thread only).
+        echo: Progress lines for the operator.
+    """
+
+    def __init__(
+        self,
+        *,
+        home: Path | None = None,
+        lock: LockBackend | None = None,
+        audit: AuditLog | None = None,
+        retry: RetryPolicy | None = None,
+        clock: Clock | None = None,
+        hook: Hook | None = None,
+        handle_sigint: bool = True,
+        echo: Callable[[str], None] | None = None,
+    ) -> None:
+        self.home = home or kafkaops_home()
+        self._lock = lock
+        self._audit = audit
+        self.retry = retry or RetryPolicy()
+        self.clock: Clock = clock or SystemClock()
+        self.hook = hook
+        self.handle_sigint = handle_sigint
+        self.echo = echo or _discard
+        self._pause_requested = False
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    @property
+    def audit(self) -> AuditLog:
+        if self._audit is None:
+            self._audit = default_audit(self.home)
+        return self._audit
+
+    def lock_for(self, cluster: str) -> LockBackend:
+        return self._lock or lock_backend_for(cluster, self.home)
+
+    def request_pause(self) -> None:
+        """Ask the run to pause at the next safe point (what Ctrl-C does)."""
+        self._pause_requested = True
+
+    def pause_requested(self) -> bool:
+        return self._pause_requested
+
+    @contextmanager
+    def _sigint(self) -> Iterator[None]:
+        if not self.handle_sigint or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum: int, frame: Any) -> None:
+            if self._pause_requested:
+                raise KeyboardInterrupt  # second Ctrl-C: stop now; the journal shows the in-flight step
+            self._pause_requested = True
+            self.echo("Ctrl-C: pausing at the next safe point (press Ctrl-C again to stop immediately)")
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _hook(self, point: str, target: str, step: BoundStep) -> None:
+        if self.hook is not None:
+            self.hook(point, target, step)
+
+    def _ctx(
+        self,
+        meta: _Meta,
+        target: str,
+        step: BoundStep,
+        params: Mapping[str, Any],
+        services: Any,
+        dry_run: bool = False,
+    ) -> RunContext:
+        return RunContext(
+            run_id=meta.run_id,
+            operator=meta.operator,
+            reason=meta.reason,
+            task=meta.task,
+            dry_run=dry_run,
+            target=target,
+            params=params,
+            services=services,
+            cluster=meta.cluster,
+            step_index=step.index,
+            kind=step.kind,
+            pause_requested=self.pause_requested,
+            progress=self.echo,
+        )
+
+    @staticmethod
+    def _check_kinds(bound: BoundRunbook) -> None:
+        for t in bound.targets:
+            for s in t.steps:
+                require_kind(s.kind, f"runbook {bound.name}: {t.name} {s.label}")
+
+    # --- dry-run / plans --------------------------------------------------------------------------
+
+    def dry_run(
+        self, bound: BoundRunbook, *, services: Any, operator: str, reason: str = "", task: str | None = None
+    ) -> Plan:
+        """Observe and plan every step for real, change nothing, and return the :class:`Plan`."""
+        self._check_kinds(bound)
+        import time
+
+        meta = _Meta("", bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names))
+        planned: list[PlannedStep] = []
+        for target in bound.targets:
+            for step in target.steps:
+                entry = require_kind(step.kind, step.label)
+                obj = entry.create(step.params)
+                obs = obj.observe(self._ctx(meta, target.name, step, step.params, services, dry_run=True))
+                decision = obj.plan(obs)
+                comp = entry.compensate
+                rollback = ""
+                if comp is not None:
+                    rollback = f"{comp.kind}" + (f": {comp.note}" if comp.note else "")
+                planned.append(
+                    PlannedStep(
+                        target=target.name,
+                        index=step.index,
+                        kind=step.kind,
+                        params=dict(step.params),
+                        observed=_summary(obs),
+                        fingerprint_data=_fp(obs),
+                        action=decision.to_dict() if isinstance(decision, Action) else None,
+                        noop_reason=decision.reason if isinstance(decision, Noop) else None,
+                        gate=step.gate,
+                        title=step.title,
+                        rollback=rollback,
+                    )
+                )
+        notes = []
+        if bound.order == "controller_last":
+            ctrl = [t.name for t in bound.targets if t.is_controller]
+            if ctrl:
+                notes.append(f"controller {ctrl[0]} goes last (one controller election for the whole roll)")
+        notes.append(
+            "dry-run: observations are from the live systems; later steps were planned against the "
+            "state before earlier steps run"
+        )
+        return Plan(
+            runbook=bound.name,
+            summary=bound.summary,
+            cluster=bound.cluster,
+            operator=operator,
+            reason=reason,
+            task=task,
+            created_at=time.time(),
+            bound=bound.to_dict(),
+            steps=planned,
+            notes=notes,
+        )
+
+    def apply_plan(
+        self, plan: Plan, *, services: Any, operator: str, reason: str | None = None, task: str | None = None
+    ) -> RunResult:
+        """Execute exactly the reviewed plan, refusing if what it observed has changed.
+
+        Raises:
+            StalePlanError: Naming every observation that changed.
+        """
+        bound = BoundRunbook.from_dict(plan.bound)
+        why = reason or plan.reason
+        if not why.strip():
+            raise ConfigError("applying a plan needs a reason", hint="pass --reason")
+        run_id = new_run_id(bound.name)
+        lock = self.lock_for(bound.cluster)
+        lock.acquire(lock_info(bound.cluster, run_id, operator, why, task or plan.task))
+        try:
+            fresh = self.dry_run(bound, services=services, operator=operator, reason=why, task=task)
+            if compute_fingerprint(fresh.steps) != plan.fingerprint:
+                changes = diff_observations(plan.steps, fresh.steps) or ["observations differ"]
+                raise StalePlanError(
+                    f"the plan is stale: {len(changes)} observation(s) changed since it was made: "
+                    + "; ".join(changes),
+                    hint="review a fresh plan: re-run with --dry-run --save-plan FILE",
+                )
+        except BaseException:
+            lock.release(bound.cluster, run_id)
+            raise
+        return self.start(
+            bound,
+            services=services,
+            operator=operator,
+            reason=why,
+            task=task or plan.task,
+            run_id=run_id,
+            plan_fingerprint=plan.fingerprint,
+        )
+
+    # --- runs -------------------------------------------------------------------------------------
+
+    def start(
+        self,
+        bound: BoundRunbook,
+        *,
+        services: Any,
+        operator: str,
+        reason: str,
+        task: str | None = None,
+        run_id: str | None = None,
+        plan_fingerprint: str | None = None,
+    ) -> RunResult:
+        """Start a new run: take the cluster lock, journal ``run_started``, run every step.
+
+        Raises:
+            ConfigError: No reason, or an unregistered step kind.
+            LockHeldError: Another run holds the cluster.
+            RunFailed: A step failed (the run is resumable).
+            Interrupted: The operator paused the run (resumable).
+        """
+        if not reason or not reason.strip():
+            raise ConfigError(
+                "a reason is required for anything that changes state", hint="pass --reason '...'"
+            )
+        self._check_kinds(bound)
+        run_id = run_id or new_run_id(bound.name)
+        lock = self.lock_for(bound.cluster)
+        lock.acquire(lock_info(bound.cluster, run_id, operator, reason, task))
+        try:
+            journal = Journal.create(run_id, self.home)
+        except BaseException:
+            lock.release(bound.cluster, run_id)
+            raise
+        journal.append(
+            "run_started",
+            run_id=run_id,
+            runbook=bound.to_dict(),
+            cluster=bound.cluster,
+            operator=operator,
+            reason=reason,
+            task=task,
+            pid=os.getpid(),
+            hostname=socket.gethostname(),
+            plan_fingerprint=plan_fingerprint,
+        )
+        meta = _Meta(run_id, bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names))
+        self.audit.start(
+            run=run_id, runbook=bound.name, targets=meta.targets, operator=operator, reason=reason, task=task
+        )
+        self.echo(f"run {run_id}: {bound.name} on {', '.join(meta.targets)} (journal {journal.path})")
+        return self._drive(journal, journal.replay(), bound, services, meta)
+
+    def resume(self, run_id: str, *, services: Any, operator: str | None = None) -> RunResult:
+        """Continue a paused, failed or crashed run where it stopped (re-observing the in-flight step).
+
+        Raises:
+            ConfigError: Unknown run, or the run is finished/aborted.
+            LockHeldError: The cluster lock now belongs to another run.
+        """
+        journal = Journal.open(run_id, self.home)
+        state = journal.replay()
+        if not state.started:
+            raise ConfigError(f"run {run_id}: journal {journal.path} has no run_started record")
+        if state.terminal:
+            raise ConfigError(
+                f"run {run_id} is {state.status}; nothing to resume", hint="start a new run instead"
+            )
+        if state.status == "running" and process_alive(state) and state.pid != os.getpid():
+            raise ConfigError(
+                f"run {run_id} is still being driven by pid {state.pid} on this host",
+                hint="press Ctrl-C in that terminal to pause it, then resume",
+            )
+        bound = BoundRunbook.from_dict(state.started["runbook"])
+        self._check_kinds(bound)
+        started = state.started
+        meta = _Meta(
+            run_id,
+            bound.cluster,
+            operator or started["operator"],
+            started["reason"],
+            started.get("task"),
+            bound.name,
+            tuple(bound.target_names),
+        )
+        self.lock_for(bound.cluster).acquire(
+            lock_info(bound.cluster, run_id, started["operator"], started["reason"], started.get("task"))
+        )
+        cursor = state.cursor()
+        journal.append(
+            "resumed",
+            operator=meta.operator,
+            pid=os.getpid(),
+            hostname=socket.gethostname(),
+            previous_status=state.status,
+            cursor=list(cursor) if cursor else None,
+        )
+        self.audit.start(
+            run=run_id,
+            runbook=f"{bound.name} (resume)",
+            targets=meta.targets,
+            operator=meta.operator,
+            reason=meta.reason,
+            task=meta.task,
+        )
+        self.echo(
+            f"resuming run {run_id} at {cursor[0]} step {cursor[1]}" if cursor else f"resuming run {run_id}"
+        )
+        return self._drive(journal, state, bound, services, meta)
+
+    def _drive(
+        self, journal: Journal, state: RunState, bound: BoundRunbook, services: Any, meta: _Meta
+    ) -> RunResult:
+        result = RunResult(run_id=meta.run_id, status="running", journal=journal.path)
+        self._pause_requested = False
+        with self._sigint():
+            for target in bound.targets:
+                if target.name in state.targets_done:
+                    continue
+                if not any(k[0] == target.name for k in state.steps):
+                    journal.append("target_started", target=target.name)
+                for step in target.steps:
+                    if state.is_done(target.name, step.index):
+                        continue
+                    if self._pause_requested:
+                        self._pause(journal, meta, target, step)
+                    self._run_step(
+                        journal,
+                        state.step(target.name, step.index),
+                        bound,
+                        target,
+                        step,
+                        services,
+                        meta,
+                        result,
+                    )
+                journal.append("target_finished", target=target.name)
+            journal.append("finished", applied=result.applied, skipped=result.skipped)
+        self.audit.end(
+            run=meta.run_id,
+            runbook=meta.runbook,
+            targets=meta.targets,
+            operator=meta.operator,
+            reason=meta.reason,
+            task=meta.task,
+            passed=True,
+        )
+        self.lock_for(bound.cluster).release(bound.cluster, meta.run_id)
+        result.status = "finished"
+        self.echo(f"run {meta.run_id} finished: {result.applied} change(s), {result.skipped} no-op(s)")
+        return result
+
+    def _pause(
+        self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = ""
+    ) -> NoReturn:
+        journal.append("paused", target=target.name, step=step.index, kind=step.kind, detail=detail)
+        self.audit.record(
+            run=meta.run_id,
+            operator=meta.operator,
+            reason=meta.reason,
+            task=meta.task,
+            target=target.name,
+            step=step.label,
+            action="pause",
+            outcome="paused",
+        )
+        raise Interrupted(
+            f"run {meta.run_id} paused before {target.name} {step.label}"
+            + (f" ({detail})" if detail else "")
+            + "; the cluster lock stays with the run",
+            hint=f"continue with `kafkaops resume {meta.run_id}`, or undo it with "
+            f"`kafkaops runs abort {meta.run_id} --rollback --reason ...`",
+        )
+
+    def _policy(self, bound: BoundRunbook, step: BoundStep) -> RetryPolicy:
+        return self.retry.merged(bound.retry).merged(step.retry)
+
+    def _run_step(
+        self,
+        journal: Journal,
+        prior: StepState,
+        bound: BoundRunbook,
+        target: BoundTarget,
+        step: BoundStep,
+        services: Any,
+        meta: _Meta,
+        result: RunResult,
+    ) -> None:
+        entry = require_kind(step.kind, step.label)
+        policy = self._policy(bound, step)
+        obj: Step = entry.create(step.params)
+        ctx = self._ctx(meta, target.name, step, step.params, services)
+        base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": step.kind}
+        total = len(target.steps)
+        failures = 0
+        while True:
+            try:
+                obs = obj.observe(ctx)
+                journal.append("step_observed", sync=False, observed=_summary(obs), **base)
+                decision = obj.plan(obs)
+                if isinstance(decision, Noop):
+                    why = decision.reason
+                    if prior.changed:
+                        why += " (the earlier, interrupted attempt took effect)"
+                    journal.append("step_skipped", reason=why, **base)
+                    self.echo(f"{target.name} [{step.index}/{total}] {step.kind}: no-op: {why}")
+                    result.skipped += 1
+                else:
+                    journal.append("step_applying", action=decision.to_dict(), attempt=failures + 1, **base)
+                    self.audit.record(
+                        run=meta.run_id,
+                        operator=meta.operator,
+                        reason=meta.reason,
+                        task=meta.task,
+                        target=target.name,
+                        step=step.label,
+                        action=decision.description,
+                        outcome="applying",
+                        commands=list(decision.commands),
+                    )
+                    self.echo(f"{target.name} [{step.index}/{total}] {step.kind}: {decision.description}")
+                    self._hook("before_apply", target.name, step)
+                    obj.apply(ctx, decision)
+                    self._hook("after_apply", target.name, step)
+                    journal.append("step_applied", **base)
+                    self._hook("after_applied_record", target.name, step)
+                    self.audit.record(
+                        run=meta.run_id,
+                        operator=meta.operator,
+                        reason=meta.reason,
+                        task=meta.task,
+                        target=target.name,
+                        step=step.label,
+                        action=decision.description,
+                        outcome="applied",
+                    )
+                    result.applied += 1
+                break
+            except Interrupted as exc:
+                self._pause(journal, meta, target, step, detail=str(exc))
+            except Exception as exc:
+                failures += 1
+                if policy.retryable(exc) and failures < policy.attempts:
+                    delay = policy.delay(failures)
+                    journal.append("step_retry", error=str(exc), attempt=failures, delay=delay, **base)
+                    self.echo(f"{target.name} {step.label}: {exc}; retrying in {delay:.0f}s")
+                    self.clock.sleep(delay)
+                    continue
+                self._fail(journal, meta, bound, target, step, exc, journal.replay())
+        try:
+            self._verify(obj, ctx, policy, journal, base, target, step)
+        except Interrupted as exc:
+            self._pause(journal, meta, target, step, detail=str(exc))
+        except Exception as exc:
+            self._fail(journal, meta, bound, target, step, exc, journal.replay())
+        journal.append("step_verified", **base)
+        self._hook("after_verified", target.name, step)
+
+    def _verify(
+        self,
+        obj: Step,
+        ctx: RunContext,
+        policy: RetryPolicy,
+        journal: Journal,
+        base: Mapping[str, Any],
+        target: BoundTarget,
+        step: BoundStep,
+    ) -> None:
+        failures = 0
+        while True:
+            try:
+                obj.verify(ctx)
+                return
+            except Interrupted:
+                raise
+            except Exception as exc:
+                failures += 1
+                if not policy.retryable(exc) or failures >= policy.attempts:
+                    raise
+                delay = policy.delay(failures)
+                journal.append(
+                    "step_retry", phase="verify", error=str(exc), attempt=failures, delay=delay, **base
+                )
+                self.echo(f"{target.name} {step.label}: verify: {exc}; retrying in {delay:.0f}s")
+                self.clock.sleep(delay)
+
+    def _fail(
+        self,
+        journal: Journal,
+        meta: _Meta,
+        bound: BoundRunbook,
+        target: BoundTarget,
+        step: BoundStep,
+        exc: Exception,
+        state: RunState,
+    ) -> NoReturn:
+        code = exc.exit_code if isinstance(exc, KafkaOpsError) else 1
+        journal.append(
+            "step_failed",
+            target=target.name,
+            step=step.index,
+            kind=step.kind,
+            error=str(exc),
+            error_type=type(exc).__name__,
+            exit_code=code,
+        )
+        self.audit.record(
+            run=meta.run_id,
+            operator=meta.operator,
+            reason=meta.reason,
+            task=meta.task,
+            target=target.name,
+            step=step.label,
+            action=step.kind,
+            outcome="failed",
+            error=str(exc),
+        )
+        done = sum(1 for s in state.steps.values() if s.status == "verified")
+        st = state.step(target.name, step.index)
+        partly = (
+            "may be partly applied (the journal shows an apply attempt)" if st.changed else "was not applied"
+        )
+        self.audit.end(
+            run=meta.run_id,
+            runbook=meta.runbook,
+            targets=meta.targets,
+            operator=meta.operator,
+            reason=meta.reason,
+            task=meta.task,
+            passed=False,
+            detail=f"stopped at {target.name} {step.label}; resumable",
+        )
+        raise RunFailed(
+            f"run {meta.run_id} stopped at {target.name} {step.label} of {len(target.steps)}: "
+            f"{type(exc).__name__}: {exc}. State: {done} step(s) verified; this step {partly}; "
+            f"the cluster lock on {bound.cluster} stays with the run",
+            hint=f"fix the cause and `kafkaops resume {meta.run_id}`, or undo what this run changed with "
+            f"`kafkaops runs abort {meta.run_id} --rollback --reason ...`",
+        ) from exc
+
+    # --- abort / rollback --------------------------------------------------------------------------
+
+    def abort(
+        self,
+        run_id: str,
+        *,
+        reason: str,
+        operator: str,
+        rollback: bool = False,
+        services: Any = None,
+    ) -> RunResult:
+        """End a run for good; with ``rollback``, first compensate (in reverse) what it changed.
+
+        Raises:
+            ConfigError: Unknown or already finished/aborted run, no reason, or no services for rollback.
+            LockHeldError: Rolling back while the cluster lock belongs to another run.
+            RunFailed: A compensation failed (re-run the abort to continue the rollback).
+        """
+        if not reason or not reason.strip():
+            raise ConfigError("aborting a run needs a reason", hint="pass --reason '...'")
+        journal = Journal.open(run_id, self.home)
+        state = journal.replay()
+        if not state.started:
+            raise ConfigError(f"run {run_id}: journal {journal.path} has no run_started record")
+        if state.terminal:
+            raise ConfigError(f"run {run_id} is already {state.status}")
+        if state.status == "running" and process_alive(state) and state.pid != os.getpid():
+            raise ConfigError(
+                f"run {run_id} is still being driven by pid {state.pid} on this host",
+                hint="press Ctrl-C in that terminal to pause it first",
+            )
+        bound = BoundRunbook.from_dict(state.started["runbook"])
+        started = state.started
+        meta = _Meta(
+            run_id,
+            bound.cluster,
+            operator,
+            reason,
+            started.get("task"),
+            bound.name,
+            tuple(bound.target_names),
+        )
+        lock = self.lock_for(bound.cluster)
+        result = RunResult(run_id=run_id, status="aborted", journal=journal.path)
+        if rollback:
+            lock.acquire(
+                lock_info(bound.cluster, run_id, started["operator"], started["reason"], started.get("task"))
+            )
+            self._rollback(journal, state, bound, services, meta, result)
+        journal.append(
+            "aborted", operator=operator, reason=reason, rollback=rollback, compensated=result.compensated
+        )
+        self.audit.end(
+            run=run_id,
+            runbook=bound.name,
+            targets=meta.targets,
+            operator=operator,
+            reason=reason,
+            task=meta.task,
+            passed=False,
+            detail="aborted" + (f", rolled back {result.compensated} change(s)" if rollback else ""),
+        )
+        lock.release(bound.cluster, run_id)
+        return result
+
+    def _rollback(
+        self,
+        journal: Journal,
+        state: RunState,
+        bound: BoundRunbook,
+        services: Any,
+        meta: _Meta,
+        result: RunResult,
+    ) -> None:
+        by_key = {(t.name, s.index): (t, s) for t in bound.targets for s in t.steps}
+        for st in reversed(state.changed_steps()):
+            if st.compensated or (st.target, st.index) not in by_key:
+                continue
+            target, step = by_key[(st.target, st.index)]
+            base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": step.kind}
+            entry = require_kind(step.kind, step.label)
+            comp = entry.compensate
+            if comp is None:
+                journal.append("compensate_skipped", reason="no compensation declared", **base)
+                result.notes.append(f"{target.name} {step.label}: no compensation declared; left as is")
+                continue
+            if services is None:
+                raise ConfigError("rollback needs the cluster's services", hint="register a context factory")
+            comp_entry = require_kind(comp.kind, f"compensation of {step.kind}")
+            params = _bind_params(comp_entry, comp.params if comp.params is not None else step.params)
+            comp_step = BoundStep(step.index, comp.kind, params, title=f"undo {step.kind}")
+            obj = comp_entry.create(params)
+            ctx = self._ctx(meta, target.name, comp_step, params, services)
+            policy = self._policy(bound, step)
+            try:
+                obs = obj.observe(ctx)
+                decision = obj.plan(obs)
+                if isinstance(decision, Noop):
+                    journal.append(
+                        "compensate_skipped", compensation=comp.kind, reason=decision.reason, **base
+                    )
+                    self.echo(f"{target.name} {step.label}: undo via {comp.kind}: no-op: {decision.reason}")
+                    continue
+                journal.append(
+                    "compensate_applying", compensation=comp.kind, action=decision.to_dict(), **base
+                )
+                self.audit.record(
+                    run=meta.run_id,
+                    operator=meta.operator,
+                    reason=meta.reason,
+                    task=meta.task,
+                    target=target.name,
+                    step=step.label,
+                    action=decision.description,
+                    outcome="rollback-applying",
+                )
+                obj.apply(ctx, decision)
+                journal.append("compensate_applied", compensation=comp.kind, **base)
+                self._verify(obj, ctx, policy, journal, base, target, comp_step)
+                journal.append("compensate_verified", compensation=comp.kind, **base)
+                self.audit.record(
+                    run=meta.run_id,
+                    operator=meta.operator,
+                    reason=meta.reason,
+                    task=meta.task,
+                    target=target.name,
+                    step=step.label,
+                    action=decision.description,
+                    outcome="rolled-back",
+                )
+                result.compensated += 1
+                self.echo(f"{target.name} {step.label}: undone via {comp.kind}")
+            except Exception as exc:
+                journal.append("compensate_failed", error=str(exc), error_type=type(exc).__name__, **base)
+                raise RunFailed(
+                    f"rollback of run {meta.run_id} failed at {target.name} {step.label} "
+                    f"({comp.kind}): {exc}",
+                    hint="fix the cause and re-run "
+                    f"`kafkaops runs abort {meta.run_id} --rollback --reason ...`; "
+                    "what was already undone is not undone twice",
+                ) from exc
+
+
+def _summary(obs: Observation) -> str:
+    summary = getattr(obs, "summary", "")
+    return str(summary) if summary else str(getattr(obs, "data", obs))
+
+
+def _fp(obs: Observation) -> Any:
+    fn = getattr(obs, "fingerprint_data", None)
+    return fn() if callable(fn) else getattr(obs, "data", None)

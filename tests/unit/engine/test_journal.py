@@ -1,0 +1,111 @@
+"""Journal: append-only, fsynced, replayable, tolerant of a torn last line, secret-free."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kafkaops.engine.journal import Journal, list_runs, new_run_id, replay
+from kafkaops.errors import ConfigError
+
+
+def _bound() -> dict[str, object]:
+    return {
+        "name": "rb",
+        "targets": [
+            {"name": "a", "steps": [{"index": 1, "kind": "k"}, {"index": 2, "kind": "k"}]},
+            {"name": "b", "steps": [{"index": 1, "kind": "k"}]},
+        ],
+    }
+
+
+def test_append_and_replay_cursor(home: Path) -> None:
+    j = Journal.create("run-1", home)
+    j.append("run_started", run_id="run-1", runbook=_bound(), cluster="c", operator="op", reason="r")
+    j.append("step_observed", target="a", step=1, kind="k", sync=False)
+    j.append("step_applying", target="a", step=1, kind="k")
+    j.append("step_applied", target="a", step=1, kind="k")
+    j.append("step_verified", target="a", step=1, kind="k")
+    j.append("step_observed", target="a", step=2, kind="k")
+    j.append("step_skipped", target="a", step=2, kind="k", reason="holds")
+    state = Journal.open("run-1", home).replay()
+    assert state.status == "running"
+    assert state.is_done("a", 1) and not state.is_done("a", 2)
+    assert state.step("a", 2).status == "skipped"
+    assert state.cursor() == ("a", 2)
+    assert [s.index for s in state.changed_steps()] == [1]
+    assert state.targets == ["a", "b"]
+    seqs = [r["seq"] for r in j.records()]
+    assert seqs == list(range(1, 8))
+
+
+def test_failed_paused_resumed_finished_status(home: Path) -> None:
+    j = Journal.create("run-2", home)
+    j.append("run_started", run_id="run-2", runbook=_bound())
+    j.append("step_failed", target="a", step=1, kind="k", error="boom")
+    assert j.replay().status == "failed"
+    assert j.replay().last_error == "boom"
+    j.append("resumed")
+    assert j.replay().status == "running"
+    j.append("paused", target="a", step=1)
+    assert j.replay().status == "paused"
+    j.append("resumed")
+    for t, i in (("a", 1), ("a", 2), ("b", 1)):
+        j.append("step_verified", target=t, step=i, kind="k")
+    assert j.replay().cursor() is None
+    j.append("finished")
+    assert j.replay().status == "finished" and j.replay().terminal
+
+
+def test_torn_last_line_is_skipped_and_next_record_starts_a_new_line(home: Path) -> None:
+    j = Journal.create("run-3", home)
+    j.append("run_started", run_id="run-3", runbook=_bound())
+    with j.path.open("a") as fh:
+        fh.write('{"seq": 2, "type": "step_appl')  # crash mid-write
+    fresh = Journal.open("run-3", home)
+    assert [r["type"] for r in fresh.records()] == ["run_started"]
+    fresh.append("step_applying", target="a", step=1, kind="k")
+    types = [r["type"] for r in Journal.open("run-3", home).records()]
+    assert types == ["run_started", "step_applying"]
+    assert fresh.replay().step("a", 1).changed
+
+
+def test_secrets_never_reach_the_journal(home: Path) -> None:
+    j = Journal.create("run-4", home)
+    j.append("run_started", run_id="run-4", runbook={"params": {"password": "hunter2", "api_token": "t0k"}},
+             note="mysql --password=hunter2 -h db")
+    text = j.path.read_text()
+    assert "hunter2" not in text and "t0k" not in text
+    rec = json.loads(text.splitlines()[0])
+    assert rec["runbook"]["params"] == {"password": "***", "api_token": "***"}
+
+
+def test_open_unknown_run_and_duplicate_create(home: Path) -> None:
+    with pytest.raises(ConfigError, match="no run 'nope'"):
+        Journal.open("nope", home)
+    Journal.create("dup", home)
+    with pytest.raises(FileExistsError):
+        Journal.create("dup", home)
+
+
+def test_list_runs_newest_first_and_run_ids_sort(home: Path) -> None:
+    a = new_run_id("reboot", now=1_700_000_000)
+    b = new_run_id("reboot", now=1_700_000_100)
+    assert a < b and "-reboot-" in a
+    for rid in (a, b):
+        Journal.create(rid, home).append("run_started", run_id=rid, runbook=_bound())
+    assert [s.run_id for s in list_runs(home)] == [b, a]
+
+
+def test_replay_is_pure_function_of_records() -> None:
+    recs = [
+        {"seq": 1, "type": "run_started", "run_id": "x", "runbook": _bound()},
+        {"seq": 2, "type": "step_applying", "target": "b", "step": 1, "kind": "k"},
+        {"seq": 3, "type": "step_applying", "target": "a", "step": 1, "kind": "k"},
+        {"seq": 4, "type": "compensate_verified", "target": "b", "step": 1, "kind": "k"},
+    ]
+    st = replay(recs)
+    assert [(s.target, s.index) for s in st.changed_steps()] == [("b", 1), ("a", 1)]
+    assert st.step("b", 1).compensated and not st.step("a", 1).compensated

@@ -1,0 +1,171 @@
+"""Runbook loading, validation errors, binding and generated docs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from kafkaops.engine.runbook import Target, bind_runbook, load_runbook, render_markdown, runbook_files
+from kafkaops.engine.step import format_duration, parse_duration
+from kafkaops.errors import ConfigError
+
+from engine_fakes import FIXTURES  # isort: skip
+
+BAD = FIXTURES / "bad"
+GOOD = FIXTURES / "good"
+
+
+@dataclass(frozen=True)
+class FakeService:
+    name: str
+    port: int
+
+
+@dataclass(frozen=True)
+class FakeHost:
+    name: str
+    fqdn: str
+    services: tuple[FakeService, ...]
+
+
+@dataclass(frozen=True)
+class FakeCluster:
+    name: str
+
+
+def _error(name: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_runbook(BAD / f"{name}.yaml")
+    assert info.value.exit_code == 3
+    return str(info.value)
+
+
+def test_unknown_kind_names_file_line_step_and_suggests_fix() -> None:
+    msg = _error("unknown_kind")
+    assert "unknown_kind.yaml:5" in msg
+    assert "step 2" in msg
+    assert "unknown step kind 'test.depol'" in msg
+    assert "did you mean 'test.depool'" in msg
+
+
+def test_missing_param() -> None:
+    msg = _error("missing_param")
+    assert "missing_param.yaml:4: step 1 (test.set): missing required parameter 'key'" in msg
+    assert "add `key: <str>`" in msg
+
+
+def test_unknown_param_suggests_closest() -> None:
+    msg = _error("unknown_param")
+    assert "step 3 (test.depool): unknown parameter 'windows'" in msg
+    assert "did you mean 'window'" in msg
+    assert "unknown_param.yaml:6" in msg
+
+
+def test_bad_duration() -> None:
+    msg = _error("bad_duration")
+    assert "step 1 (test.depool): parameter 'window'" in msg
+    assert "'5x' is not a duration" in msg
+    assert "30s, 5m" in msg  # the fix: the accepted forms
+
+
+def test_bad_template_root() -> None:
+    msg = _error("bad_template")
+    assert "unknown template {hots.fqdn}" in msg
+    assert "{host.…}" in msg
+
+
+def test_name_must_match_file(tmp_path: object) -> None:
+    from pathlib import Path
+
+    p = Path(str(tmp_path)) / "other.yaml"
+    p.write_text("name: wrong\nsummary: s\nsteps:\n  - test.fail: {}\n")
+    with pytest.raises(ConfigError, match="does not match the file name"):
+        load_runbook(p)
+
+
+def test_unknown_top_level_key(tmp_path: object) -> None:
+    from pathlib import Path
+
+    p = Path(str(tmp_path)) / "x.yaml"
+    p.write_text("name: x\nsummary: s\nstep:\n  - test.fail: {}\n")
+    with pytest.raises(ConfigError, match="unknown top-level key"):
+        load_runbook(p)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10s", 10.0), ("5m", 300.0), ("1h30m", 5400.0), ("250ms", 0.25), ("2d", 172800.0), (42, 42.0), ("7", 7.0)],
+)
+def test_parse_duration(text: object, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["5x", "", "-3s", "m5", True, "1h 30"])
+def test_parse_duration_rejects(text: object) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+def test_format_duration_roundtrip() -> None:
+    assert format_duration(5400) == "1h30m"
+    assert format_duration(10) == "10s"
+    assert parse_duration(format_duration(3725)) == 3725
+
+
+def _hosts() -> list[Target]:
+    svc = (FakeService("eventbus", 8085), FakeService("kafka", 9092))
+    return [
+        Target("k1", host=FakeHost("k1", "k1.dc.example", svc), is_controller=True),
+        Target("k2", host=FakeHost("k2", "k2.dc.example", svc)),
+        Target("k3", host=FakeHost("k3", "k3.dc.example", svc)),
+    ]
+
+
+def test_bind_resolves_templates_orders_controller_last_and_inserts_gates() -> None:
+    rb = load_runbook(GOOD / "roll.yaml")
+    bound = bind_runbook(rb, cluster=FakeCluster("main-eqiad"), targets=_hosts(), params={"flag": "done"})
+    assert bound.target_names == ["k2", "k3", "k1"]  # controller last
+    k2 = bound.targets[0]
+    assert [s.kind for s in k2.steps] == ["test.depool", "test.set", "test.set", "test.repool", "test.wait_for"]
+    assert k2.steps[0].params == {"services": ["eventbus", "kafka"], "window": 10.0}
+    assert k2.steps[1].params == {"key": "k2.state", "value": "done"}
+    assert k2.steps[2].params["value"] == "main-eqiad/k2.dc.example"
+    assert k2.steps[4].gate and k2.steps[4].params == {"key": "healthy", "timeout": 120.0}
+    # no gate after the last target
+    assert [s.kind for s in bound.targets[-1].steps][-1] == "test.repool"
+    # JSON roundtrip is lossless (this is what the journal and plans carry)
+    from kafkaops.engine.runbook import BoundRunbook
+
+    assert BoundRunbook.from_dict(bound.to_dict()) == bound
+
+
+def test_bind_rejects_unknown_runbook_param_and_missing_attribute() -> None:
+    rb = load_runbook(GOOD / "roll.yaml")
+    with pytest.raises(ConfigError, match="unknown parameter 'flags'"):
+        bind_runbook(rb, cluster="c", targets=_hosts(), params={"flags": "x"})
+    with pytest.raises(ConfigError, match="this run has no 'host'"):
+        bind_runbook(rb, cluster="c", targets=[Target("k9")])
+
+
+def test_non_rolling_runbook_takes_one_target() -> None:
+    rb = load_runbook(GOOD / "simple.yaml")
+    with pytest.raises(ConfigError, match="not a rolling runbook"):
+        bind_runbook(rb, cluster="c", targets=_hosts())
+    bound = bind_runbook(rb, cluster="c")
+    assert bound.target_names == ["c"]
+
+
+def test_markdown_docs_come_from_yaml() -> None:
+    rb = load_runbook(GOOD / "roll.yaml")
+    md = render_markdown(rb)
+    assert md.startswith("# Runbook `roll`")
+    assert "the current controller last" in md
+    assert "1. **`test.depool`** (services=`{host.services}`, window=`10s`) — Depool a host." in md
+    assert "rollback: `test.repool`: repool what was depooled" in md
+    assert "| `flag` | str | `rolled` | value written for each host |" in md
+
+
+def test_runbook_files_lists_by_name() -> None:
+    files = runbook_files([GOOD])
+    assert sorted(files) == ["roll", "simple"]
