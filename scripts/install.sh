@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install everything kafkaops and its lab need, idempotently, on a fresh Debian machine:
+#   Debian packages (etcd, OpenSSH server, tcpdump, kcat, Java, Maven),
+#   the project with its extras (pip), and the jars (Maven Central, cached outside git):
+#   Kafka 3.9 broker + CLI tools + log4j binding, and the Spark Kafka connector matching pyspark.
+# Re-running it only checks; it downloads nothing that is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+CACHE=${KAFKAOPS_CACHE:-$HOME/.cache/kafkaops}
+say() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
+
+# 1. Debian packages -------------------------------------------------------------------------------
+debs=(etcd-server etcd-client openssh-server openssh-client tcpdump kcat openjdk-17-jre-headless maven procps iproute2)
+missing=()
+for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+  say "apt-get install ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian starts etcd/sshd as system services where it can; the lab runs its own on loopback.
+
+# 2. Python: the project, the post-check extra (pyspark) and the dev tools --------------------------
+if ! $PYTHON -c 'import kafkaops, pyspark, confluent_kafka, kazoo, paramiko, conftool, pytest, hypothesis' 2>/dev/null \
+   || [ pyproject.toml -nt "$CACHE/.pip-installed" ]; then
+  say "pip install -e .[spark,dev]"
+  $PYTHON -m pip install -q --disable-pip-version-check -e ".[spark,dev]"
+  mkdir -p "$CACHE" && touch "$CACHE/.pip-installed"
+fi
+
+# 3. Jars from Maven Central -------------------------------------------------------------------------
+resolve() {  # resolve POM OUTDIR [extra mvn args]
+  local pom=$1 out=$2; shift 2
+  say "mvn copy-dependencies $(basename "$pom") -> $out"
+  rm -rf "$out.tmp"
+  mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$out.tmp" "$@"
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/maven/kafka.pom.xml)
+if [ ! -f "$CACHE/jars/kafka/kafka_2.13-$kafka_version.jar" ] || [ ! -f "$CACHE/jars/kafka/kafka-tools-$kafka_version.jar" ]; then
+  resolve scripts/maven/kafka.pom.xml "$CACHE/jars/kafka"
+fi
+spark_version=$($PYTHON -c 'import pyspark; print(pyspark.__version__)')
+if [ ! -f "$CACHE/jars/spark/spark-sql-kafka-0-10_2.13-$spark_version.jar" ]; then
+  resolve scripts/maven/spark-kafka.pom.xml "$CACHE/jars/spark" -Dspark.version="$spark_version"
+fi
+say "ready: kafka $kafka_version jars, spark connector $spark_version, $($PYTHON -m kafkaops.cli.main --version)"

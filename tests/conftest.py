@@ -1,0 +1,41 @@
+"""Shared fixtures. Tests marked ``lab`` run against the real local lab, started once per session.
+
+If a lab is already up (an operator's, or a developer's), tests use it and leave it running;
+otherwise the session starts one and stops it at the end. ``KAFKAOPS_TEST_INVENTORY`` points the
+tests at another lab inventory (other loopback addresses, other ``KAFKAOPS_LAB_DIR``), so two labs can
+run side by side.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkaops.model import Cluster
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def lab_inventory() -> Path:
+    return Path(os.environ.get("KAFKAOPS_TEST_INVENTORY") or REPO / "inventory" / "lab.yaml")
+
+
+@pytest.fixture(scope="session")
+def lab_cluster() -> Iterator[Cluster]:
+    """The lab's inventory, with the lab up (started here if needed, stopped at the end if so)."""
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab import lab
+
+    cluster = load_inventory(lab_inventory())
+    started = False
+    if not lab.is_up():
+        lab.up(cluster)
+        started = True
+    try:
+        yield cluster
+    finally:
+        if started and not os.environ.get("KAFKAOPS_KEEP_LAB"):
+            lab.down()
