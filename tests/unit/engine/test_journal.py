@@ -74,8 +74,12 @@ def test_torn_last_line_is_skipped_and_next_record_starts_a_new_line(home: Path)
 
 def test_secrets_never_reach_the_journal(home: Path) -> None:
     j = Journal.create("run-4", home)
-    j.append("run_started", run_id="run-4", runbook={"params": {"password": "hunter2", "api_token": "t0k"}},
-             note="mysql --password=hunter2 -h db")
+    j.append(
+        "run_started",
+        run_id="run-4",
+        runbook={"params": {"password": "hunter2", "api_token": "t0k"}},
+        note="mysql --password=hunter2 -h db",
+    )
     text = j.path.read_text()
     assert "hunter2" not in text and "t0k" not in text
     rec = json.loads(text.splitlines()[0])

@@ -95,7 +95,15 @@ def test_unknown_top_level_key(tmp_path: object) -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("10s", 10.0), ("5m", 300.0), ("1h30m", 5400.0), ("250ms", 0.25), ("2d", 172800.0), (42, 42.0), ("7", 7.0)],
+    [
+        ("10s", 10.0),
+        ("5m", 300.0),
+        ("1h30m", 5400.0),
+        ("250ms", 0.25),
+        ("2d", 172800.0),
+        (42, 42.0),
+        ("7", 7.0),
+    ],
 )
 def test_parse_duration(text: object, seconds: float) -> None:
     assert parse_duration(text) == seconds
@@ -127,7 +135,13 @@ def test_bind_resolves_templates_orders_controller_last_and_inserts_gates() -> N
     bound = bind_runbook(rb, cluster=FakeCluster("main-eqiad"), targets=_hosts(), params={"flag": "done"})
     assert bound.target_names == ["k2", "k3", "k1"]  # controller last
     k2 = bound.targets[0]
-    assert [s.kind for s in k2.steps] == ["test.depool", "test.set", "test.set", "test.repool", "test.wait_for"]
+    assert [s.kind for s in k2.steps] == [
+        "test.depool",
+        "test.set",
+        "test.set",
+        "test.repool",
+        "test.wait_for",
+    ]
     assert k2.steps[0].params == {"services": ["eventbus", "kafka"], "window": 10.0}
     assert k2.steps[1].params == {"key": "k2.state", "value": "done"}
     assert k2.steps[2].params["value"] == "main-eqiad/k2.dc.example"

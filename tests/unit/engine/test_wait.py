@@ -51,11 +51,17 @@ def test_progress_reports_value_and_elapsed() -> None:
     clock = FakeClock()
     seen: list[WaitProgress] = []
     n = iter(range(3, -1, -1))
-    wait_until(lambda: (lambda v: (v == 0, v))(next(n)), timeout=60, interval=2, clock=clock,
-               what="URP", progress=seen.append)
+    wait_until(
+        lambda: (lambda v: (v == 0, v))(next(n)),
+        timeout=60,
+        interval=2,
+        clock=clock,
+        what="URP",
+        progress=seen.append,
+    )
     assert [p.value for p in seen] == [3, 2, 1, 0]
     assert [p.elapsed for p in seen] == [0, 2, 4, 6]
-    assert "URP: 3 (waiting, 0s of 60s)" == seen[0].line()
+    assert seen[0].line() == "URP: 3 (waiting, 0s of 60s)"
 
 
 def test_cancelled_interrupts_between_polls() -> None:

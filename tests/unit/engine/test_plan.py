@@ -1,0 +1,102 @@
+"""Plans: dry-run observes for real, renders, saves with a fingerprint, and stale plans are refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from engine_fakes import World
+
+from kafkaops.engine.plan import load_plan, save_plan
+from kafkaops.engine.runbook import Target, bind_runbook, parse_runbook
+from kafkaops.engine.runner import Runner
+from kafkaops.errors import ConfigError, StalePlanError
+
+
+def _bound() -> object:
+    rb = parse_runbook(
+        {
+            "name": "r",
+            "summary": "Depool and mark",
+            "targets": {"order": "controller_last"},
+            "steps": [{"test.depool": {}}, {"test.set": {"key": "{target.name}", "value": "done"}}],
+        }
+    )
+    return bind_runbook(rb, cluster="main", targets=[Target("h1", is_controller=True), Target("h2")])
+
+
+def test_dry_run_changes_nothing_and_shows_actions_and_noops(
+    make_runner: Callable[..., Runner], world: World, home: Path
+) -> None:
+    world.data["pool"] = {"h2": "no"}
+    plan = make_runner().dry_run(_bound(), services=world, operator="alice@a", reason="kernel", task="T1")  # type: ignore[arg-type]
+    assert world.applies == {} and world.data == {"pool": {"h2": "no"}}
+    assert not (home / "runs").exists()
+    assert plan.targets == ["h2", "h1"]
+    by = {(s.target, s.index): s for s in plan.steps}
+    assert by[("h2", 1)].action is None and by[("h2", 1)].noop_reason == "already pooled=no"
+    assert by[("h1", 1)].action is not None and by[("h1", 1)].action["commands"] == ["confctl pooled=no"]
+    assert by[("h1", 1)].rollback == "test.repool: repool what was depooled"
+    assert len(plan.changes) == 3
+
+    md = plan.to_markdown()
+    assert "# Plan: `r` on `main`" in md
+    assert "- **Targets** (in order): `h2`, `h1`" in md
+    assert "- **Reason**: kernel (task T1)" in md
+    assert "| h1 | 1 | `test.depool` | h1 pooled=yes |" in md
+    assert "```\nconfctl pooled=no\n```" in md
+    assert "**No-op**: already pooled=no" in md
+    assert "**Rollback**: test.repool: repool what was depooled" in md
+    assert "controller h1 goes last" in md
+    data = json.loads(plan.to_json())
+    assert data["fingerprint"] == plan.fingerprint and len(data["steps"]) == 4
+
+    from rich.console import Console
+
+    console = Console(record=True, width=160)
+    console.print(plan.to_rich())
+    assert "confctl pooled=no" in console.export_text()
+
+
+def test_saved_plan_applies_when_fresh(
+    make_runner: Callable[..., Runner], world: World, tmp_path: Path
+) -> None:
+    plan = make_runner().dry_run(_bound(), services=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
+    path = save_plan(plan, tmp_path / "plan.json")
+    loaded = load_plan(path)
+    assert loaded.fingerprint == plan.fingerprint and loaded.steps == plan.steps
+    res = make_runner().apply_plan(loaded, services=world, operator="b@b")
+    assert res.status == "finished"
+    assert world.data == {"pool": {"h1": "no", "h2": "no"}, "h1": "done", "h2": "done"}
+
+
+def test_stale_plan_is_refused_naming_what_changed(
+    make_runner: Callable[..., Runner], world: World, tmp_path: Path, home: Path
+) -> None:
+    plan = make_runner().dry_run(_bound(), services=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
+    save_plan(plan, tmp_path / "plan.json")
+    world.data["pool"] = {"h1": "no"}  # someone depooled h1 meanwhile
+    with pytest.raises(StalePlanError) as info:
+        make_runner().apply_plan(load_plan(tmp_path / "plan.json"), services=world, operator="b@b")
+    msg = str(info.value)
+    assert "1 observation(s) changed" in msg
+    assert 'h1 step 1 (test.depool): pooled was "yes", now "no"' in msg
+    assert "--dry-run --save-plan" in msg
+    assert info.value.exit_code == 8
+    assert world.applies == {}
+    assert not (home / "locks" / "main.lock").exists()  # lock given back after refusing
+
+
+def test_edited_plan_is_refused(make_runner: Callable[..., Runner], world: World, tmp_path: Path) -> None:
+    plan = make_runner().dry_run(_bound(), services=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
+    path = save_plan(plan, tmp_path / "plan.json")
+    data = json.loads(path.read_text())
+    data["steps"][0]["fingerprint_data"]["pooled"] = "no"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="does not match its fingerprint"):
+        load_plan(path)
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="not a plan file"):
+        load_plan(path)
