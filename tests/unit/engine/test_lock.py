@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -96,7 +97,7 @@ def zk_hosts() -> str:
 def test_zookeeper_lock_is_persistent_and_run_scoped(zk_hosts: str) -> None:
     from kafkaops.engine.lock import ZooKeeperLockBackend
 
-    root = f"/kafkaops-test/locks-{os.getpid()}"
+    root = f"/kafkaops-test-{os.getpid()}/locks"
     be = ZooKeeperLockBackend(zk_hosts, root=root)
     try:
         be.acquire(LockInfo("main", "run-A", "alice@a", "roll", 1.0))
@@ -112,7 +113,5 @@ def test_zookeeper_lock_is_persistent_and_run_scoped(zk_hosts: str) -> None:
         be2.acquire(LockInfo("main", "run-C", "c@c", "x", 3.0))
         assert be2.force_unlock("main") is not None and be2.holder("main") is None
     finally:
-        try:
-            ZooKeeperLockBackend(zk_hosts)._zk().delete("/kafkaops-test", recursive=True)
-        except Exception:
-            pass
+        with contextlib.suppress(Exception):
+            ZooKeeperLockBackend(zk_hosts)._zk().delete(root.rsplit("/", 1)[0], recursive=True)

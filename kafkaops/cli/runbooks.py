@@ -1,0 +1,169 @@
+"""``kafkaops runbooks list|show|docs``: the procedures as data, and their generated docs.
+
+Docs are generated from the YAML (``kafkaops runbooks docs``) so a runbook page can never drift from
+what the engine executes; ``--check`` fails CI when someone edited one without the other. Listing only
+parses the YAML (no step-kind imports) so it stays instant; ``--check`` validates every runbook fully.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kafkaops.cli.common import Output, console, err_console, print_json
+
+_PLUGINS = ("kafkaops.steps", "kafkaops.cli.wiring")
+
+
+def load_plugins() -> None:
+    """Import the modules that register step kinds / the context factory, if they exist.
+
+    ``kafkaops.steps`` registers the built-in step kinds; ``kafkaops.cli.wiring`` registers the context
+    and lock factories. ``KAFKAOPS_PLUGINS`` (comma-separated module names) adds more.
+    """
+    extra = [m.strip() for m in os.environ.get("KAFKAOPS_PLUGINS", "").split(",") if m.strip()]
+    for name in (*_PLUGINS, *extra):
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and name.startswith(exc.name) and name not in extra:
+                continue
+            raise
+        register_all = getattr(module, "register_all", None)
+        if callable(register_all):
+            register_all()
+
+
+def _dirs(directory: Path | None) -> list[Path] | None:
+    return [directory] if directory else None
+
+
+def list_cmd(
+    directory: Path | None = typer.Option(None, "--dir", help="Runbook directory (default: ./runbooks)."),
+    check: bool = typer.Option(False, "--check", help="Validate every runbook against the step kinds."),
+    output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
+) -> None:
+    """List the runbooks."""
+    from kafkaops.engine.runbook import load_runbook, runbook_files
+    from kafkaops.errors import ConfigError
+
+    if check:
+        load_plugins()
+    rows: list[dict[str, Any]] = []
+    errors = 0
+    for name, path in runbook_files(_dirs(directory)).items():
+        try:
+            rb = load_runbook(path, check_kinds=check)
+            rows.append(
+                {
+                    "name": name,
+                    "summary": rb.summary,
+                    "steps": len(rb.steps),
+                    "rolling": rb.rolling,
+                    "file": str(path),
+                    "error": None,
+                }
+            )
+        except ConfigError as exc:
+            errors += 1
+            rows.append(
+                {
+                    "name": name,
+                    "summary": "",
+                    "steps": 0,
+                    "rolling": False,
+                    "file": str(path),
+                    "error": str(exc),
+                }
+            )
+    if output is Output.json:
+        print_json(rows)
+    elif output is Output.markdown:
+        lines = ["| runbook | summary | steps |", "|---|---|---|"]
+        lines += [f"| `{r['name']}` | {r['summary'] or r['error']} | {r['steps']} |" for r in rows]
+        console.print("\n".join(lines), markup=False, highlight=False)
+    else:
+        from rich.table import Table
+
+        table = Table(title="runbooks" if rows else "no runbooks found")
+        for col in ("name", "steps", "rolling", "summary"):
+            table.add_column(col)
+        for r in rows:
+            summary = r["summary"] if not r["error"] else f"[red]invalid:[/] {r['error']}"
+            table.add_row(r["name"], str(r["steps"]), "yes" if r["rolling"] else "", summary)
+        console.print(table)
+    if errors:
+        raise typer.Exit(3)
+
+
+def show_cmd(
+    name: str = typer.Argument(..., help="Runbook name (or path to a YAML file)."),
+    directory: Path | None = typer.Option(None, "--dir", help="Runbook directory."),
+    output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
+) -> None:
+    """Show one runbook: its steps, parameters, targets and rollback."""
+    from kafkaops.engine.runbook import find_runbook, render_markdown
+
+    load_plugins()
+    rb = find_runbook(name, _dirs(directory))
+    if output is Output.json:
+        print_json(
+            {
+                "name": rb.name,
+                "summary": rb.summary,
+                "file": rb.source,
+                "sha256": rb.sha256,
+                "document": rb.document,
+            }
+        )
+        return
+    md = render_markdown(rb)
+    if output is Output.markdown:
+        console.print(md, markup=False, highlight=False, soft_wrap=True)
+    else:
+        from rich.markdown import Markdown
+
+        console.print(Markdown(md))
+
+
+def docs_cmd(
+    out: Path = typer.Option(Path("docs/runbooks"), "--out", help="Where to write NAME.md files."),
+    directory: Path | None = typer.Option(None, "--dir", help="Runbook directory."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; exit 3 if any page is out of date."),
+) -> None:
+    """Generate docs/runbooks/NAME.md from every runbook's YAML."""
+    from kafkaops.engine.runbook import load_runbook, render_markdown, runbook_files
+
+    load_plugins()
+    stale = []
+    for name, path in runbook_files(_dirs(directory)).items():
+        text = render_markdown(load_runbook(path))
+        target = out / f"{name}.md"
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        if current == text:
+            continue
+        stale.append(str(target))
+        if not check:
+            out.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            err_console.print(f"wrote {target}")
+    if check and stale:
+        err_console.print(f"[red]out of date:[/] {', '.join(stale)} (run `kafkaops runbooks docs`)")
+        raise typer.Exit(3)
+    if not stale:
+        err_console.print("runbook docs are up to date")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``runbooks`` command group to the root app."""
+    sub = typer.Typer(
+        help="The procedures (runbooks/*.yaml): list, show, generate docs.", no_args_is_help=True
+    )
+    sub.command("list")(list_cmd)
+    sub.command("show")(show_cmd)
+    sub.command("docs")(docs_cmd)
+    app.add_typer(sub, name="runbooks")

@@ -1,0 +1,268 @@
+"""``kafkaops runs list|show|abort|unlock``, ``kafkaops resume RUN`` and ``kafkaops apply PLAN``.
+
+Runs outlive processes: their journals live under ``$KAFKAOPS_HOME/runs``. ``resume`` and ``apply``
+start from only a run id or a plan file, so they build the cluster's services through the context
+factory the CLI wiring registers (``kafkaops.engine.set_context_factory``); without one they refuse
+with a ConfigError rather than guess.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kafkaops.cli.common import Output, console, err_console, print_json
+
+
+def _echo(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False)
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ts)) if ts else "-"
+
+
+def _run_row(state: Any) -> dict[str, Any]:
+    from kafkaops.engine.journal import display_status
+
+    started = state.started
+    cursor = state.cursor() if started else None
+    return {
+        "run_id": state.run_id,
+        "runbook": state.runbook,
+        "cluster": state.cluster,
+        "targets": state.targets,
+        "status": display_status(state),
+        "operator": started.get("operator"),
+        "reason": started.get("reason"),
+        "task": started.get("task"),
+        "started_at": started.get("ts"),
+        "updated_at": state.updated_at,
+        "cursor": list(cursor) if cursor else None,
+        "last_error": state.last_error,
+    }
+
+
+def list_cmd(
+    output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
+    limit: int = typer.Option(20, "--limit", "-n", help="Show at most this many runs (0 = all)."),
+) -> None:
+    """List runs, newest first (a running run whose process is gone shows as crashed)."""
+    from kafkaops.engine.journal import list_runs
+
+    rows = [_run_row(s) for s in list_runs()]
+    if limit:
+        rows = rows[:limit]
+    if output is Output.json:
+        print_json(rows)
+        return
+    if output is Output.markdown:
+        lines = ["| run | runbook | cluster | status | operator | reason |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"| `{r['run_id']}` | {r['runbook']} | {r['cluster']} | {r['status']} | "
+            f"{r['operator']} | {r['reason']} |"
+            for r in rows
+        ]
+        console.print("\n".join(lines), markup=False, highlight=False)
+        return
+    from rich.table import Table
+
+    table = Table(title="runs" if rows else "no runs yet")
+    for col in ("run", "runbook", "cluster", "status", "at", "operator", "reason"):
+        table.add_column(col)
+    for r in rows:
+        at = f"{r['cursor'][0]} step {r['cursor'][1]}" if r["cursor"] and r["status"] != "finished" else ""
+        table.add_row(
+            r["run_id"],
+            r["runbook"],
+            r["cluster"],
+            _status_style(r["status"]),
+            at,
+            str(r["operator"]),
+            str(r["reason"]),
+        )
+    console.print(table)
+
+
+def _status_style(status: str) -> str:
+    color = {"finished": "green", "failed": "red", "crashed": "red", "paused": "yellow", "aborted": "dim"}
+    return f"[{color.get(status, 'cyan')}]{status}[/]"
+
+
+def show_cmd(
+    run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`)."),
+    output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
+) -> None:
+    """Show a run: metadata and the state of every step of every target."""
+    from kafkaops.engine.journal import Journal
+
+    journal = Journal.open(run_id)
+    state = journal.replay()
+    row = _run_row(state)
+    steps = []
+    for t in state.started.get("runbook", {}).get("targets", []):
+        for s in t.get("steps", []):
+            st = state.step(t["name"], int(s["index"]))
+            steps.append(
+                {
+                    "target": t["name"],
+                    "step": s["index"],
+                    "kind": s["kind"],
+                    "gate": s.get("gate", False),
+                    "status": st.status,
+                    "changed": st.changed,
+                    "compensated": st.compensated,
+                    "error": st.last_error,
+                }
+            )
+    row["steps"] = steps
+    row["journal"] = str(journal.path)
+    if output is Output.json:
+        print_json(row)
+        return
+    head = (
+        f"run {row['run_id']}: {row['runbook']} on {row['cluster']} — {row['status']}\n"
+        f"operator {row['operator']}, reason: {row['reason']}"
+        + (f", task {row['task']}" if row["task"] else "")
+        + f"\nstarted {_when(row['started_at'])}, updated {_when(row['updated_at'])}"
+        + f"\njournal {row['journal']}"
+    )
+    if output is Output.markdown:
+        lines = [
+            f"# Run `{row['run_id']}`",
+            "",
+            head.replace("\n", "  \n"),
+            "",
+            "| target | step | kind | status | changed |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {s['target']} | {s['step']} | `{s['kind']}` | {s['status']} | "
+            f"{'yes' if s['changed'] else ''} |"
+            for s in steps
+        ]
+        console.print("\n".join(lines), markup=False, highlight=False)
+        return
+    from rich.table import Table
+
+    console.print(head, highlight=False, markup=False)
+    table = Table()
+    for col in ("target", "#", "kind", "status", "changed", "error"):
+        table.add_column(col)
+    for s in steps:
+        table.add_row(
+            s["target"],
+            "gate" if s["gate"] else str(s["step"]),
+            s["kind"],
+            s["status"],
+            "rolled back" if s["compensated"] else ("yes" if s["changed"] else ""),
+            s["error"] or "",
+        )
+    console.print(table)
+    if row["status"] in ("failed", "paused", "crashed", "running"):
+        console.print(
+            f"resume: kafkaops resume {run_id}    roll back: kafkaops runs abort {run_id} --rollback "
+            "--reason ...",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _runner() -> Any:
+    from kafkaops.engine.runner import Runner
+
+    return Runner(echo=_echo)
+
+
+def abort_cmd(
+    run_id: str = typer.Argument(..., help="Run id."),
+    reason: str = typer.Option(..., "--reason", help="Why the run is abandoned (audited)."),
+    rollback: bool = typer.Option(False, "--rollback", help="Undo what this run changed (and nothing more)."),
+) -> None:
+    """Abort a run for good (optionally rolling back what it changed) and release its lock."""
+    from kafkaops.cli.runbooks import load_plugins
+    from kafkaops.engine.audit import current_operator
+    from kafkaops.engine.context import build_services
+    from kafkaops.engine.journal import Journal
+
+    services = None
+    if rollback:
+        load_plugins()
+        cluster = Journal.open(run_id).replay().cluster
+        services = build_services(cluster)
+    res = _runner().abort(
+        run_id, reason=reason, operator=current_operator(), rollback=rollback, services=services
+    )
+    for note in res.notes:
+        _echo(f"note: {note}")
+    _echo(f"run {run_id} aborted" + (f"; rolled back {res.compensated} change(s)" if rollback else ""))
+
+
+def unlock_cmd(
+    cluster: str = typer.Argument(..., help="Cluster name."),
+    force: bool = typer.Option(False, "--force", help="Required: removes the lock whatever run holds it."),
+    reason: str = typer.Option(..., "--reason", help="Why the holding run is gone (audited)."),
+) -> None:
+    """Remove a cluster lock whose run is gone for good (audited)."""
+    from kafkaops.cli.runbooks import load_plugins
+    from kafkaops.engine.audit import current_operator
+    from kafkaops.engine.lock import force_unlock
+    from kafkaops.errors import ConfigError
+
+    if not force:
+        raise ConfigError(
+            f"refusing to unlock {cluster} without --force",
+            hint="a run-scoped lock is only removed by hand when its run is gone; check `kafkaops runs list`",
+        )
+    load_plugins()
+    previous = force_unlock(cluster, reason, operator=current_operator())
+    _echo(f"removed the lock of {previous.describe()}" if previous else f"cluster {cluster} was not locked")
+
+
+def resume_cmd(run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`).")) -> None:
+    """Continue a paused, failed or crashed run where it stopped."""
+    from kafkaops.cli.runbooks import load_plugins
+    from kafkaops.engine.audit import current_operator
+    from kafkaops.engine.context import build_services, get_context_factory
+    from kafkaops.engine.journal import Journal
+
+    load_plugins()
+    get_context_factory()  # fail early, before touching anything
+    cluster = Journal.open(run_id).replay().cluster
+    res = _runner().resume(run_id, services=build_services(cluster), operator=current_operator())
+    _echo(f"run {res.run_id} {res.status}")
+
+
+def apply_cmd(
+    plan_file: Path = typer.Argument(..., help="A plan saved with --dry-run --save-plan."),
+    reason: str | None = typer.Option(None, "--reason", help="Override the plan's reason."),
+    task: str | None = typer.Option(None, "--task", help="Task/ticket id."),
+) -> None:
+    """Execute a saved plan exactly, refusing if the cluster changed since it was made."""
+    from kafkaops.cli.runbooks import load_plugins
+    from kafkaops.engine.audit import current_operator
+    from kafkaops.engine.context import build_services, get_context_factory
+    from kafkaops.engine.plan import load_plan
+
+    load_plugins()
+    get_context_factory()
+    plan = load_plan(plan_file)
+    res = _runner().apply_plan(
+        plan, services=build_services(plan.cluster), operator=current_operator(), reason=reason, task=task
+    )
+    _echo(f"run {res.run_id} {res.status}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``runs`` (list/show/abort/unlock), ``resume`` and ``apply`` to the root app."""
+    sub = typer.Typer(help="Runs: list, show, abort (with rollback), unlock.", no_args_is_help=True)
+    sub.command("list")(list_cmd)
+    sub.command("show")(show_cmd)
+    sub.command("abort")(abort_cmd)
+    sub.command("unlock")(unlock_cmd)
+    app.add_typer(sub, name="runs")
+    app.command("resume")(resume_cmd)
+    app.command("apply")(apply_cmd)
