@@ -64,7 +64,9 @@ _register()
 def main() -> None:
     """Run the CLI; turn every expected failure into one line on stderr and its documented exit code."""
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)
+        if isinstance(rc, int) and rc:  # click returns (not raises) a command's typer.Exit(code) here
+            sys.exit(rc)
     except KafkaOpsError as exc:
         from kafkaops.cli.common import err_console
 
