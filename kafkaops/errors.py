@@ -96,7 +96,7 @@ class Interrupted(KafkaOpsError):
 
 EXIT_CODES: dict[int, str] = {
     0: "success (for `check`: healthy)",
-    1: "internal error (a bug: please report it with the traceback from --debug)",
+    1: "internal error (a bug: re-run with KAFKAOPS_DEBUG=1 and report the traceback)",
     2: "command-line usage error",
     ConfigError.exit_code: "inventory, runbook or plan file invalid, or unknown host/cluster",
     UnreachableError.exit_code: "a system did not answer (ZooKeeper, etcd, Kafka, SSH, HTTP)",

@@ -107,3 +107,37 @@ def host_boot(host: str = typer.Argument(..., help="Lab host, short name or FQDN
     t = time.monotonic()
     h.power_on()
     console.print(f"{h.host.name} booted in {time.monotonic() - t:.1f}s")
+
+
+@app.command()
+def load(
+    seconds: float = typer.Option(10.0, "--seconds", "-s", help="How long to produce."),
+    rate: float = typer.Option(200.0, help="Kafka messages per second (acks=all, idempotent)."),
+    http_rate: float = typer.Option(10.0, help="HTTP events per second through the VIP (0 to skip)."),
+    inventory: Path | None = InventoryOpt,
+    output: Output = OutputOpt,
+) -> None:
+    """Produce and read back, and post events through the VIP; report lost, duplicated, failed.
+
+    Exit 0 when nothing was lost, duplicated or failed; 9 otherwise.
+    """
+    from kafkaops.errors import CheckFailed
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab.load import run_load
+
+    report = run_load(load_inventory(inventory), seconds, rate=rate, http_rate=http_rate)
+    if output == Output.json:
+        print_json(report.to_dict())
+    else:
+        table = Table(title=f"load on {report.topic} for {report.seconds:.1f}s")
+        table.add_column("measure")
+        table.add_column("value", justify="right")
+        for key in ("produced_acked", "consumed", "lost", "duplicated", "produce_errors", "http_sent",
+                    "http_failed"):
+            table.add_row(key.replace("_", " "), str(getattr(report, key)))
+        console.print(table)
+        for err in report.http_errors:
+            console.print(f"  http error: {err}")
+    if not report.clean:
+        raise CheckFailed(f"load run not clean: lost={report.lost} duplicated={report.duplicated} "
+                          f"http_failed={report.http_failed}")

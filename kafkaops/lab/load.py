@@ -1,0 +1,153 @@
+"""Load generator: the lab's proof that maintenance loses nothing.
+
+Like Kafka's own system tests: an idempotent producer with ``acks=all`` writes numbered messages while
+a consumer reads the topic back from the offsets current at the start; afterwards every acknowledged
+message must have been consumed, and none twice. In parallel, HTTP events go through the load
+balancer's VIP and every failed request is counted — what the eventbus clients would see.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kafkaops.model import Cluster
+
+LOAD_TOPIC = "lab.load"
+
+
+@dataclass
+class LoadReport:
+    seconds: float
+    topic: str
+    produced_acked: int = 0
+    produce_errors: int = 0
+    consumed: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    http_sent: int = 0
+    http_failed: int = 0
+    http_errors: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return self.lost == 0 and self.duplicated == 0 and self.http_failed == 0 and self.produced_acked > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "clean": self.clean}
+
+
+class _Reader(threading.Thread):
+    def __init__(self, bootstrap: str, topic: str, run_id: str) -> None:
+        super().__init__(daemon=True)
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.run_id = run_id.encode()
+        self.seen: Counter[int] = Counter()
+        self.stop = threading.Event()
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": f"kafkaops-load-{run_id}",
+            "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 2,
+            "isolation.level": "read_committed",
+        })
+        md = self.consumer.list_topics(topic, timeout=10)
+        tps = []
+        for p in md.topics[topic].partitions:
+            _low, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            tps.append(TopicPartition(topic, p, high))
+        self.consumer.assign(tps)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for msg in self.consumer.consume(500, timeout=0.2):
+                if msg.error() is None and msg.value() is not None:
+                    run, _, seq = msg.value().partition(b":")
+                    if run == self.run_id:
+                        self.seen[int(seq)] += 1
+        self.consumer.close()
+
+
+def _http(vip: str, stop: threading.Event, rate: float, report: LoadReport, lock: threading.Lock) -> None:
+    import requests
+
+    interval = 1.0 / rate
+    while not stop.is_set():
+        started = time.monotonic()
+        event = {"meta": {"stream": "test.event", "dt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                 "load": True}
+        try:
+            # A new connection per request (Connection: close), as short-lived clients do: this is
+            # what a depool must steer away from a host.
+            r = requests.post(f"http://{vip}/v1/events", json=event, timeout=15, headers={"Connection": "close"})
+            failed = r.status_code != 201
+            why = f"HTTP {r.status_code}"
+        except requests.RequestException as exc:
+            failed, why = True, type(exc).__name__
+        with lock:
+            report.http_sent += 1
+            if failed:
+                report.http_failed += 1
+                if len(report.http_errors) < 20:
+                    report.http_errors.append(f"{time.strftime('%H:%M:%S')} {why}")
+        time.sleep(max(0.0, interval - (time.monotonic() - started)))
+
+
+def run_load(cluster: Cluster, seconds: float, *, rate: float = 200.0, http_rate: float = 10.0,
+             stop: threading.Event | None = None, topic: str = LOAD_TOPIC) -> LoadReport:
+    """Produce for ``seconds`` (or until ``stop`` is set), then drain and compare."""
+    from confluent_kafka import Producer
+
+    run_id = uuid.uuid4().hex[:12]
+    stop = stop or threading.Event()
+    report = LoadReport(seconds=0.0, topic=topic)
+    lock = threading.Lock()
+    acked: set[int] = set()
+    reader = _Reader(cluster.bootstrap_servers, topic, run_id)
+    reader.start()
+    vip = next((f"{s.vip}:{s.port}" for h in cluster.hosts for s in h.services if s.vip), None)
+    http_thread = None
+    if vip and http_rate > 0:
+        http_thread = threading.Thread(target=_http, args=(vip, stop, http_rate, report, lock), daemon=True)
+        http_thread.start()
+    producer = Producer({
+        "bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True,
+        "linger.ms": 5, "message.timeout.ms": 300000, "log_level": 2,
+    })
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is None:
+            acked.add(int(msg.key()))
+        else:
+            report.produce_errors += 1
+
+    started = time.monotonic()
+    seq = 0
+    while not stop.is_set() and time.monotonic() - started < seconds:
+        target = int((time.monotonic() - started) * rate)
+        while seq < target:
+            try:
+                producer.produce(topic, key=str(seq).encode(), value=run_id.encode() + b":" + str(seq).encode(),
+                                 on_delivery=on_delivery)
+                seq += 1
+            except BufferError:
+                break
+        producer.poll(0.05)
+    stop.set()
+    report.seconds = time.monotonic() - started
+    producer.flush(300)
+    if http_thread is not None:
+        http_thread.join()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not acked <= set(reader.seen):
+        time.sleep(0.2)
+    reader.stop.set()
+    reader.join(10)
+    report.produced_acked = len(acked)
+    report.consumed = sum(reader.seen.values())
+    report.lost = len(acked - set(reader.seen))
+    report.duplicated = sum(n - 1 for n in reader.seen.values() if n > 1)
+    return report

@@ -1,0 +1,217 @@
+"""Remote commands over SSH with paramiko: strict host keys, ssh_config, bounded time.
+
+- Host keys are checked against ``known_hosts`` (the inventory's, else ``~/.ssh/known_hosts``); an
+  unknown or different key is fatal (:class:`HostKeyError`) and never retried — that is what an
+  impersonated host looks like.
+- ``~/.ssh/config`` is honoured (HostName, User, Port, IdentityFile, ProxyJump); the inventory wins
+  where it says something explicitly.
+- Every command has a timeout. Remote templates use ``sudo -n`` so a password prompt fails at once
+  instead of hanging the run (Yelp's tool hung forever on one, #261).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaops.errors import ConfigError, HostKeyError, UnreachableError, WaitTimeout
+from kafkaops.model import SshEndpoint
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    command: str
+    exit_code: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+class RemoteCommandError(UnreachableError):
+    """A remote command exited non-zero where success was required."""
+
+
+@dataclass(frozen=True)
+class _Target:
+    hostname: str
+    port: int
+    user: str
+    key_files: tuple[str, ...]
+    known_hosts: str
+    proxy_jump: str | None
+
+
+def _resolve(endpoint: SshEndpoint, config_path: str) -> _Target:
+    import paramiko
+
+    cfg: dict[str, Any] = {}
+    if os.path.exists(config_path):
+        cfg = dict(paramiko.SSHConfig.from_path(config_path).lookup(endpoint.address))
+    keys = [endpoint.key_file] if endpoint.key_file else [os.path.expanduser(k) for k in cfg.get("identityfile", [])]
+    return _Target(
+        hostname=cfg.get("hostname", endpoint.address) if endpoint.address else cfg.get("hostname", ""),
+        port=endpoint.port or int(cfg.get("port", 22)),
+        user=endpoint.user or cfg.get("user") or getpass.getuser(),
+        key_files=tuple(k for k in keys if k),
+        known_hosts=endpoint.known_hosts or os.path.expanduser("~/.ssh/known_hosts"),
+        proxy_jump=endpoint.proxy_jump or cfg.get("proxyjump"),
+    )
+
+
+class SshClient:
+    """One SSH connection to one host, opened lazily and re-opened after a reboot."""
+
+    def __init__(self, endpoint: SshEndpoint, *, name: str = "", connect_timeout: float = 10.0,
+                 ssh_config: str = "~/.ssh/config") -> None:
+        self.endpoint = endpoint
+        self.name = name or endpoint.address
+        self.connect_timeout = connect_timeout
+        self.ssh_config = os.path.expanduser(ssh_config)
+        self._client: Any = None
+        self._jump: Any = None
+
+    def __repr__(self) -> str:
+        return f"SshClient({self.name})"
+
+    def _where(self, t: _Target) -> str:
+        return f"{self.name} ({t.user}@{t.hostname}:{t.port})"
+
+    def connect(self) -> Any:
+        import paramiko
+
+        if self._client is not None and self._client.get_transport() is not None \
+                and self._client.get_transport().is_active():
+            return self._client
+        self.close()
+        t = _resolve(self.endpoint, self.ssh_config)
+        client = paramiko.SSHClient()
+        if not os.path.exists(t.known_hosts):
+            raise HostKeyError(f"known_hosts file {t.known_hosts} not found for {self._where(t)}",
+                               hint="set ssh.known_hosts in the inventory, or add the host's key first")
+        client.load_host_keys(t.known_hosts)
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        sock = self._proxy_sock(t) if t.proxy_jump else None
+        try:
+            client.connect(
+                t.hostname, port=t.port, username=t.user, key_filename=list(t.key_files) or None,
+                timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
+                auth_timeout=self.connect_timeout, allow_agent=not t.key_files, look_for_keys=not t.key_files,
+                sock=sock,
+            )
+        except paramiko.BadHostKeyException as exc:
+            raise HostKeyError(f"host key of {self._where(t)} does not match {t.known_hosts}: possible "
+                               "impersonation, refusing to connect",
+                               hint="if the host was reinstalled, verify and update known_hosts") from exc
+        except paramiko.AuthenticationException as exc:
+            raise ConfigError(f"ssh authentication to {self._where(t)} failed: {exc}",
+                              hint="check ssh.user and ssh.key_file (or your agent)") from exc
+        except paramiko.SSHException as exc:
+            if "not found in known_hosts" in str(exc):
+                raise HostKeyError(f"{self._where(t)} is not in {t.known_hosts}; refusing to trust it blindly",
+                                   hint="add its verified key to known_hosts") from exc
+            raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}") from exc
+        except (OSError, socket.timeout, EOFError) as exc:
+            raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}",
+                                   hint="is the host up and sshd listening? check ssh.address/port") from exc
+        self._client = client
+        return client
+
+    def _proxy_sock(self, t: _Target) -> Any:
+        jump_spec = t.proxy_jump or ""
+        user, _, rest = jump_spec.rpartition("@")
+        host, _, port = rest.partition(":")
+        jump = SshClient(SshEndpoint(address=host, port=int(port) if port else None, user=user or None,
+                                     known_hosts=t.known_hosts), name=f"jump {host}",
+                         connect_timeout=self.connect_timeout, ssh_config=self.ssh_config)
+        self._jump = jump
+        transport = jump.connect().get_transport()
+        return transport.open_channel("direct-tcpip", (t.hostname, t.port), ("127.0.0.1", 0))
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._jump is not None:
+            self._jump.close()
+            self._jump = None
+
+    def run(self, command: str, *, timeout: float = 60.0, check: bool = True,
+            on_stdout_line: Callable[[str], None] | None = None) -> CommandResult:
+        """Run ``command``; return its result. ``check`` raises on a non-zero exit.
+
+        Raises:
+            WaitTimeout: the command did not finish within ``timeout`` (its channel is closed).
+            UnreachableError / HostKeyError: as :meth:`connect`.
+        """
+        client = self.connect()
+        started = time.monotonic()
+        try:
+            channel = client.get_transport().open_session(timeout=self.connect_timeout)
+            channel.settimeout(0.2)
+            channel.exec_command(command)
+        except Exception as exc:
+            self.close()
+            raise UnreachableError(f"ssh to {self.name}: could not start {command!r}: {exc}") from exc
+        out, err, partial = bytearray(), bytearray(), b""
+        deadline = started + timeout
+        try:
+            while True:
+                got = False
+                if channel.recv_ready():
+                    data = channel.recv(65536)
+                    out += data
+                    got = True
+                    if on_stdout_line is not None:
+                        partial += data
+                        *lines, partial = partial.split(b"\n")
+                        for line in lines:
+                            on_stdout_line(line.decode(errors="replace"))
+                if channel.recv_stderr_ready():
+                    err += channel.recv_stderr(65536)
+                    got = True
+                if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+                    break
+                if channel.closed and not got:
+                    break
+                if time.monotonic() > deadline:
+                    raise WaitTimeout(f"{command!r} on {self.name} did not finish within {timeout:.0f}s",
+                                      hint="the remote command may still run; check the host")
+                if not got:
+                    time.sleep(0.02)
+            code = channel.recv_exit_status()
+        finally:
+            channel.close()
+        result = CommandResult(command, code, out.decode(errors="replace"), err.decode(errors="replace"),
+                               time.monotonic() - started)
+        if check and not result.ok:
+            detail = (result.stderr.strip() or result.stdout.strip()).splitlines()
+            raise RemoteCommandError(f"{command!r} on {self.name} exited {code}"
+                                     + (f": {detail[-1][:200]}" if detail else ""))
+        return result
+
+
+class SshPool:
+    """One :class:`SshClient` per host name, shared by the steps of a run."""
+
+    def __init__(self, connect_timeout: float = 10.0) -> None:
+        self.connect_timeout = connect_timeout
+        self._clients: dict[str, SshClient] = {}
+
+    def get(self, name: str, endpoint: SshEndpoint) -> SshClient:
+        if name not in self._clients:
+            self._clients[name] = SshClient(endpoint, name=name, connect_timeout=self.connect_timeout)
+        return self._clients[name]
+
+    def close(self) -> None:
+        for c in self._clients.values():
+            c.close()
+        self._clients.clear()

@@ -1,0 +1,155 @@
+"""The lab is made of the real things, wired together (issue: foundation)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from kafkaops.errors import HostKeyError, LabError
+from kafkaops.lab import lab
+from kafkaops.lab.host import LabHost
+from kafkaops.lab.paths import kafka_jars
+from kafkaops.model import Cluster
+from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops.systems.ssh import SshClient
+from kafkaops.systems.traffic import count_syns
+from kafkaops.systems.zookeeper import ZooKeeper
+
+pytestmark = pytest.mark.lab
+
+
+def test_zookeeper_sees_three_brokers_and_a_controller(lab_cluster: Cluster) -> None:
+    assert lab_cluster.zookeeper
+    with ZooKeeper(lab_cluster.zookeeper) as zk:
+        assert zk.registered_brokers() == [1001, 1002, 1003]
+        assert zk.controller() in (1001, 1002, 1003)
+        reg = zk.broker_registration(1002)
+        assert reg is not None and reg["host"] == "127.0.10.2" and reg["rack"] == "B"
+
+
+def test_admin_client_sees_brokers_and_full_isr(lab_cluster: Cluster) -> None:
+    snap = KafkaAdmin(lab_cluster.bootstrap_servers, cluster="lab").snapshot()
+    assert snap.brokers == (1001, 1002, 1003)
+    parts = [p for p in snap.partitions if p.topic == "eqiad.mediawiki.revision-create"]
+    assert len(parts) == 6
+    assert all(len(p.replicas) == 3 and set(p.isr) == set(p.replicas) for p in parts)
+    assert snap.topics["eqiad.mediawiki.revision-create"].min_insync_replicas == 2
+
+
+def test_real_kafka_cli_agrees(lab_cluster: Cluster) -> None:
+    """An independent check: Kafka's own kafka-topics tool, from the same jars."""
+    out = subprocess.run(
+        ["java", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{kafka_jars()}/*", "org.apache.kafka.tools.TopicCommand",
+         "--bootstrap-server", lab_cluster.bootstrap_servers.split(",")[0], "--describe",
+         "--topic", "eqiad.mediawiki.page-delete"],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    assert "PartitionCount: 3" in out and "ReplicationFactor: 3" in out
+    assert "min.insync.replicas=2" in out
+
+
+def _confctl(cluster: Cluster, *args: str) -> str:
+    assert cluster.conftool_config
+    return subprocess.run(["confctl", "--config", cluster.conftool_config, *args], capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+
+
+def test_depool_with_confctl_stops_new_connections(lab_cluster: Cluster) -> None:
+    target, other = lab_cluster.host("kafka1001"), lab_cluster.host("kafka1002")
+    assert target and other
+    assert '"pooled": "yes"' in _confctl(lab_cluster, "select", f"name={target.fqdn}", "get")
+    stop = threading.Event()
+
+    def traffic() -> None:
+        while not stop.is_set():
+            try:
+                requests.post("http://127.0.10.100:8085/v1/events", json={"meta": {"stream": "test.event"}},
+                              timeout=5, headers={"Connection": "close"})
+            except requests.RequestException:
+                pass
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=traffic, daemon=True)
+    thread.start()
+    try:
+        _confctl(lab_cluster, "select", f"name={target.fqdn}", "set/pooled=no")
+        assert '"pooled": "no"' in _confctl(lab_cluster, "select", f"name={target.fqdn}", "get")
+        time.sleep(1.5)  # the balancer re-reads pools twice a second
+        quiet = count_syns(SshClient(target.ssh, name=target.name), target, target.commands["syn_capture"],
+                           8085, 3)
+        busy = count_syns(SshClient(other.ssh, name=other.name), other, other.commands["syn_capture"], 8085, 3)
+    finally:
+        _confctl(lab_cluster, "select", f"name={target.fqdn}", "set/pooled=yes")
+        stop.set()
+        thread.join()
+    assert quiet.syns == 0, f"depooled host still got {quiet.syns} SYNs from {quiet.sources}"
+    assert busy.syns > 0, "the capture saw nothing on a pooled host: the SYN counter itself is broken"
+
+
+def test_ssh_checks_host_keys(lab_cluster: Cluster, tmp_path: Path) -> None:
+    for host in lab_cluster.hosts:
+        result = SshClient(host.ssh, name=host.name).run("echo $KAFKAOPS_LAB_HOST; hostctl boot-id")
+        name, boot_id = result.stdout.split()
+        assert name == host.name and boot_id == LabHost.named(host.name).boot_id()
+    h1, h2 = lab_cluster.hosts[0], lab_cluster.hosts[1]
+    assert h1.ssh.known_hosts
+    # kafka1001's known_hosts line, but holding kafka1002's key: an impersonation.
+    lines = Path(h1.ssh.known_hosts).read_text().splitlines()
+    key_of_2 = next(line for line in lines if line.startswith(f"[{h2.address}]")).split(" ", 1)[1]
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"[{h1.address}]:{h1.ssh.port} {key_of_2}\n")
+    from dataclasses import replace
+
+    with pytest.raises(HostKeyError, match="does not match"):
+        SshClient(replace(h1.ssh, known_hosts=str(wrong)), name=h1.name).run("true")
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    with pytest.raises(HostKeyError, match="not in"):
+        SshClient(replace(h1.ssh, known_hosts=str(empty)), name=h1.name).run("true")
+
+
+def test_reboot_changes_boot_id_and_broker_rejoins_isr(lab_cluster: Cluster) -> None:
+    host = LabHost.named("kafka1003")
+    before = host.boot_id()
+    host.reboot()
+    assert host.boot_id() != before
+    admin = KafkaAdmin(lab_cluster.bootstrap_servers, cluster="lab")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        snap = admin.snapshot(with_configs=False)
+        hosted = [p for p in snap.partitions if 1003 in p.replicas]
+        if 1003 in snap.brokers and hosted and all(1003 in p.isr for p in hosted):
+            break
+        time.sleep(1)
+    else:
+        pytest.fail("kafka1003 did not rejoin every ISR within 120s of its reboot")
+    admin.elect_preferred_leaders()
+
+
+def test_quiet_load_loses_nothing(lab_cluster: Cluster) -> None:
+    from kafkaops.lab.load import run_load
+
+    report = run_load(lab_cluster, 4, rate=100, http_rate=5)
+    assert report.produced_acked >= 300
+    assert report.lost == 0 and report.duplicated == 0
+    assert report.http_sent > 0 and report.http_failed == 0
+
+
+def test_status_lists_every_component_healthy(lab_cluster: Cluster) -> None:
+    components = lab.status()
+    names = {c.name for c in components}
+    assert {"zookeeper", "etcd", "balancer", "kafka1001/kafka", "kafka1002/sshd", "kafka1003/eventbus"} <= names
+    assert all(c.healthy for c in components), [c.to_dict() for c in components if not c.healthy]
+
+
+def test_up_refuses_when_already_up_and_changes_nothing(lab_cluster: Cluster) -> None:
+    pids = sorted(c.pid for c in lab.status() if c.pid)
+    with pytest.raises(LabError, match="already up"):
+        lab.up(lab_cluster)
+    assert sorted(c.pid for c in lab.status() if c.pid) == pids

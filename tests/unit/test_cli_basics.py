@@ -1,0 +1,54 @@
+"""CLI contract: instant --help (no heavy imports), one-line errors with documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kafkaops.errors import EXIT_CODES, ConfigError, LabError
+
+HEAVY = ("confluent_kafka", "kazoo", "paramiko", "pyspark", "conftool")
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkaops.cli.main", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_help_does_not_import_client_libraries() -> None:
+    code = (
+        "import sys\nfrom kafkaops.cli.main import app\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_help_lists_exit_codes() -> None:
+    result = _run("--help")
+    assert result.returncode == 0
+    assert "lab" in result.stdout and "Exit codes" in result.stdout
+
+
+def test_unknown_inventory_is_one_line_error_with_exit_code(tmp_path: Path) -> None:
+    result = _run("lab", "up", "--inventory", str(tmp_path / "missing.yaml"))
+    assert result.returncode == ConfigError.exit_code
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "cannot read inventory" in lines[0]
+
+
+def test_lab_status_json_without_lab(tmp_path: Path) -> None:
+    result = _run("lab", "status", "-o", "json", env={"KAFKAOPS_LAB_DIR": str(tmp_path)})
+    assert result.returncode == LabError.exit_code
+    assert "no lab at" in result.stderr
+    assert result.stdout == "" or json.loads(result.stdout)
+
+
+def test_exit_codes_are_unique_and_documented() -> None:
+    assert len(EXIT_CODES) == len(set(EXIT_CODES))
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "exit-codes.md").read_text()
+    for code in EXIT_CODES:
+        assert f"| {code} |" in docs, f"exit code {code} missing from docs/exit-codes.md"
