@@ -115,7 +115,7 @@ class _Reader:
     def has(self, name: str) -> bool:
         return name in self.data and self.data[name] is not None
 
-    def str(self, name: str, default: str | None = None, *, required: bool = True) -> str | None:
+    def text(self, name: str, default: str | None = None, *, required: bool = True) -> str | None:
         if not self.has(name):
             if default is None and required:
                 raise self.doc.error(self.key(name) if self.path else name, "missing required key")
@@ -129,7 +129,7 @@ class _Reader:
             raise self.doc.error(self.key(name),
                                  f"environment variable {exc.args[0]} is not set and has no default") from exc
 
-    def int(self, name: str, default: int | None = None) -> int:
+    def integer(self, name: str, default: int | None = None) -> int:
         if not self.has(name):
             if default is None:
                 raise self.doc.error(self.key(name), "missing required key")
@@ -150,7 +150,7 @@ class _Reader:
         sub = self.sub(name, required=False)
         if sub is None:
             return {}
-        return {str(k): sub.str(str(k)) or "" for k in sub.data}
+        return {str(k): sub.text(str(k)) or "" for k in sub.data}
 
     def str_list(self, name: str) -> list[str]:
         if not self.has(name):
@@ -168,12 +168,12 @@ def _ssh(r: _Reader | None, address: str, defaults: SshEndpoint | None) -> SshEn
                            known_hosts=d.known_hosts, proxy_jump=d.proxy_jump)
     r.allow("address", "port", "user", "key_file", "known_hosts", "proxy_jump")
     return SshEndpoint(
-        address=r.str("address", address) or address,
-        port=r.int("port", d.port) if (r.has("port") or d.port is not None) else None,
-        user=r.str("user", d.user, required=False),
-        key_file=r.str("key_file", d.key_file, required=False),
-        known_hosts=r.str("known_hosts", d.known_hosts, required=False),
-        proxy_jump=r.str("proxy_jump", d.proxy_jump, required=False),
+        address=r.text("address", address) or address,
+        port=r.integer("port", d.port) if (r.has("port") or d.port is not None) else None,
+        user=r.text("user", d.user, required=False),
+        key_file=r.text("key_file", d.key_file, required=False),
+        known_hosts=r.text("known_hosts", d.known_hosts, required=False),
+        proxy_jump=r.text("proxy_jump", d.proxy_jump, required=False),
     )
 
 
@@ -192,11 +192,11 @@ def _services(r: _Reader | None) -> dict[str, Service]:
                 raise r.doc.error(s.key(f"error_patterns[{pattern_index}]"), f"bad regex: {exc}") from exc
         out[str(name)] = Service(
             name=str(name),
-            port=s.int("port"),
-            log_file=s.str("log_file", required=False),
+            port=s.integer("port"),
+            log_file=s.text("log_file", required=False),
             error_patterns=tuple(s.str_list("error_patterns")),
-            health_path=s.str("health_path", required=False),
-            vip=s.str("vip", required=False),
+            health_path=s.text("health_path", required=False),
+            vip=s.text("vip", required=False),
         )
     return out
 
@@ -204,7 +204,7 @@ def _services(r: _Reader | None) -> dict[str, Service]:
 def _host(doc: _Doc, r: _Reader, name: str, services: dict[str, Service],
           ssh_defaults: SshEndpoint | None, commands: Mapping[str, str], *, broker: bool) -> Host:
     r.allow("fqdn", "address", "broker_id", "dc", "rack", "ssh", "services", "conftool", "commands")
-    address = r.str("address") or ""
+    address = r.text("address") or ""
     host_services = []
     for i, svc in enumerate(r.str_list("services")):
         if svc not in services:
@@ -216,11 +216,11 @@ def _host(doc: _Doc, r: _Reader, name: str, services: dict[str, Service],
         raise doc.error(r.key("commands"), f"unknown command template(s): {', '.join(sorted(unknown_cmds))}")
     return Host(
         name=name,
-        fqdn=r.str("fqdn", name) or name,
+        fqdn=r.text("fqdn", name) or name,
         address=address,
-        broker_id=r.int("broker_id") if broker else r.int("broker_id", -1),
-        dc=r.str("dc", "") if not broker else (r.str("dc") or ""),
-        rack=r.str("rack", "") if not broker else (r.str("rack") or ""),
+        broker_id=r.integer("broker_id") if broker else r.integer("broker_id", -1),
+        dc=(r.text("dc", "") if not broker else r.text("dc")) or "",
+        rack=(r.text("rack", "") if not broker else r.text("rack")) or "",
         ssh=_ssh(r.sub("ssh", required=False), address, ssh_defaults),
         services=tuple(host_services),
         conftool_tags=r.str_map("conftool"),
@@ -238,7 +238,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     doc = _Doc(p)
     top = _Reader(doc, doc.data if doc.data is not None else {}, "")
     top.allow("cluster", "kafka", "conftool", "ssh", "commands", "services", "hosts", "deploy_host")
-    cluster_name = top.str("cluster") or ""
+    cluster_name = top.text("cluster") or ""
     kafka = top.sub("kafka")
     assert kafka is not None
     kafka.allow("bootstrap_servers", "zookeeper")
@@ -274,17 +274,17 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     deploy_r = top.sub("deploy_host", required=False)
     deploy_host = None
     if deploy_r is not None:
-        deploy_r_name = deploy_r.str("name", required=True) or ""
+        deploy_r_name = deploy_r.text("name", required=True) or ""
         deploy_r.allow("name", "fqdn", "address", "ssh", "commands")
         deploy_host = _host(doc, _Reader(doc, {k: v for k, v in deploy_r.data.items() if k != "name"},
                                          "deploy_host"),
                             deploy_r_name, services, ssh_defaults, commands, broker=False)
     return Cluster(
         name=cluster_name,
-        bootstrap_servers=kafka.str("bootstrap_servers") or "",
-        zookeeper=kafka.str("zookeeper", required=False),
-        etcd=conftool.str("etcd", required=False) if conftool else None,
-        conftool_config=conftool.str("config", required=False) if conftool else None,
+        bootstrap_servers=kafka.text("bootstrap_servers") or "",
+        zookeeper=kafka.text("zookeeper", required=False),
+        etcd=conftool.text("etcd", required=False) if conftool else None,
+        conftool_config=conftool.text("config", required=False) if conftool else None,
         hosts=tuple(hosts),
         commands=commands,
         deploy_host=deploy_host,

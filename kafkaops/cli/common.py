@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
@@ -13,7 +13,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     """How a command renders its result. ``json`` is stable and meant for tools."""
 
     table = "table"

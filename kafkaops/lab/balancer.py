@@ -86,7 +86,7 @@ class Balancer:
         for address, port in self.candidates():
             try:
                 backend_r, backend_w = await asyncio.wait_for(asyncio.open_connection(address, port), 1.0)
-            except (OSError, asyncio.TimeoutError):
+            except (TimeoutError, OSError):
                 continue  # pybal would mark it down; try the next pooled host
             await asyncio.gather(_pipe(client_r, backend_w), _pipe(backend_r, client_w))
             return

@@ -73,7 +73,7 @@ class _Service:
             if not isinstance(stream, str) or not stream:
                 self.fail(event, "event lacks meta.stream")
                 continue
-            done, err = threading.Event(), []
+            done, err = threading.Event(), list[str]()
 
             def on_delivery(error: Any, _msg: Any, done: threading.Event = done, err: list[str] = err) -> None:
                 if error is not None:
@@ -106,7 +106,7 @@ def _handler(service: _Service) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def _reply(self, code: int, body: Any, started: float) -> None:

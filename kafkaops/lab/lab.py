@@ -100,8 +100,8 @@ def _prepare(spec: LabSpec) -> None:
     # A lab starts from nothing: stale data dirs are how tests become order-dependent.
     if base.exists():
         shutil.rmtree(base)
-    for d in ("run", "log", "ssh", "zookeeper", "etcd", "conftool"):
-        (base / d).mkdir(parents=True, exist_ok=True)
+    for sub in ("run", "log", "ssh", "zookeeper", "etcd", "conftool"):
+        (base / sub).mkdir(parents=True, exist_ok=True)
     ssh = base / "ssh"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kafkaops-lab", "-f",
                     str(ssh / "id_ed25519")], check=True)
@@ -109,12 +109,12 @@ def _prepare(spec: LabSpec) -> None:
     known = []
     for h in spec.hosts:
         d = host_dirs(h.name, base)
-        for sub in (d.run, d.log, d.bin, d.etc, d.kafka_data, d.release):
-            sub.mkdir(parents=True, exist_ok=True)
+        for path in (d.run, d.log, d.bin, d.etc, d.kafka_data, d.release):
+            path.mkdir(parents=True, exist_ok=True)
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.fqdn, "-f",
                         str(d.etc / "ssh_host_ed25519_key")], check=True)
-        pub = (d.etc / "ssh_host_ed25519_key.pub").read_text().split()
-        known.append(f"[{h.address}]:{h.ssh_port},[{h.fqdn}]:{h.ssh_port} {pub[0]} {pub[1]}")
+        key_type, key = (d.etc / "ssh_host_ed25519_key.pub").read_text().split()[:2]
+        known.append(f"[{h.address}]:{h.ssh_port},[{h.fqdn}]:{h.ssh_port} {key_type} {key}")
         (d.etc / "sshd_config").write_text(configs.sshd_config(spec, h, d, ssh / "authorized_keys"))
         (d.etc / "server.properties").write_text(configs.server_properties(spec, h, d))
         (d.etc / "log4j.properties").write_text(configs.log4j_properties(d))

@@ -64,8 +64,9 @@ class _Reader(threading.Thread):
     def run(self) -> None:
         while not self.stop.is_set():
             for msg in self.consumer.consume(500, timeout=0.2):
-                if msg.error() is None and msg.value() is not None:
-                    run, _, seq = msg.value().partition(b":")
+                value = msg.value()
+                if msg.error() is None and value is not None:
+                    run, _, seq = value.partition(b":")
                     if run == self.run_id:
                         self.seen[int(seq)] += 1
         self.consumer.close()

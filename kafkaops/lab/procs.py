@@ -1,11 +1,12 @@
 """Starting, finding and stopping the lab's processes, by pid.
 
 Every lab process is started detached (its own session, output to a log file), has a pidfile, and
-carries two environment markers: ``KAFKAOPS_LAB_DIR`` and, for processes of a lab host, ``KAFKAOPS_LAB_HOST``.
-Children inherit them (sshd's per-session processes, a command run over SSH), so "every process of
-kafka1002" and "every process of this lab" are exact sets found through /proc (plus the pidfiles and their descendants, for daemons such as sshd
-that overwrite their own environment with their process title) — the way a real
-reboot takes down everything on a machine, and the way ``lab down`` leaves nothing behind.
+carries two environment markers: ``KAFKAOPS_LAB_DIR`` and, for processes of a lab host,
+``KAFKAOPS_LAB_HOST``.
+Children inherit them (a command run over SSH, a service it starts), so "every process of kafka1002"
+and "every process of this lab" are exact sets found through /proc — plus the pidfiles and their
+descendants, for daemons such as sshd that overwrite their environment with their process title. That
+is how a lab reboot takes down everything on a "machine", and how ``lab down`` leaves nothing behind.
 
 PID 1 on these machines does not reap orphans, so a dead process may linger as a zombie: liveness
 checks read the process state and treat ``Z`` as dead.

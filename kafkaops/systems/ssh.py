@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -102,7 +101,7 @@ class SshClient:
         sock = self._proxy_sock(t) if t.proxy_jump else None
         try:
             client.connect(
-                t.hostname, port=t.port, username=t.user, key_filename=list(t.key_files) or None,
+                t.hostname, port=t.port, username=t.user, key_filename=list(t.key_files) or None,  # type: ignore[arg-type]  # paramiko accepts a list
                 timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
                 auth_timeout=self.connect_timeout, allow_agent=not t.key_files, look_for_keys=not t.key_files,
                 sock=sock,
@@ -119,7 +118,7 @@ class SshClient:
                 raise HostKeyError(f"{self._where(t)} is not in {t.known_hosts}; refusing to trust it blindly",
                                    hint="add its verified key to known_hosts") from exc
             raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}") from exc
-        except (OSError, socket.timeout, EOFError) as exc:
+        except (TimeoutError, OSError, EOFError) as exc:
             raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}",
                                    hint="is the host up and sshd listening? check ssh.address/port") from exc
         self._client = client

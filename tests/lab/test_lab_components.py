@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
@@ -45,7 +44,8 @@ def test_admin_client_sees_brokers_and_full_isr(lab_cluster: Cluster) -> None:
 def test_real_kafka_cli_agrees(lab_cluster: Cluster) -> None:
     """An independent check: Kafka's own kafka-topics tool, from the same jars."""
     out = subprocess.run(
-        ["java", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{kafka_jars()}/*", "org.apache.kafka.tools.TopicCommand",
+        ["java", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{kafka_jars()}/*",
+         "org.apache.kafka.tools.TopicCommand",
          "--bootstrap-server", lab_cluster.bootstrap_servers.split(",")[0], "--describe",
          "--topic", "eqiad.mediawiki.page-delete"],
         capture_output=True, text=True, timeout=120, check=True,

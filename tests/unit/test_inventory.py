@@ -57,7 +57,8 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
     ("old", "new", "expected"),
     [
         ("broker_id: 1002", "broker_id: two", r"broken\.yaml:\d+: hosts\.kafka1002\.broker_id: expected an integer"),
-        ("broker_id: 1003", "broker_id: 1001", r"hosts\.kafka1003\.broker_id: broker id 1001 already used by kafka1001"),
+        ("broker_id: 1003", "broker_id: 1001",
+         r"hosts\.kafka1003\.broker_id: broker id 1001 already used by kafka1001"),
         ("    rack: B\n", "    rack: B\n    colour: red\n", r"hosts\.kafka1002\.colour: unknown key"),
         ("  kafka_stop: hostctl stop kafka\n", "", r"commands: missing command template\(s\): kafka_stop"),
         ("services: [eventbus]", "services: [evenbus]", r"unknown service 'evenbus'"),
@@ -78,7 +79,7 @@ def test_error_line_number_points_at_the_key(tmp_path: Path) -> None:
 
 
 def test_missing_file_says_how_to_fix(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read inventory.*--inventory"):
+    with pytest.raises(ConfigError, match=r"cannot read inventory.*--inventory"):
         load_inventory(tmp_path / "nope.yaml")
 
 
