@@ -45,7 +45,7 @@ class KafkaAdmin:
         })
 
     def _unreachable(self, what: str, exc: BaseException) -> UnreachableError:
-        return UnreachableError(f"Kafka at {self.bootstrap} did not answer {what}: {exc}",
+        return UnreachableError(f"Kafka at {self.bootstrap} did not answer {what}: {str(exc) or type(exc).__name__}",
                                 hint="check the brokers are up and bootstrap_servers in the inventory")
 
     def _result(self, future: Any, what: str, timeout: float | None = None) -> Any:

@@ -1,0 +1,126 @@
+"""``kafkaops reboot|restart HOST`` and ``kafkaops rolling-reboot|rolling-restart CLUSTER``.
+
+Every command shows its plan first (observed live), then asks before changing anything (``--yes`` to
+skip, ``--dry-run`` to stop at the plan). The plan is what a change review gets (``-o markdown``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kafkaops.cli.common import Output, console, err_console
+
+InventoryOpt = typer.Option(None, "--inventory", "-i", help="Inventory file (default: search inventory/*.yaml).")
+ReasonOpt = typer.Option(None, "--reason", "-r", help="Why (required unless --dry-run; goes to the audit log).")
+TaskOpt = typer.Option(None, "--task", help="Task or ticket id, e.g. T123456.")
+YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation after showing the plan.")
+DryRunOpt = typer.Option(False, "--dry-run", help="Observe and plan for real, show the plan, change nothing.")
+OutputOpt = typer.Option(Output.table, "--output", "-o", help="Plan format: table, markdown (change review), json.")
+SavePlanOpt = typer.Option(None, "--save-plan", help="Write the plan (with its fingerprint) for `kafkaops apply`.")
+ForceOpt = typer.Option(False, "--force", help="Proceed despite under-replicated partitions elsewhere.")
+HeadroomOpt = typer.Option(0, "--isr-headroom", help="Require N ISR replicas above min.insync.replicas.")
+NoElectionOpt = typer.Option(False, "--no-election", help="Skip the preferred-replica election.")
+SynWindowOpt = typer.Option("10s", "--syn-window", help="How long new SYNs must stay at zero after the depool.")
+StableOpt = typer.Option("5s", "--stable-for", help="Rolling: how long the cluster must be healthy between hosts.")
+GraceOpt = typer.Option("0s", "--grace", help="Rolling: an extra fixed pause between hosts.")
+
+
+def _echo(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False)
+
+
+def _controller(services: Any) -> int | None:
+    return services.kafka.controller()  # type: ignore[no-any-return]
+
+
+def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, Any], *, reason: str | None,
+                task: str | None, yes: bool, dry_run: bool, output: Output, save_plan: Path | None) -> None:
+    """Plan, show, confirm, run: the shape of every state-changing command."""
+    from kafkaops.cli.wiring import register_all
+    from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
+    from kafkaops.engine.audit import current_operator
+    from kafkaops.engine.plan import save_plan as write_plan
+    from kafkaops.steps.services import Services
+
+    if not dry_run and not reason:
+        raise typer.BadParameter("--reason is required for anything that changes state (or use --dry-run)",
+                                 param_hint="--reason")
+    register_all()
+    services = Services(cluster)
+    controller = _controller(services)
+    targets = [Target(h.name, host=h, is_controller=h.broker_id == controller) for h in hosts]
+    bound = bind_runbook(find_runbook(runbook), cluster=cluster, targets=targets, params=params)
+    runner = Runner(echo=_echo)
+    operator = current_operator()
+    plan = runner.dry_run(bound, services=services, operator=operator, reason=reason or "", task=task)
+    if output == Output.json:
+        sys.stdout.write(plan.to_json())
+    elif output == Output.markdown:
+        sys.stdout.write(plan.to_markdown())
+    else:
+        console.print(plan.to_rich())
+    if save_plan is not None:
+        write_plan(plan, save_plan)
+        err_console.print(f"plan saved to {save_plan}; run it with `kafkaops apply {save_plan}`")
+    if dry_run:
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise typer.BadParameter("not confirmed: no terminal to ask on; pass --yes after reviewing the plan",
+                                     param_hint="--yes")
+        typer.confirm(f"Run {runbook} on {', '.join(h.name for h in hosts)}?", abort=True)
+    result = runner.start(bound, services=services, operator=operator, reason=reason or "", task=task)
+    services.close()
+    err_console.print(f"[green]run {result.run_id} finished[/]: {result.applied} change(s), "
+                      f"{result.skipped} no-op(s); journal {result.journal}")
+
+
+def _params(force: bool, headroom: int, no_election: bool, syn_window: str) -> dict[str, Any]:
+    return {"allow_urp": force, "isr_headroom": headroom, "election": not no_election, "syn_window": syn_window}
+
+
+def register(app: typer.Typer) -> None:
+    def one_host(runbook: str, verb: str) -> None:
+        @app.command(runbook, help=f"{verb} one broker host safely: depool, SYN gate, pre-flight, stop, "
+                     f"{'reboot' if runbook == 'reboot' else 'start'}, wait in sync, preferred election, repool, "
+                     "post-check. HOST is the short name or the FQDN.")
+        def command(
+            host: str = typer.Argument(..., help="Host (short name or FQDN)."),
+            inventory: Path | None = InventoryOpt, reason: str | None = ReasonOpt, task: str | None = TaskOpt,
+            yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: Output = OutputOpt,
+            save_plan: Path | None = SavePlanOpt, force: bool = ForceOpt, isr_headroom: int = HeadroomOpt,
+            no_election: bool = NoElectionOpt, syn_window: str = SynWindowOpt,
+        ) -> None:
+            from kafkaops.cli.wiring import find_host
+
+            cluster, h = find_host(host, inventory)
+            run_runbook(runbook, cluster, [h], _params(force, isr_headroom, no_election, syn_window),
+                        reason=reason, task=task, yes=yes, dry_run=dry_run, output=output, save_plan=save_plan)
+
+    def rolling(runbook: str, verb: str) -> None:
+        @app.command(runbook, help=f"{verb} every broker of CLUSTER one host at a time, the controller last, "
+                     "with a health gate between hosts. Resumable mid-roll.")
+        def command(
+            cluster_name: str = typer.Argument(..., metavar="CLUSTER", help="Cluster name from the inventory."),
+            inventory: Path | None = InventoryOpt, reason: str | None = ReasonOpt, task: str | None = TaskOpt,
+            yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: Output = OutputOpt,
+            save_plan: Path | None = SavePlanOpt, force: bool = ForceOpt, isr_headroom: int = HeadroomOpt,
+            no_election: bool = NoElectionOpt, syn_window: str = SynWindowOpt, stable_for: str = StableOpt,
+            grace: str = GraceOpt,
+        ) -> None:
+            from kafkaops.cli.wiring import find_cluster
+
+            cluster = find_cluster(cluster_name, inventory)
+            params = {**_params(force, isr_headroom, no_election, syn_window), "stable_for": stable_for,
+                      "grace": grace}
+            run_runbook(runbook, cluster, list(cluster.hosts), params, reason=reason, task=task, yes=yes,
+                        dry_run=dry_run, output=output, save_plan=save_plan)
+
+    one_host("reboot", "Reboot")
+    one_host("restart", "Restart the Kafka broker of")
+    rolling("rolling-reboot", "Reboot")
+    rolling("rolling-restart", "Restart")

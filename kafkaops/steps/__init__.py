@@ -1,0 +1,13 @@
+"""The step kinds runbooks are made of. Importing this package registers all of them.
+
+Each module holds the steps of one system (conftool, traffic, kafka, host, health) and talks to it only
+through :class:`~kafkaops.steps.services.Services`; client libraries are imported lazily by the adapters.
+"""
+
+from kafkaops.steps import conftool, health, host, kafka, traffic
+
+__all__ = ["conftool", "health", "host", "kafka", "traffic"]
+
+
+def register_all() -> None:
+    """Idempotent: the imports above already registered every kind (called by the CLI wiring)."""

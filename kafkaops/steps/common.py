@@ -1,0 +1,42 @@
+"""Helpers shared by step kinds: the target host, progress lines, waits wired to Ctrl-C."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.wait import WaitProgress, wait_until
+from kafkaops.model import Host
+from kafkaops.steps.services import Services
+
+
+def services(ctx: RunContext) -> Services:
+    svc = ctx.services
+    if not isinstance(svc, Services):  # pragma: no cover - wiring error
+        raise TypeError(f"step {ctx.kind} needs kafkaops.steps.services.Services, got {type(svc).__name__}")
+    return svc
+
+
+def target_host(ctx: RunContext) -> Host:
+    return services(ctx).host(ctx.target)
+
+
+def wait(ctx: RunContext, predicate: Callable[[], Any], *, what: str, timeout: float, interval: float = 1.0,
+         stable_for: float = 0.0) -> Any:
+    """``wait_until`` with live progress (at most one line every 5 s) and Ctrl-C as cancellation."""
+    last = [-10.0]
+
+    def progress(p: WaitProgress) -> None:
+        if p.elapsed - last[0] >= 5 or (p.ok and p.stable_elapsed >= p.stable_for):
+            last[0] = p.elapsed
+            ctx.progress(f"  {ctx.target}: {p.line()}")
+
+    return wait_until(predicate, timeout=timeout, interval=interval, stable_for=stable_for, what=what,
+                      progress=progress, cancelled=ctx.pause_requested)
+
+
+def names(items: list[str], limit: int = 4) -> str:
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f" and {len(items) - limit} more"

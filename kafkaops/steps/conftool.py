@@ -1,0 +1,155 @@
+"""Pool steps: depool a host from its load-balanced services, and repool it — only if this run depooled it.
+
+Depooling first is what makes the rest of a maintenance invisible to clients: the balancer stops
+sending new connections, and the SYN gate then proves it. The original pool state is written to the
+run's facts *before* the change, so the closing repool (and a rollback) restores exactly what was found,
+and never repools a host somebody else had taken out for their own reasons.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
+from kafkaops.errors import CheckFailed, SafetyRefusal
+from kafkaops.model import Host
+from kafkaops.steps.common import services, target_host
+
+
+def _tags(host: Host, service: str | None) -> dict[str, str]:
+    tags = dict(host.conftool_tags)
+    if service:
+        tags["service"] = service
+    return tags
+
+
+def _services(step: StepBase, host: Host) -> list[str]:
+    wanted = step.params.get("services") or []
+    return [str(s) for s in wanted] or [host.conftool_tags.get("service", "")]
+
+
+def _fact(host: Host, service: str) -> str:
+    return f"pool_before/{host.name}/{service}"
+
+
+def _observe(step: StepBase, ctx: RunContext) -> tuple[Host, dict[str, Any]]:
+    svc = services(ctx)
+    host = target_host(ctx)
+    facts = svc.facts(ctx.run_id)
+    states: dict[str, Any] = {}
+    for name in _services(step, host):
+        tags = _tags(host, name)
+        state = svc.conftool.get(host.fqdn, tags)
+        peers = [s for s in svc.conftool.list({k: v for k, v in tags.items()}) if s.host != host.fqdn]
+        states[name] = {
+            "pooled": state.pooled, "weight": state.weight, "before_run": facts.get(_fact(host, name)),
+            "peers_pooled": sorted(p.host for p in peers if p.is_pooled),
+            "peers_depooled": sorted(p.host for p in peers if not p.is_pooled),
+        }
+    return host, states
+
+
+def _confctl(action: str, fqdn: str, service: str) -> str:
+    """The confctl command an operator would type for the same change (what the plan shows)."""
+    return f"confctl {action} --hostname {fqdn} --service {service}"
+
+
+class Depool(StepBase):
+    """Depool the host from its services in conftool (the balancer stops sending new connections)."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        host, states = _observe(self, ctx)
+        summary = ", ".join(f"{s}: pooled={v['pooled']}" for s, v in states.items())
+        return Observation({"host": host.fqdn, "services": states}, summary=f"{host.name} {summary}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        host, states = obs.data["host"], obs.data["services"]
+        todo = [s for s, v in states.items() if v["pooled"] == "yes"]
+        if not todo:
+            return Noop(f"{host} is already out of the pool ("
+                        + ", ".join(f"{s}: pooled={v['pooled']}" for s, v in states.items()) + ")")
+        for s in todo:
+            if not states[s]["peers_pooled"]:
+                raise SafetyRefusal(f"depooling {host} would leave no pooled host for {s} "
+                                    f"(depooled: {', '.join(states[s]['peers_depooled']) or 'none'})",
+                                    hint="repool another host first; kafkaops depools one host at a time")
+        impact = "; ".join(f"{s}: new connections go to {len(states[s]['peers_pooled'])} other host(s)"
+                           + (f", {len(states[s]['peers_depooled'])} already depooled"
+                              if states[s]["peers_depooled"] else "") for s in todo)
+        return Action(
+            description=f"depool {host} from {', '.join(todo)}",
+            commands=tuple(_confctl("depool", host, s) for s in todo),
+            impact=impact,
+            rollback=f"confctl pool --hostname {host} (done by the closing repool step)",
+            data={"services": todo},
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+        facts = svc.facts(ctx.run_id)
+        for name in action.data["services"]:
+            tags = _tags(host, name)
+            before = svc.conftool.get(host.fqdn, tags)
+            if facts.get(_fact(host, name)) is None:
+                facts.set(_fact(host, name), before.pooled)  # remember before changing anything
+            svc.conftool.set_pooled(host.fqdn, tags, "no")
+
+    def verify(self, ctx: RunContext) -> None:
+        _host, states = _observe(self, ctx)
+        still = [s for s, v in states.items() if v["pooled"] == "yes"]
+        if still:
+            raise CheckFailed(f"{ctx.target} still pooled for {', '.join(still)}")
+
+
+class Repool(StepBase):
+    """Repool the host — only in the services this run depooled, to the state found before."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        host, states = _observe(self, ctx)
+        summary = ", ".join(f"{s}: pooled={v['pooled']}" for s, v in states.items())
+        return Observation({"host": host.fqdn, "services": states, "dry_run": ctx.dry_run},
+                           summary=f"{host.name} {summary}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        host, states = obs.data["host"], obs.data["services"]
+        todo, left = [], []
+        for s, v in states.items():
+            before = v["before_run"]
+            if obs.data["dry_run"] and v["pooled"] == "yes":
+                todo.append(s)  # the depool earlier in this run will have taken it out
+            elif v["pooled"] == "yes":
+                continue
+            elif before == "yes":
+                todo.append(s)
+            else:
+                left.append(f"{s} (pooled={v['pooled']} before this run)")
+        if not todo:
+            reason = f"{host} is pooled" if not left else f"leaving {host} as found: {', '.join(left)}"
+            return Noop(reason)
+        return Action(
+            description=f"repool {host} in {', '.join(todo)}" + (" (restores the state found before the run)"
+                                                                 if not obs.data["dry_run"] else ""),
+            commands=tuple(_confctl("pool", host, s) for s in todo),
+            impact="the balancer sends new connections to the host again within ~1 s",
+            data={"services": todo},
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+        for name in action.data["services"]:
+            svc.conftool.set_pooled(host.fqdn, _tags(host, name), "yes")
+
+    def verify(self, ctx: RunContext) -> None:
+        _host, states = _observe(self, ctx)
+        wrong = [s for s, v in states.items() if v["before_run"] == "yes" and v["pooled"] != "yes"]
+        if wrong:
+            raise CheckFailed(f"{ctx.target} not pooled again in {', '.join(wrong)}")
+
+
+SERVICES = Param("services", "list", default=[], help="conftool services (default: the host's conftool tags)")
+register_step("conftool.depool", Depool, [SERVICES],
+              compensate=Compensation("conftool.repool", note="repool what this run depooled"))
+register_step("conftool.repool", Repool, [SERVICES])

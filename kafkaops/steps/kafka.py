@@ -1,0 +1,359 @@
+"""Broker steps: pre-flight gate, stop/start, leadership and ISR checks, preferred election, health gate.
+
+Every "is it done?" question is answered from the cluster's side — registrations, leaders, ISR — not
+from a command's exit code: a stop command that returns early (Yelp #148) or a broker that starts but
+has not caught up must not let the run proceed. Waits are gates on observed state, never fixed sleeps.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.errors import CheckFailed
+from kafkaops.model import ClusterSnapshot, Host
+from kafkaops.safety import (
+    cluster_health,
+    leaders_not_preferred,
+    partition_name,
+    partitions_not_in_isr,
+    preflight,
+    stop_impact,
+)
+from kafkaops.steps.common import names, services, target_host, wait
+from kafkaops.steps.services import Services
+
+
+def _snapshot(svc: Services) -> ClusterSnapshot:
+    return svc.kafka.snapshot()
+
+
+def _state(snap: ClusterSnapshot, broker: int) -> dict[str, Any]:
+    """What a plan fingerprints about one broker: registration, leadership, ISR membership."""
+    hosted = [p for p in snap.partitions if broker in p.replicas]
+    return {
+        "registered": broker in snap.brokers,
+        "controller": snap.controller,
+        "leads": sorted(partition_name(p) for p in hosted if p.leader == broker),
+        "out_of_isr": sorted(partition_name(p) for p in hosted if broker not in p.isr),
+        "hosted": len(hosted),
+    }
+
+
+def _lead_summary(state: dict[str, Any]) -> str:
+    return (f"{'registered' if state['registered'] else 'not registered'}, leads {len(state['leads'])}, "
+            f"out of ISR in {len(state['out_of_isr'])} of {state['hosted']} partitions")
+
+
+class Preflight(StepBase):
+    """Refuse when the cluster is unhealthy or stopping this broker would drop a partition below min ISR."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = services(ctx)
+        host = target_host(ctx)
+        snap = _snapshot(svc)
+        result = preflight(snap, host.broker_id, allow_urp=bool(self.params["allow_urp"]),
+                           isr_headroom=int(self.params["isr_headroom"]))
+        impact = result.impact
+        data = {
+            "broker": host.broker_id, "host": host.name, "ok": result.ok,
+            "violations": [v.to_dict() for v in result.violations], "warnings": list(result.warnings),
+            "message": result.message() if not result.ok else "", "hint": result.hint() if not result.ok else "",
+            "state": _state(snap, host.broker_id),
+            "moves": len(impact.leadership_moves), "loses_isr": len(impact.loses_isr_replica),
+            "rf_not_above_min_isr": list(impact.rf_not_above_min_isr),
+        }
+        return Observation(data, summary=f"broker {host.broker_id}: {_lead_summary(data['state'])}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        from kafkaops.errors import SafetyRefusal
+
+        d = obs.data
+        if not d["ok"]:
+            raise SafetyRefusal(d["message"], hint=d["hint"])
+        notes = [f"{d['moves']} leader(s) will move off {d['broker']}",
+                 f"{d['loses_isr']} partition(s) drop one replica from their ISR while it is down"]
+        notes += d["warnings"]
+        return Noop("gates pass (no offline, no under-min-ISR, no URP; stop keeps min ISR): " + "; ".join(notes))
+
+
+class StopBroker(StepBase):
+    """Stop the Kafka broker and wait until the cluster no longer has it registered."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = services(ctx)
+        host = target_host(ctx)
+        snap = _snapshot(svc)
+        active = svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
+        impact = stop_impact(snap, host.broker_id)
+        moves: dict[int, int] = {}
+        for _p, new in impact.leadership_moves:
+            if new is not None:
+                moves[new] = moves.get(new, 0) + 1
+        data = {"host": host.name, "broker": host.broker_id, "active": active, "state": _state(snap, host.broker_id),
+                "command": svc.command(host, "kafka_stop"),
+                "impact": {"moves": {str(k): v for k, v in sorted(moves.items())},
+                           "loses_isr": [partition_name(p) for p in impact.loses_isr_replica],
+                           "is_controller": impact.is_controller}}
+        return Observation(data, summary=f"broker {host.broker_id}: process {'active' if active else 'inactive'}, "
+                                         f"{_lead_summary(data['state'])}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["active"] and not d["state"]["registered"]:
+            return Noop(f"broker {d['broker']} is already stopped (process inactive, not registered)")
+        moves = d["impact"]["moves"]
+        impact = (f"{sum(moves.values())} leader(s) move: " + ", ".join(f"{n} to {b}" for b, n in moves.items())
+                  if moves else "it leads nothing")
+        impact += f"; {len(d['impact']['loses_isr'])} partition(s) lose a replica"
+        if d["impact"]["loses_isr"]:
+            impact += f" ({names(d['impact']['loses_isr'])})"
+        if d["impact"]["is_controller"]:
+            impact += "; it is the controller: a controller election follows"
+        return Action(
+            description=f"stop Kafka on {d['host']} and wait until broker {d['broker']} is unregistered",
+            commands=(f"on {d['host']}: {d['command']}",
+                      f"wait until /brokers/ids/{d['broker']} is gone (timeout {self.params['timeout']:.0f}s)"),
+            impact=impact,
+            rollback=f"start it again: on {d['host']}: kafka_start template",
+            idempotent=True,
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+        timeout = float(self.params["timeout"])
+        svc.run(host, svc.command(host, "kafka_stop"), timeout=timeout)
+        wait(ctx, lambda: _unregistered(svc, host), what=f"broker {host.broker_id} unregistered", timeout=timeout)
+
+    def verify(self, ctx: RunContext) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+        if host.broker_id in svc.registered_brokers():
+            raise CheckFailed(f"broker {host.broker_id} is still registered after its stop")
+
+
+def _unregistered(svc: Services, host: Host) -> tuple[bool, str]:
+    registered = svc.registered_brokers()
+    return host.broker_id not in registered, f"registered brokers {registered}"
+
+
+class StartBroker(StepBase):
+    """Start the Kafka broker and wait until it registers with the cluster."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = services(ctx)
+        host = target_host(ctx)
+        registered = host.broker_id in svc.registered_brokers()
+        return Observation({"host": host.name, "broker": host.broker_id, "registered": registered,
+                            "dry_run": ctx.dry_run, "command": svc.command(host, "kafka_start")},
+                           summary=f"broker {host.broker_id} {'registered' if registered else 'not registered'}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["registered"] and not d["dry_run"]:
+            return Noop(f"broker {d['broker']} is registered")
+        return Action(description=f"start Kafka on {d['host']} and wait until broker {d['broker']} registers",
+                      commands=(f"on {d['host']}: {d['command']}",))
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+        timeout = float(self.params["timeout"])
+        svc.run(host, svc.command(host, "kafka_start"), timeout=timeout)
+        wait(ctx, lambda: (host.broker_id in svc.registered_brokers(), "registered?"),
+             what=f"broker {host.broker_id} registered", timeout=timeout)
+
+
+class VerifyNotLeader(StepBase):
+    """Wait until the stopped broker leads no partition and has left the ISRs."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = services(ctx)
+        host = target_host(ctx)
+        state = _state(_snapshot(svc), host.broker_id)
+        return Observation({"host": host.name, "broker": host.broker_id, "state": state, "dry_run": ctx.dry_run},
+                           summary=f"broker {host.broker_id}: {_lead_summary(state)}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        in_isr = d["state"]["hosted"] - len(d["state"]["out_of_isr"])
+        if not d["dry_run"] and not d["state"]["leads"] and in_isr == 0:
+            return Noop(f"broker {d['broker']} leads nothing and is in no ISR")
+        return Action(
+            description=f"wait until broker {d['broker']} leads nothing and has left every ISR"
+                        + ("" if d["dry_run"] else f" (leads {len(d['state']['leads'])}, in {in_isr} ISRs)"),
+            commands=("AdminClient metadata: leaders and ISR of every partition, polled",),
+            impact="read-only",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+
+        def gone() -> tuple[bool, str]:
+            s = _state(_snapshot(svc), host.broker_id)
+            in_isr = s["hosted"] - len(s["out_of_isr"])
+            return not s["leads"] and in_isr == 0, f"leads {len(s['leads'])}, in {in_isr} ISRs"
+
+        wait(ctx, gone, what=f"broker {host.broker_id} out of leadership and ISR",
+             timeout=float(self.params["timeout"]))
+
+
+class WaitInSync(StepBase):
+    """Wait until the broker is registered and back in the ISR of every partition it hosts."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = services(ctx)
+        host = target_host(ctx)
+        state = _state(_snapshot(svc), host.broker_id)
+        return Observation({"host": host.name, "broker": host.broker_id, "state": state, "dry_run": ctx.dry_run},
+                           summary=f"broker {host.broker_id}: {_lead_summary(state)}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["dry_run"] and d["state"]["registered"] and not d["state"]["out_of_isr"]:
+            return Noop(f"broker {d['broker']} is registered and in the ISR of all {d['state']['hosted']} partitions")
+        return Action(
+            description=f"wait until broker {d['broker']} is registered and back in all "
+                        f"{d['state']['hosted']} ISRs (log recovery and catch-up; timeout {self.params['timeout']:.0f}s)",
+            commands=("AdminClient metadata: ISR of the broker's partitions, polled",),
+            impact="read-only",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+
+        def in_sync() -> tuple[bool, str]:
+            snap = _snapshot(svc)
+            if host.broker_id not in snap.brokers:
+                return False, "not registered yet (starting, or recovering its logs)"
+            missing = partitions_not_in_isr(snap, host.broker_id)
+            hosted = sum(1 for p in snap.partitions if host.broker_id in p.replicas)
+            return not missing, f"in sync in {hosted - len(missing)}/{hosted} partitions"
+
+        wait(ctx, in_sync, what=f"broker {host.broker_id} back in every ISR", timeout=float(self.params["timeout"]),
+             interval=2.0)
+
+
+class PreferredElection(StepBase):
+    """Run a preferred-replica election for the partitions this broker should lead."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = services(ctx)
+        host = target_host(ctx)
+        snap = _snapshot(svc)
+        preferred = [p for p in snap.partitions if p.preferred_leader == host.broker_id]
+        pending = [partition_name(p) for p in leaders_not_preferred(snap, host.broker_id)]
+        return Observation({"host": host.name, "broker": host.broker_id, "enabled": bool(self.params["enabled"]),
+                            "preferred": [[p.topic, p.partition] for p in preferred], "pending": pending,
+                            "dry_run": ctx.dry_run},
+                           summary=f"broker {host.broker_id} leads {len(preferred) - len(pending)} of its "
+                                   f"{len(preferred)} preferred partitions")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["enabled"]:
+            return Noop("preferred-replica election disabled (--no-election)")
+        todo = d["preferred"] if d["dry_run"] else [tp for tp in d["preferred"] if f"{tp[0]}-{tp[1]}" in d["pending"]]
+        if not todo:
+            return Noop(f"broker {d['broker']} already leads all {len(d['preferred'])} of its preferred partitions")
+        listed = names([f"{t}-{p}" for t, p in todo])
+        return Action(
+            description=f"preferred-replica election for {len(todo)} partition(s) whose preferred leader is "
+                        f"{d['broker']}",
+            commands=(f"AdminClient.elect_leaders(PREFERRED, [{listed}])",),
+            impact=f"{len(todo)} leader(s) move back to {d['broker']}",
+            data={"partitions": todo},
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        failed = svc.kafka.elect_preferred_leaders([(t, int(p)) for t, p in action.data["partitions"]])
+        if failed:
+            raise CheckFailed(f"preferred election failed for {names(sorted(failed))}: "
+                              f"{next(iter(failed.values()))}")
+
+
+class VerifyLeaders(StepBase):
+    """Wait until the broker leads every partition whose preferred leader it is."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = services(ctx)
+        host = target_host(ctx)
+        pending = [partition_name(p) for p in leaders_not_preferred(_snapshot(svc), host.broker_id)]
+        return Observation({"broker": host.broker_id, "pending": pending, "enabled": bool(self.params["enabled"]),
+                            "dry_run": ctx.dry_run},
+                           summary=f"broker {host.broker_id}: {len(pending)} preferred partition(s) led elsewhere")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["enabled"]:
+            return Noop("leadership check skipped (--no-election)")
+        if not d["pending"] and not d["dry_run"]:
+            return Noop(f"broker {d['broker']} leads all of its preferred partitions")
+        return Action(description=f"wait until broker {d['broker']} leads its preferred partitions"
+                                  + ("" if d["dry_run"] else f" ({len(d['pending'])} pending)"),
+                      commands=("AdminClient metadata: leaders, polled",), impact="read-only")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+
+        def led() -> tuple[bool, str]:
+            pending = leaders_not_preferred(_snapshot(svc), host.broker_id)
+            return not pending, f"{len(pending)} pending"
+
+        wait(ctx, led, what=f"broker {host.broker_id} leading its preferred partitions",
+             timeout=float(self.params["timeout"]))
+
+
+class WaitHealthy(StepBase):
+    """Gate: the cluster is healthy (no URP, no offline, full ISR) for a stability window."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        summary = cluster_health(_snapshot(services(ctx)))
+        return Observation({"urp": len(summary.under_replicated), "offline": len(summary.offline)},
+                           summary=f"{len(summary.under_replicated)} URP, {len(summary.offline)} offline")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        grace = float(self.params["grace"])
+        return Action(
+            description=f"wait until the cluster has no URP and no offline partition for "
+                        f"{self.params['stable_for']:.0f}s" + (f", then {grace:.0f}s of grace" if grace else ""),
+            commands=("AdminClient metadata, polled",), impact="read-only")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+
+        def healthy() -> tuple[bool, str]:
+            s = cluster_health(_snapshot(svc))
+            return s.healthy, f"{len(s.under_replicated)} URP, {len(s.offline)} offline"
+
+        wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]),
+             stable_for=float(self.params["stable_for"]))
+        if float(self.params["grace"]):
+            time.sleep(float(self.params["grace"]))
+
+
+TIMEOUT = Param("timeout", "duration", default=300.0, help="give up after this long")
+register_step("kafka.preflight", Preflight, [
+    Param("allow_urp", "bool", default=False, help="proceed despite URP elsewhere (--force)"),
+    Param("isr_headroom", "int", default=0, help="require this many ISR replicas above min.insync.replicas"),
+])
+register_step("kafka.stop_broker", StopBroker, [TIMEOUT])
+register_step("kafka.start_broker", StartBroker, [TIMEOUT])
+register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "duration", default=120.0)])
+register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)])
+register_step("kafka.preferred_election", PreferredElection, [
+    Param("enabled", "bool", default=True, help="false skips the election (--no-election)")])
+register_step("kafka.verify_leaders", VerifyLeaders, [
+    Param("timeout", "duration", default=120.0), Param("enabled", "bool", default=True)])
+register_step("kafka.wait_healthy", WaitHealthy, [
+    Param("stable_for", "duration", default=5.0, help="how long the cluster must stay healthy"),
+    Param("timeout", "duration", default=1800.0),
+    Param("grace", "duration", default=0.0, help="extra fixed pause after the gate (--grace)"),
+])

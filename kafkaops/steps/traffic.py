@@ -1,0 +1,77 @@
+"""The SYN gate: wait until a depooled host receives no new connections for a whole window.
+
+The runbook's ``tcpdump ... tcp-syn | pv -l`` made a step: after a depool the balancer stops new
+connections within a second or so, but clients with a cached route or a slow resolver may still arrive.
+Touching the service before the count is zero for a full window is how requests get dropped.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.errors import CheckFailed
+from kafkaops.model import Host
+from kafkaops.steps.common import services, target_host, wait
+
+
+def _port(step: StepBase, host: Host) -> int:
+    port = int(step.params.get("port") or 0)
+    if port:
+        return port
+    return host.services[0].port if host.services else 0
+
+
+class WaitZeroSyns(StepBase):
+    """Wait until no new TCP SYN reaches the host's service port for a whole window."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        host = target_host(ctx)
+        port = _port(self, host)
+        template = host.commands.get("syn_capture")
+        from kafkaops.systems.traffic import capture_command
+
+        window = float(self.params["window"])
+        data = {"host": host.name, "port": port, "window": window, "timeout": self.params["timeout"],
+                "command": capture_command(host, template, port, window)}
+        # A capture takes a whole window; planning does not need one (the host is still pooled then).
+        return Observation(data, summary=f"{host.name}:{port} (captured when the step runs)")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        return Action(
+            description=f"wait until {d['host']}:{d['port']} gets no new SYN for {d['window']:.0f}s "
+                        f"(timeout {d['timeout']:.0f}s)",
+            commands=(f"on {d['host']}: {d['command']} | wc -l   (repeated until a window counts 0)",),
+            impact="read-only: proves the balancer no longer routes to the host",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        from kafkaops.systems.traffic import count_syns
+
+        svc = services(ctx)
+        host = target_host(ctx)
+        port, window = _port(self, host), float(self.params["window"])
+        template = host.commands.get("syn_capture")
+
+        def quiet() -> tuple[bool, str]:
+            count = count_syns(svc.ssh(host), host, template, port, window)
+            value = f"{count.syns} new SYN(s) in {window:.0f}s" + (f" from {', '.join(count.sources)}"
+                                                                      if count.sources else "")
+            return count.quiet, value
+
+        wait(ctx, quiet, what=f"no new SYN to {host.name}:{port}", timeout=float(self.params["timeout"]),
+             interval=0.0)
+        svc.facts(ctx.run_id).set(f"syn_gate_passed/{host.name}", time.time())
+
+    def verify(self, ctx: RunContext) -> None:
+        if services(ctx).facts(ctx.run_id).get(f"syn_gate_passed/{ctx.target}") is None and not ctx.dry_run:
+            raise CheckFailed(f"SYN gate for {ctx.target} did not record a quiet window")
+
+
+register_step("traffic.wait_zero_syns", WaitZeroSyns, [
+    Param("port", "int", default=0, help="service port (default: the host's first service)"),
+    Param("window", "duration", default=10.0, help="how long the count must stay at zero"),
+    Param("timeout", "duration", default=300.0, help="give up (and stop the run) after this long"),
+])
