@@ -1,0 +1,104 @@
+"""``kafkaops check`` (the topic-health post-check) and ``kafkaops snapshot`` (its baseline).
+
+Thin: parse, resolve the inventory, call :func:`kafkaops.health.check.run_post_check`, render. Heavy
+imports (confluent_kafka, pyspark, matplotlib) happen inside the commands so ``kafkaops --help``
+stays instant.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from kafkaops.cli.common import Output, console, err_console, print_json
+from kafkaops.errors import ConfigError
+from kafkaops.model import Cluster
+
+_InventoryOpt = typer.Option(None, "--inventory", "-i",
+                             help="Inventory file (default: $KAFKAOPS_INVENTORY, else inventory/lab.yaml).")
+
+
+def _cluster(name: str, inventory: Path | None) -> Cluster:
+    from kafkaops.inventory import default_inventory, load_inventory
+
+    path = inventory or default_inventory()
+    cluster = load_inventory(path)
+    if name != cluster.name:
+        raise ConfigError(f"cluster {name!r} is not the one of inventory {path} ({cluster.name!r})",
+                          hint=f"run `kafkaops check {cluster.name}` or pass --inventory")
+    return cluster
+
+
+def check(
+    cluster_name: str = typer.Argument(..., metavar="CLUSTER", help="The inventory's cluster name."),
+    inventory: Path | None = _InventoryOpt,
+    topics: str | None = typer.Option(None, "--topics", help="Only topics matching this regex (re.search)."),
+    since: str | None = typer.Option(None, "--since",
+                                     help="Check what was produced in this last duration (15m, 1h30m; "
+                                          "default 10m when no --baseline)."),
+    baseline: Path | None = typer.Option(None, "--baseline",
+                                         help="Compare with this `kafkaops snapshot` file (taken before the run)."),
+    spark_master: str = typer.Option("local[2]", "--spark-master",
+                                     help="Spark master URL: local[N], spark://HOST:7077, yarn."),
+    spark_conf: list[str] = typer.Option([], "--spark-conf", help="Extra Spark setting KEY=VALUE (repeatable)."),
+    no_scan: bool = typer.Option(False, "--no-scan", help="Metadata checks only (no Spark)."),
+    output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
+    chart: Path | None = typer.Option(None, "--chart", help="Write a PNG of produce rate and URP across the run."),
+) -> None:
+    """Topic-health post-check: metadata against the baseline, then a Spark scan of the data.
+
+    Exit 0 when healthy, 9 when any finding is critical or a warning (each one names topic, partition,
+    check and how bad), 3 on a configuration error, 4 when Kafka or Spark failed.
+    """
+    from kafkaops.health.check import parse_duration, run_post_check
+    from kafkaops.health.metadata import OffsetsSnapshot
+    from kafkaops.health.report import render_chart, render_markdown, render_table
+
+    if since and baseline:
+        raise ConfigError("--since and --baseline are exclusive", hint="a baseline already says where to start")
+    conf = {}
+    for item in spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--spark-conf {item!r}: expected KEY=VALUE")
+        conf[key.strip()] = value.strip()
+    cluster = _cluster(cluster_name, inventory)
+    base = OffsetsSnapshot.read(baseline) if baseline else None
+    result = run_post_check(
+        cluster, base, topics_regex=topics, spark_master=spark_master, window=None,
+        since=parse_duration(since) if since else None, scan=not no_scan, spark_conf=conf,
+    )
+    if chart is not None:
+        render_chart(result, chart)
+    if output == Output.json:
+        print_json(result.to_dict())
+    elif output == Output.markdown:
+        typer.echo(render_markdown(result), nl=False)
+    else:
+        render_table(result, console)
+    if chart is not None and output != Output.json:
+        err_console.print(f"chart written to {chart}", highlight=False)
+    raise typer.Exit(result.exit_code)
+
+
+def snapshot(
+    cluster_name: str = typer.Argument(..., metavar="CLUSTER", help="The inventory's cluster name."),
+    out: Path = typer.Option(..., "--out", "-o", help="Snapshot file to write (JSON)."),
+    inventory: Path | None = _InventoryOpt,
+) -> None:
+    """Write end/start offsets, leaders, ISR and configs per partition: the baseline of a run."""
+    from kafkaops.systems.offsets import offsets_snapshot
+
+    cluster = _cluster(cluster_name, inventory)
+    snap = offsets_snapshot(cluster)
+    snap.write(out)
+    urp = sum(1 for p in snap.partitions if len(p.isr) < len(p.replicas))
+    console.print(f"snapshot of {cluster.name}: {len(snap.partitions)} partitions, {len(snap.brokers)} brokers, "
+                  f"{urp} under-replicated -> {out}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check`` and ``snapshot`` to the root app."""
+    app.command("check")(check)
+    app.command("snapshot")(snapshot)
