@@ -1,0 +1,314 @@
+"""The topic-health post-check: snapshot now, compare with the baseline, scan the data on Spark.
+
+This is what ends every maintenance runbook (``health.post_check``) and what ``kafkaops check`` runs:
+a maintenance run is only done when the cluster is demonstrably as healthy as before — no partition
+offline or under-replicated, leadership back on the preferred replicas, no acknowledged record lost,
+and the data written during the run readable, ordered and well-formed. The metadata checks run on
+the driver first (cheap, and they explain most failures); the Spark scan then reads exactly the
+records produced since the baseline (plus some context before it for the produce-rate comparison).
+
+Callable from a runbook step: :func:`run_post_check` takes the baseline the run saved before it
+changed anything and returns a :class:`CheckResult`; ``result.raise_if_unhealthy()`` turns it into
+the retryable :class:`~kafkaops.errors.CheckFailed` the runner understands.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kafkaops.errors import CheckFailed, ConfigError
+from kafkaops.health.data import (
+    RateWindow,
+    ScanRange,
+    ScanResult,
+    Thresholds,
+    data_findings,
+    event_topic_regex,
+    parity_findings,
+    rate_findings,
+)
+from kafkaops.health.metadata import (
+    SEVERITY_RANK,
+    Finding,
+    OffsetsSnapshot,
+    healthy,
+    metadata_findings,
+    worst_severity,
+)
+from kafkaops.model import Cluster
+
+__all__ = ["CheckResult", "filter_topics", "parse_duration", "plan_ranges", "run_post_check"]
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """``"90s"``, ``"15m"``, ``"1h30m"``, ``"2d"`` -> seconds (a bare number is seconds).
+
+    Raises:
+        ConfigError: The text is not a positive duration.
+    """
+    s = text.strip().lower()
+    if re.fullmatch(r"\d+(?:\.\d+)?", s):
+        seconds = float(s)
+    else:
+        pos, seconds = 0, 0.0
+        for m in _DURATION.finditer(s):
+            if s[pos:m.start()].strip():
+                break
+            seconds += float(m.group(1)) * _UNIT[m.group(2)]
+            pos = m.end()
+        if pos != len(s) or not s:
+            raise ConfigError(f"invalid duration {text!r}", hint="use e.g. 90s, 15m, 1h30m, 2d")
+    if seconds <= 0:
+        raise ConfigError(f"invalid duration {text!r}: must be positive")
+    return seconds
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What the post-check found, with what it compared.
+
+    Attributes:
+        cluster: Cluster name.
+        findings: Every finding, most severe first (metadata, data, rate, parity).
+        now: The snapshot taken by the check.
+        baseline: The baseline compared against (``None`` with ``--since``: offsets came from a time).
+        window: ``(start, end)`` of the run, unix seconds.
+        scan: The Spark scan's figures (``None`` when the scan was skipped).
+        ranges: The offset ranges scanned.
+        urp_series: ``[(unix seconds, under-replicated partitions)]``: baseline, samples, now.
+        topics_regex: The topic filter, if any.
+    """
+
+    cluster: str
+    findings: tuple[Finding, ...]
+    now: OffsetsSnapshot
+    baseline: OffsetsSnapshot | None
+    window: tuple[float, float]
+    scan: ScanResult | None = None
+    ranges: tuple[ScanRange, ...] = ()
+    urp_series: tuple[tuple[float, int], ...] = ()
+    topics_regex: str | None = None
+    rate_window: RateWindow | None = None
+
+    @property
+    def healthy(self) -> bool:
+        """True when no finding is a warning or critical."""
+        return healthy(self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when healthy, :attr:`CheckFailed.exit_code` (9) otherwise."""
+        return 0 if self.healthy else CheckFailed.exit_code
+
+    @property
+    def failing(self) -> list[Finding]:
+        """The findings that fail the check (critical and warning)."""
+        return [f for f in self.findings if f.severity != "info"]
+
+    def summary(self) -> str:
+        """One line: verdict and counts per severity."""
+        counts = {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITY_RANK}
+        verdict = "healthy" if self.healthy else f"UNHEALTHY ({worst_severity(self.findings)})"
+        parts = [f"{n} {s}" for s, n in counts.items() if n]
+        return f"{self.cluster}: {verdict}" + (f" — {', '.join(parts)}" if parts else "")
+
+    def raise_if_unhealthy(self) -> None:
+        """Raise the runner's retryable :class:`CheckFailed` naming the first failing findings."""
+        if self.healthy:
+            return
+        bad = self.failing
+        named = "; ".join(f"{_where(f)} {f.check}: {f.message}" for f in bad[:3])
+        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        raise CheckFailed(f"post-check failed: {named}{more}", hint="`kafkaops check` shows the full report")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON form of ``kafkaops check --output json``."""
+        return {
+            "cluster": self.cluster,
+            "healthy": self.healthy,
+            "exit_code": self.exit_code,
+            "summary": self.summary(),
+            "window": {"start": self.window[0], "end": self.window[1]},
+            "topics_regex": self.topics_regex,
+            "baseline_taken_at": self.baseline.taken_at if self.baseline else None,
+            "now_taken_at": self.now.taken_at,
+            "findings": [f.to_dict() for f in self.findings],
+            "scan": self.scan.to_dict() if self.scan else None,
+            "urp_series": [{"t": t, "urp": n} for t, n in self.urp_series],
+        }
+
+
+def _where(f: Finding) -> str:
+    if f.topic is None:
+        return "cluster"
+    return f.topic if f.partition is None else f"{f.topic}-{f.partition}"
+
+
+def filter_topics(snap: OffsetsSnapshot, pattern: re.Pattern[str] | None) -> OffsetsSnapshot:
+    """The snapshot restricted to topics matching ``pattern`` (``re.search``); brokers untouched."""
+    if pattern is None:
+        return snap
+    return replace(
+        snap,
+        partitions=tuple(p for p in snap.partitions if pattern.search(p.topic)),
+        topics={t: c for t, c in snap.topics.items() if pattern.search(t)},
+    )
+
+
+def plan_ranges(now: OffsetsSnapshot, baseline_ends: Mapping[tuple[str, int], int | None],
+                context_starts: Mapping[tuple[str, int], int | None], *,
+                include_internal: bool = False) -> tuple[ScanRange, ...]:
+    """The offset range to scan per partition.
+
+    ``check_from`` is the baseline's log end (0 for a partition created since), moved up to the
+    current log start when records were deleted (the metadata check reports that deletion; the gap
+    check must not report it twice) and down to the current end after a truncation. ``start`` goes
+    back to the context offset (the first record of the pre-run context) when it is known.
+
+    Args:
+        now: The snapshot taken by the check.
+        baseline_ends: Log end offset per partition at the baseline.
+        context_starts: First offset of the pre-run context per partition (``None``: no context).
+        include_internal: Scan ``__``-prefixed internal topics too.
+
+    Returns:
+        One range per partition with known offsets.
+    """
+    out = []
+    for p in now.partitions:
+        if p.log_end_offset is None or p.log_start_offset is None:
+            continue
+        if p.topic.startswith("__") and not include_internal:
+            continue
+        key = (p.topic, p.partition)
+        end, log_start = p.log_end_offset, p.log_start_offset
+        base = baseline_ends.get(key)
+        check_from = min(max(base if base is not None else 0, log_start), end)
+        ctx = context_starts.get(key)
+        start = check_from if ctx is None else min(max(ctx, log_start), check_from)
+        out.append(ScanRange(p.topic, p.partition, start, end, check_from))
+    return tuple(out)
+
+
+def _urp(snap: OffsetsSnapshot) -> int:
+    return sum(1 for p in snap.partitions if len(p.isr) < len(p.replicas))
+
+
+def _sort(findings: list[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=lambda f: (SEVERITY_RANK[f.severity], f.check, f.topic or "",
+                                                 -1 if f.partition is None else f.partition)))
+
+
+def run_post_check(
+    cluster: Cluster,
+    baseline: OffsetsSnapshot | None,
+    *,
+    topics_regex: str | None = None,
+    spark_master: str = "local[2]",
+    window: tuple[float, float] | None = None,
+    since: float | None = None,
+    thresholds: Thresholds = Thresholds(),
+    scan: bool = True,
+    spark_conf: Mapping[str, str] | None = None,
+    urp_samples: Sequence[tuple[float, int]] = (),
+    timeout: float = 15.0,
+    snapshot_now: Callable[[], OffsetsSnapshot] | None = None,
+) -> CheckResult:
+    """Run the whole post-check against ``cluster``.
+
+    Args:
+        cluster: The inventory's cluster.
+        baseline: The snapshot taken before the run changed anything. ``None``: offsets are derived
+            from ``since`` (the first offset of each partition at ``now - since``) and only the
+            current state is checked on the metadata side.
+        topics_regex: Only topics matching this (``re.search``); ``None`` for all.
+        spark_master: Where the scan runs (``local[2]``, ``spark://h:7077``, ``yarn``).
+        window: ``(start, end)`` of the run in unix seconds; defaults to (baseline time, now).
+        since: Seconds back from now when ``baseline`` is ``None`` (default 10 minutes).
+        thresholds: Data-check tolerances.
+        scan: Set False to skip the Spark scan (metadata checks only).
+        spark_conf: Extra Spark settings (e.g. ``spark.executor.instances`` on YARN).
+        urp_samples: URP counts sampled during the run, for the chart.
+        timeout: Seconds per Kafka request.
+        snapshot_now: Override how "now" is snapshotted (tests).
+
+    Returns:
+        The result; ``result.exit_code`` is 0 when healthy, 9 when not.
+
+    Raises:
+        ConfigError: Bad regex, or the baseline is of another cluster.
+        UnreachableError: Kafka or the Spark job failed.
+    """
+    from kafkaops.systems import offsets as kafka_offsets
+
+    pattern = None
+    if topics_regex:
+        try:
+            pattern = re.compile(topics_regex)
+        except re.error as exc:
+            raise ConfigError(f"invalid --topics regex {topics_regex!r}: {exc}") from None
+    if baseline is not None and baseline.cluster and cluster.name and baseline.cluster != cluster.name:
+        raise ConfigError(f"the baseline is of cluster {baseline.cluster!r}, not {cluster.name!r}")
+    now_full = snapshot_now() if snapshot_now else kafka_offsets.offsets_snapshot(cluster, timeout=timeout)
+    now = filter_topics(now_full, pattern)
+    before = filter_topics(baseline, pattern) if baseline is not None else None
+    keys = [(p.topic, p.partition) for p in now.partitions if p.log_end_offset is not None]
+
+    if before is not None:
+        start_t = before.taken_at
+        baseline_ends = {(p.topic, p.partition): p.log_end_offset for p in before.partitions}
+    else:
+        start_t = now.taken_at - (since if since is not None else 600.0)
+        baseline_ends = dict(kafka_offsets.offsets_for_times(
+            cluster.bootstrap_servers, keys, int(start_t * 1000), timeout=timeout)) if keys else {}
+    win = window or (start_t, now.taken_at)
+
+    findings: list[Finding] = list(metadata_findings(before, now))
+    scan_result: ScanResult | None = None
+    ranges: tuple[ScanRange, ...] = ()
+    rate_window = RateWindow(win[0] - thresholds.context_s, win[0], win[1], now.taken_at)
+    if scan:
+        context = kafka_offsets.offsets_for_times(
+            cluster.bootstrap_servers, keys, int(rate_window.scan_from * 1000), timeout=timeout) if keys else {}
+        ranges = plan_ranges(now, baseline_ends, context)
+        events = event_topic_regex(h.dc for h in cluster.hosts)
+        from kafkaops.health.spark_job import ScanSpec, run_scan
+
+        spec = ScanSpec(
+            bootstrap=cluster.bootstrap_servers,
+            ranges=ranges,
+            event_topics=frozenset(r.topic for r in ranges if events.match(r.topic)),
+            thresholds=thresholds,
+            scan_time_ms=int(now.taken_at * 1000),
+        )
+        scan_result = run_scan(spec, master=spark_master, conf=spark_conf)
+        compacted = [t for t, c in now.topics.items() if "compact" in c.cleanup_policy]
+        stats = list(scan_result.partitions.values())
+        findings += data_findings(stats, compacted=compacted, thresholds=thresholds)
+        findings += rate_findings(scan_result.minutes, rate_window, thresholds)
+        findings += parity_findings(stats, thresholds)
+
+    urp: list[tuple[float, int]] = []
+    if before is not None:
+        urp.append((before.taken_at, _urp(before)))
+    urp += sorted(urp_samples)
+    urp.append((now.taken_at, _urp(now)))
+    return CheckResult(
+        cluster=cluster.name,
+        findings=_sort(findings),
+        now=now,
+        baseline=before,
+        window=win,
+        scan=scan_result,
+        ranges=ranges,
+        urp_series=tuple(urp),
+        topics_regex=topics_regex,
+        rate_window=rate_window,
+    )
+

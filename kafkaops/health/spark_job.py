@@ -1,0 +1,304 @@
+"""The Spark job of the post-check: read exactly the records produced since the baseline, measure them.
+
+Why Spark: a post-check has to read everything written during a maintenance window — on a large fleet
+that is hundreds of millions of records — and must finish while the operator is still at the keyboard.
+The same code runs on ``local[2]`` for the lab and a small cluster, and on any standalone or YARN
+master (``--spark-master``) when the fleet is large; the driver stays small (it only collects one
+summary per partition).
+
+How: the Spark Kafka source with offsets pinned per partition (``assign`` + ``startingOffsets`` /
+``endingOffsets`` JSON, so the scan is reproducible and never races the producers), JSON parsing of
+event topics done in the JVM (``from_json``), then one pass per task through
+:mod:`kafkaops.health.scan_kernel` (``mapInArrow``: no shuffle, no sort). ``failOnDataLoss=false``
+because holes are what we are looking for: the kernel counts them instead of the job dying on them.
+
+It can also be submitted on its own (``spark-submit kafkaops/health/spark_job.py --spec SPEC.json
+--out RESULT.json``) when the driver must run inside the cluster (YARN cluster mode).
+
+pyspark is imported lazily: importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkaops.errors import ConfigError, KafkaOpsError, UnreachableError
+from kafkaops.health import scan_kernel
+from kafkaops.health.data import ScanRange, ScanResult, Thresholds, merge_segments, segments_from_json
+
+__all__ = ["DEFAULT_MASTER", "ScanSpec", "connector_jars", "run_scan", "spark_session"]
+
+DEFAULT_MASTER = "local[2]"
+#: Jars of the Spark Kafka source (the cache dir may hold others that pyspark already ships).
+CONNECTOR_PREFIXES = ("spark-sql-kafka-0-10_", "spark-token-provider-kafka-0-10_", "kafka-clients-",
+                      "commons-pool2-")
+
+_LOG4J2 = """\
+status = error
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark: %p %c{1}: %m%n%ex
+"""
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """Everything the job needs; serialisable, so it can be handed to ``spark-submit``.
+
+    Attributes:
+        bootstrap: Kafka bootstrap servers as the executors reach them.
+        ranges: Offset ranges per partition.
+        event_topics: Topics whose records must be JSON with ``meta.dt``.
+        thresholds: Tolerances used by the kernel.
+        scan_time_ms: The scan's "now" (future-timestamp check).
+        kafka_options: Extra ``kafka.*`` consumer options for the source.
+    """
+
+    bootstrap: str
+    ranges: tuple[ScanRange, ...]
+    event_topics: frozenset[str] = frozenset()
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    scan_time_ms: int = 0
+    kafka_options: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bootstrap": self.bootstrap,
+            "ranges": [r.to_dict() for r in self.ranges],
+            "event_topics": sorted(self.event_topics),
+            "thresholds": asdict(self.thresholds),
+            "scan_time_ms": self.scan_time_ms,
+            "kafka_options": dict(self.kafka_options),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ScanSpec:
+        th = dict(d.get("thresholds", {}))
+        if "parity_pairs" in th:
+            th["parity_pairs"] = tuple(tuple(p) for p in th["parity_pairs"])
+        return cls(
+            bootstrap=str(d["bootstrap"]),
+            ranges=tuple(ScanRange(**r) for r in d["ranges"]),
+            event_topics=frozenset(d.get("event_topics", ())),
+            thresholds=Thresholds(**th),
+            scan_time_ms=int(d.get("scan_time_ms", 0)),
+            kafka_options=dict(d.get("kafka_options", {})),
+        )
+
+
+def connector_jars(directory: Path | None = None) -> list[str]:
+    """The Spark Kafka connector jars from the cache (``scripts/install.sh`` fills it).
+
+    Raises:
+        ConfigError: A connector jar is missing.
+    """
+    from kafkaops.lab.paths import spark_jars
+
+    d = directory or spark_jars()
+    jars = sorted(str(p) for p in d.glob("*.jar") if p.name.startswith(CONNECTOR_PREFIXES))
+    missing = [pre.rstrip("-_") for pre in CONNECTOR_PREFIXES if not any(Path(j).name.startswith(pre) for j in jars)]
+    if missing:
+        raise ConfigError(f"Spark Kafka connector jars missing from {d}: {', '.join(missing)}",
+                          hint="run scripts/install.sh")
+    return jars
+
+
+def _loopback(master: str) -> bool:
+    return master.startswith("local") or any(h in master for h in ("127.0.0.1", "localhost"))
+
+
+def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | None = None,
+                  app_name: str = "kafkaops-check") -> Any:
+    """A quiet, small-driver SparkSession with the Kafka connector on ``spark.jars``.
+
+    Args:
+        master: ``local[N]``, ``spark://host:7077``, ``yarn``...
+        conf: Extra Spark settings (they win over the defaults here).
+        app_name: Application name shown by the cluster manager.
+
+    Returns:
+        The session (call ``.stop()`` when done).
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigError("pyspark is not installed", hint="pip install 'kafkaops[spark]'") from exc
+
+    log_dir = Path(tempfile.gettempdir()) / "kafkaops-spark"
+    log_dir.mkdir(exist_ok=True)
+    log_conf = log_dir / "log4j2.properties"
+    if not log_conf.exists() or log_conf.read_text() != _LOG4J2:
+        log_conf.write_text(_LOG4J2)
+    java_opts = f"-Dlog4j2.configurationFile={log_conf}"
+    settings: dict[str, str] = {
+        "spark.jars": ",".join(connector_jars()),
+        "spark.driver.memory": "512m",
+        "spark.executor.memory": "1g",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+    }
+    if _loopback(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                         "spark.pyspark.python": sys.executable})
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    # The JVM inherits stderr when it is launched: point it at a log file for that moment, so the
+    # operator's terminal shows the report, not JVM start-up chatter (errors still reach us via py4j).
+    log_file = log_dir / "spark-driver.log"
+    saved = os.dup(2)
+    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        sys.stderr.flush()
+        os.dup2(fd, 2)
+        spark = builder.getOrCreate()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _source(spark: Any, spec: ScanSpec, ranges: Sequence[ScanRange]) -> Any:
+    assign: dict[str, list[int]] = {}
+    starting: dict[str, dict[str, int]] = {}
+    ending: dict[str, dict[str, int]] = {}
+    for r in ranges:
+        assign.setdefault(r.topic, []).append(r.partition)
+        starting.setdefault(r.topic, {})[str(r.partition)] = r.start
+        ending.setdefault(r.topic, {})[str(r.partition)] = r.end
+    reader = (spark.read.format("kafka")
+              .option("kafka.bootstrap.servers", spec.bootstrap)
+              .option("assign", json.dumps(assign))
+              .option("startingOffsets", json.dumps(starting))
+              .option("endingOffsets", json.dumps(ending))
+              .option("failOnDataLoss", "false")
+              .option("kafka.max.partition.fetch.bytes", str(8 << 20))
+              .option("kafka.fetch.max.bytes", str(64 << 20))
+              .option("kafka.receive.buffer.bytes", str(1 << 20)))
+    for k, v in spec.kafka_options.items():
+        reader = reader.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
+    return reader.load()
+
+
+def _columns(df: Any, topics: Sequence[str], event_topics: frozenset[str]) -> Any:
+    from pyspark.sql import functions as F
+
+    ids = F.create_map(*[x for i, t in enumerate(topics) for x in (F.lit(t), F.lit(i))])
+    is_event = F.col("topic").isin(sorted(event_topics)) if event_topics else F.lit(False)
+    parsed = F.from_json(F.col("value").cast("string"), "meta struct<dt:string>, _corrupt string",
+                         {"columnNameOfCorruptRecord": "_corrupt", "mode": "PERMISSIVE"})
+    dt = F.try_to_timestamp(parsed["meta"]["dt"])
+    json_state = (F.when(~is_event, F.lit(scan_kernel.JSON_NOT_CHECKED))
+                  .when(F.col("value").isNull() | parsed["_corrupt"].isNotNull(), F.lit(scan_kernel.JSON_INVALID))
+                  .when(dt.isNull(), F.lit(scan_kernel.JSON_NO_DT))
+                  .otherwise(F.lit(scan_kernel.JSON_OK)))
+    return df.select(
+        F.element_at(ids, F.col("topic")).cast("int").alias("tid"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset").cast("long").alias("offset"),
+        F.unix_millis(F.col("timestamp")).alias("ts"),
+        F.col("timestampType").cast("int").alias("ts_type"),
+        json_state.cast("byte").alias("json_state"),
+        F.when(is_event, F.unix_millis(dt)).cast("long").alias("dt_ms"),
+    )
+
+
+def run_scan(spec: ScanSpec, *, master: str = DEFAULT_MASTER, spark: Any = None,
+             conf: Mapping[str, str] | None = None) -> ScanResult:
+    """Scan the ranges of ``spec`` on Spark and merge the figures.
+
+    Args:
+        spec: What to read and the tolerances.
+        master: Spark master (ignored when ``spark`` is given).
+        spark: An existing session to reuse (it is then not stopped).
+        conf: Extra Spark settings for a new session.
+
+    Returns:
+        The merged figures; partitions with an empty range get zero counts without being read.
+
+    Raises:
+        UnreachableError: The job failed (Kafka unreachable from the executors, a lost executor...).
+    """
+    th = spec.thresholds
+    to_read = [r for r in spec.ranges if r.end > r.start]
+    scan_time = spec.scan_time_ms or int(time.time() * 1000)
+    result = ScanResult(master=master, scan_time_ms=scan_time)
+    if not to_read:
+        result.partitions, result.minutes = merge_segments([], spec.ranges, back_tolerance_ms=0)
+        return result
+    own = spark is None
+    session = spark_session(master, conf=conf) if own else spark
+    result.master = str(session.sparkContext.master)
+    topics = sorted({r.topic for r in to_read})
+    tid = {t: i for i, t in enumerate(topics)}
+    started = time.monotonic()
+    try:
+        from pyspark import cloudpickle
+
+        # Ship the kernel by value: executors need numpy + pyarrow, not kafkaops.
+        cloudpickle.register_pickle_by_value(scan_kernel)
+        kernel = scan_kernel.make_kernel(
+            {(tid[r.topic], r.partition): r.check_from for r in to_read},
+            back_tolerance_ms=int(th.back_tolerance_s * 1000),
+            drift_tolerance_ms=int(th.drift_tolerance_s * 1000),
+            future_limit_ms=scan_time + int(th.future_tolerance_s * 1000),
+        )
+        df = _columns(_source(session, spec, to_read), topics, spec.event_topics)
+        rows = df.mapInArrow(kernel, scan_kernel.OUTPUT_SCHEMA).collect()
+    except KafkaOpsError:
+        raise
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UnreachableError(f"the Spark scan on {master} failed: {first[:400]}",
+                               hint="check the Spark master and that executors reach the brokers") from exc
+    finally:
+        result.seconds = time.monotonic() - started
+        if own:
+            session.stop()
+    segments = segments_from_json([r["segment"] for r in rows], topics)
+    result.partitions, result.minutes = merge_segments(
+        segments, spec.ranges, back_tolerance_ms=int(th.back_tolerance_s * 1000))
+    result.records = sum(s.count + s.context_count for s in result.partitions.values())
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``spark-submit spark_job.py --spec SPEC.json --out RESULT.json`` (driver inside the cluster)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--spec", required=True, help="ScanSpec JSON (ScanSpec.to_dict)")
+    ap.add_argument("--out", required=True, help="where to write the ScanResult JSON")
+    args = ap.parse_args(argv)
+    spec = ScanSpec.from_dict(json.loads(Path(args.spec).read_text()))
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()  # master and jars come from spark-submit
+    result = run_scan(spec, spark=spark)
+    Path(args.out).write_text(json.dumps(result.to_dict()))
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
