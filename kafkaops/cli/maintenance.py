@@ -30,7 +30,7 @@ GraceOpt = typer.Option("0s", "--grace", help="Rolling: an extra fixed pause bet
 
 
 def _echo(line: str) -> None:
-    err_console.print(line, highlight=False, markup=False)
+    err_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def _controller(services: Any) -> int | None:
@@ -75,8 +75,7 @@ def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, 
         typer.confirm(f"Run {runbook} on {', '.join(h.name for h in hosts)}?", abort=True)
     result = runner.start(bound, services=services, operator=operator, reason=reason or "", task=task)
     services.close()
-    err_console.print(f"[green]run {result.run_id} finished[/]: {result.applied} change(s), "
-                      f"{result.skipped} no-op(s); journal {result.journal}")
+    err_console.print(f"journal: {result.journal}", highlight=False, soft_wrap=True)
 
 
 def _params(force: bool, headroom: int, no_election: bool, syn_window: str) -> dict[str, Any]:
