@@ -64,8 +64,9 @@ class _Doc:
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read inventory: {exc.strerror}",
                               hint="pass --inventory FILE or set KAFKAOPS_INVENTORY") from exc
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 5x faster
         try:
-            node = yaml.compose(text)
+            node = yaml.compose(text, Loader=loader)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -73,7 +74,7 @@ class _Doc:
         self.lines: dict[str, int] = {}
         if node is not None:
             self._index(node, "")
-        self.data: Any = yaml.safe_load(text)
+        self.data: Any = yaml.load(text, Loader=loader)
 
     def _index(self, node: yaml.Node, prefix: str) -> None:
         self.lines[prefix] = node.start_mark.line + 1

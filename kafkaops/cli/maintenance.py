@@ -34,7 +34,7 @@ def _echo(line: str) -> None:
 
 
 def _controller(services: Any) -> int | None:
-    return services.kafka.controller()  # type: ignore[no-any-return]
+    return services.kafka.controller()
 
 
 def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, Any], *, reason: str | None,

@@ -68,8 +68,8 @@ def _services(cluster_name: str, *, dry_run: bool = False) -> object:
 
 
 def _lock(cluster_name: str) -> object:
-    from kafkaops.engine.lock import FileLockBackend, ZooKeeperLockBackend
     from kafkaops.engine.journal import kafkaops_home
+    from kafkaops.engine.lock import FileLockBackend, ZooKeeperLockBackend
 
     try:
         cluster = find_cluster(cluster_name)
@@ -81,9 +81,11 @@ def _lock(cluster_name: str) -> object:
 
 
 def register_all() -> None:
+    """Register the step kinds and, unless a caller (a plugin, a test) already did, the factories."""
     import kafkaops.steps  # noqa: F401  - registers the step kinds
-    from kafkaops.engine.context import set_context_factory
-    from kafkaops.engine.lock import set_lock_factory
+    from kafkaops.engine import context, lock
 
-    set_context_factory(_services)  # type: ignore[arg-type]
-    set_lock_factory(_lock)  # type: ignore[arg-type]
+    if context._factory is None:
+        context.set_context_factory(_services)  # type: ignore[arg-type]
+    if lock._lock_factory is None:
+        lock.set_lock_factory(_lock)  # type: ignore[arg-type]

@@ -46,7 +46,8 @@ class Reboot(StepBase):
         if d["boot_id_before"] and d["boot_id"] and d["boot_id"] != d["boot_id_before"]:
             return Noop(f"{d['host']} already rebooted (boot id {d['boot_id_before'][:8]}… → {d['boot_id'][:8]}…)")
         return Action(
-            description=f"reboot {d['host']} and wait for a new boot id and SSH (timeout {self.params['timeout']:.0f}s)",
+            description=f"reboot {d['host']} and wait for a new boot id and SSH "
+                        f"(timeout {self.params['timeout']:.0f}s)",
             commands=(f"on {d['host']}: {d['reboot']}", f"on {d['host']}: {d['boot_id_cmd']}   (until it changes)"),
             impact="the host is unreachable until it is back",
             idempotent=False,

@@ -42,7 +42,7 @@ def _state(snap: ClusterSnapshot, broker: int) -> dict[str, Any]:
     }
 
 
-def _lead_summary(state: dict[str, Any]) -> str:
+def _lead_summary(state: Any) -> str:
     return (f"{'registered' if state['registered'] else 'not registered'}, leads {len(state['leads'])}, "
             f"out of ISR in {len(state['out_of_isr'])} of {state['hosted']} partitions")
 
@@ -218,7 +218,8 @@ class WaitInSync(StepBase):
             return Noop(f"broker {d['broker']} is registered and in the ISR of all {d['state']['hosted']} partitions")
         return Action(
             description=f"wait until broker {d['broker']} is registered and back in all "
-                        f"{d['state']['hosted']} ISRs (log recovery and catch-up; timeout {self.params['timeout']:.0f}s)",
+                        f"{d['state']['hosted']} ISRs (log recovery and catch-up; "
+                        f"timeout {self.params['timeout']:.0f}s)",
             commands=("AdminClient metadata: ISR of the broker's partitions, polled",),
             impact="read-only",
         )

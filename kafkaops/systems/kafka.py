@@ -66,25 +66,26 @@ class KafkaAdmin:
         desc = self._result(self._admin.describe_cluster(request_timeout=self.timeout), "describe_cluster")
         return desc.controller.id if desc.controller is not None else None
 
-    def topic_configs(self, topics: Iterable[str]) -> dict[str, TopicConfig]:
+    def topic_configs(self, topics: Iterable[str], replication: dict[str, int] | None = None) -> dict[str, TopicConfig]:
         """min.insync.replicas (and cleanup.policy) per topic, in one batched request."""
         from confluent_kafka.admin import ConfigResource, ResourceType
 
         names = sorted(topics)
         if not names:
             return {}
+        if replication is None:
+            md = self.metadata()
+            replication = {t: len(next(iter(md.topics[t].partitions.values())).replicas)
+                           for t in names if t in md.topics and md.topics[t].partitions}
         resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
         futures = self._admin.describe_configs(resources, request_timeout=self.timeout)
-        md = self.metadata()
         out: dict[str, TopicConfig] = {}
         for res, fut in futures.items():
             entries = self._result(fut, f"describe_configs({res.name})")
-            rf = len(next(iter(md.topics[res.name].partitions.values())).replicas) if res.name in md.topics \
-                and md.topics[res.name].partitions else 0
             out[res.name] = TopicConfig(
                 name=res.name,
                 min_insync_replicas=int(entries["min.insync.replicas"].value),
-                replication_factor=rf,
+                replication_factor=replication.get(res.name, 0),
                 cleanup_policy=str(entries["cleanup.policy"].value),
             )
         return out
@@ -105,7 +106,10 @@ class KafkaAdmin:
                     replicas=tuple(p.replicas), isr=tuple(p.isrs),
                 ))
         partitions.sort(key=lambda p: (p.topic, p.partition))
-        topics = self.topic_configs({p.topic for p in partitions}) if with_configs else {}
+        replication: dict[str, int] = {}
+        for p in partitions:
+            replication.setdefault(p.topic, len(p.replicas))
+        topics = self.topic_configs(replication, replication) if with_configs else {}
         return ClusterSnapshot(
             cluster=self.cluster, taken_at=time.time(), brokers=tuple(sorted(md.brokers)),
             controller=controller, partitions=tuple(partitions), topics=topics,

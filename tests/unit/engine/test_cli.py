@@ -100,10 +100,10 @@ def test_resume_via_cli_uses_the_context_factory(home: Path, factory: World) -> 
     assert factory.data["pool"] == {"h1": "no", "h2": "no"}
 
 
-def test_resume_and_apply_without_factory_refuse(home: Path, tmp_path: Path, world: World) -> None:
-    set_context_factory(None)
+def test_resume_unknown_run_and_missing_plan_refuse(home: Path, tmp_path: Path, world: World) -> None:
+    set_context_factory(None)  # the CLI's wiring registers the real factory again
     res = cli.invoke(app, ["resume", "whatever"])
-    assert isinstance(res.exception, ConfigError) and "no context factory" in str(res.exception)
+    assert isinstance(res.exception, ConfigError) and "whatever" in str(res.exception)
     res = cli.invoke(app, ["apply", str(tmp_path / "p.json")])
     assert isinstance(res.exception, ConfigError)
 

@@ -1,0 +1,110 @@
+"""``kafkaops status CLUSTER``: the answer to "can I touch this cluster right now?" in one screen.
+
+Brokers (registered, controller), offline / under-replicated / under-min-ISR partitions, the
+preferred-leader ratio, leaders per broker and per DC, and each host's pool state — what an operator
+would otherwise assemble from ``kafka topics --describe``, confctl and Grafana before a maintenance.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from kafkaops.cli.common import Output, console, print_json
+
+
+def collect(cluster: Any) -> dict[str, Any]:
+    """Everything ``status`` shows, as plain data (also the ``--output json`` document)."""
+    from kafkaops.errors import KafkaOpsError
+    from kafkaops.safety import broker_dc_map, cluster_health, partition_name
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    snap = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name).snapshot()
+    health = cluster_health(snap, broker_dc_map(cluster))
+    pools: dict[str, str] = {}
+    pool_error = ""
+    if cluster.conftool_config:
+        from kafkaops.systems.conftool import read_pools
+
+        try:
+            for tags in {tuple(sorted(h.conftool_tags.items())) for h in cluster.hosts if h.conftool_tags}:
+                for state in read_pools(cluster.conftool_config, dict(tags)):
+                    pools[state.host] = state.pooled
+        except KafkaOpsError as exc:
+            pool_error = str(exc)
+    brokers = []
+    for h in cluster.hosts:
+        brokers.append({
+            "host": h.name, "broker_id": h.broker_id, "dc": h.dc, "rack": h.rack,
+            "registered": h.broker_id in snap.brokers, "controller": snap.controller == h.broker_id,
+            "leaders": health.leaders_by_broker.get(h.broker_id, 0),
+            "preferred_ratio": round(health.preferred_ratio_by_broker.get(h.broker_id, 1.0), 4),
+            "pooled": pools.get(h.fqdn, "unknown" if pool_error or not cluster.conftool_config else "absent"),
+        })
+    return {
+        "cluster": cluster.name, "healthy": health.healthy, "controller": snap.controller,
+        "partitions": health.partition_count,
+        "offline": [partition_name(p) for p in health.offline],
+        "under_replicated": [partition_name(p) for p in health.under_replicated],
+        "under_min_isr": [partition_name(p) for p in health.under_min_isr],
+        "at_min_isr": [partition_name(p) for p in health.at_min_isr],
+        "preferred_leader_ratio": round(health.preferred_leader_ratio, 4),
+        "leaders_by_dc": dict(health.leaders_by_dc), "brokers": brokers,
+        "unregistered_replica_brokers": list(health.unregistered_replica_brokers),
+        "pool_error": pool_error,
+    }
+
+
+def _render(data: dict[str, Any]) -> None:
+    def count(key: str) -> str:
+        n = len(data[key])
+        return f"[{'red' if n else 'green'}]{n}[/]"
+
+    verdict = "[green]healthy[/]" if data["healthy"] else "[bold red]NOT healthy[/]"
+    console.print(f"cluster [bold]{data['cluster']}[/]: {verdict} — {data['partitions']} partitions, "
+                  f"offline {count('offline')}, under-replicated {count('under_replicated')}, "
+                  f"under min ISR {count('under_min_isr')}, at min ISR {len(data['at_min_isr'])}, "
+                  f"preferred leaders {data['preferred_leader_ratio']:.0%}")
+    table = Table()
+    for col in ("host", "broker", "dc/rack", "registered", "leaders", "preferred", "pooled"):
+        table.add_column(col)
+    for b in data["brokers"]:
+        table.add_row(b["host"], f"{b['broker_id']}{' ctrl' if b['controller'] else ''}",
+                      f"{b['dc']}/{b['rack']}", "yes" if b["registered"] else "[red]no[/]", str(b["leaders"]),
+                      f"{b['preferred_ratio']:.0%}",
+                      b["pooled"] if b["pooled"] == "yes" else f"[yellow]{b['pooled']}[/]")
+    console.print(table)
+    console.print("leaders per DC: " + ", ".join(f"{dc} {n}" for dc, n in sorted(data["leaders_by_dc"].items())))
+    for key, label in (("offline", "offline"), ("under_min_isr", "under min ISR"),
+                       ("under_replicated", "under-replicated")):
+        if data[key]:
+            shown = ", ".join(data[key][:10]) + (f" and {len(data[key]) - 10} more" if len(data[key]) > 10 else "")
+            console.print(f"[red]{label}:[/] {shown}")
+    if data["pool_error"]:
+        console.print(f"[yellow]pool state unavailable:[/] {data['pool_error']}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("status")
+    def status(
+        cluster_name: str = typer.Argument(..., metavar="CLUSTER", help="Cluster name from the inventory."),
+        inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory file."),
+        output: Output = typer.Option(Output.table, "--output", "-o", help="table or json."),
+    ) -> None:
+        """Cluster health before (or after) maintenance: brokers, URP, min ISR, leaders, pools.
+
+        Exit 0 when healthy, 9 when any partition is offline, under-replicated or under min ISR.
+        """
+        from kafkaops.cli.wiring import find_cluster
+        from kafkaops.errors import CheckFailed
+
+        data = collect(find_cluster(cluster_name, inventory))
+        if output == Output.json:
+            print_json(data)
+        else:
+            _render(data)
+        if not data["healthy"]:
+            raise typer.Exit(CheckFailed.exit_code)
