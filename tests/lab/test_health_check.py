@@ -1,0 +1,337 @@
+"""The topic-health post-check against the real lab: real faults are caught, a healthy cluster passes.
+
+Every test creates its own topics (unique names) and restricts the check to them with ``--topics``,
+so tests do not depend on each other or on what else runs in the lab. One test stops a broker; it
+restarts it and restores preferred leadership before it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkaops.health.check import CheckResult, run_post_check
+from kafkaops.health.metadata import Finding, OffsetsSnapshot
+from kafkaops.model import Cluster
+from kafkaops.systems.offsets import ProduceRecord
+
+pytestmark = pytest.mark.lab
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _uid() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+def _create(cluster: Cluster, *names: str, partitions: int = 3) -> None:
+    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+
+    admin = KafkaAdmin(cluster.bootstrap_servers, timeout=15, cluster=cluster.name)
+    admin.create_topics([TopicSpec(n, partitions, 3) for n in names])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        parts = [p for p in admin.snapshot(with_configs=False).partitions if p.topic in names]
+        if len(parts) == partitions * len(names) and all(
+                p.leader is not None and len(p.isr) == len(p.replicas) for p in parts):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"topics {names} did not get leaders and full ISRs")
+
+
+def _event(i: int, ts_ms: int | None = None) -> str:
+    t = (ts_ms or int(time.time() * 1000)) / 1000
+    dt = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+    return json.dumps({"$schema": "/test/event/1.0.0", "meta": {"dt": dt, "stream": "test"}, "i": i})
+
+
+def _produce(cluster: Cluster, topic: str, records: list[ProduceRecord]) -> int:
+    from kafkaops.systems.offsets import produce
+
+    return produce(cluster.bootstrap_servers, topic, records)
+
+
+def _snapshot(cluster: Cluster) -> OffsetsSnapshot:
+    from kafkaops.systems.offsets import offsets_snapshot
+
+    return offsets_snapshot(cluster)
+
+
+def _by_check(result: CheckResult, check: str) -> list[Finding]:
+    return [f for f in result.findings if f.check == check]
+
+
+def _failing(result: CheckResult) -> list[tuple[str, str, str | None, int | None]]:
+    return [(f.severity, f.check, f.topic, f.partition) for f in result.failing]
+
+
+def _topic_rx(uid: str) -> str:
+    return rf"^(eqiad\.|codfw\.)?kotest-{uid}\."
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def test_healthy_topics_pass_via_the_cli(lab_cluster: Cluster, tmp_path: Path) -> None:
+    """Baseline, healthy traffic on an eqiad/codfw pair, check: exit 0, records counted, no failing finding."""
+
+
+    uid = _uid()
+    eq, cf = f"eqiad.kotest-{uid}.ok", f"codfw.kotest-{uid}.ok"
+    _create(lab_cluster, eq, cf)
+    base = tmp_path / "base.json"
+    env = {**os.environ, "KAFKAOPS_DEBUG": "1"}
+    inv = lab_cluster.source
+    snap = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "snapshot", lab_cluster.name, "-o", str(base),
+                           "-i", inv], capture_output=True, text=True, env=env, timeout=120)
+    assert snap.returncode == 0, snap.stderr
+    for topic in (eq, cf):
+        assert _produce(lab_cluster, topic, [ProduceRecord(_event(i), partition=i % 3) for i in range(150)]) == 150
+    chart = tmp_path / "chart.png"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkaops.cli.main", "check", lab_cluster.name, "-i", inv, "--baseline", str(base),
+         "--topics", _topic_rx(uid), "--output", "json", "--chart", str(chart)],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["healthy"] is True
+    assert [f for f in doc["findings"] if f["severity"] != "info"] == []
+    counted: dict[str, int] = {}
+    for p in doc["scan"]["partitions"]:
+        counted[p["topic"]] = counted.get(p["topic"], 0) + p["count"]
+        assert p["missing"] == 0 and p["invalid_json"] == 0
+    assert counted == {eq: 150, cf: 150}
+    assert chart.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_deleted_records_are_flagged(lab_cluster: Cluster) -> None:
+    """delete_records on one partition after the baseline -> critical log_start_jump on that partition only."""
+    from kafkaops.systems.offsets import delete_records
+
+    uid = _uid()
+    topic = f"kotest-{uid}.deleted"
+    _create(lab_cluster, topic)
+    _produce(lab_cluster, topic, [ProduceRecord(f"r{i}", partition=i % 3) for i in range(300)])
+    baseline = _snapshot(lab_cluster)
+    end = {p.partition: p.log_end_offset for p in baseline.partitions if p.topic == topic}
+    assert end == {0: 100, 1: 100, 2: 100}
+    low = delete_records(lab_cluster.bootstrap_servers, {(topic, 1): 100})
+    assert low[(topic, 1)] == 100
+
+    result = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid))
+    assert result.exit_code == 9
+    jumps = _by_check(result, "log_start_jump")
+    assert [(f.severity, f.topic, f.partition, f.value) for f in jumps] == [("critical", topic, 1, 100)]
+    assert "100 records" in jumps[0].message
+    assert _failing(result) == [("critical", "log_start_jump", topic, 1)]
+
+
+def test_stopped_broker_is_flagged_as_urp(lab_cluster: Cluster) -> None:
+    """kafka1003 stopped -> under_replicated on every partition of the topic (and the broker missing)."""
+    from kafkaops.lab.host import LabHost
+    from kafkaops.systems.kafka import KafkaAdmin
+
+
+    uid = _uid()
+    topic = f"kotest-{uid}.urp"
+    _create(lab_cluster, topic)
+    _produce(lab_cluster, topic, [ProduceRecord(f"r{i}", partition=i % 3) for i in range(60)])
+    baseline = _snapshot(lab_cluster)
+    admin = KafkaAdmin(lab_cluster.bootstrap_servers, timeout=15, cluster=lab_cluster.name)
+    host = LabHost.named("kafka1003")
+    assert host.stop("kafka")
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            parts = [p for p in admin.snapshot(with_configs=False).partitions if p.topic == topic]
+            if all(1003 not in p.isr for p in parts):
+                break
+            time.sleep(1)
+        result = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid))
+        assert result.exit_code == 9
+        urp = _by_check(result, "under_replicated")
+        assert sorted((f.topic, f.partition) for f in urp) == [(topic, 0), (topic, 1), (topic, 2)]
+        assert all(f.severity == "warning" and "1003" in f.message and f.value == 2 for f in urp)
+        assert [f.value for f in _by_check(result, "broker_missing")] == [1003]
+        assert result.urp_series[0][1] == 0 and result.urp_series[-1][1] == 3
+        # The scan still reads every record through the remaining leaders.
+        assert result.scan is not None
+        assert sum(s.count for s in result.scan.partitions.values()) == 0  # nothing produced since the baseline
+    finally:
+        host.start("kafka")
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            snap = admin.snapshot(with_configs=False)
+            if 1003 in snap.brokers and all(len(p.isr) == len(p.replicas) for p in snap.partitions):
+                break
+            time.sleep(1)
+        admin.elect_preferred_leaders()
+    after = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid), scan=False)
+    assert _by_check(after, "under_replicated") == [] and _by_check(after, "broker_missing") == []
+
+
+def _stage_order_and_json_faults(cluster: Cluster, uid: str) -> tuple[str, str, int, int]:
+    """Produce, after a baseline taken by the caller, out-of-order and malformed records.
+
+    Returns:
+        (order topic, event topic, expected worst step back in ms, its offset)
+    """
+
+
+    order, events = f"kotest-{uid}.order", f"eqiad.kotest-{uid}.json"
+    now = int(time.time() * 1000)
+    # Partition 0: one record 2 h in the past between records one second apart.
+    recs = [ProduceRecord(f"a{i}", partition=0, timestamp_ms=now - 60_000 + i * 1000) for i in range(20)]
+    recs.append(ProduceRecord("late", partition=0, timestamp_ms=now - 7_200_000))
+    recs += [ProduceRecord(f"b{i}", partition=0, timestamp_ms=now - 30_000 + i * 1000) for i in range(5)]
+    # Partition 1: small jitter (2 s back), normal for batched producers.
+    recs += [ProduceRecord(f"c{i}", partition=1, timestamp_ms=now - 10_000 + (i % 2) * 2000 + i * 10)
+             for i in range(10)]
+    assert _produce(cluster, order, recs) == len(recs)
+    worst_ms = (now - 60_000 + 19 * 1000) - (now - 7_200_000)
+    ev = [ProduceRecord(_event(i), partition=0) for i in range(20)]
+    ev += [ProduceRecord(v, partition=0) for v in ("not json", '{"meta": {"dt": "2024-01-01T00:00:00Z"', "[1, 2]")]
+    ev += [ProduceRecord(json.dumps({"meta": {"stream": "x"}}), partition=0),
+           ProduceRecord(json.dumps({"meta": {"dt": "yesterday"}}), partition=0)]
+    assert _produce(cluster, events, ev) == 25
+    return order, events, worst_ms, 20
+
+
+def test_out_of_order_timestamps_and_invalid_json(lab_cluster: Cluster) -> None:
+    uid = _uid()
+    order, events = f"kotest-{uid}.order", f"eqiad.kotest-{uid}.json"
+    _create(lab_cluster, order, events)
+    baseline = _snapshot(lab_cluster)
+    _, _, worst_ms, worst_offset = _stage_order_and_json_faults(lab_cluster, uid)
+
+    result = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid))
+    assert result.exit_code == 9
+    ts = {(f.topic, f.partition): f for f in _by_check(result, "timestamp_order")}
+    assert ts[(order, 0)].severity == "warning"
+    assert ts[(order, 0)].value == worst_ms / 1000
+    assert f"at offset {worst_offset}" in ts[(order, 0)].message
+    assert ts[(order, 1)].severity == "info"  # 2 s jitter is within tolerance
+    bad = {f.check: f for f in result.findings if f.topic == events}
+    assert (bad["invalid_json"].partition, bad["invalid_json"].value) == (0, 3)
+    assert "first at offset 20" in bad["invalid_json"].message
+    assert bad["missing_meta_dt"].value == 2
+    assert set(_failing(result)) == {("warning", "timestamp_order", order, 0), ("warning", "invalid_json", events, 0),
+                                     ("warning", "missing_meta_dt", events, 0)}
+    # Only event topics are parsed as JSON: the order topic's plain-text values are not "invalid".
+    assert result.scan is not None
+    assert all(s.invalid_json == 0 for (t, _), s in result.scan.partitions.items() if t == order)
+
+
+# --------------------------------------------------------------------------------------------------
+# A real Spark standalone cluster (master + worker from the installed pyspark) on 127.0.0.1
+# --------------------------------------------------------------------------------------------------
+
+
+def _free_port(preferred: int | None = None) -> int:
+    for port in ([preferred] if preferred else []) + [0]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise AssertionError("no free port")
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"process exited with {proc.returncode}"
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"port {port} did not open")
+
+
+@pytest.fixture()
+def spark_standalone(tmp_path: Path) -> Iterator[str]:
+    """A Spark standalone master and one worker bound to 127.0.0.1; stopped by pid afterwards."""
+    import pyspark
+
+    from kafkaops.lab import procs
+
+    home = Path(pyspark.__file__).parent
+    spark_class = home / "bin" / "spark-class"
+    assert spark_class.exists() and shutil.which("java"), "spark-class and java are needed"
+    port, ui, worker_ui = _free_port(7077), _free_port(), _free_port()
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_MASTER_HOST": "127.0.0.1",
+           "SPARK_LOG_DIR": str(tmp_path), "SPARK_WORKER_DIR": str(tmp_path / "work"),
+           "PYSPARK_PYTHON": sys.executable}
+    started: list[subprocess.Popen[bytes]] = []
+    logs = []
+    try:
+        log = open(tmp_path / "master.log", "wb")  # noqa: SIM115
+        logs.append(log)
+        master = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                   "--port", str(port), "--webui-port", str(ui)],
+                                  env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        started.append(master)
+        _wait_port(port, master)
+        url = f"spark://127.0.0.1:{port}"
+        log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115
+        logs.append(log)
+        worker = subprocess.Popen([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host",
+                                   "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(worker_ui)],
+                                  env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        started.append(worker)
+        deadline = time.monotonic() + 90
+        while True:
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as resp:
+                    if json.loads(resp.read()).get("aliveworkers", 0) >= 1:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the worker did not register with the master"
+            time.sleep(1)
+        yield url
+    finally:
+        pids = [p.pid for p in started]
+        # Executors and Python workers the worker launched are its descendants: stop them too, by pid.
+        procs.terminate(sorted(set(procs.descendants(pids))) + pids[::-1], timeout=30)
+        for log in logs:
+            log.close()
+
+
+def _comparable(result: CheckResult) -> list[tuple[object, ...]]:
+    return [(f.severity, f.check, f.topic, f.partition, f.value, f.message) for f in result.findings]
+
+
+def test_standalone_cluster_gives_the_same_findings_as_local(lab_cluster: Cluster, spark_standalone: str) -> None:
+    uid = _uid()
+    order, events = f"kotest-{uid}.order", f"eqiad.kotest-{uid}.json"
+    _create(lab_cluster, order, events)
+    baseline = _snapshot(lab_cluster)
+    _stage_order_and_json_faults(lab_cluster, uid)
+    now = _snapshot(lab_cluster)  # the same "now" for both runs: identical offset ranges
+
+    local = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid), snapshot_now=lambda: now)
+    remote = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid), spark_master=spark_standalone,
+                            snapshot_now=lambda: now)
+    assert local.scan is not None and remote.scan is not None
+    assert local.scan.master.startswith("local") and remote.scan.master == spark_standalone
+    assert {c for _, c, *_ in _comparable(local)} >= {"timestamp_order", "invalid_json", "missing_meta_dt"}
+    assert _comparable(remote) == _comparable(local)
+    assert remote.scan.to_dict()["partitions"] == local.scan.to_dict()["partitions"]
+    assert remote.exit_code == local.exit_code == 9
