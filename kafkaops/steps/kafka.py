@@ -96,6 +96,8 @@ class StopBroker(StepBase):
                 "command": svc.command(host, "kafka_stop"),
                 "impact": {"moves": {str(k): v for k, v in sorted(moves.items())},
                            "loses_isr": [partition_name(p) for p in impact.loses_isr_replica],
+                           "below_min_isr": [partition_name(p) for p in impact.below_min_isr],
+                           "offline": [partition_name(p) for p in impact.goes_offline],
                            "is_controller": impact.is_controller}}
         return Observation(data, summary=f"broker {host.broker_id}: process {'active' if active else 'inactive'}, "
                                          f"{_lead_summary(data['state'])}")
@@ -104,6 +106,15 @@ class StopBroker(StepBase):
         d = obs.data
         if not d["active"] and not d["state"]["registered"]:
             return Noop(f"broker {d['broker']} is already stopped (process inactive, not registered)")
+        # The last word before the stop, whatever the pre-flight said minutes ago: never take a partition
+        # offline or below min ISR. There is no --force for this one.
+        hurt = d["impact"]["offline"] + d["impact"]["below_min_isr"]
+        if hurt:
+            from kafkaops.errors import SafetyRefusal
+
+            raise SafetyRefusal(f"stopping broker {d['broker']} now would take {len(hurt)} partition(s) offline or "
+                                f"below min.insync.replicas: {names(hurt)}",
+                                hint="wait until their ISR is complete again, then resume the run")
         moves = d["impact"]["moves"]
         impact = (f"{sum(moves.values())} leader(s) move: " + ", ".join(f"{n} to {b}" for b, n in moves.items())
                   if moves else "it leads nothing")

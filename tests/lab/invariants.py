@@ -1,0 +1,112 @@
+"""Independent witnesses for maintenance runs: they watch the lab without going through kafkaops.
+
+- ``PoolWatch`` polls conftool's etcd keys and records the most hosts ever depooled at once.
+- ``SynWatch`` runs its own tcpdump on ``lo`` and records every new SYN to a service port with its time,
+  so a test can prove no client connection reached a host between its SYN gate and its repool.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from kafkaops.model import Cluster
+from kafkaops.systems.conftool import read_pools
+
+
+class PoolWatch:
+    def __init__(self, cluster: Cluster, interval: float = 0.2) -> None:
+        self.cluster, self.interval = cluster, interval
+        self.max_depooled = 0
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        assert self.cluster.conftool_config
+        tags = self.cluster.hosts[0].conftool_tags
+        while not self._stop.is_set():
+            states = read_pools(self.cluster.conftool_config, tags)
+            self.max_depooled = max(self.max_depooled, sum(1 for s in states if not s.is_pooled))
+            self.samples += 1
+            time.sleep(self.interval)
+
+    def __enter__(self) -> PoolWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+_LINE = re.compile(r"^(\d+\.\d+) IP \S+ > (\d+\.\d+\.\d+\.\d+)\.(\d+):")
+
+
+class SynWatch:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.syns: list[tuple[float, str]] = []
+        self._proc: subprocess.Popen[str] | None = None
+        self._thread = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:
+            m = _LINE.match(line)
+            if m:
+                self.syns.append((float(m.group(1)), m.group(2)))
+
+    def __enter__(self) -> SynWatch:
+        self._proc = subprocess.Popen(
+            ["tcpdump", "-i", "lo", "-n", "-l", "-tt",
+             f"dst port {self.port} and (tcp[tcpflags] & (tcp-syn|tcp-ack)) == tcp-syn"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self._thread.start()
+        time.sleep(1.0)  # let tcpdump attach before the run starts
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._proc is not None
+        time.sleep(0.5)
+        self._proc.send_signal(signal.SIGINT)
+        self._proc.wait(10)
+        self._thread.join(5)
+
+    def between(self, address: str, start: float, end: float) -> list[float]:
+        return [t for t, dst in self.syns if dst == address and start <= t <= end]
+
+
+def journal(home: Path, run_id: str) -> list[dict[str, Any]]:
+    path = home / "runs" / run_id / "journal.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def facts(home: Path, run_id: str) -> dict[str, Any]:
+    return dict(json.loads((home / "runs" / run_id / "facts.json").read_text()))
+
+
+def only_run(home: Path) -> str:
+    runs = sorted(p.name for p in (home / "runs").iterdir() if p.is_dir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def quiet_windows_hold(cluster: Cluster, watch: SynWatch, home: Path, run_id: str) -> dict[str, int]:
+    """SYNs seen by the independent capture between each host's SYN gate and its repool (want all 0)."""
+    records = journal(home, run_id)
+    gate = facts(home, run_id)
+    out = {}
+    for host in cluster.hosts:
+        passed = gate.get(f"syn_gate_passed/{host.name}")
+        repool = [r["ts"] for r in records if r["type"] == "step_applying" and r.get("kind") == "conftool.repool"
+                  and r.get("target") == host.name]
+        assert passed is not None and repool, f"{host.name}: no SYN gate or repool in the journal"
+        out[host.name] = len(watch.between(host.address, float(passed), min(repool)))
+    return out

@@ -1,0 +1,220 @@
+"""Broker maintenance end to end on the lab (issue: restart/reboot and rolling procedures).
+
+Runs the real CLI in a subprocess, under load, with independent witnesses (its own tcpdump, its own
+pool poller, the load generator's read-back) for the invariants an SRE cares about.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from invariants import PoolWatch, SynWatch, journal, only_run, quiet_windows_hold
+
+from kafkaops.cli.status import collect
+from kafkaops.errors import LockHeldError, SafetyRefusal
+from kafkaops.lab.host import LabHost
+from kafkaops.lab.load import LoadReport, run_load
+from kafkaops.model import Cluster
+from kafkaops.systems.kafka import KafkaAdmin
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+FAST = ["--syn-window", "3s", "--stable-for", "3s"]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def kafkaops(home: Path, cluster: Cluster, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source}
+    return subprocess.run([sys.executable, "-m", "kafkaops.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def spawn(home: Path, cluster: Cluster, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source}
+    return subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+
+
+class Load:
+    """The load generator in a background thread for the duration of a block."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.stop = threading.Event()
+        self.report: LoadReport | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        self.report = run_load(self.cluster, 3600, rate=100, http_rate=8, stop=self.stop)
+
+    def __enter__(self) -> Load:
+        self.thread.start()
+        time.sleep(2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(400)
+
+
+def assert_clean_end(cluster: Cluster) -> None:
+    data = collect(cluster)
+    assert data["healthy"], data
+    assert all(b["pooled"] == "yes" for b in data["brokers"]), data["brokers"]
+    assert data["preferred_leader_ratio"] == 1.0, data
+
+
+@pytest.fixture
+def healthy_lab(lab_cluster: Cluster) -> Iterator[Cluster]:
+    """Every test starts and ends with a healthy, fully pooled lab (ends: restored if a test broke it)."""
+    yield lab_cluster
+    for h in lab_cluster.hosts:
+        host = LabHost.named(h.name)
+        if not host.is_up():
+            host.power_on()
+        host.start("kafka")
+    KafkaAdmin(lab_cluster.bootstrap_servers).elect_preferred_leaders()
+
+
+def test_rolling_reboot_under_load_keeps_every_invariant(healthy_lab: Cluster, home: Path) -> None:
+    cluster = healthy_lab
+    boot_ids = {h.name: LabHost.named(h.name).boot_id() for h in cluster.hosts}
+    with Load(cluster) as load, PoolWatch(cluster) as pools, SynWatch(8085) as syns:
+        result = kafkaops(home, cluster, "rolling-reboot", "lab", "--yes", "--reason", "test roll", *FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert load.report is not None
+    assert load.report.produced_acked > 1000
+    assert load.report.lost == 0 and load.report.duplicated == 0, load.report
+    assert load.report.http_failed == 0, load.report.http_errors
+    assert pools.samples > 50 and pools.max_depooled == 1
+    run_id = only_run(home)
+    assert quiet_windows_hold(cluster, syns, home, run_id) == {h.name: 0 for h in cluster.hosts}
+    assert syns.syns, "the independent capture saw no SYN at all: it is not watching"
+    assert all(LabHost.named(h.name).boot_id() != boot_ids[h.name] for h in cluster.hosts)
+    records = journal(home, run_id)
+    order = [r["target"] for r in records if r["type"] == "target_started"]
+    controller = KafkaAdmin(cluster.bootstrap_servers).controller()
+    assert len(order) == 3 and order[-1] != order[0]
+    assert_clean_end(cluster)
+    assert controller is not None
+
+
+def test_sigkill_mid_roll_then_resume(healthy_lab: Cluster, home: Path) -> None:
+    cluster = healthy_lab
+    seed = random.randrange(1_000_000)
+    kill_after = random.Random(seed).randrange(8, 70)  # journal records written before the kill
+    with Load(cluster) as load, PoolWatch(cluster) as pools:
+        proc = spawn(home, cluster, "rolling-restart", "lab", "--yes", "--reason", "kill test", *FAST)
+        deadline = time.monotonic() + 600
+        run_id = ""
+        while time.monotonic() < deadline and proc.poll() is None:
+            runs = list((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
+            if runs and len(runs[0].read_text().splitlines()) >= kill_after:
+                run_id = runs[0].parent.name
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.05)
+        proc.wait(30)
+        assert run_id, f"run finished before the kill point (seed {seed}): {proc.stdout.read() if proc.stdout else ''}"
+        killed_at = journal(home, run_id)[-1]
+        resumed = kafkaops(home, cluster, "resume", run_id)
+        assert resumed.returncode == 0, f"seed {seed}, killed after {killed_at}: {resumed.stdout}{resumed.stderr}"
+    assert load.report is not None and load.report.lost == 0 and load.report.duplicated == 0, load.report
+    assert load.report.http_failed == 0, load.report.http_errors
+    assert pools.max_depooled <= 1
+    stops: dict[str, int] = {}
+    for r in journal(home, run_id):
+        if r["type"] == "step_applying" and r["kind"] == "kafka.stop_broker":
+            stops[r["target"]] = stops.get(r["target"], 0) + 1
+    assert stops == {h.name: 1 for h in cluster.hosts}, f"seed {seed}: {stops}"
+    assert_clean_end(cluster)
+
+
+def test_reboot_refuses_when_a_topic_cannot_lose_a_replica(healthy_lab: Cluster, home: Path) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster = healthy_lab
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    name = f"lab.strict-{random.randrange(10**6)}"
+    fut = admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=2,
+                                        config={"min.insync.replicas": "2"})])[name]
+    fut.result(30)
+    try:
+        time.sleep(2)
+        replicas = admin.list_topics(name, timeout=10).topics[name].partitions[0].replicas
+        victim = cluster.by_broker_id(replicas[1])
+        assert victim is not None
+        boot = LabHost.named(victim.name).boot_id()
+        result = kafkaops(home, cluster, "reboot", victim.name, "--yes", "--reason", "must refuse")
+        assert result.returncode == SafetyRefusal.exit_code, result.stdout + result.stderr
+        assert name in result.stderr and "replication factor" in result.stderr
+        data = collect(cluster)
+        assert all(b["pooled"] == "yes" and b["registered"] for b in data["brokers"])
+        assert LabHost.named(victim.name).boot_id() == boot
+        assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+    finally:
+        admin.delete_topics([name])[name].result(30)
+
+
+def test_rolling_restart_refuses_with_a_broker_down(healthy_lab: Cluster, home: Path) -> None:
+    cluster = healthy_lab
+    down = LabHost.named("kafka1003")
+    down.stop("kafka")
+    try:
+        time.sleep(1)
+        result = kafkaops(home, cluster, "rolling-restart", "lab", "--yes", "--reason", "must refuse")
+        assert result.returncode == SafetyRefusal.exit_code, result.stdout + result.stderr
+        assert "refusing" in result.stderr
+        data = collect(cluster)
+        assert all(b["pooled"] == "yes" for b in data["brokers"])
+        assert [b["registered"] for b in data["brokers"]] == [True, True, False]
+    finally:
+        down.start("kafka")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not collect(cluster)["healthy"]:
+            time.sleep(1)
+
+
+def test_held_lock_refuses(healthy_lab: Cluster, home: Path) -> None:
+    from kafkaops.cli.wiring import _lock
+    from kafkaops.engine.lock import lock_info
+
+    cluster = healthy_lab
+    backend = _lock("lab")
+    backend.acquire(lock_info("lab", "20990101-000000-other-0000", "alice@bastion", "someone else's roll", "T1"))
+    try:
+        result = kafkaops(home, cluster, "restart", "kafka1002", "--yes", "--reason", "must refuse")
+        assert result.returncode == LockHeldError.exit_code, result.stdout + result.stderr
+        assert "alice@bastion" in result.stderr and "someone else's roll" in result.stderr
+        assert all(b["pooled"] == "yes" for b in collect(cluster)["brokers"])
+    finally:
+        backend.release("lab", "20990101-000000-other-0000")
+
+
+def test_dry_run_markdown_shows_live_impact_and_changes_nothing(healthy_lab: Cluster, home: Path) -> None:
+    cluster = healthy_lab
+    boot = LabHost.named("kafka1002").boot_id()
+    result = kafkaops(home, cluster, "reboot", "kafka1002", "--dry-run", "-o", "markdown")
+    assert result.returncode == 0, result.stderr
+    md = result.stdout
+    assert md.startswith("# Plan: `reboot` on `lab`")
+    assert "leader(s) move" in md and "lose a replica" in md
+    assert "hostctl stop kafka" in md and "hostctl reboot" in md
+    assert "confctl depool --hostname kafka1002.lab.local" in md
+    assert "tcpdump" in md
+    assert LabHost.named("kafka1002").boot_id() == boot
+    assert all(b["pooled"] == "yes" for b in collect(cluster)["brokers"])
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())
