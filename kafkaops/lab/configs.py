@@ -105,6 +105,13 @@ exec {spec.python} -m kafkaops.lab.hostctl "$@"
 """
 
 
+def labdeploy_script(spec: LabSpec) -> str:
+    return f"""#!/bin/sh
+# The lab's stand-in for `scap deploy` on the deploy host: see kafkaops/lab/deploy.py
+exec {spec.python} -m kafkaops.lab.deploy "$@"
+"""
+
+
 def conftool_config(spec: LabSpec, etcdrc: Path, cache: Path) -> str:
     return f"""driver: etcd
 hosts:

@@ -6,6 +6,11 @@ Failures are appended to the host's ``failed_events.log`` (rawEvent kept for rep
 same phrases as the production service ("Failed processing event", "0 out of 1 events were accepted"),
 so the log-scanning step of the HTTP-proxy runbook has something real to find.
 ``GET /_info`` reports host, revision, boot id and pid. SIGTERM drains in-flight requests, then exits.
+
+The revision is the one deployed in ``<host>/srv/eventbus/REVISION`` when the process *started* (the
+code a process runs does not change when files are replaced under it; a deploy restarts the service).
+A release with a ``BROKEN`` file starts and listens, but ``/_info`` answers 503: a deploy that "works"
+and fails its health check, as the deploy runbook's canary must catch.
 """
 
 from __future__ import annotations
@@ -43,15 +48,16 @@ class _Service:
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, daemon=True)
         self._poller.start()
+        release = self.host.dirs.release
+        revision = release / "REVISION"
+        self.revision = (revision.read_text().strip() if revision.exists() else "") or "r1"
+        broken = release / "BROKEN"
+        self.broken = (broken.read_text().strip() or "broken release") if broken.exists() else ""
 
     def _poll(self) -> None:
         while not self._stop.is_set():
             self.producer.poll(0.1)
 
-    @property
-    def revision(self) -> str:
-        path = self.host.dirs.release / "REVISION"
-        return path.read_text().strip() if path.exists() else "r1"
 
     def log(self, line: str) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime()) + f".{int(time.time() * 1000) % 1000:03d}"
@@ -122,8 +128,12 @@ def _handler(service: _Service) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             started = time.monotonic()
             if self.path in ("/_info", "/v1/_info"):
-                self._reply(200, {"host": service.host.host.fqdn, "revision": service.revision,
-                                  "boot_id": service.host.boot_id(), "pid": __import__("os").getpid()}, started)
+                info = {"host": service.host.host.fqdn, "revision": service.revision,
+                        "boot_id": service.host.boot_id(), "pid": __import__("os").getpid()}
+                if service.broken:
+                    self._reply(503, {**info, "status": "unhealthy", "error": service.broken}, started)
+                else:
+                    self._reply(200, {**info, "status": "ok"}, started)
             else:
                 self._reply(404, {"error": "not found"}, started)
 
@@ -167,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     service.log(f"eventbus {service.revision} listening on {host.host.address}:{host.host.http_port}")
+    if service.broken:
+        service.log(f"health check will fail: {service.broken}")
     server.serve_forever(poll_interval=0.2)
     server.server_close()
     service.close()

@@ -1,6 +1,7 @@
 """``hostctl``: the lab host's service manager, reached over that host's SSH like systemctl.
 
     hostctl start|stop|restart|status UNIT     (UNIT: kafka, eventbus)
+    hostctl pid UNIT                           (main pid, 0 when inactive: ``systemctl show -p MainPID --value``)
     hostctl boot-id
     hostctl reboot                             (returns at once; the host goes down and comes back)
     hostctl log UNIT [--since EPOCH]
@@ -47,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     for cmd in ("start", "stop", "restart", "status"):
         p = sub.add_parser(cmd)
         p.add_argument("unit", choices=ENABLED_UNITS)
+    p = sub.add_parser("pid")
+    p.add_argument("unit", choices=ENABLED_UNITS)
     sub.add_parser("boot-id")
     sub.add_parser("reboot")
     p = sub.add_parser("log")
@@ -70,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             active = host.is_active(args.unit)
             print("active" if active else "inactive")
             return 0 if active else 3
+        elif args.cmd == "pid":
+            print(host.pid(args.unit) or 0)
         elif args.cmd == "boot-id":
             print(host.boot_id())
         elif args.cmd == "reboot":

@@ -89,6 +89,8 @@ def _preflight(spec: LabSpec) -> None:
     for h in spec.hosts:
         wanted += [(h.address, h.kafka_port, f"{h.name} kafka"), (h.address, h.http_port, f"{h.name} eventbus"),
                    (h.address, h.ssh_port, f"{h.name} sshd")]
+    if spec.deploy is not None:
+        wanted.append((spec.deploy.address, spec.deploy.ssh_port, f"{spec.deploy.name} sshd"))
     taken = [f"{what} {a}:{p}" for a, p, what in wanted if not procs.port_free(a, p)]
     if taken:
         raise LabError(f"port(s) already in use: {', '.join(taken)}",
@@ -107,15 +109,23 @@ def _prepare(spec: LabSpec) -> None:
                     str(ssh / "id_ed25519")], check=True)
     (ssh / "authorized_keys").write_text((ssh / "id_ed25519.pub").read_text())
     known = []
-    for h in spec.hosts:
+    for h in (*spec.hosts, *([spec.deploy] if spec.deploy else [])):
         d = host_dirs(h.name, base)
-        for path in (d.run, d.log, d.bin, d.etc, d.kafka_data, d.release):
+        for path in (d.run, d.log, d.bin, d.etc, *(() if h is spec.deploy else (d.kafka_data, d.release))):
             path.mkdir(parents=True, exist_ok=True)
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.fqdn, "-f",
                         str(d.etc / "ssh_host_ed25519_key")], check=True)
         key_type, key = (d.etc / "ssh_host_ed25519_key.pub").read_text().split()[:2]
         known.append(f"[{h.address}]:{h.ssh_port},[{h.fqdn}]:{h.ssh_port} {key_type} {key}")
         (d.etc / "sshd_config").write_text(configs.sshd_config(spec, h, d, ssh / "authorized_keys"))
+        if h is spec.deploy:
+            script = d.bin / "labdeploy"
+            script.write_text(configs.labdeploy_script(spec))
+            script.chmod(0o755)
+            from kafkaops.lab.deploy import seed_releases
+
+            seed_releases(base)
+            continue
         (d.etc / "server.properties").write_text(configs.server_properties(spec, h, d))
         (d.etc / "log4j.properties").write_text(configs.log4j_properties(d))
         script = d.bin / "hostctl"
@@ -254,6 +264,9 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
             for unit in ("sshd", "kafka", "eventbus"):
                 host.start(unit, wait=True)
         _wait("load balancer", lambda: procs.port_open(spec.vip_address, spec.vip_port), 30)
+        if spec.deploy is not None:
+            progress(f"starting the deploy host {spec.deploy.name} (sshd)")
+            LabHost(spec, spec.deploy).start("sshd", wait=True)
     except BaseException as exc:
         progress("start-up failed, tearing down what was started")
         down(Path(spec.lab_dir))
@@ -289,6 +302,8 @@ def down(base: Path | None = None, progress: Progress = _noop) -> int:
         stopped += len(eventbus) + len(brokers)
         for h in hosts:
             h.power_off(clean=False)
+        if spec.deploy is not None:
+            LabHost(spec, spec.deploy).power_off(clean=False)
     progress("stopping everything else")
     tracked = [p for f in base.glob("run/*.pid") if (p := procs.live_pid(f))]
     rest = sorted(set(tracked + procs.descendants(tracked) + procs.marked_pids(base)))
@@ -344,6 +359,12 @@ def status(base: Path | None = None) -> list[Component]:
         out.append(Component(f"{h.name}/eventbus", "eventbus", f"{h.address}:{h.http_port}", epid,
                              epid is not None and procs.port_open(h.address, h.http_port),
                              detail=f"pooled={pooled}", extra={"host": h.name, "pooled": pooled}))
+    if spec.deploy is not None:
+        d = spec.deploy
+        dpid = LabHost(spec, d).pid("sshd")
+        out.append(Component(f"{d.name}/sshd", "sshd", f"{d.address}:{d.ssh_port}", dpid,
+                             dpid is not None and procs.port_open(d.address, d.ssh_port),
+                             detail="deploy host", extra={"host": d.name}))
     lb = procs.live_pid(_run_dir(spec) / "balancer.pid")
     out.append(Component("balancer", "balancer", f"{spec.vip_address}:{spec.vip_port}", lb,
                          lb is not None and procs.port_open(spec.vip_address, spec.vip_port)))

@@ -48,6 +48,8 @@ class LabSpec:
     vip_address: str
     vip_port: int
     hosts: tuple[LabHostSpec, ...]
+    #: The deploy server (only an sshd and the releases), when the inventory has a ``deploy_host``.
+    deploy: LabHostSpec | None = None
 
     def host(self, name: str) -> LabHostSpec:
         for h in self.hosts:
@@ -72,6 +74,7 @@ class LabSpec:
         except FileNotFoundError as exc:
             raise LabError(f"no lab at {path.parent}", hint="run `kafkaops lab up` first") from exc
         data["hosts"] = tuple(LabHostSpec(**h) for h in data["hosts"])
+        data["deploy"] = LabHostSpec(**data["deploy"]) if data.get("deploy") else None
         return cls(**data)
 
 
@@ -100,7 +103,13 @@ def from_inventory(cluster: Cluster) -> LabSpec:
             ssh_port=h.ssh.port or 22, kafka_port=brokers.get(h.address, 9092),
             http_port=svc.port if svc else 8085, conftool_tags=dict(h.conftool_tags),
         ))
-    for address in [zk_address, etcd_address, vip_address, *(h.address for h in hosts)]:
+    deploy = None
+    if cluster.deploy_host is not None:
+        d = cluster.deploy_host
+        deploy = LabHostSpec(name=d.name, fqdn=d.fqdn, address=d.address, broker_id=-1, rack="", dc="",
+                             ssh_port=d.ssh.port or 22, kafka_port=0, http_port=0)
+    for address in [zk_address, etcd_address, vip_address, *(h.address for h in hosts),
+                    *([deploy.address] if deploy else [])]:
         if not address.startswith("127."):
             raise LabError(f"{cluster.source}: lab address {address!r} is not loopback (127.0.0.0/8)",
                            hint="the lab only ever binds loopback addresses")
@@ -112,5 +121,5 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         kafka_jars=str(paths.kafka_jars()), zk_address=zk_address, zk_port=zk_port,
         etcd_address=etcd_address, etcd_port=etcd_port, conftool_config=cluster.conftool_config,
         bootstrap_servers=cluster.bootstrap_servers, vip_address=vip_address, vip_port=vip_port,
-        hosts=tuple(hosts),
+        hosts=tuple(hosts), deploy=deploy,
     )
