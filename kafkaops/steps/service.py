@@ -1,0 +1,350 @@
+"""Service steps: restart a load-balanced service, check it is serving, scan its log since the restart.
+
+The "HTTP proxy restart" procedure of the EventBus runbook: the eventbus service stops accepting
+connections while it restarts, so a bare ``systemctl restart`` loses events. The runbook therefore only
+restarts *after* the host is depooled and the SYN gate has proven no new connection arrives; these steps
+then make the rest of the wiki page checkable:
+
+* **restart** records the service's main pid in the run's facts *before* restarting, so a run killed in
+  the middle resumes correctly: a different live pid means the restart already happened and is not done
+  again (a restart is cheap, but an unexpected second one is a second window of refused connections).
+* **verify_health** asks the host's own port (never the VIP, which any pooled host would answer) for the
+  service's health path: a process that is running but not serving must not be repooled.
+* **scan_log** replaces "``journalctl -f`` and make sure everything looks good": it reads the service's
+  log from the moment of the restart (the host's own clock, recorded before the restart) and stops the
+  run, host still depooled, when a line matches one of the inventory's ``error_patterns`` (e.g.
+  ``Failed processing event``, ``0 out of 1 events were accepted``), naming the lines. An eyeballed tail
+  is how such lines were missed; a failed scan leaves the host out of the pool for someone to look at.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.errors import CheckFailed, ConfigError, WaitTimeout
+from kafkaops.model import Host, Service
+from kafkaops.steps.common import services, target_host, wait
+from kafkaops.steps.services import Services
+
+# --- pure helpers (unit-tested) -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogMatch:
+    """One log line that matched an error pattern.
+
+    Attributes:
+        number: 1-based line number in the scanned output.
+        pattern: The first pattern it matched (as written in the inventory).
+        line: The line, without its newline.
+    """
+
+    number: int
+    pattern: str
+    line: str
+
+
+def find_error_lines(lines: Iterable[str], patterns: Sequence[str]) -> list[LogMatch]:
+    """Every line matching any of ``patterns`` (regular expressions, searched anywhere in the line).
+
+    Raises:
+        ConfigError: A pattern is not a valid regular expression.
+    """
+    compiled = []
+    for p in patterns:
+        try:
+            compiled.append((p, re.compile(p)))
+        except re.error as exc:
+            raise ConfigError(f"error pattern {p!r} is not a valid regular expression: {exc}") from exc
+    out: list[LogMatch] = []
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r\n")
+        for pattern, rx in compiled:
+            if rx.search(line):
+                out.append(LogMatch(number, pattern, line))
+                break
+    return out
+
+
+def describe_matches(matches: Sequence[LogMatch], *, limit: int = 10, width: int = 300) -> str:
+    """The matched lines for an error message: pattern and line, the first ``limit`` of them."""
+    shown = [f"    [{m.pattern}] {m.line[:width]}" for m in matches[:limit]]
+    if len(matches) > limit:
+        shown.append(f"    ... and {len(matches) - limit} more")
+    return "\n".join(shown)
+
+
+# --- shared with the deploy steps ----------------------------------------------------------------------
+
+
+def service_of(host: Host, name: str) -> Service:
+    """The inventory's service ``name`` on ``host``."""
+    service = host.service(name)
+    if service is None:
+        raise ConfigError(f"{host.name} has no service {name!r}",
+                          hint=f"its services: {', '.join(s.name for s in host.services) or 'none'}")
+    return service
+
+
+def health_url(host: Host, service: Service) -> str:
+    if not service.health_path:
+        raise ConfigError(f"service {service.name} has no health_path in the inventory",
+                          hint="add services.<name>.health_path, e.g. /_info")
+    return f"http://{host.address}:{service.port}{service.health_path}"
+
+
+def check_health(host: Host, service: Service) -> Any:
+    """GET the service's health path on ``host`` itself (see :mod:`kafkaops.systems.http`)."""
+    from kafkaops.systems.http import get_json
+
+    return get_json(health_url(host, service))
+
+
+def host_time(svc: Services, host: Host) -> int:
+    """The host's clock (epoch seconds): log lines are stamped by it, not by ours."""
+    out = svc.run(host, "date +%s", timeout=20).stdout.strip()
+    try:
+        return int(out)
+    except ValueError as exc:
+        raise CheckFailed(f"cannot read the clock of {host.name}: {out!r}") from exc
+
+
+def since_key(host: Host, service: str) -> str:
+    """Fact: the host time just before this run restarted (or deployed) ``service``."""
+    return f"service_since/{host.name}/{service}"
+
+
+def _pid_key(host: Host, service: str) -> str:
+    return f"service_pid_before/{host.name}/{service}"
+
+
+def _scanned_key(host: Host, service: str) -> str:
+    return f"log_scanned_until/{host.name}/{service}"
+
+
+def _rollback_hint(svc: Services, run_id: str, host: Host, service: str) -> str:
+    from kafkaops.steps.deploy import rollback_hint
+
+    return rollback_hint(svc, run_id, host, service)
+
+
+# --- restart -----------------------------------------------------------------------------------------------
+
+
+def _pid(svc: Services, host: Host, service: str) -> int:
+    out = svc.run(host, svc.command(host, "service_pid", service=service), timeout=30, check=False).stdout
+    try:
+        return int(out.strip() or 0)
+    except ValueError:
+        return 0
+
+
+def _active(svc: Services, host: Host, service: str) -> bool:
+    return svc.run(host, svc.command(host, "service_status", service=service), timeout=30,
+                   check=False).exit_code == 0
+
+
+class Restart(StepBase):
+    """Restart the service on the host and wait until a new process runs (pid recorded first)."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = services(ctx)
+        host = target_host(ctx)
+        name = service_of(host, str(self.params["service"])).name
+        before = svc.facts(ctx.run_id).get(_pid_key(host, name))
+        pid, active = _pid(svc, host, name), _active(svc, host, name)
+        data = {"host": host.name, "service": name, "pid": pid, "active": active, "pid_before": before,
+                "command": svc.command(host, "service_restart", service=name), "timeout": self.params["timeout"]}
+        return Observation(data, summary=f"{name} on {host.name}: {'active' if active else 'inactive'}, pid {pid}"
+                                         + (f" (before the restart: {before})" if before is not None else ""))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["pid_before"] is not None and d["active"] and d["pid"] not in (0, d["pid_before"]):
+            return Noop(f"{d['service']} on {d['host']} already restarted (pid {d['pid_before']} → {d['pid']})")
+        return Action(
+            description=f"restart {d['service']} on {d['host']} and wait for a new process "
+                        f"(timeout {d['timeout']:.0f}s)",
+            commands=(f"on {d['host']}: {d['command']}",),
+            impact="the service refuses connections for a few seconds; the host is depooled, so no client sees it",
+            idempotent=False,
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+        name = str(self.params["service"])
+        facts = svc.facts(ctx.run_id)
+        before = facts.get(_pid_key(host, name))
+        if before is None:
+            before = _pid(svc, host, name)
+            facts.set(_pid_key(host, name), before)  # before the restart: a resumed run can tell it happened
+        if facts.get(since_key(host, name)) is None:
+            facts.set(since_key(host, name), host_time(svc, host))
+        timeout = float(self.params["timeout"])
+        svc.run(host, svc.command(host, "service_restart", service=name), timeout=timeout)
+
+        def restarted() -> tuple[bool, str]:
+            pid, active = _pid(svc, host, name), _active(svc, host, name)
+            return active and pid not in (0, before), f"pid {pid or '-'}, {'active' if active else 'inactive'}"
+
+        wait(ctx, restarted, what=f"{name} on {host.name} running a new process", timeout=timeout, interval=1.0)
+
+    def verify(self, ctx: RunContext) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+        name = str(self.params["service"])
+        before = svc.facts(ctx.run_id).get(_pid_key(host, name))
+        pid, active = _pid(svc, host, name), _active(svc, host, name)
+        if not active or pid in (0, before):
+            raise CheckFailed(f"{name} on {host.name} has not restarted (pid {before} → {pid or '-'}, "
+                              f"{'active' if active else 'inactive'})")
+
+
+# --- health ------------------------------------------------------------------------------------------------
+
+
+class VerifyHealth(StepBase):
+    """Wait until the service answers its health path with HTTP 200 on the host's own port."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        host = target_host(ctx)
+        service = service_of(host, str(self.params["service"]))
+        check = check_health(host, service)
+        data = {"host": host.name, "service": service.name, "url": check.url, "status": check.status,
+                "line": check.line(), "dry_run": ctx.dry_run, "timeout": self.params["timeout"]}
+        return Observation(data, summary=f"{service.name} on {host.name}: {check.line()}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["status"] == 200 and not d["dry_run"]:
+            return Noop(f"{d['service']} on {d['host']} answers HTTP 200 on {d['url']}")
+        return Action(
+            description=f"wait until {d['url']} answers HTTP 200 (timeout {d['timeout']:.0f}s)",
+            commands=(f"GET {d['url']}",),
+            impact="read-only; if it never does, the run stops with the host still depooled",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+        service = service_of(host, str(self.params["service"]))
+
+        def healthy() -> tuple[bool, str]:
+            check = check_health(host, service)
+            return check.healthy, check.line()
+
+        try:
+            wait(ctx, healthy, what=f"{service.name} on {host.name} healthy", timeout=float(self.params["timeout"]),
+                 interval=1.0, stable_for=float(self.params["stable_for"]))
+        except WaitTimeout as exc:
+            hint = _rollback_hint(svc, ctx.run_id, host, service.name)
+            raise WaitTimeout(f"{exc}" + (f". {hint}" if hint else "")) from exc
+
+    def verify(self, ctx: RunContext) -> None:
+        host = target_host(ctx)
+        service = service_of(host, str(self.params["service"]))
+        check = check_health(host, service)
+        if not check.healthy:
+            hint = _rollback_hint(services(ctx), ctx.run_id, host, service.name)
+            raise CheckFailed(f"{service.name} on {host.name} is not healthy: {check.url}: {check.line()}"
+                              + (f". {hint}" if hint else ""))
+
+
+# --- log scan ----------------------------------------------------------------------------------------------
+
+
+class LogErrorsFound(CheckFailed):
+    """The service logged lines matching its error patterns. Not retried: the lines will still be there."""
+
+    retryable = False
+
+
+class ScanLog(StepBase):
+    """Scan the service's log since the restart for the inventory's error patterns; stop the run on a match."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = services(ctx)
+        host = target_host(ctx)
+        service = service_of(host, str(self.params["service"]))
+        facts = svc.facts(ctx.run_id)
+        since, scanned = facts.get(since_key(host, service.name)), facts.get(_scanned_key(host, service.name))
+        start = max(v for v in (since, scanned, 0) if v is not None) or None
+        cmd = svc.command(host, "service_log", service=service.name, since=start if start else "<restart time>")
+        data = {"host": host.name, "service": service.name, "patterns": list(service.error_patterns),
+                "since": start, "resumed_after_report": scanned is not None, "command": cmd,
+                "window": self.params["window"]}
+        when = time.strftime("%H:%M:%S", time.localtime(start)) if start else "the restart"
+        return Observation(data, summary=f"{service.name} log on {host.name} since {when}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["patterns"]:
+            return Noop(f"no error_patterns for {d['service']} in the inventory: nothing to scan for")
+        watch = f", after watching it for {d['window']:.0f}s" if d["window"] else ""
+        again = " (only lines after the ones already reported)" if d["resumed_after_report"] else ""
+        return Action(
+            description=f"scan the {d['service']} log on {d['host']} since the restart{again} for "
+                        f"{len(d['patterns'])} error pattern(s){watch}",
+            commands=(f"on {d['host']}: {d['command']}",
+                      "match: " + " | ".join(d["patterns"])),
+            impact="read-only; a matching line stops the run with the host still depooled",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = services(ctx)
+        host = target_host(ctx)
+        service = service_of(host, str(self.params["service"]))
+        facts = svc.facts(ctx.run_id)
+        window = float(self.params["window"])
+        if window > 0:
+            end = time.monotonic() + window
+
+            def watched() -> tuple[bool, str]:
+                left = end - time.monotonic()
+                return left <= 0, f"watching the log, {max(left, 0):.0f}s left"
+
+            wait(ctx, watched, what=f"{window:.0f}s of {service.name} log on {host.name}", timeout=window + 30,
+                 interval=min(1.0, window))
+        start = max(v for v in (facts.get(since_key(host, service.name)),
+                                facts.get(_scanned_key(host, service.name)), 0) if v is not None)
+        if not start:
+            start = host_time(svc, host) - int(window) - 1  # no recorded restart: the watched window only
+        now = host_time(svc, host)
+        cmd = svc.command(host, "service_log", service=service.name, since=int(start))
+        out = svc.run(host, cmd, timeout=60).stdout
+        matches = find_error_lines(out.splitlines(), service.error_patterns)
+        if not matches:
+            ctx.progress(f"  {host.name}: {service.name} log clean since "
+                         f"{time.strftime('%H:%M:%S', time.localtime(start))} ({len(out.splitlines())} lines)")
+            return
+        facts.set(_scanned_key(host, service.name), now + 1)  # a resume reports only newer lines
+        hint = _rollback_hint(svc, ctx.run_id, host, service.name)
+        raise LogErrorsFound(
+            f"{len(matches)} line(s) of the {service.name} log on {host.name} since "
+            f"{time.strftime('%H:%M:%S', time.localtime(start))} match the error patterns "
+            f"({cmd}):\n{describe_matches(matches)}\n"
+            f"{host.name} stays depooled. " + (hint + ". " if hint else "")
+            + "Resuming scans only lines logged after these",
+        )
+
+
+SERVICE = Param("service", "str", required=True, help="service name from the inventory (services:)")
+register_step("service.restart", Restart, [
+    SERVICE, Param("timeout", "duration", default=120.0, help="how long the restart may take"),
+])
+register_step("service.verify_health", VerifyHealth, [
+    SERVICE,
+    Param("timeout", "duration", default=60.0, help="how long the service may take to answer HTTP 200"),
+    Param("stable_for", "duration", default=0.0, help="how long it must keep answering 200"),
+])
+register_step("service.scan_log", ScanLog, [
+    SERVICE,
+    Param("window", "duration", default=0.0, help="watch the log this long before scanning"),
+])
