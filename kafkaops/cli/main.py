@@ -48,7 +48,7 @@ def _register() -> None:
     from kafkaops.cli import lab as lab_cli
 
     app.add_typer(lab_cli.app, name="lab")
-    for name in ("maintenance", "status", "runbooks", "runs", "check"):
+    for name in ("maintenance", "status", "runbooks", "runs", "check", "services"):
         try:
             module = __import__(f"kafkaops.cli.{name}", fromlist=["register"])
         except ModuleNotFoundError as exc:

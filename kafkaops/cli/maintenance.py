@@ -38,8 +38,13 @@ def _controller(services: Any) -> int | None:
 
 
 def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, Any], *, reason: str | None,
-                task: str | None, yes: bool, dry_run: bool, output: Output, save_plan: Path | None) -> None:
-    """Plan, show, confirm, run: the shape of every state-changing command."""
+                task: str | None, yes: bool, dry_run: bool, output: Output, save_plan: Path | None,
+                services: Any = None, find_controller: bool = True) -> None:
+    """Plan, show, confirm, run: the shape of every state-changing command.
+
+    ``services``: prebuilt :class:`~kafkaops.steps.services.Services` (e.g. with a ``confirm`` callback);
+    ``find_controller=False`` skips asking Kafka for its controller (runbooks that do not order by it).
+    """
     from kafkaops.cli.wiring import register_all
     from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
     from kafkaops.engine.audit import current_operator
@@ -50,8 +55,8 @@ def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, 
         raise typer.BadParameter("--reason is required for anything that changes state (or use --dry-run)",
                                  param_hint="--reason")
     register_all()
-    services = Services(cluster)
-    controller = _controller(services)
+    services = services if services is not None else Services(cluster)
+    controller = _controller(services) if find_controller else None
     targets = [Target(h.name, host=h, is_controller=h.broker_id == controller) for h in hosts]
     bound = bind_runbook(find_runbook(runbook), cluster=cluster, targets=targets, params=params)
     runner = Runner(echo=_echo)

@@ -4,9 +4,9 @@ Each module holds the steps of one system (conftool, traffic, kafka, host, healt
 through :class:`~kafkaops.steps.services.Services`; client libraries are imported lazily by the adapters.
 """
 
-from kafkaops.steps import conftool, health, host, kafka, traffic
+from kafkaops.steps import canary, conftool, deploy, health, host, kafka, service, traffic
 
-__all__ = ["conftool", "health", "host", "kafka", "traffic"]
+__all__ = ["canary", "conftool", "deploy", "health", "host", "kafka", "service", "traffic"]
 
 
 def register_all() -> None:

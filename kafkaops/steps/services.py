@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,6 +74,9 @@ class Services:
         self._kafka: KafkaAdmin | None = None
         self._conftool: Conftool | None = None
         self._ssh: SshPool | None = None
+        #: Asks the operator a yes/no question (the CLI's prompt; ``--yes`` answers yes). None: nobody to
+        #: ask, so steps that need a decision pause the run instead (``kafkaops resume`` is the answer).
+        self.confirm: Callable[[str], bool] | None = None
 
     # --- adapters ---------------------------------------------------------------------------------
     @property
