@@ -34,9 +34,15 @@ class UnknownHostError(ConfigError):
 
 
 class UnreachableError(KafkaOpsError):
-    """A system (ZooKeeper, etcd/conftool, Kafka, SSH, HTTP) did not answer in time."""
+    """A system (ZooKeeper, etcd/conftool, Kafka, SSH, HTTP) did not answer in time.
+
+    Retryable inside a run: maintenance itself causes short outages (a controller election after a
+    broker stop, a host coming back from a reboot), so the runner's backoff rides through them before
+    giving up at a safe point.
+    """
 
     exit_code = 4
+    retryable = True
 
 
 class HostKeyError(KafkaOpsError):

@@ -147,8 +147,13 @@ def terminate(pids: Iterable[int], *, timeout: float = 30.0, sig: int = signal.S
 
 
 def port_open(address: str, port: int, timeout: float = 0.5) -> bool:
+    """Probe address:port from that same address, like a health check run on the host itself.
+
+    Probing from the host's own address keeps lab plumbing distinguishable from client traffic,
+    which is what SYN counting and the tests' independent capture look at.
+    """
     try:
-        with socket.create_connection((address, port), timeout=timeout):
+        with socket.create_connection((address, port), timeout=timeout, source_address=(address, 0)):
             return True
     except OSError:
         return False

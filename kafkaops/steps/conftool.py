@@ -70,10 +70,14 @@ class Depool(StepBase):
             return Noop(f"{host} is already out of the pool ("
                         + ", ".join(f"{s}: pooled={v['pooled']}" for s, v in states.items()) + ")")
         for s in todo:
-            if not states[s]["peers_pooled"]:
-                raise SafetyRefusal(f"depooling {host} would leave no pooled host for {s} "
-                                    f"(depooled: {', '.join(states[s]['peers_depooled']) or 'none'})",
-                                    hint="repool another host first; kafkaops depools one host at a time")
+            # One host out of the pool at a time: another depooled host (someone else's maintenance, or
+            # a run left stopped) means this depool would take capacity below what the service is sized for.
+            if states[s]["peers_depooled"] or not states[s]["peers_pooled"]:
+                out = states[s]["peers_depooled"]
+                raise SafetyRefusal(f"refusing to depool {host} from {s}: {', '.join(out) or 'no other host'} "
+                                    f"{'is' if len(out) == 1 else 'are'} already out of the pool",
+                                    hint="finish or roll back that maintenance first (kafkaops runs list); "
+                                    "kafkaops takes one host out at a time")
         impact = "; ".join(f"{s}: new connections go to {len(states[s]['peers_pooled'])} other host(s)"
                            + (f", {len(states[s]['peers_depooled'])} already depooled"
                               if states[s]["peers_depooled"] else "") for s in todo)

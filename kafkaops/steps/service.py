@@ -124,8 +124,9 @@ def _pid_key(host: Host, service: str) -> str:
     return f"service_pid_before/{host.name}/{service}"
 
 
-def _scanned_key(host: Host, service: str) -> str:
-    return f"log_scanned_until/{host.name}/{service}"
+def _reported_key(host: Host, service: str) -> str:
+    """Fact: log lines a failed scan already reported (a resumed scan reports only others)."""
+    return f"log_reported/{host.name}/{service}"
 
 
 def _rollback_hint(svc: Services, run_id: str, host: Host, service: str) -> str:
@@ -274,11 +275,11 @@ class ScanLog(StepBase):
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
         facts = svc.facts(ctx.run_id)
-        since, scanned = facts.get(since_key(host, service.name)), facts.get(_scanned_key(host, service.name))
-        start = max(v for v in (since, scanned, 0) if v is not None) or None
+        start = facts.get(since_key(host, service.name))
+        reported = facts.get(_reported_key(host, service.name)) or []
         cmd = svc.command(host, "service_log", service=service.name, since=start if start else "<restart time>")
         data = {"host": host.name, "service": service.name, "patterns": list(service.error_patterns),
-                "since": start, "resumed_after_report": scanned is not None, "command": cmd,
+                "since": start, "resumed_after_report": bool(reported), "command": cmd,
                 "window": self.params["window"]}
         when = time.strftime("%H:%M:%S", time.localtime(start)) if start else "the restart"
         return Observation(data, summary=f"{service.name} log on {host.name} since {when}")
@@ -288,7 +289,7 @@ class ScanLog(StepBase):
         if not d["patterns"]:
             return Noop(f"no error_patterns for {d['service']} in the inventory: nothing to scan for")
         watch = f", after watching it for {d['window']:.0f}s" if d["window"] else ""
-        again = " (only lines after the ones already reported)" if d["resumed_after_report"] else ""
+        again = " (lines already reported to the operator excepted)" if d["resumed_after_report"] else ""
         return Action(
             description=f"scan the {d['service']} log on {d['host']} since the restart{again} for "
                         f"{len(d['patterns'])} error pattern(s){watch}",
@@ -312,26 +313,25 @@ class ScanLog(StepBase):
 
             wait(ctx, watched, what=f"{window:.0f}s of {service.name} log on {host.name}", timeout=window + 30,
                  interval=min(1.0, window))
-        start = max(v for v in (facts.get(since_key(host, service.name)),
-                                facts.get(_scanned_key(host, service.name)), 0) if v is not None)
+        start = facts.get(since_key(host, service.name))
         if not start:
             start = host_time(svc, host) - int(window) - 1  # no recorded restart: the watched window only
-        now = host_time(svc, host)
         cmd = svc.command(host, "service_log", service=service.name, since=int(start))
         out = svc.run(host, cmd, timeout=60).stdout
-        matches = find_error_lines(out.splitlines(), service.error_patterns)
+        reported = list(facts.get(_reported_key(host, service.name)) or [])
+        matches = [m for m in find_error_lines(out.splitlines(), service.error_patterns) if m.line not in reported]
         if not matches:
             ctx.progress(f"  {host.name}: {service.name} log clean since "
                          f"{time.strftime('%H:%M:%S', time.localtime(start))} ({len(out.splitlines())} lines)")
             return
-        facts.set(_scanned_key(host, service.name), now + 1)  # a resume reports only newer lines
+        facts.set(_reported_key(host, service.name), (reported + [m.line for m in matches])[-1000:])
         hint = _rollback_hint(svc, ctx.run_id, host, service.name)
         raise LogErrorsFound(
             f"{len(matches)} line(s) of the {service.name} log on {host.name} since "
             f"{time.strftime('%H:%M:%S', time.localtime(start))} match the error patterns "
             f"({cmd}):\n{describe_matches(matches)}\n"
             f"{host.name} stays depooled. " + (hint + ". " if hint else "")
-            + "Resuming scans only lines logged after these",
+            + "Once they are understood, resuming scans again and stops only on lines not reported here",
         )
 
 

@@ -56,15 +56,21 @@ class KafkaAdmin:
         except Exception as exc:
             raise self._unreachable(what, exc) from exc
 
-    def metadata(self) -> Any:
-        try:
-            return self._admin.list_topics(timeout=self.timeout)
-        except Exception as exc:
-            raise self._unreachable("a metadata request", exc) from exc
+    def metadata(self, attempts: int = 3) -> Any:
+        """Cluster metadata (brokers, controller id, topics); retried briefly, since a broker bounce
+        or a controller election makes single requests time out while the cluster is fine."""
+        for attempt in range(attempts):
+            try:
+                return self._admin.list_topics(timeout=self.timeout)
+            except Exception as exc:
+                if attempt == attempts - 1:
+                    raise self._unreachable("a metadata request", exc) from exc
+                time.sleep(1.0)
+        raise AssertionError("unreachable")
 
     def controller(self) -> int | None:
-        desc = self._result(self._admin.describe_cluster(request_timeout=self.timeout), "describe_cluster")
-        return desc.controller.id if desc.controller is not None else None
+        controller = self.metadata().controller_id
+        return int(controller) if controller >= 0 else None
 
     def topic_configs(self, topics: Iterable[str], replication: dict[str, int] | None = None) -> dict[str, TopicConfig]:
         """min.insync.replicas (and cleanup.policy) per topic, in one batched request."""
@@ -93,7 +99,7 @@ class KafkaAdmin:
     def snapshot(self, *, include_internal: bool = True, with_configs: bool = True) -> ClusterSnapshot:
         """Brokers, controller, every partition's leader/replicas/ISR, topic min ISR — one instant."""
         md = self.metadata()
-        controller = self.controller()
+        controller = md.controller_id if md.controller_id >= 0 else None
         partitions = []
         for name, topic in md.topics.items():
             if not include_internal and name.startswith("__"):

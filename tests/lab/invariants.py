@@ -46,13 +46,13 @@ class PoolWatch:
         self._thread.join()
 
 
-_LINE = re.compile(r"^(\d+\.\d+) IP \S+ > (\d+\.\d+\.\d+\.\d+)\.(\d+):")
+_LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.\d+ > (\d+\.\d+\.\d+\.\d+)\.(\d+):")
 
 
 class SynWatch:
     def __init__(self, port: int) -> None:
         self.port = port
-        self.syns: list[tuple[float, str]] = []
+        self.syns: list[tuple[float, str, str]] = []  # (time, source, destination)
         self._proc: subprocess.Popen[str] | None = None
         self._thread = threading.Thread(target=self._read, daemon=True)
 
@@ -61,7 +61,7 @@ class SynWatch:
         for line in self._proc.stdout:
             m = _LINE.match(line)
             if m:
-                self.syns.append((float(m.group(1)), m.group(2)))
+                self.syns.append((float(m.group(1)), m.group(2), m.group(3)))
 
     def __enter__(self) -> SynWatch:
         self._proc = subprocess.Popen(
@@ -80,7 +80,8 @@ class SynWatch:
         self._thread.join(5)
 
     def between(self, address: str, start: float, end: float) -> list[float]:
-        return [t for t, dst in self.syns if dst == address and start <= t <= end]
+        """New connections to ``address`` from elsewhere (not the host's own health checks) in [start, end]."""
+        return [t for t, src, dst in self.syns if dst == address and src != address and start <= t <= end]
 
 
 def journal(home: Path, run_id: str) -> list[dict[str, Any]]:

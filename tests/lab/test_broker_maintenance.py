@@ -78,14 +78,31 @@ def assert_clean_end(cluster: Cluster) -> None:
 
 
 @pytest.fixture
-def healthy_lab(lab_cluster: Cluster) -> Iterator[Cluster]:
-    """Every test starts and ends with a healthy, fully pooled lab (ends: restored if a test broke it)."""
+def healthy_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
+    """Every test starts and ends with a healthy, fully pooled lab (ends: restored if a test broke it).
+
+    A failed run keeps its cluster lock and may leave its host depooled (by design: it is resumable), so
+    clean-up aborts any unfinished run with rollback, as an operator would.
+    """
+    from kafkaops.systems.conftool import Conftool
+
+    assert lab_cluster.conftool_config
+    conftool = Conftool(lab_cluster.conftool_config)
+    for h in lab_cluster.hosts:
+        conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
     yield lab_cluster
+    if (home / "runs").exists():
+        for run in sorted(p.name for p in (home / "runs").iterdir() if p.is_dir()):
+            kafkaops(home, lab_cluster, "runs", "abort", run, "--rollback", "--reason", "test clean-up")
     for h in lab_cluster.hosts:
         host = LabHost.named(h.name)
         if not host.is_up():
             host.power_on()
         host.start("kafka")
+        conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not collect(lab_cluster)["healthy"]:
+        time.sleep(1)
     KafkaAdmin(lab_cluster.bootstrap_servers).elect_preferred_leaders()
 
 

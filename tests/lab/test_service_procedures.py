@@ -1,0 +1,279 @@
+"""Service procedures end to end on the lab (issue: HTTP proxy restart and rolling scap deploys).
+
+The CLI runs in a subprocess under HTTP load through the balancer; witnesses that do not go through
+kafkaops check the outcome: the load generator's failed-request count, a conftool poller (never more
+than one host depooled), each host's own ``/_info`` (revision, pid), and the deploy host's own log of
+every deploy it ran (``deploy/deploy.log``: no target deployed twice).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from invariants import PoolWatch, journal, only_run
+
+from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
+from kafkaops.engine.journal import Journal
+from kafkaops.errors import Interrupted, RunFailed
+from kafkaops.lab.deploy import add_release, deploy_log
+from kafkaops.lab.host import LabHost
+from kafkaops.lab.load import LoadReport, run_load
+from kafkaops.model import Cluster, Host
+from kafkaops.systems.conftool import Conftool, read_pools
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+FAST = ["--syn-window", "3s", "--log-window", "1s"]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def kafkaops(home: Path, cluster: Cluster, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source}
+    return subprocess.run([sys.executable, "-m", "kafkaops.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+
+def spawn(home: Path, cluster: Cluster, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source}
+    return subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True,
+                            stdin=subprocess.DEVNULL)
+
+
+def info(host: Host) -> dict[str, Any]:
+    """What the host's eventbus says about itself, asked directly (not through kafkaops)."""
+    r = requests.get(f"http://{host.address}:{host.services[0].port}/_info", timeout=5)
+    return {**r.json(), "http": r.status_code}
+
+
+def pooled(cluster: Cluster) -> dict[str, str]:
+    assert cluster.conftool_config
+    by_fqdn = {h.fqdn: h.name for h in cluster.hosts}
+    return {by_fqdn[s.host]: s.pooled for s in read_pools(cluster.conftool_config, cluster.hosts[0].conftool_tags)}
+
+
+def deployed(rev: str) -> dict[str, int]:
+    """How many completed deploys of ``rev`` the deploy host ran, per target."""
+    out: dict[str, int] = {}
+    for r in deploy_log():
+        if r["event"] == "deployed" and r["rev"] == rev:
+            out[r["target"]] = out.get(r["target"], 0) + 1
+    return out
+
+
+def new_release(broken: str | None = None) -> str:
+    rev = f"t{uuid.uuid4().hex[:8]}"
+    add_release(rev, broken=broken)
+    return rev
+
+
+class Load:
+    """HTTP through the VIP (and a little Kafka traffic) in a background thread for a block."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.stop = threading.Event()
+        self.report: LoadReport | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        self.report = run_load(self.cluster, 3600, rate=20, http_rate=10, stop=self.stop)
+
+    def __enter__(self) -> Load:
+        self.thread.start()
+        time.sleep(2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(300)
+
+
+@pytest.fixture
+def svc_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
+    """A lab whose hosts all run eventbus, pooled; afterwards, any run the test left is rolled back."""
+    cluster = lab_cluster
+    if cluster.deploy_host is None:
+        pytest.skip(f"{cluster.source} has no deploy_host")
+    _restore(cluster)
+    yield cluster
+    runs = home / "runs"
+    for run_dir in sorted(runs.iterdir()) if runs.exists() else []:
+        if not Journal.open(run_dir.name, home).replay().terminal:
+            kafkaops(home, cluster, "runs", "abort", run_dir.name, "--rollback", "--reason", "test cleanup")
+    _restore(cluster)
+
+
+def _restore(cluster: Cluster) -> None:
+    assert cluster.conftool_config
+    conftool = Conftool(cluster.conftool_config)
+    for h in cluster.hosts:
+        LabHost.named(h.name).start("eventbus")
+        conftool.set_pooled(h.fqdn, dict(h.conftool_tags), "yes")
+
+
+def test_rolling_deploy_and_rolling_restart_under_load_lose_no_request(svc_lab: Cluster, home: Path) -> None:
+    cluster = svc_lab
+    rev = new_release()
+    with Load(cluster) as load, PoolWatch(cluster) as pools:
+        deploy = kafkaops(home, cluster, "rolling-deploy", "lab", "--service", "eventbus", "--rev", rev,
+                          "--message", f"deploy {rev}", "--yes", "--reason", "test deploy", *FAST)
+        assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+        pids = {h.name: info(h)["pid"] for h in cluster.hosts}
+        restart = kafkaops(home, cluster, "rolling-restart-service", "eventbus", "lab", "--yes",
+                           "--reason", "test restart", *FAST)
+        assert restart.returncode == 0, restart.stdout + restart.stderr
+    assert load.report is not None and load.report.http_sent > 100, load.report
+    assert load.report.http_failed == 0, load.report.http_errors
+    assert load.report.lost == 0 and load.report.duplicated == 0, load.report
+    assert pools.samples > 50 and pools.max_depooled == 1
+    after = {h.name: info(h) for h in cluster.hosts}
+    assert {n: (i["revision"], i["http"]) for n, i in after.items()} == {h.name: (rev, 200) for h in cluster.hosts}
+    assert all(after[n]["pid"] != pids[n] for n in pids), "rolling-restart-service did not restart every host"
+    assert pooled(cluster) == {h.name: "yes" for h in cluster.hosts}
+    assert deployed(rev) == {h.name: 1 for h in cluster.hosts}
+    # The same deploy again: every target already serves it, so nothing is deployed, depooled or restarted.
+    again = kafkaops(home, cluster, "rolling-deploy", "lab", "--service", "eventbus", "--rev", rev,
+                     "--message", f"deploy {rev} again", "--yes", "--reason", "test deploy again", *FAST)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "nothing to deploy" in again.stderr
+    assert deployed(rev) == {h.name: 1 for h in cluster.hosts}
+    assert {h.name: info(h)["pid"] for h in cluster.hosts} == {n: i["pid"] for n, i in after.items()}
+
+
+def test_sigkill_mid_deploy_then_resume_deploys_each_target_once(svc_lab: Cluster, home: Path) -> None:
+    cluster = svc_lab
+    rev = new_release()
+    victim = cluster.hosts[1].name
+    with Load(cluster) as load, PoolWatch(cluster) as pools:
+        proc = spawn(home, cluster, "rolling-deploy", "lab", "--service", "eventbus", "--rev", rev, "--canary", "0",
+                     "--message", f"deploy {rev}", "--yes", "--reason", "kill test", *FAST)
+        deadline = time.monotonic() + 300
+        killed = False
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(r["event"] == "started" and r["rev"] == rev and r["target"] == victim for r in deploy_log()):
+                os.killpg(proc.pid, signal.SIGKILL)  # while the deploy host is deploying to the victim
+                killed = True
+                break
+            time.sleep(0.05)
+        proc.wait(30)
+        assert killed, f"the run ended before deploying to {victim}: {proc.stdout.read() if proc.stdout else ''}"
+        run_id = only_run(home)
+        assert pooled(cluster)[victim] == "no"
+        resumed = kafkaops(home, cluster, "resume", run_id)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert load.report is not None and load.report.http_failed == 0, load.report.http_errors
+    assert pools.max_depooled == 1
+    assert deployed(rev) == {h.name: 1 for h in cluster.hosts}, deploy_log()
+    assert {h.name: info(h)["revision"] for h in cluster.hosts} == {h.name: rev for h in cluster.hosts}
+    assert pooled(cluster) == {h.name: "yes" for h in cluster.hosts}
+    records = journal(home, run_id)
+    assert [r["type"] for r in records].count("resumed") == 1 and records[-1]["type"] == "finished"
+
+
+def test_bad_revision_stops_after_the_canary_and_the_printed_rollback_restores(svc_lab: Cluster, home: Path) -> None:
+    cluster = svc_lab
+    canary, others = cluster.hosts[0], cluster.hosts[1:]
+    before = {h.name: info(h) for h in cluster.hosts}
+    bad = new_release(broken="fails its health check on purpose")
+    result = kafkaops(home, cluster, "rolling-deploy", "lab", "--service", "eventbus", "--rev", bad,
+                      "--message", f"deploy {bad}", "--canary", "1", "--yes", "--reason", "bad deploy test",
+                      "--health-timeout", "8s", *FAST)
+    out = result.stdout + result.stderr
+    assert result.returncode == 11, out
+    run_id = only_run(home)
+    assert f"stopped at {canary.name} step 4 (deploy.verify_revision)" in out
+    assert f"`kafkaops resume {run_id}`" in out
+    prev = before[canary.name]["revision"]
+    assert f"labdeploy -l {canary.fqdn} --rev {prev}" in out
+    # The canary is depooled and serves the bad revision; nobody else was touched.
+    now = {h.name: info(h) for h in cluster.hosts}
+    assert (now[canary.name]["revision"], now[canary.name]["http"]) == (bad, 503)
+    assert pooled(cluster) == {canary.name: "no", **{h.name: "yes" for h in others}}
+    assert all(now[h.name]["pid"] == before[h.name]["pid"] for h in others)
+    assert deployed(bad) == {canary.name: 1}
+    match = re.search(r"Roll back: `(kafkaops runs abort [^`]+)`", out)
+    assert match, out
+    argv = shlex.split(match.group(1))
+    rollback = kafkaops(home, cluster, *argv[1:])
+    assert rollback.returncode == 0, rollback.stdout + rollback.stderr
+    restored = info(canary)
+    assert (restored["revision"], restored["http"]) == (prev, 200)
+    assert pooled(cluster) == {h.name: "yes" for h in cluster.hosts}
+
+
+def _in_process(cluster: Cluster, home: Path, runbook: str, hosts: list[Host], params: dict[str, Any],
+                **runner: Any) -> tuple[Runner, Any, Any]:
+    from kafkaops.cli.wiring import register_all
+    from kafkaops.steps.services import Services
+
+    register_all()
+    services = Services(cluster, home=home)
+    bound = bind_runbook(find_runbook(runbook), cluster=cluster, targets=[Target(h.name, host=h) for h in hosts],
+                         params=params)
+    return Runner(home=home, handle_sigint=False, **runner), services, bound
+
+
+def test_error_lines_in_the_log_after_the_restart_fail_the_scan_and_name_the_lines(svc_lab: Cluster,
+                                                                                   home: Path) -> None:
+    cluster = svc_lab
+    host = cluster.hosts[0]
+
+    def bad_event_after_health_check(point: str, target: str, step: Any) -> None:
+        if point == "after_verified" and step.kind == "service.verify_health":
+            # A client that still had the address: the service fails to process its event.
+            r = requests.post(f"http://{host.address}:{host.services[0].port}/v1/events", data=b"{not json",
+                              timeout=10, headers={"Content-Type": "application/json"})
+            assert r.status_code == 400
+
+    runner, services, bound = _in_process(cluster, home, "restart-service", [host],
+                                          {"service": "eventbus", "syn_window": "2s", "log_window": "0s"},
+                                          hook=bad_event_after_health_check)
+    with pytest.raises(RunFailed) as failed:
+        runner.start(bound, services=services, operator="test", reason="log scan test")
+    message = str(failed.value)
+    assert "step 5 (service.scan_log)" in message
+    assert "[Failed processing event]" in message and "invalid JSON" in message
+    assert re.search(r"\[0 out of \\d\+ events were accepted\] .*0 out of 1 events were accepted", message), message
+    assert f"{host.name} stays depooled" in message
+    assert pooled(cluster)[host.name] == "no"
+    # Someone looked: resuming scans again, ignores the lines already reported, finds no new one, repools.
+    result = Runner(home=home, handle_sigint=False).resume(only_run(home), services=services)
+    assert result.status == "finished"
+    assert pooled(cluster)[host.name] == "yes"
+
+
+def test_canary_pauses_the_roll_until_resumed(svc_lab: Cluster, home: Path) -> None:
+    cluster = svc_lab
+    pids = {h.name: info(h)["pid"] for h in cluster.hosts}
+    runner, services, bound = _in_process(cluster, home, "rolling-restart-service", list(cluster.hosts),
+                                          {"service": "eventbus", "canary": [cluster.hosts[0].name],
+                                           "syn_window": "2s", "log_window": "0s"})
+    services.confirm = lambda question: False  # the operator says "not yet"
+    with pytest.raises(Interrupted, match=f"canary {re.escape(cluster.hosts[0].name)} done"):
+        runner.start(bound, services=services, operator="test", reason="canary test")
+    now = {h.name: info(h)["pid"] for h in cluster.hosts}
+    assert now[cluster.hosts[0].name] != pids[cluster.hosts[0].name]
+    assert all(now[h.name] == pids[h.name] for h in cluster.hosts[1:]), "went past the canary"
+    assert pooled(cluster) == {h.name: "yes" for h in cluster.hosts}
+    resumed = kafkaops(home, cluster, "resume", only_run(home))  # resuming is the confirmation
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert all(info(h)["pid"] != pids[h.name] for h in cluster.hosts)
+    assert pooled(cluster) == {h.name: "yes" for h in cluster.hosts}
