@@ -1,0 +1,177 @@
+"""Pure logic of the service procedures: log scanning, revision comparison, plans, lab releases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kafkaops.steps  # noqa: F401 - registers the step kinds
+from kafkaops.engine import Target, bind_runbook, find_runbook
+from kafkaops.engine.step import Action, Noop, Observation
+from kafkaops.errors import ConfigError, SafetyRefusal
+from kafkaops.inventory import load_inventory
+from kafkaops.lab import deploy as labdeploy
+from kafkaops.steps.canary import ConfirmCanary
+from kafkaops.steps.deploy import Deploy, Rollback, VerifyRevision, check_message, revision_matches
+from kafkaops.steps.service import Restart, describe_matches, find_error_lines
+from kafkaops.systems.http import HttpCheck, served_revision
+
+REPO = Path(__file__).resolve().parents[2]
+PATTERNS = ("Failed processing event", r"0 out of \d+ events were accepted")
+# Recorded from the lab eventbus after a bad event (and as the runbook quotes production).
+LOG = """\
+2026-11-22T18:13:27.016 (MainThread) eventbus stopped
+2026-11-22T18:13:27.323 (MainThread) eventbus r2 listening on 127.0.40.3:8085
+2026-11-22T18:13:27.442 (Thread-3 (process_request_thread)) 200 GET /_info (127.0.0.1) 0.31ms
+2026-11-22T18:13:29.101 (Thread-4 (process_request_thread)) Failed processing event: invalid JSON: Expecting value
+2026-11-22T18:13:29.102 (Thread-4 (process_request_thread)) 0 out of 1 events were accepted.
+2026-11-22T18:13:29.102 (Thread-4 (process_request_thread)) 400 POST /v1/events (127.0.0.1) 1.20ms
+(MainThread) 400 POST /v1/events (10.64.0.71) 1.87ms (MainThread) Failed processing event: Failed validating
+2026-11-22T18:13:30.000 (MainThread) 12 out of 12 events were accepted.
+"""
+
+
+def test_scan_finds_each_matching_line_once_with_its_number_and_pattern() -> None:
+    matches = find_error_lines(LOG.splitlines(), PATTERNS)
+    assert [(m.number, m.pattern) for m in matches] == [
+        (4, "Failed processing event"), (5, r"0 out of \d+ events were accepted"), (7, "Failed processing event"),
+    ]
+    assert matches[1].line.endswith("0 out of 1 events were accepted.")
+
+
+def test_scan_of_a_clean_log_or_without_patterns_finds_nothing() -> None:
+    clean = [line for line in LOG.splitlines() if "Failed" not in line and "0 out of" not in line]
+    assert find_error_lines(clean, PATTERNS) == []
+    assert find_error_lines(LOG.splitlines(), ()) == []
+
+
+def test_scan_refuses_a_bad_pattern() -> None:
+    with pytest.raises(ConfigError, match="not a valid regular expression"):
+        find_error_lines(["x"], ["(unclosed"])
+
+
+def test_described_matches_are_capped() -> None:
+    matches = find_error_lines(["Failed processing event"] * 15, PATTERNS)
+    text = describe_matches(matches, limit=10)
+    assert text.count("[Failed processing event]") == 10 and "and 5 more" in text
+
+
+@pytest.mark.parametrize(("served", "wanted", "ok"), [
+    ("r2", "r2", True), (" R2\n", "r2", True), ("r1", "r10", False), ("r10", "r1", False), (None, "r1", False),
+    ("", "r1", False), ("1a2b3c4d5e6f", "1a2b3c4", True), ("1a2b3c4", "1a2b3c4d5e6f", True),
+    ("1a2b3c5", "1a2b3c4d5e6f", False), ("abc", "abcdef", False),
+])
+def test_revision_matches(served: str | None, wanted: str, ok: bool) -> None:
+    assert revision_matches(served, wanted) is ok
+
+
+def test_served_revision_reads_the_usual_keys() -> None:
+    assert served_revision({"revision": "r3"}) == "r3"
+    assert served_revision({"git_sha": "1a2b3c4"}) == "1a2b3c4"
+    assert served_revision({"status": "ok"}) is None and served_revision(["r1"]) is None
+    assert HttpCheck("u", 503, {"revision": "r9", "error": "bad"}).line() == "HTTP 503 (revision r9): bad"
+    assert HttpCheck("u", None, error="ConnectionError").line() == "no answer (ConnectionError)"
+
+
+@pytest.mark.parametrize("message", ['say "hi"', "cost $5", "a `cmd`", "back\\slash", "two\nlines", "  "])
+def test_deploy_messages_that_would_escape_the_shell_quotes_are_refused(message: str) -> None:
+    with pytest.raises(ConfigError):
+        check_message(message)
+    assert check_message("Deploy r2 (T12345): fix schema, retry") == "Deploy r2 (T12345): fix schema, retry"
+
+
+def _deploy_obs(**over: object) -> Observation:
+    data = {"host": "kafka1001", "service": "eventbus", "rev": "r2", "served": "r1", "healthy": True,
+            "line": "HTTP 200 (revision r1)", "url": "http://h/_info", "deploy_host": "deploy1001",
+            "command": 'labdeploy -l kafka1001 --rev r2 "m"', "checked_out": None, "dry_run": False, "before": None,
+            "previous": "r1"}
+    data.update(over)
+    return Observation(data)
+
+
+def test_deploy_is_a_noop_when_the_target_already_serves_the_revision() -> None:
+    step = Deploy({"service": "eventbus", "rev": "r2", "message": "m", "repo": "", "timeout": 60.0})
+    assert isinstance(step.plan(_deploy_obs(served="r2")), Noop)
+    action = step.plan(_deploy_obs())
+    assert isinstance(action, Action) and action.commands == ('on deploy1001: labdeploy -l kafka1001 --rev r2 "m"',)
+    assert action.data == {"served": "r1"} and not action.idempotent
+
+
+def test_deploy_refuses_when_scap_would_ship_another_checkout() -> None:
+    step = Deploy({"service": "eventbus", "rev": "r2", "message": "m", "repo": "", "timeout": 60.0})
+    with pytest.raises(SafetyRefusal, match="check out r2 on deploy1001"):
+        step.plan(_deploy_obs(checked_out="r1"))
+    assert isinstance(step.plan(_deploy_obs(checked_out="r2")), Action)
+
+
+def test_rollback_plans_only_what_this_run_changed() -> None:
+    step = Rollback({"service": "eventbus", "rev": "r2", "message": "m", "repo": "", "timeout": 60.0})
+    assert "nothing to roll back" in step.plan(_deploy_obs(previous="")).reason  # type: ignore[union-attr]
+    assert isinstance(step.plan(_deploy_obs(served="r1", previous="r1")), Noop)
+    assert isinstance(step.plan(_deploy_obs(served="r2", healthy=False, previous="r1")), Action)
+
+
+def test_verify_revision_waits_unless_healthy_on_the_revision() -> None:
+    step = VerifyRevision({"service": "eventbus", "rev": "r2", "timeout": 60.0})
+    base = {"host": "kafka1001", "service": "eventbus", "rev": "r2", "url": "u", "line": "", "timeout": 60.0}
+    assert isinstance(step.plan(Observation({**base, "served": "r2", "healthy": True, "dry_run": False})), Noop)
+    assert isinstance(step.plan(Observation({**base, "served": "r2", "healthy": False, "dry_run": False})), Action)
+    assert isinstance(step.plan(Observation({**base, "served": "r1", "healthy": True, "dry_run": False})), Action)
+    assert isinstance(step.plan(Observation({**base, "served": "r2", "healthy": True, "dry_run": True})), Action)
+
+
+def test_restart_is_a_noop_once_a_new_process_runs() -> None:
+    step = Restart({"service": "eventbus", "timeout": 60.0})
+    base = {"host": "kafka1001", "service": "eventbus", "command": "hostctl restart eventbus", "timeout": 60.0}
+    assert isinstance(step.plan(Observation({**base, "pid": 10, "active": True, "pid_before": None})), Action)
+    assert isinstance(step.plan(Observation({**base, "pid": 10, "active": True, "pid_before": 10})), Action)
+    assert isinstance(step.plan(Observation({**base, "pid": 11, "active": True, "pid_before": 10})), Noop)
+    assert isinstance(step.plan(Observation({**base, "pid": 11, "active": True, "pid_before": 0})), Noop)
+    assert isinstance(step.plan(Observation({**base, "pid": 0, "active": False, "pid_before": 10})), Action)
+
+
+def test_canary_gate_acts_only_after_the_last_canary_target() -> None:
+    step = ConfirmCanary({"canary": ["kafka1001", "kafka1002"]})
+
+    def obs(target: str, confirmed: str | None = None) -> Observation:
+        return Observation({"target": target, "canary": ["kafka1001", "kafka1002"],
+                            "is_end": target == "kafka1002", "confirmed": confirmed, "paused": False})
+
+    assert isinstance(step.plan(obs("kafka1001")), Noop)
+    assert isinstance(step.plan(obs("kafka1002")), Action)
+    assert isinstance(step.plan(obs("kafka1002", confirmed="op at 12:00")), Noop)
+    assert isinstance(ConfirmCanary({"canary": []}).plan(Observation({"canary": [], "target": "x"})), Noop)
+
+
+def test_service_runbooks_bind_against_the_lab_and_production_inventories() -> None:
+    for inventory, service in (("lab.yaml", "eventbus"), ("eqiad-main.example.yaml", "eventlogging-service-eventbus")):
+        cluster = load_inventory(REPO / "inventory" / inventory)
+        targets = [Target(h.name, host=h) for h in cluster.hosts]
+        common = {"service": service, "port": 8085, "canary": [targets[0].name]}
+        bound = bind_runbook(find_runbook("rolling-deploy"), cluster=cluster, targets=targets,
+                             params={**common, "rev": "r2", "message": "deploy r2"})
+        kinds = [s.kind for s in bound.targets[0].steps]
+        assert kinds == ["conftool.depool", "traffic.wait_zero_syns", "deploy.deploy", "deploy.verify_revision",
+                         "service.scan_log", "conftool.repool", "canary.confirm"]
+        assert [s.kind for s in bound.targets[-1].steps][-1] == "conftool.repool"  # no gate after the last
+        bound = bind_runbook(find_runbook("rolling-restart-service"), cluster=cluster, targets=targets, params=common)
+        assert bound.target_names == [h.name for h in cluster.hosts]  # inventory order
+        bind_runbook(find_runbook("restart-service"), cluster=cluster, targets=targets[:1],
+                     params={"service": service})
+
+
+def test_lab_releases_checkout_and_deploy_log(tmp_path: Path) -> None:
+    labdeploy.seed_releases(tmp_path)
+    assert labdeploy.known_releases(tmp_path) == ["r1", "r2", "r3"] and labdeploy.current(tmp_path) == "r1"
+    bad = labdeploy.add_release("r4", broken="fails on purpose", base=tmp_path)
+    assert (bad / "REVISION").read_text() == "r4\n" and (bad / "BROKEN").exists()
+    labdeploy.add_release("r4", base=tmp_path)  # re-adding without --broken repairs it
+    assert not (bad / "BROKEN").exists()
+    labdeploy.checkout("r4", tmp_path)
+    assert labdeploy.current(tmp_path) == "r4"
+    with pytest.raises(Exception, match="unknown revision"):
+        labdeploy.checkout("nope", tmp_path)
+    with pytest.raises(ValueError):
+        labdeploy.add_release("../escape", base=tmp_path)
+    assert labdeploy.deploy_log(tmp_path) == []
