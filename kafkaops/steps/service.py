@@ -268,7 +268,7 @@ class LogErrorsFound(CheckFailed):
 
 
 class ScanLog(StepBase):
-    """Scan the service's log since the restart (or deploy) for the inventory's error patterns; stop the run on a match."""
+    """Scan the service's log since the restart or deploy for its error patterns; stop the run on a match."""
 
     def observe(self, ctx: RunContext) -> Observation:
         svc = services(ctx)
