@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
-# The main job on the embedded default (the local lab): install everything, bring the lab up, show
-# its health, run a load check, and take the lab down again (also on failure or Ctrl-C).
+# The main job on the embedded default, the local lab: install everything, bring the lab up, show the
+# cluster, show the reviewable plan for rebooting kafka1001, reboot it for real under load, and run the
+# post-check. The lab is taken down at the end (also on failure or Ctrl-C) unless KAFKAOPS_KEEP_LAB=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
 PYTHON=${PYTHON:-python3}
 kafkaops() { $PYTHON -m kafkaops.cli.main "$@"; }
-started=0
-cleanup() { if [ "$started" = 1 ] && [ -z "${KAFKAOPS_KEEP_LAB:-}" ]; then kafkaops lab down; fi; }
+export KAFKAOPS_HOME=${KAFKAOPS_HOME:-$HOME/.local/state/kafkaops}
+mkdir -p "$KAFKAOPS_HOME"
+started=0 load_pid=""
+cleanup() {
+  [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null || true
+  if [ "$started" = 1 ] && [ -z "${KAFKAOPS_KEEP_LAB:-}" ]; then kafkaops lab down; fi
+}
 trap cleanup EXIT
 step() { printf '\n\033[1;34m== %s\033[0m\n' "$*"; }
 
 step "kafkaops lab up"
-if kafkaops lab status -o json >/dev/null 2>&1; then echo "(a lab is already up: using it)"; else kafkaops lab up; started=1; fi
-step "kafkaops lab status"
-kafkaops lab status
-step "kafkaops lab load --seconds 5"
-kafkaops lab load --seconds 5
+if kafkaops lab status -o json >/dev/null 2>&1; then echo "(a healthy lab is already up: using it)"; else kafkaops lab up; started=1; fi
+step "kafkaops status lab"
+kafkaops status lab
+step "kafkaops reboot kafka1001 --dry-run -o markdown   (the plan a change review gets)"
+kafkaops reboot kafka1001 --dry-run -o markdown
+step "kafkaops reboot kafka1001 --yes   (for real, while the load generator produces and reads back)"
+kafkaops lab load --seconds 75 --rate 100 -o json > "$KAFKAOPS_HOME/demo-load.json" &
+load_pid=$!
+sleep 3
+kafkaops reboot kafka1001 --yes --reason "kafkaops demo: rehearse a broker reboot on the lab" --syn-window 5s
+step "load generator report (every acknowledged message must be read back exactly once)"
+wait "$load_pid"; load_pid=""
+cat "$KAFKAOPS_HOME/demo-load.json"
+step "post-check: kafkaops status lab"
+kafkaops status lab

@@ -94,7 +94,7 @@ UsePAM no
 StrictModes no
 PrintMotd no
 LogLevel ERROR
-SetEnv KAFKAOPS_LAB_HOST={h.name} KAFKAOPS_LAB_DIR={spec.lab_dir} PATH={path}
+SetEnv KAFKAOPS_LAB_HOST={h.name} KAFKAOPS_LAB_DIR={spec.lab_dir} KAFKAOPS_LAB_MEMBER={spec.lab_dir} PATH={path}
 """
 
 

@@ -45,7 +45,8 @@ class LabHost:
 
     @property
     def env(self) -> dict[str, str]:
-        return {procs.LAB_DIR_ENV: self.spec.lab_dir, procs.LAB_HOST_ENV: self.host.name}
+        return {procs.LAB_DIR_ENV: self.spec.lab_dir, procs.LAB_MEMBER_ENV: self.spec.lab_dir,
+                procs.LAB_HOST_ENV: self.host.name}
 
     # --- units -----------------------------------------------------------------------------------
     def argv(self, unit: str) -> list[str]:
@@ -149,7 +150,7 @@ class LabHost:
         import subprocess
 
         env = {k: v for k, v in os.environ.items() if k != procs.LAB_HOST_ENV}
-        env[procs.LAB_DIR_ENV] = self.spec.lab_dir
+        env[procs.LAB_DIR_ENV] = env[procs.LAB_MEMBER_ENV] = self.spec.lab_dir
         log = self.dirs.logfile("power")
         with open(log, "ab") as out:
             proc = subprocess.Popen(

@@ -65,7 +65,7 @@ def _log_dir(spec: LabSpec) -> Path:
 
 
 def _global_env(spec: LabSpec) -> dict[str, str]:
-    return {procs.LAB_DIR_ENV: spec.lab_dir}
+    return {procs.LAB_DIR_ENV: spec.lab_dir, procs.LAB_MEMBER_ENV: spec.lab_dir}
 
 
 def is_up(base: Path | None = None) -> bool:

@@ -1,8 +1,8 @@
 """Starting, finding and stopping the lab's processes, by pid.
 
 Every lab process is started detached (its own session, output to a log file), has a pidfile, and
-carries two environment markers: ``KAFKAOPS_LAB_DIR`` and, for processes of a lab host,
-``KAFKAOPS_LAB_HOST``.
+carries two environment markers: ``KAFKAOPS_LAB_MEMBER`` (the lab dir; set only by the lab, unlike
+``KAFKAOPS_LAB_DIR`` which operators export) and, for processes of a lab host, ``KAFKAOPS_LAB_HOST``.
 Children inherit them (a command run over SSH, a service it starts), so "every process of kafka1002"
 and "every process of this lab" are exact sets found through /proc — plus the pidfiles and their
 descendants, for daemons such as sshd that overwrite their environment with their process title. That
@@ -22,7 +22,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-LAB_DIR_ENV = "KAFKAOPS_LAB_DIR"
+LAB_DIR_ENV = "KAFKAOPS_LAB_DIR"  # configuration: which lab a command talks to (users set it too)
+LAB_MEMBER_ENV = "KAFKAOPS_LAB_MEMBER"  # marker: set only on processes the lab starts, never by users
 LAB_HOST_ENV = "KAFKAOPS_LAB_HOST"
 
 
@@ -111,7 +112,7 @@ def marked_pids(lab_dir: Path, host: str | None = None) -> list[int]:
         if not entry.isdigit() or int(entry) == me:
             continue
         env = _environ(int(entry))
-        if env.get(LAB_DIR_ENV.encode()) != want_dir:
+        if env.get(LAB_MEMBER_ENV.encode()) != want_dir:
             continue
         if host is not None and env.get(LAB_HOST_ENV.encode()) != host.encode():
             continue

@@ -26,8 +26,9 @@ from kafkaops.steps.common import names, services, target_host, wait
 from kafkaops.steps.services import Services
 
 
-def _snapshot(svc: Services) -> ClusterSnapshot:
-    return svc.kafka.snapshot()
+def _snapshot(svc: Services, *, configs: bool = False) -> ClusterSnapshot:
+    """Leaders/ISR always; topic configs (min ISR) only where a decision needs them."""
+    return svc.kafka.snapshot(with_configs=configs)
 
 
 def _state(snap: ClusterSnapshot, broker: int) -> dict[str, Any]:
@@ -53,7 +54,7 @@ class Preflight(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = services(ctx)
         host = target_host(ctx)
-        snap = _snapshot(svc)
+        snap = _snapshot(svc, configs=True)
         result = preflight(snap, host.broker_id, allow_urp=bool(self.params["allow_urp"]),
                            isr_headroom=int(self.params["isr_headroom"]))
         impact = result.impact
@@ -85,7 +86,7 @@ class StopBroker(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = services(ctx)
         host = target_host(ctx)
-        snap = _snapshot(svc)
+        snap = _snapshot(svc, configs=True)
         active = svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
         impact = stop_impact(snap, host.broker_id)
         moves: dict[int, int] = {}
@@ -327,7 +328,7 @@ class WaitHealthy(StepBase):
     """Gate: the cluster is healthy (no URP, no offline, full ISR) for a stability window."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        summary = cluster_health(_snapshot(services(ctx)))
+        summary = cluster_health(_snapshot(services(ctx), configs=True))
         return Observation({"urp": len(summary.under_replicated), "offline": len(summary.offline)},
                            summary=f"{len(summary.under_replicated)} URP, {len(summary.offline)} offline")
 
@@ -342,7 +343,7 @@ class WaitHealthy(StepBase):
         svc = services(ctx)
 
         def healthy() -> tuple[bool, str]:
-            s = cluster_health(_snapshot(svc))
+            s = cluster_health(_snapshot(svc, configs=True))
             return s.healthy, f"{len(s.under_replicated)} URP, {len(s.offline)} offline"
 
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]),

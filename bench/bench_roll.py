@@ -1,0 +1,95 @@
+"""Roll overhead: wall time of `kafkaops rolling-restart lab` / sum of per-broker floors.
+
+A broker's floor is the time the cluster itself sees it degraded — from the moment it leaves (it is
+unregistered or missing from an ISR it belongs to) until it is registered and back in every ISR —
+measured by polling metadata every 0.2 s, independently of kafkaops. Everything else in the roll
+(pre-flight, depool, SYN window, elections, health gates) is overhead. Target: <= 1.10 with defaults.
+
+Run by hand with the lab up:  python bench/bench_roll.py [extra kafkaops args...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from kafkaops.inventory import load_inventory
+from kafkaops.systems.kafka import KafkaAdmin
+
+
+class FloorWatch(threading.Thread):
+    def __init__(self, bootstrap: str, brokers: list[int]) -> None:
+        super().__init__(daemon=True)
+        self.admin = KafkaAdmin(bootstrap, timeout=5)
+        self.brokers = brokers
+        self.degraded_since: dict[int, float | None] = dict.fromkeys(brokers)
+        self.floor: dict[int, float] = dict.fromkeys(brokers, 0.0)
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                snap = self.admin.snapshot(with_configs=False)
+            except Exception:
+                time.sleep(0.2)
+                continue
+            now = time.monotonic()
+            for b in self.brokers:
+                degraded = b not in snap.brokers or any(b in p.replicas and b not in p.isr for p in snap.partitions)
+                since = self.degraded_since[b]
+                if degraded and since is None:
+                    self.degraded_since[b] = now
+                elif not degraded and since is not None:
+                    self.floor[b] += now - since
+                    self.degraded_since[b] = None
+            time.sleep(0.2)
+
+
+def main() -> None:
+    extra = sys.argv[1:]
+    cluster = load_inventory()
+    watch = FloorWatch(cluster.bootstrap_servers, [h.broker_id for h in cluster.hosts])
+    watch.start()
+    time.sleep(1)
+    home = tempfile.mkdtemp(prefix="kafkaops-bench-")
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "rolling-restart", "lab", "--yes",
+                             "--reason", "bench_roll", *extra], capture_output=True, text=True,
+                            env={**os.environ, "KAFKAOPS_HOME": home})
+    wall = time.monotonic() - started
+    time.sleep(1)
+    watch.stop.set()
+    watch.join()
+    if result.returncode != 0:
+        sys.exit(f"rolling-restart failed ({result.returncode}): {result.stderr[-2000:]}")
+    floors = watch.floor
+    total = sum(floors.values())
+    run = os.listdir(os.path.join(home, "runs"))[0]
+    with open(os.path.join(home, "runs", run, "journal.jsonl")) as f:
+        records = [json.loads(line) for line in f]
+    by_kind: dict[str, float] = {}
+    open_at: dict[tuple[str, int], tuple[float, str]] = {}
+    for r in records:
+        key = (r.get("target", ""), r.get("step", 0))
+        if r["type"] == "step_observed" and key not in open_at:
+            open_at[key] = (r["ts"], r["kind"])
+        elif r["type"] in ("step_verified",) and key in open_at:
+            t0, kind = open_at.pop(key)
+            by_kind[kind] = by_kind.get(kind, 0.0) + r["ts"] - t0
+    print(f"args: {' '.join(extra) or '(defaults)'}")
+    print(f"wall time of rolling-restart (plan included): {wall:6.1f} s")
+    for b, f in floors.items():
+        print(f"  floor of broker {b}: {f:5.1f} s")
+    print(f"sum of floors: {total:6.1f} s   overhead ratio: {wall / total:4.2f}  (target <= 1.10)")
+    print("time per step kind (observe -> verified, summed over hosts):")
+    for kind, secs in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+        print(f"  {kind:<28} {secs:6.1f} s")
+
+
+if __name__ == "__main__":
+    main()
