@@ -267,13 +267,13 @@ def test_kernel_one_pass_over_batches() -> None:
     def batch(offsets: list[int], ts: list[int], js: list[int], dt: list[int | None]) -> object:
         n = len(offsets)
         return pa.RecordBatch.from_pydict({
-            "tid": pa.array([0] * n, pa.int32()), "partition": pa.array([4] * n, pa.int32()),
+            "key": pa.array([k.make_key(0, 4)] * n, pa.int64()),
             "offset": pa.array(offsets, pa.int64()), "ts": pa.array(ts, pa.int64()),
             "ts_type": pa.array([0] * n, pa.int32()), "json_state": pa.array(js, pa.int8()),
             "dt_ms": pa.array(dt, pa.int64()),
         })
 
-    kernel = k.make_kernel({(0, 4): 12}, back_tolerance_ms=60_000, drift_tolerance_ms=300_000,
+    kernel = k.make_kernel({k.make_key(0, 4): 12}, back_tolerance_ms=60_000, drift_tolerance_ms=300_000,
                            future_limit_ms=10**13)
     b1 = batch([10, 11, 12, 13], [60_000, 61_000, 62_000, 63_000], [1, 1, 1, 3], [60_000, 61_000, 62_000, None])
     # Batch 2: a hole (14..15 missing), a 2 h step back at offset 17, a meta.dt 10 min off.
@@ -290,3 +290,21 @@ def test_kernel_one_pass_over_batches() -> None:
     assert (s["invalid_json"], s["first_invalid_offset"], s["missing_dt"]) == (1, 13, 1)
     assert s["drift_over"] == 1 and s["drift_max_ms"] == 600_000 and s["drift_worst_offset"] == 18
     assert sum(s["minutes"].values()) == 7  # context included in the rate histogram
+    assert (s["tid"], s["partition"]) == (0, 4)
+
+
+def test_kernel_non_event_columns_and_mixed_keys() -> None:
+    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("numpy")
+    from kafkaops.health import scan_kernel as k
+
+    keys = [k.make_key(1, 0), k.make_key(2, 7), k.make_key(1, 0), k.make_key(2, 7)]
+    b = pa.RecordBatch.from_pydict({"key": pa.array(keys, pa.int64()), "offset": pa.array([5, 0, 7, 1], pa.int64()),
+                                    "ts": pa.array([1000, 5000, 900, 6000], pa.int64())})
+    kernel = k.make_kernel({}, back_tolerance_ms=50, drift_tolerance_ms=1, future_limit_ms=5500)
+    (out,) = list(kernel(iter([b])))
+    segs = {(s["tid"], s["partition"]): s for s in map(json.loads, out.column(0).to_pylist())}
+    assert segs[(1, 0)]["missing"] == 1 and segs[(1, 0)]["back_steps_over"] == 1
+    assert segs[(1, 0)]["worst_back_offset"] == 7
+    assert segs[(2, 7)]["missing"] == 0 and segs[(2, 7)]["future_ts"] == 1
+    assert segs[(2, 7)]["invalid_json"] == 0 and segs[(2, 7)]["log_append_time"] == 0

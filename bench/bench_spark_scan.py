@@ -1,0 +1,178 @@
+"""Benchmark the post-check's Spark data scan against kcat and a single-process confluent-kafka consumer.
+
+Produces N small records (default 10M) across >= 24 partitions of a dedicated topic with kcat (large
+batches, lz4), then reads exactly the same offset ranges three ways:
+
+* ``kcat -C ... -e`` to /dev/null (librdkafka in C, the floor for "just read it"),
+* one Python process with confluent-kafka's ``Consumer.consume(10000)`` (what a naive checker does),
+* the post-check's Spark scan (``kafkaops.health.spark_job.run_scan``), end to end including the
+  SparkSession start, and again warm (session reused: the per-scan cost on a long-lived driver).
+
+With ``--sizes 10000000,50000000`` it tops the topic up to each size and reports whether the scan time
+grows near-linearly. The driver-side metadata checks have their own benchmark:
+``bench/bench_metadata_checks.py`` (100,000 partitions).
+
+Run against your own lab (never a production cluster)::
+
+    KAFKAOPS_LAB_DIR=/tmp/kafkaops-spark-lab python bench/bench_spark_scan.py \
+        --inventory /tmp/spark-lab.yaml --sizes 10000000,50000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kafkaops.health.data import ScanRange  # noqa: E402
+from kafkaops.health.spark_job import ScanSpec, run_scan, spark_session  # noqa: E402
+from kafkaops.inventory import load_inventory  # noqa: E402
+from kafkaops.systems.kafka import KafkaAdmin, TopicSpec  # noqa: E402
+from kafkaops.systems.offsets import list_offsets  # noqa: E402
+
+
+def ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    offs = list_offsets(bootstrap, [(topic, p) for p in range(partitions)])
+    return {p: int(offs[(topic, p)][1] or 0) for p in range(partitions)}
+
+
+def lines(start: int, n: int, chunk: int = 200_000) -> Iterator[bytes]:
+    for i in range(start, start + n, chunk):
+        yield b"".join(b"m%011d\n" % j for j in range(i, min(i + chunk, start + n)))
+
+
+def produce(bootstrap: str, topic: str, start: int, n: int) -> float:
+    """Produce ``n`` 12-byte records with kcat (keyless: spread over partitions); return seconds."""
+    t = time.monotonic()
+    proc = subprocess.Popen(
+        ["kcat", "-P", "-b", bootstrap, "-t", topic, "-z", "lz4", "-X", "linger.ms=50",
+         "-X", "batch.num.messages=100000", "-X", "batch.size=4000000", "-X", "queue.buffering.max.messages=2000000",
+         "-X", "queue.buffering.max.kbytes=2000000", "-X", "acks=1", "-X", "sticky.partitioning.linger.ms=5"],
+        stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    for block in lines(start, n):
+        proc.stdin.write(block)
+    proc.stdin.close()
+    if proc.wait() != 0:
+        raise SystemExit(f"kcat producer failed with {proc.returncode}")
+    return time.monotonic() - t
+
+
+def time_kcat(bootstrap: str, topic: str, end: dict[int, int]) -> float:
+    """kcat reading every partition from offset 0 to its end (exit at end), output to /dev/null."""
+    total = sum(end.values())
+    t = time.monotonic()
+    subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q", "-c", str(total)],
+                   stdout=subprocess.DEVNULL, check=True)
+    return time.monotonic() - t
+
+
+def time_confluent(bootstrap: str, topic: str, end: dict[int, int]) -> tuple[float, int]:
+    """One Python process, confluent-kafka Consumer.consume(10000) until every partition is at its end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{os.getpid()}", "enable.auto.commit": False,
+                  "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 8 << 20,
+                  "queued.max.messages.kbytes": 512 << 10, "log_level": 2})
+    c.assign([TopicPartition(topic, p, 0) for p, e in end.items() if e > 0])
+    remaining = {p for p, e in end.items() if e > 0}
+    n = 0
+    t = time.monotonic()
+    while remaining:
+        for m in c.consume(10000, timeout=1.0):
+            if m.error():
+                continue
+            n += 1
+            p = m.partition()
+            if m.offset() >= end[p] - 1:
+                remaining.discard(p)
+    elapsed = time.monotonic() - t
+    c.close()
+    return elapsed, n
+
+
+def time_spark(bootstrap: str, topic: str, end: dict[int, int], spark: Any = None) -> tuple[float, int]:
+    ranges = tuple(ScanRange(topic, p, 0, e, 0) for p, e in sorted(end.items()))
+    t = time.monotonic()
+    res = run_scan(ScanSpec(bootstrap, ranges), spark=spark)
+    elapsed = time.monotonic() - t
+    bad = [s for s in res.partitions.values() if s.missing]
+    assert not bad, f"the scan missed records: {bad[:2]}"
+    return elapsed, res.records
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--inventory", default=os.environ.get("KAFKAOPS_TEST_INVENTORY", str(REPO / "inventory/lab.yaml")))
+    ap.add_argument("--topic", default="bench.scan")
+    ap.add_argument("--partitions", type=int, default=24)
+    ap.add_argument("--sizes", default="10000000", help="comma-separated record counts to scan")
+    ap.add_argument("--replication", type=int, default=1)
+    ap.add_argument("--skip", default="", help="comma-separated: kcat,confluent,spark")
+    args = ap.parse_args()
+    if not shutil.which("kcat"):
+        raise SystemExit("kcat is not installed")
+    cluster = load_inventory(Path(args.inventory))
+    b = cluster.bootstrap_servers
+    admin = KafkaAdmin(b, timeout=30, cluster=cluster.name)
+    admin.create_topics([TopicSpec(args.topic, args.partitions, args.replication)])
+    skip = set(filter(None, args.skip.split(",")))
+    rows: list[tuple[int, str, float, float]] = []
+    spark = None
+    for size in [int(s) for s in args.sizes.split(",")]:
+        end = ends(b, args.topic, args.partitions)
+        have = sum(end.values())
+        if have < size:
+            secs = produce(b, args.topic, have, size - have)
+            print(f"produced {size - have:,} records in {secs:.1f} s ({(size - have) / secs:,.0f}/s)", flush=True)
+            end = ends(b, args.topic, args.partitions)
+        total = sum(end.values())
+        print(f"--- {total:,} records in {args.partitions} partitions", flush=True)
+        results: dict[str, float] = {}
+        runs: list[tuple[str, Callable[[], float]]] = []
+        if "kcat" not in skip:
+            runs.append(("kcat -C to /dev/null", lambda e=end: time_kcat(b, args.topic, e)))
+        if "confluent" not in skip:
+            runs.append(("confluent-kafka, 1 process", lambda e=end: time_confluent(b, args.topic, e)[0]))
+        if "spark" not in skip:
+            def cold(e: dict[int, int] = end) -> float:
+                t = time.monotonic()
+                s = spark_session()
+                time_spark(b, args.topic, e, s)
+                s.stop()
+                return time.monotonic() - t
+
+            def warm(e: dict[int, int] = end) -> float:
+                nonlocal spark
+                if spark is None:
+                    spark = spark_session()
+                    time_spark(b, args.topic, {0: min(e[0], 1000)}, spark)  # warm up the JVM and the connector
+                return time_spark(b, args.topic, e, spark)[0]
+
+            runs.append(("Spark scan local[2], cold (incl. session start)", cold))
+            runs.append(("Spark scan local[2], warm session", warm))
+        for name, fn in runs:
+            secs = fn()
+            results[name] = secs
+            print(f"{name:<50} {secs:8.1f} s  {total / secs:>12,.0f} records/s", flush=True)
+            rows.append((total, name, secs, total / secs))
+    if spark is not None:
+        spark.stop()
+    print("\n| records | reader | seconds | records/s | vs kcat |\n|---|---|---|---|---|")
+    kcat = {r[0]: r[2] for r in rows if r[1].startswith("kcat")}
+    for total, name, secs, rate in rows:
+        ratio = f"{secs / kcat[total]:.2f}x" if total in kcat else ""
+        print(f"| {total:,} | {name} | {secs:.1f} | {rate:,.0f} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
