@@ -206,6 +206,7 @@ class StepState:
     last_error: str | None = None
     compensated: bool = False
     first_change_seq: int = 0
+    action: str = ""  # description of the last change set out on (for "what state is the target in")
 
 
 @dataclass
@@ -301,6 +302,9 @@ def replay(records: list[dict[str, Any]], run_id: str = "") -> RunState:
                         st.first_change_seq = int(rec.get("seq", 0))
                     st.changed = True
                     st.applies += 1
+                    act = rec.get("action") or {}
+                    if not str(act.get("impact", "")).startswith("read-only"):  # waits change nothing
+                        st.action = str(act.get("description", ""))
                 if phase != "retry":
                     st.status = phase
                 if state.status in ("failed", "paused", "new"):

@@ -677,9 +677,13 @@ class Runner:
             passed=False,
             detail=f"stopped at {target.name} {step.label}; resumable",
         )
+        changes = [s.action for s in sorted(state.steps.values(), key=lambda s: s.first_change_seq)
+                   if s.target == target.name and s.changed and not s.compensated and s.action
+                   and not (s.index == step.index and not st.changed)]
+        where = (f"{target.name} so far: " + "; ".join(changes)) if changes else f"no change made on {target.name}"
         raise RunFailed(
             f"run {meta.run_id} stopped at {target.name} {step.label} of {len(target.steps)}: "
-            f"{type(exc).__name__}: {exc}. State: {done} step(s) verified; this step {partly}; "
+            f"{type(exc).__name__}: {exc}. State: {where}; {done} step(s) verified; this step {partly}; "
             f"the cluster lock on {bound.cluster} stays with the run",
             hint=f"fix the cause and `kafkaops resume {meta.run_id}`, or undo what this run changed with "
             f"`kafkaops runs abort {meta.run_id} --rollback --reason ...`",

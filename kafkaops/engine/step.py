@@ -101,7 +101,8 @@ class Action:
     Attributes:
         description: One line: what changes.
         commands: The exact commands or API calls, in order.
-        impact: Predicted impact (traffic moved, leaders that move, partitions losing a replica).
+        impact: Predicted impact (traffic moved, leaders that move, partitions losing a replica). Start it
+            with ``read-only`` for waits and checks: they are then left out of "what this run changed".
         rollback: How to undo it by hand, if the runbook declares no compensation.
         data: Anything ``apply`` needs from ``plan`` (JSON-serialisable; journaled).
         idempotent: ``False`` when applying twice would change the world twice (counters, elections);

@@ -22,7 +22,7 @@ def target_host(ctx: RunContext) -> Host:
     return services(ctx).host(ctx.target)
 
 
-def wait(ctx: RunContext, predicate: Callable[[], Any], *, what: str, timeout: float, interval: float = 1.0,
+def wait(ctx: RunContext, predicate: Callable[[], Any], *, what: str, timeout: float, interval: float = 0.5,
          stable_for: float = 0.0) -> Any:
     """``wait_until`` with live progress (at most one line every 5 s) and Ctrl-C as cancellation."""
     last = [-10.0]

@@ -38,7 +38,7 @@ class PostCheck(StepBase):
             return s.healthy, (f"{len(s.offline)} offline, {len(s.under_replicated)} URP, "
                                f"{len(s.under_min_isr)} under min ISR")
 
-        wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]), interval=2.0)
+        wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]), interval=0.5)
 
     def verify(self, ctx: RunContext) -> None:
         s = cluster_health(services(ctx).kafka.snapshot())

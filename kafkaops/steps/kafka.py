@@ -249,7 +249,7 @@ class WaitInSync(StepBase):
             return not missing, f"in sync in {hosted - len(missing)}/{hosted} partitions"
 
         wait(ctx, in_sync, what=f"broker {host.broker_id} back in every ISR", timeout=float(self.params["timeout"]),
-             interval=2.0)
+             interval=0.5)
 
 
 class PreferredElection(StepBase):
