@@ -27,6 +27,8 @@ NoElectionOpt = typer.Option(False, "--no-election", help="Skip the preferred-re
 SynWindowOpt = typer.Option("10s", "--syn-window", help="How long new SYNs must stay at zero after the depool.")
 StableOpt = typer.Option("5s", "--stable-for", help="Rolling: how long the cluster must be healthy between hosts.")
 GraceOpt = typer.Option("0s", "--grace", help="Rolling: an extra fixed pause between hosts.")
+AtEndOpt = typer.Option(False, "--election-at-end",
+                        help="Rolling: one preferred-replica election for the whole cluster after the last host.")
 
 
 def _echo(line: str) -> None:
@@ -114,13 +116,16 @@ def register(app: typer.Typer) -> None:
             yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: Output = OutputOpt,
             save_plan: Path | None = SavePlanOpt, force: bool = ForceOpt, isr_headroom: int = HeadroomOpt,
             no_election: bool = NoElectionOpt, syn_window: str = SynWindowOpt, stable_for: str = StableOpt,
-            grace: str = GraceOpt,
+            grace: str = GraceOpt, election_at_end: bool = AtEndOpt,
         ) -> None:
             from kafkaops.cli.wiring import find_cluster
 
             cluster = find_cluster(cluster_name, inventory)
+            if no_election and election_at_end:
+                raise typer.BadParameter("--no-election and --election-at-end contradict each other",
+                                         param_hint="--election-at-end")
             params = {**_params(force, isr_headroom, no_election, syn_window), "stable_for": stable_for,
-                      "grace": grace}
+                      "grace": grace, "election_at_end": election_at_end}
             run_runbook(runbook, cluster, list(cluster.hosts), params, reason=reason, task=task, yes=yes,
                         dry_run=dry_run, output=output, save_plan=save_plan)
 

@@ -42,6 +42,7 @@ class RunContext:
         kind: The step kind.
         pause_requested: True once the operator pressed Ctrl-C; long waits pass it to ``wait_until``.
         progress: Print one progress line (wait status, log recovery...).
+        targets: Every target of the run, in execution order (a step can tell the last one of a roll).
     """
 
     run_id: str
@@ -57,6 +58,7 @@ class RunContext:
     kind: str = ""
     pause_requested: Callable[[], bool] = field(default=_never, repr=False)
     progress: Callable[[str], None] = field(default=_discard, repr=False)
+    targets: tuple[str, ...] = ()
 
 
 class ContextFactory(Protocol):

@@ -242,6 +242,7 @@ class Runner:
             kind=step.kind,
             pause_requested=self.pause_requested,
             progress=self.echo,
+            targets=meta.targets,
         )
 
     @staticmethod

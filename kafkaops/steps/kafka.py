@@ -252,6 +252,16 @@ class WaitInSync(StepBase):
              interval=0.5)
 
 
+def _election_mode(step: StepBase, ctx: RunContext) -> str:
+    """``off``; ``broker`` (this broker's partitions, after each host); ``deferred`` (at_end, not the last
+    target yet); ``all`` (at_end on the last target: one election for the whole cluster)."""
+    if not step.params["enabled"]:
+        return "off"
+    if not step.params["at_end"]:
+        return "broker"
+    return "all" if not ctx.targets or ctx.target == ctx.targets[-1] else "deferred"
+
+
 class PreferredElection(StepBase):
     """Run a preferred-replica election for the partitions this broker should lead."""
 
@@ -259,27 +269,32 @@ class PreferredElection(StepBase):
         svc = services(ctx)
         host = target_host(ctx)
         snap = _snapshot(svc)
-        preferred = [p for p in snap.partitions if p.preferred_leader == host.broker_id]
-        pending = [partition_name(p) for p in leaders_not_preferred(snap, host.broker_id)]
-        return Observation({"host": host.name, "broker": host.broker_id, "enabled": bool(self.params["enabled"]),
+        mode = _election_mode(self, ctx)
+        broker = None if mode == "all" else host.broker_id
+        preferred = [p for p in snap.partitions if broker is None or p.preferred_leader == broker]
+        pending = [partition_name(p) for p in leaders_not_preferred(snap, broker)]
+        whose = "the cluster's" if broker is None else f"broker {host.broker_id}'s"
+        return Observation({"host": host.name, "broker": host.broker_id, "mode": mode,
                             "preferred": [[p.topic, p.partition] for p in preferred], "pending": pending,
                             "dry_run": ctx.dry_run},
-                           summary=f"broker {host.broker_id} leads {len(preferred) - len(pending)} of its "
-                                   f"{len(preferred)} preferred partitions")
+                           summary=f"{len(preferred) - len(pending)} of {whose} {len(preferred)} partitions "
+                                   "led by their preferred leader")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
-        if not d["enabled"]:
+        if d["mode"] == "off":
             return Noop("preferred-replica election disabled (--no-election)")
+        if d["mode"] == "deferred":
+            return Noop("preferred-replica election deferred to the end of the roll (--election-at-end)")
         todo = d["preferred"] if d["dry_run"] else [tp for tp in d["preferred"] if f"{tp[0]}-{tp[1]}" in d["pending"]]
         if not todo:
-            return Noop(f"broker {d['broker']} already leads all {len(d['preferred'])} of its preferred partitions")
+            return Noop(f"all {len(d['preferred'])} partitions already led by their preferred leader")
         listed = names([f"{t}-{p}" for t, p in todo])
+        whose = "of the whole cluster" if d["mode"] == "all" else f"whose preferred leader is {d['broker']}"
         return Action(
-            description=f"preferred-replica election for {len(todo)} partition(s) whose preferred leader is "
-                        f"{d['broker']}",
+            description=f"preferred-replica election for {len(todo)} partition(s) {whose}",
             commands=(f"AdminClient.elect_leaders(PREFERRED, [{listed}])",),
-            impact=f"{len(todo)} leader(s) move back to {d['broker']}",
+            impact=f"{len(todo)} leader(s) move back to their preferred replica",
             data={"partitions": todo},
         )
 
@@ -297,15 +312,17 @@ class VerifyLeaders(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = services(ctx)
         host = target_host(ctx)
-        pending = [partition_name(p) for p in leaders_not_preferred(_snapshot(svc), host.broker_id)]
-        return Observation({"broker": host.broker_id, "pending": pending, "enabled": bool(self.params["enabled"]),
-                            "dry_run": ctx.dry_run},
+        mode = _election_mode(self, ctx)
+        pending = [partition_name(p) for p in
+                   leaders_not_preferred(_snapshot(svc), None if mode == "all" else host.broker_id)]
+        return Observation({"broker": host.broker_id, "pending": pending, "mode": mode, "dry_run": ctx.dry_run},
                            summary=f"broker {host.broker_id}: {len(pending)} preferred partition(s) led elsewhere")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
-        if not d["enabled"]:
-            return Noop("leadership check skipped (--no-election)")
+        if d["mode"] in ("off", "deferred"):
+            return Noop("leadership check skipped with the election (" + ("--no-election)" if d["mode"] == "off"
+                                                                         else "deferred to the end of the roll)"))
         if not d["pending"] and not d["dry_run"]:
             return Noop(f"broker {d['broker']} leads all of its preferred partitions")
         return Action(description=f"wait until broker {d['broker']} leads its preferred partitions"
@@ -316,8 +333,10 @@ class VerifyLeaders(StepBase):
         svc = services(ctx)
         host = target_host(ctx)
 
+        broker = None if _election_mode(self, ctx) == "all" else host.broker_id
+
         def led() -> tuple[bool, str]:
-            pending = leaders_not_preferred(_snapshot(svc), host.broker_id)
+            pending = leaders_not_preferred(_snapshot(svc), broker)
             return not pending, f"{len(pending)} pending"
 
         wait(ctx, led, what=f"broker {host.broker_id} leading its preferred partitions",
@@ -361,10 +380,11 @@ register_step("kafka.stop_broker", StopBroker, [TIMEOUT])
 register_step("kafka.start_broker", StartBroker, [TIMEOUT])
 register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "duration", default=120.0)])
 register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)])
-register_step("kafka.preferred_election", PreferredElection, [
-    Param("enabled", "bool", default=True, help="false skips the election (--no-election)")])
-register_step("kafka.verify_leaders", VerifyLeaders, [
-    Param("timeout", "duration", default=120.0), Param("enabled", "bool", default=True)])
+ELECTION = [Param("enabled", "bool", default=True, help="false skips the election (--no-election)"),
+            Param("at_end", "bool", default=False,
+                  help="one election for every partition after the last target (--election-at-end)")]
+register_step("kafka.preferred_election", PreferredElection, ELECTION)
+register_step("kafka.verify_leaders", VerifyLeaders, [Param("timeout", "duration", default=120.0), *ELECTION])
 register_step("kafka.wait_healthy", WaitHealthy, [
     Param("stable_for", "duration", default=5.0, help="how long the cluster must stay healthy"),
     Param("timeout", "duration", default=1800.0),
