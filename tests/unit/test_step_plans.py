@@ -1,0 +1,110 @@
+"""The decisions step kinds make from what they observed (``plan`` is pure: no cluster needed)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import kafkaops.steps  # noqa: F401  - registers the kinds
+from kafkaops.engine.step import Action, Noop, Observation, get_step_kind
+from kafkaops.errors import SafetyRefusal
+from kafkaops.steps.kafka import _election_mode
+
+
+def step(kind: str, **params: Any) -> Any:
+    entry = get_step_kind(kind)
+    assert entry is not None
+    defaults = {p.name: p.default for p in entry.params}
+    return entry.create({**defaults, **params})
+
+
+def pool(pooled: str, before: str | None = None, peers_pooled: tuple[str, ...] = ("b", "c"),
+         peers_depooled: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"pooled": pooled, "weight": 10, "before_run": before, "peers_pooled": list(peers_pooled),
+            "peers_depooled": list(peers_depooled)}
+
+
+def test_depool_acts_on_a_pooled_host_and_names_the_confctl_command() -> None:
+    decision = step("conftool.depool").plan(Observation({"host": "a.lab", "services": {"eventbus": pool("yes")}}))
+    assert isinstance(decision, Action)
+    assert decision.commands == ("confctl depool --hostname a.lab --service eventbus",)
+
+
+def test_depool_is_a_noop_when_already_out() -> None:
+    decision = step("conftool.depool").plan(Observation({"host": "a.lab", "services": {"eventbus": pool("no")}}))
+    assert isinstance(decision, Noop) and "already out of the pool" in decision.reason
+
+
+def test_depool_refuses_while_another_host_is_out() -> None:
+    obs = Observation({"host": "a.lab", "services": {"eventbus": pool("yes", peers_pooled=("c",),
+                                                                       peers_depooled=("b.lab",))}})
+    with pytest.raises(SafetyRefusal, match=r"b\.lab is already out of the pool"):
+        step("conftool.depool").plan(obs)
+
+
+def test_repool_restores_only_what_this_run_depooled() -> None:
+    repool = step("conftool.repool")
+    ours = Observation({"host": "a.lab", "dry_run": False, "services": {"eventbus": pool("no", before="yes")}})
+    assert isinstance(repool.plan(ours), Action)
+    theirs = Observation({"host": "a.lab", "dry_run": False, "services": {"eventbus": pool("no", before=None)}})
+    decision = repool.plan(theirs)
+    assert isinstance(decision, Noop) and "leaving a.lab as found" in decision.reason
+    was_out = Observation({"host": "a.lab", "dry_run": False, "services": {"eventbus": pool("no", before="no")}})
+    assert isinstance(repool.plan(was_out), Noop)
+
+
+def test_reboot_is_done_once_the_boot_id_changed() -> None:
+    reboot = step("host.reboot")
+    base = {"host": "a", "reboot": "hostctl reboot", "boot_id_cmd": "hostctl boot-id"}
+    assert isinstance(reboot.plan(Observation({**base, "boot_id_before": None, "boot_id": "x"})), Action)
+    assert isinstance(reboot.plan(Observation({**base, "boot_id_before": "x", "boot_id": "x"})), Action)
+    done = reboot.plan(Observation({**base, "boot_id_before": "x", "boot_id": "y"}))
+    assert isinstance(done, Noop) and "already rebooted" in done.reason
+    # unreachable right now (still booting) is not "done"
+    assert isinstance(reboot.plan(Observation({**base, "boot_id_before": "x", "boot_id": None})), Action)
+
+
+def stop_obs(**impact: Any) -> Observation:
+    base_impact = {"moves": {"2": 3}, "loses_isr": ["t-0"], "below_min_isr": [], "offline": [],
+                   "is_controller": False}
+    return Observation({"host": "a", "broker": 1, "active": True, "command": "hostctl stop kafka",
+                        "state": {"registered": True, "leads": ["t-0"], "out_of_isr": [], "hosted": 1,
+                                  "controller": 2},
+                        "impact": {**base_impact, **impact}})
+
+
+def test_stop_broker_describes_the_impact() -> None:
+    decision = step("kafka.stop_broker").plan(stop_obs())
+    assert isinstance(decision, Action)
+    assert "3 leader(s) move: 3 to 2" in decision.impact and "1 partition(s) lose a replica" in decision.impact
+
+
+def test_stop_broker_refuses_at_the_last_moment_if_min_isr_would_break() -> None:
+    with pytest.raises(SafetyRefusal, match=r"below min\.insync\.replicas: t-3"):
+        step("kafka.stop_broker").plan(stop_obs(below_min_isr=["t-3"]))
+
+
+def test_stop_broker_is_a_noop_when_already_stopped() -> None:
+    obs = stop_obs()
+    data = {**obs.data, "active": False, "state": {**obs.data["state"], "registered": False}}
+    assert isinstance(step("kafka.stop_broker").plan(Observation(data)), Noop)
+
+
+@pytest.mark.parametrize(
+    ("enabled", "at_end", "target", "expected"),
+    [(False, False, "a", "off"), (True, False, "a", "broker"), (True, True, "a", "deferred"),
+     (True, True, "c", "all")],
+)
+def test_election_mode(enabled: bool, at_end: bool, target: str, expected: str) -> None:
+    s = step("kafka.preferred_election", enabled=enabled, at_end=at_end)
+    ctx = SimpleNamespace(target=target, targets=("a", "b", "c"))
+    assert _election_mode(s, ctx) == expected  # type: ignore[arg-type]
+
+
+def test_election_only_for_partitions_not_led_by_their_preferred_leader() -> None:
+    obs = Observation({"host": "a", "broker": 1, "mode": "broker", "dry_run": False,
+                       "preferred": [["t", 0], ["t", 1]], "pending": ["t-1"]})
+    decision = step("kafka.preferred_election").plan(obs)
+    assert isinstance(decision, Action) and decision.data["partitions"] == [["t", 1]]
