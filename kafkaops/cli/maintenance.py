@@ -25,6 +25,8 @@ ForceOpt = typer.Option(False, "--force", help="Proceed despite under-replicated
 HeadroomOpt = typer.Option(0, "--isr-headroom", help="Require N ISR replicas above min.insync.replicas.")
 NoElectionOpt = typer.Option(False, "--no-election", help="Skip the preferred-replica election.")
 SynWindowOpt = typer.Option("10s", "--syn-window", help="How long new SYNs must stay at zero after the depool.")
+NoScanOpt = typer.Option(False, "--no-scan", help="Post-check on metadata only (skip the Spark scan of the data).")
+SparkOpt = typer.Option("local[2]", "--spark-master", help="Where the post-check scan runs (spark://h:7077, yarn).")
 StableOpt = typer.Option("5s", "--stable-for", help="Rolling: how long the cluster must be healthy between hosts.")
 GraceOpt = typer.Option("0s", "--grace", help="Rolling: an extra fixed pause between hosts.")
 AtEndOpt = typer.Option(False, "--election-at-end",
@@ -85,8 +87,10 @@ def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, 
     err_console.print(f"journal: {result.journal}", highlight=False, soft_wrap=True)
 
 
-def _params(force: bool, headroom: int, no_election: bool, syn_window: str) -> dict[str, Any]:
-    return {"allow_urp": force, "isr_headroom": headroom, "election": not no_election, "syn_window": syn_window}
+def _params(force: bool, headroom: int, no_election: bool, syn_window: str, no_scan: bool,
+            spark_master: str) -> dict[str, Any]:
+    return {"allow_urp": force, "isr_headroom": headroom, "election": not no_election, "syn_window": syn_window,
+            "scan": not no_scan, "spark_master": spark_master}
 
 
 def register(app: typer.Typer) -> None:
@@ -99,12 +103,14 @@ def register(app: typer.Typer) -> None:
             inventory: Path | None = InventoryOpt, reason: str | None = ReasonOpt, task: str | None = TaskOpt,
             yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: Output = OutputOpt,
             save_plan: Path | None = SavePlanOpt, force: bool = ForceOpt, isr_headroom: int = HeadroomOpt,
-            no_election: bool = NoElectionOpt, syn_window: str = SynWindowOpt,
+            no_election: bool = NoElectionOpt, syn_window: str = SynWindowOpt, no_scan: bool = NoScanOpt,
+            spark_master: str = SparkOpt,
         ) -> None:
             from kafkaops.cli.wiring import find_host
 
             cluster, h = find_host(host, inventory)
-            run_runbook(runbook, cluster, [h], _params(force, isr_headroom, no_election, syn_window),
+            run_runbook(runbook, cluster, [h], _params(force, isr_headroom, no_election, syn_window, no_scan,
+                                                       spark_master),
                         reason=reason, task=task, yes=yes, dry_run=dry_run, output=output, save_plan=save_plan)
 
     def rolling(runbook: str, verb: str) -> None:
@@ -116,7 +122,8 @@ def register(app: typer.Typer) -> None:
             yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: Output = OutputOpt,
             save_plan: Path | None = SavePlanOpt, force: bool = ForceOpt, isr_headroom: int = HeadroomOpt,
             no_election: bool = NoElectionOpt, syn_window: str = SynWindowOpt, stable_for: str = StableOpt,
-            grace: str = GraceOpt, election_at_end: bool = AtEndOpt,
+            grace: str = GraceOpt, election_at_end: bool = AtEndOpt, no_scan: bool = NoScanOpt,
+            spark_master: str = SparkOpt,
         ) -> None:
             from kafkaops.cli.wiring import find_cluster
 
@@ -124,7 +131,8 @@ def register(app: typer.Typer) -> None:
             if no_election and election_at_end:
                 raise typer.BadParameter("--no-election and --election-at-end contradict each other",
                                          param_hint="--election-at-end")
-            params = {**_params(force, isr_headroom, no_election, syn_window), "stable_for": stable_for,
+            params = {**_params(force, isr_headroom, no_election, syn_window, no_scan, spark_master),
+                      "stable_for": stable_for,
                       "grace": grace, "election_at_end": election_at_end}
             run_runbook(runbook, cluster, list(cluster.hosts), params, reason=reason, task=task, yes=yes,
                         dry_run=dry_run, output=output, save_plan=save_plan)

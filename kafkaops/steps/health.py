@@ -1,34 +1,81 @@
-"""The closing post-check of every maintenance runbook: is the cluster healthy again?
+"""The baseline taken before a maintenance changes anything, and the post-check that ends it.
 
-Metadata first (offline, URP, under-min-ISR, preferred leaders) because it is instant; the Spark scan of
-the data itself (``kafkaops check``) runs when the post-check module is installed and ``scan`` is on.
-A failed post-check fails the run: maintenance is not done while the cluster is worse than before.
+``health.baseline`` saves an offsets snapshot (start/end offsets, leaders, ISR, configs per partition)
+in the run's directory, once per run. ``health.post_check`` first waits until no partition is offline,
+under-replicated or under min ISR, then — on the run's last target — compares against the baseline and
+scans the data written during the run with Spark (``kafkaops check``): truncation, offset gaps,
+timestamps, invalid events, produce-rate dips, DC parity. A failed post-check fails the run: maintenance
+is not done while the cluster is worse than before it.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kafkaops.engine.context import RunContext
-from kafkaops.engine.step import Action, Observation, Param, StepBase, register_step
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.safety import cluster_health
 from kafkaops.steps.common import names, services, wait
 
+_BASELINE = "baseline_snapshot"
+
+
+def _baseline_path(ctx: RunContext) -> Path | None:
+    from kafkaops.engine.journal import runs_dir
+
+    if not ctx.run_id:
+        return None
+    return runs_dir(services(ctx).home) / ctx.run_id / "baseline.json"
+
+
+class Baseline(StepBase):
+    """Take the baseline snapshot the post-check compares against (once per run)."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        taken = services(ctx).facts(ctx.run_id).get(_BASELINE)
+        return Observation({"taken": taken}, summary=f"baseline {'taken: ' + taken if taken else 'not taken yet'}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        if obs.data["taken"]:
+            return Noop(f"baseline already taken for this run ({obs.data['taken']})")
+        return Action(description="take a baseline snapshot: start/end offsets, leaders, ISR, configs of every "
+                                  "partition", commands=("AdminClient: metadata, list_offsets, describe_configs",),
+                      impact="read-only")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        from kafkaops.systems.offsets import offsets_snapshot
+
+        svc = services(ctx)
+        path = _baseline_path(ctx)
+        snap = offsets_snapshot(svc.cluster)
+        if path is not None:
+            snap.write(path)
+            svc.facts(ctx.run_id).set(_BASELINE, str(path))
+
 
 class PostCheck(StepBase):
-    """Post-check: no offline, URP or under-min-ISR partition; preferred leaders restored."""
+    """Post-check: cluster healthy again; on the last target, compare with the baseline and scan the data."""
+
+    def _scan_now(self, ctx: RunContext) -> bool:
+        return bool(self.params["scan"]) and (not ctx.targets or ctx.target == ctx.targets[-1])
 
     def observe(self, ctx: RunContext) -> Observation:
         summary = cluster_health(services(ctx).kafka.snapshot())
-        return Observation({"healthy": summary.healthy, "urp": len(summary.under_replicated),
-                            "offline": len(summary.offline), "under_min_isr": len(summary.under_min_isr),
-                            "preferred_ratio": round(summary.preferred_leader_ratio, 4), "dry_run": ctx.dry_run},
+        return Observation({"scan": self._scan_now(ctx), "spark_master": self.params["spark_master"]},
                            summary=f"{len(summary.under_replicated)} URP, {len(summary.offline)} offline, "
                                    f"preferred leaders {summary.preferred_leader_ratio:.0%}")
 
     def plan(self, obs: Observation) -> Action:
-        return Action(description="post-check: wait until no partition is offline, under-replicated or under "
-                                  f"min ISR (timeout {self.params['timeout']:.0f}s), then report leader balance",
-                      commands=("AdminClient metadata + topic configs",), impact="read-only")
+        scan = obs.data["scan"]
+        return Action(
+            description="post-check: wait until no partition is offline, under-replicated or under min ISR "
+                        f"(timeout {self.params['timeout']:.0f}s)"
+                        + (f"; then compare with the baseline and scan the data written during the run on Spark "
+                           f"({obs.data['spark_master']})" if scan else ""),
+            commands=("AdminClient metadata + topic configs",
+                      *(("kafkaops check <cluster> --baseline <run>/baseline.json",) if scan else ())),
+            impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = services(ctx)
@@ -41,7 +88,8 @@ class PostCheck(StepBase):
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]), interval=0.5)
 
     def verify(self, ctx: RunContext) -> None:
-        s = cluster_health(services(ctx).kafka.snapshot())
+        svc = services(ctx)
+        s = cluster_health(svc.kafka.snapshot())
         problems = [f"{len(s.offline)} offline" if s.offline else "",
                     f"{len(s.under_replicated)} under-replicated" if s.under_replicated else "",
                     f"{len(s.under_min_isr)} under min ISR" if s.under_min_isr else ""]
@@ -49,8 +97,39 @@ class PostCheck(StepBase):
             raise CheckFailed("post-check failed: " + ", ".join(p for p in problems if p) + " ("
                               + names([f"{p.topic}-{p.partition}" for p in (*s.offline, *s.under_replicated)])
                               + ")")
-        ctx.progress(f"  post-check: healthy; preferred leaders {s.preferred_leader_ratio:.0%}, "
+        ctx.progress(f"  post-check: metadata healthy; preferred leaders {s.preferred_leader_ratio:.0%}, "
                      f"leaders per broker {dict(sorted(s.leaders_by_broker.items()))}")
+        if self._scan_now(ctx):
+            self._scan(ctx)
+
+    def _scan(self, ctx: RunContext) -> None:
+        from kafkaops.health.check import run_post_check
+        from kafkaops.health.metadata import OffsetsSnapshot
+
+        svc = services(ctx)
+        taken = svc.facts(ctx.run_id).get(_BASELINE)
+        baseline = OffsetsSnapshot.read(Path(taken)) if taken else None
+        ctx.progress(f"  post-check: Spark scan of the data written since the baseline ({self.params['spark_master']})")
+        result = run_post_check(svc.cluster, baseline, spark_master=str(self.params["spark_master"]),
+                                topics_regex=str(self.params["topics"]) or None)
+        path = _baseline_path(ctx)
+        if path is not None:
+            from kafkaops.health.report import render_markdown
+
+            (path.parent / "post-check.md").write_text(render_markdown(result))
+        ctx.progress(f"  post-check: {result.summary()}"
+                     + (f" (report: {path.parent / 'post-check.md'})" if path is not None else ""))
+        try:
+            result.raise_if_unhealthy()
+        except CheckFailed as exc:
+            exc.retryable = False  # a scan's findings do not change by retrying
+            raise
 
 
-register_step("health.post_check", PostCheck, [Param("timeout", "duration", default=300.0)])
+register_step("health.baseline", Baseline, [])
+register_step("health.post_check", PostCheck, [
+    Param("timeout", "duration", default=300.0, help="how long the cluster may take to become healthy"),
+    Param("scan", "bool", default=True, help="compare with the baseline and scan the data on Spark (--no-scan)"),
+    Param("spark_master", "str", default="local[2]", help="local[N], spark://host:7077 or yarn"),
+    Param("topics", "str", default="", help="only topics matching this regex (default: all)"),
+])
