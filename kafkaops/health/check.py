@@ -265,8 +265,12 @@ def run_post_check(
         baseline_ends = {(p.topic, p.partition): p.log_end_offset for p in before.partitions}
     else:
         start_t = now.taken_at - (since if since is not None else 600.0)
-        baseline_ends = dict(kafka_offsets.offsets_for_times(
-            cluster.bootstrap_servers, keys, int(start_t * 1000), timeout=timeout)) if keys else {}
+        found = kafka_offsets.offsets_for_times(
+            cluster.bootstrap_servers, keys, int(start_t * 1000), timeout=timeout) if keys else {}
+        # A partition whose offset for that time could not be read is not scanned (rather than
+        # scanned from its very first record).
+        ends = {(p.topic, p.partition): p.log_end_offset for p in now.partitions}
+        baseline_ends = {k: (v if v is not None else ends.get(k)) for k, v in found.items()}
     win = window or (start_t, now.taken_at)
 
     findings: list[Finding] = list(metadata_findings(before, now))
