@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the embedded default, the local lab: install everything, bring the lab up, show the
-# cluster, show the reviewable plan for rebooting kafka1001, reboot it for real under load, and run the
-# post-check. The lab is taken down at the end (also on failure or Ctrl-C) unless KAFKAOPS_KEEP_LAB=1.
+# cluster, show the reviewable plan for rebooting kafka1001, reboot it for real under load, and end with
+# the Spark post-check's report against the baseline the run took before it changed anything. The lab is taken down at the end (also on failure or Ctrl-C) unless KAFKAOPS_KEEP_LAB=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
@@ -28,8 +28,12 @@ kafkaops lab load --seconds 75 --rate 100 -o json > "$KAFKAOPS_HOME/demo-load.js
 load_pid=$!
 sleep 3
 kafkaops reboot kafka1001 --yes --reason "kafkaops demo: rehearse a broker reboot on the lab" --syn-window 5s
+run=$(ls -t "$KAFKAOPS_HOME/runs" | head -1)
 step "load generator report (every acknowledged message must be read back exactly once)"
 wait "$load_pid"; load_pid=""
 cat "$KAFKAOPS_HOME/demo-load.json"
-step "post-check: kafkaops status lab"
+step "kafkaops status lab"
 kafkaops status lab
+step "post-check report: kafkaops check lab --baseline <run>/baseline.json   (Spark scan of the data)"
+kafkaops check lab --baseline "$KAFKAOPS_HOME/runs/$run/baseline.json" --chart "$KAFKAOPS_HOME/demo-post-check.png"
+echo "chart: $KAFKAOPS_HOME/demo-post-check.png   journal: $KAFKAOPS_HOME/runs/$run/journal.jsonl"
