@@ -215,6 +215,10 @@ class Runner:
         finally:
             signal.signal(signal.SIGINT, previous)
 
+    def _record(self, meta: _Meta, **fields: Any) -> None:
+        """One audit line for this run (run, operator, reason and task filled in)."""
+        self.audit.record(run=meta.run_id, operator=meta.operator, reason=meta.reason, task=meta.task, **fields)
+
     def _hook(self, point: str, target: str, step: BoundStep) -> None:
         if self.hook is not None:
             self.hook(point, target, step)
@@ -502,11 +506,8 @@ class Runner:
         self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = ""
     ) -> NoReturn:
         journal.append("paused", target=target.name, step=step.index, kind=step.kind, detail=detail)
-        self.audit.record(
-            run=meta.run_id,
-            operator=meta.operator,
-            reason=meta.reason,
-            task=meta.task,
+        self._record(
+            meta,
             target=target.name,
             step=step.label,
             action="pause",
@@ -555,11 +556,8 @@ class Runner:
                     result.skipped += 1
                 else:
                     journal.append("step_applying", action=decision.to_dict(), attempt=failures + 1, **base)
-                    self.audit.record(
-                        run=meta.run_id,
-                        operator=meta.operator,
-                        reason=meta.reason,
-                        task=meta.task,
+                    self._record(
+                        meta,
                         target=target.name,
                         step=step.label,
                         action=decision.description,
@@ -572,11 +570,8 @@ class Runner:
                     self._hook("after_apply", target.name, step)
                     journal.append("step_applied", **base)
                     self._hook("after_applied_record", target.name, step)
-                    self.audit.record(
-                        run=meta.run_id,
-                        operator=meta.operator,
-                        reason=meta.reason,
-                        task=meta.task,
+                    self._record(
+                        meta,
                         target=target.name,
                         step=step.label,
                         action=decision.description,
@@ -652,11 +647,8 @@ class Runner:
             error_type=type(exc).__name__,
             exit_code=code,
         )
-        self.audit.record(
-            run=meta.run_id,
-            operator=meta.operator,
-            reason=meta.reason,
-            task=meta.task,
+        self._record(
+            meta,
             target=target.name,
             step=step.label,
             action=step.kind,
@@ -796,11 +788,8 @@ class Runner:
                 journal.append(
                     "compensate_applying", compensation=comp.kind, action=decision.to_dict(), **base
                 )
-                self.audit.record(
-                    run=meta.run_id,
-                    operator=meta.operator,
-                    reason=meta.reason,
-                    task=meta.task,
+                self._record(
+                    meta,
                     target=target.name,
                     step=step.label,
                     action=decision.description,
@@ -810,11 +799,8 @@ class Runner:
                 journal.append("compensate_applied", compensation=comp.kind, **base)
                 self._verify(obj, ctx, policy, journal, base, target, comp_step)
                 journal.append("compensate_verified", compensation=comp.kind, **base)
-                self.audit.record(
-                    run=meta.run_id,
-                    operator=meta.operator,
-                    reason=meta.reason,
-                    task=meta.task,
+                self._record(
+                    meta,
                     target=target.name,
                     step=step.label,
                     action=decision.description,

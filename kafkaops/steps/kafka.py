@@ -179,8 +179,8 @@ class StartBroker(StepBase):
              what=f"broker {host.broker_id} registered", timeout=timeout)
 
 
-class VerifyNotLeader(StepBase):
-    """Wait until the stopped broker leads no partition and has left the ISRs."""
+class _BrokerStateStep(StepBase):
+    """Observes one broker's registration, leadership and ISR membership (for the waits below)."""
 
     def observe(self, ctx: RunContext) -> Observation:
         svc = services(ctx)
@@ -188,6 +188,10 @@ class VerifyNotLeader(StepBase):
         state = _state(_snapshot(svc), host.broker_id)
         return Observation({"host": host.name, "broker": host.broker_id, "state": state, "dry_run": ctx.dry_run},
                            summary=f"broker {host.broker_id}: {_lead_summary(state)}")
+
+
+class VerifyNotLeader(_BrokerStateStep):
+    """Wait until the stopped broker leads no partition and has left the ISRs."""
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -214,15 +218,8 @@ class VerifyNotLeader(StepBase):
              timeout=float(self.params["timeout"]))
 
 
-class WaitInSync(StepBase):
+class WaitInSync(_BrokerStateStep):
     """Wait until the broker is registered and back in the ISR of every partition it hosts."""
-
-    def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
-        host = target_host(ctx)
-        state = _state(_snapshot(svc), host.broker_id)
-        return Observation({"host": host.name, "broker": host.broker_id, "state": state, "dry_run": ctx.dry_run},
-                           summary=f"broker {host.broker_id}: {_lead_summary(state)}")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
