@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkaops.errors import ConfigError
 from kafkaops.inventory import DEFAULT_INVENTORY_DIR, load_inventory
 from kafkaops.model import Cluster, Host
+
+if TYPE_CHECKING:
+    from kafkaops.engine.lock import LockBackend
 
 
 def inventory_files() -> list[Path]:
@@ -67,7 +71,7 @@ def _services(cluster_name: str, *, dry_run: bool = False) -> object:
     return Services(find_cluster(cluster_name))
 
 
-def _lock(cluster_name: str) -> object:
+def _lock(cluster_name: str) -> LockBackend:
     from kafkaops.engine.journal import kafkaops_home
     from kafkaops.engine.lock import FileLockBackend, ZooKeeperLockBackend
 
@@ -88,4 +92,4 @@ def register_all() -> None:
     if context._factory is None:
         context.set_context_factory(_services)  # type: ignore[arg-type]
     if lock._lock_factory is None:
-        lock.set_lock_factory(_lock)  # type: ignore[arg-type]
+        lock.set_lock_factory(_lock)

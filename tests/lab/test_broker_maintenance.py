@@ -9,20 +9,17 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from harness import Load, kafkaops, spawn
 from invariants import PoolWatch, SynWatch, journal, only_run, quiet_windows_hold
 
 from kafkaops.cli.status import collect
 from kafkaops.errors import LockHeldError, SafetyRefusal
 from kafkaops.lab.host import LabHost
-from kafkaops.lab.load import LoadReport, run_load
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
 
@@ -34,40 +31,6 @@ FAST = ["--syn-window", "3s", "--stable-for", "3s"]
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
-
-
-def kafkaops(home: Path, cluster: Cluster, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source}
-    return subprocess.run([sys.executable, "-m", "kafkaops.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
-
-
-def spawn(home: Path, cluster: Cluster, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source}
-    return subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
-
-
-class Load:
-    """The load generator in a background thread for the duration of a block."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self.stop = threading.Event()
-        self.report: LoadReport | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        self.report = run_load(self.cluster, 3600, rate=100, http_rate=8, stop=self.stop)
-
-    def __enter__(self) -> Load:
-        self.thread.start()
-        time.sleep(2)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(400)
 
 
 def assert_clean_end(cluster: Cluster) -> None:

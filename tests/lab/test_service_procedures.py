@@ -12,9 +12,6 @@ import os
 import re
 import shlex
 import signal
-import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,6 +20,7 @@ from typing import Any
 
 import pytest
 import requests
+from harness import Load, kafkaops, spawn
 from invariants import PoolWatch, journal, only_run
 
 from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
@@ -30,7 +28,6 @@ from kafkaops.engine.journal import Journal
 from kafkaops.errors import Interrupted, RunFailed
 from kafkaops.lab.deploy import add_release, deploy_log
 from kafkaops.lab.host import LabHost
-from kafkaops.lab.load import LoadReport, run_load
 from kafkaops.model import Cluster, Host
 from kafkaops.systems.conftool import Conftool, read_pools
 
@@ -42,19 +39,6 @@ FAST = ["--syn-window", "3s", "--log-window", "1s"]
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
-
-
-def kafkaops(home: Path, cluster: Cluster, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source}
-    return subprocess.run([sys.executable, "-m", "kafkaops.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
-
-
-def spawn(home: Path, cluster: Cluster, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source}
-    return subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True,
-                            stdin=subprocess.DEVNULL)
 
 
 def info(host: Host) -> dict[str, Any]:
@@ -84,28 +68,6 @@ def new_release(broken: str | None = None) -> str:
     return rev
 
 
-class Load:
-    """HTTP through the VIP (and a little Kafka traffic) in a background thread for a block."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self.stop = threading.Event()
-        self.report: LoadReport | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        self.report = run_load(self.cluster, 3600, rate=20, http_rate=10, stop=self.stop)
-
-    def __enter__(self) -> Load:
-        self.thread.start()
-        time.sleep(2)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(300)
-
-
 @pytest.fixture
 def svc_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
     """A lab whose hosts all run eventbus, pooled; afterwards, any run the test left is rolled back."""
@@ -132,7 +94,7 @@ def _restore(cluster: Cluster) -> None:
 def test_rolling_deploy_and_rolling_restart_under_load_lose_no_request(svc_lab: Cluster, home: Path) -> None:
     cluster = svc_lab
     rev = new_release()
-    with Load(cluster) as load, PoolWatch(cluster) as pools:
+    with Load(cluster, rate=20, http_rate=10) as load, PoolWatch(cluster) as pools:
         deploy = kafkaops(home, cluster, "rolling-deploy", "lab", "--service", "eventbus", "--rev", rev,
                           "--message", f"deploy {rev}", "--yes", "--reason", "test deploy", *FAST)
         assert deploy.returncode == 0, deploy.stdout + deploy.stderr
@@ -162,7 +124,7 @@ def test_sigkill_mid_deploy_then_resume_deploys_each_target_once(svc_lab: Cluste
     cluster = svc_lab
     rev = new_release()
     victim = cluster.hosts[1].name
-    with Load(cluster) as load, PoolWatch(cluster) as pools:
+    with Load(cluster, rate=20, http_rate=10) as load, PoolWatch(cluster) as pools:
         proc = spawn(home, cluster, "rolling-deploy", "lab", "--service", "eventbus", "--rev", rev, "--canary", "0",
                      "--message", f"deploy {rev}", "--yes", "--reason", "kill test", *FAST)
         deadline = time.monotonic() + 300

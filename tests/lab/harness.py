@@ -1,0 +1,51 @@
+"""How lab tests drive kafkaops: the real CLI in a subprocess (own KAFKAOPS_HOME), and background load."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from kafkaops.lab.load import LoadReport, run_load
+from kafkaops.model import Cluster
+
+
+def _env(home: os.PathLike[str] | str, cluster: Cluster) -> dict[str, str]:
+    return {**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source}
+
+
+def kafkaops(home: os.PathLike[str] | str, cluster: Cluster, *args: str,
+             timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """Run ``kafkaops ARGS`` to completion against ``cluster``'s inventory."""
+    return subprocess.run([sys.executable, "-m", "kafkaops.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, env=_env(home, cluster))
+
+
+def spawn(home: os.PathLike[str] | str, cluster: Cluster, *args: str) -> subprocess.Popen[str]:
+    """Start ``kafkaops ARGS`` in its own process group (so a test can SIGKILL all of it)."""
+    return subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=_env(home, cluster), start_new_session=True)
+
+
+class Load:
+    """The load generator in a background thread for the duration of a ``with`` block."""
+
+    def __init__(self, cluster: Cluster, *, rate: float = 100, http_rate: float = 8) -> None:
+        self.cluster, self.rate, self.http_rate = cluster, rate, http_rate
+        self.stop = threading.Event()
+        self.report: LoadReport | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        self.report = run_load(self.cluster, 3600, rate=self.rate, http_rate=self.http_rate, stop=self.stop)
+
+    def __enter__(self) -> Load:
+        self.thread.start()
+        time.sleep(2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(400)
