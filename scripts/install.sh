@@ -44,6 +44,10 @@ if [ ! -f "$CACHE/jars/kafka/kafka_2.13-$kafka_version.jar" ] || [ ! -f "$CACHE/
 fi
 spark_version=$($PYTHON -c 'import pyspark; print(pyspark.__version__)')
 if [ ! -f "$CACHE/jars/spark/spark-sql-kafka-0-10_2.13-$spark_version.jar" ]; then
-  resolve scripts/maven/spark-kafka.pom.xml "$CACHE/jars/spark" -Dspark.version="$spark_version"
+  # pyspark ships Hadoop, Scala, slf4j, snappy, lz4, spark-tags... itself (other patch versions would clash):
+  # copy only what the Kafka source adds.
+  resolve scripts/maven/spark-kafka.pom.xml "$CACHE/jars/spark" -Dspark.version="$spark_version" \
+    -DexcludeGroupIds=org.apache.hadoop,org.scala-lang,org.slf4j,org.xerial.snappy,org.lz4 \
+    -DexcludeArtifactIds=spark-tags_2.13,scala-parallel-collections_2.13,jsr305
 fi
 say "ready: kafka $kafka_version jars, spark connector $spark_version, $($PYTHON -m kafkaops.cli.main --version)"
