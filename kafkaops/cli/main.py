@@ -26,7 +26,7 @@ app = typer.Typer(
     ),
     epilog=_EPILOG,
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
 
