@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from kafkaops.cli.common import Output, console, err_console, print_json
 from kafkaops.errors import LabError
@@ -60,6 +59,8 @@ def status(output: Output = OutputOpt) -> None:
     if output == Output.json:
         print_json({"healthy": healthy, "components": [c.to_dict() for c in components]})
     else:
+        from rich.table import Table
+
         table = Table(title="kafkaops lab")
         for col in ("component", "address", "pid", "health", "detail"):
             table.add_column(col)
@@ -129,6 +130,8 @@ def load(
     if output == Output.json:
         print_json(report.to_dict())
     else:
+        from rich.table import Table
+
         table = Table(title=f"load on {report.topic} for {report.seconds:.1f}s")
         table.add_column("measure")
         table.add_column("value", justify="right")

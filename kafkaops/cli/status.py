@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from kafkaops.cli.common import Output, console, print_json
 
@@ -68,6 +67,8 @@ def _render(data: dict[str, Any]) -> None:
                   f"offline {count('offline')}, under-replicated {count('under_replicated')}, "
                   f"under min ISR {count('under_min_isr')}, at min ISR {len(data['at_min_isr'])}, "
                   f"preferred leaders {data['preferred_leader_ratio']:.0%}")
+    from rich.table import Table
+
     table = Table()
     for col in ("host", "broker", "dc/rack", "registered", "leaders", "preferred", "pooled"):
         table.add_column(col)
