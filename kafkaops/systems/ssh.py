@@ -128,7 +128,11 @@ class SshClient:
         jump_spec = t.proxy_jump or ""
         user, _, rest = jump_spec.rpartition("@")
         host, _, port = rest.partition(":")
+        # The bastion authenticates with its own ~/.ssh/config identity if it has one, else with the
+        # target's key (one operator key across the fleet and its bastions is the common case).
+        own = _resolve(SshEndpoint(address=host), self.ssh_config).key_files
         jump = SshClient(SshEndpoint(address=host, port=int(port) if port else None, user=user or None,
+                                     key_file=None if own else (t.key_files[0] if t.key_files else None),
                                      known_hosts=t.known_hosts), name=f"jump {host}",
                          connect_timeout=self.connect_timeout, ssh_config=self.ssh_config)
         self._jump = jump

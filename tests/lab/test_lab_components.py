@@ -153,3 +153,19 @@ def test_up_refuses_when_already_up_and_changes_nothing(lab_cluster: Cluster) ->
     with pytest.raises(LabError, match="already up"):
         lab.up(lab_cluster)
     assert sorted(c.pid for c in lab.status() if c.pid) == pids
+
+
+def test_ssh_through_a_proxy_jump(lab_cluster: Cluster) -> None:
+    """A bastion in the middle (ProxyJump): kafka1001 forwards to kafka1002, host keys checked on both."""
+    from dataclasses import replace
+
+    jump, target = lab_cluster.hosts[0], lab_cluster.hosts[1]
+    via = replace(target.ssh, proxy_jump=f"{jump.ssh.address}:{jump.ssh.port}")
+    client = SshClient(via, name=target.name)
+    try:
+        assert client.run("echo $KAFKAOPS_LAB_HOST").stdout.strip() == target.name
+        # the session really rode on a channel of the jump host's connection
+        assert client._jump is not None and client._jump.connect().get_transport().is_active()
+        assert client.connect().get_transport().sock.__class__.__name__ == "Channel"
+    finally:
+        client.close()
