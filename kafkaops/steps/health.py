@@ -81,7 +81,9 @@ class PostCheck(StepBase):
         svc = services(ctx)
 
         def healthy() -> tuple[bool, str]:
-            s = cluster_health(svc.kafka.snapshot())
+            snap = svc.kafka.snapshot()
+            svc.sample_urp(ctx.run_id, snap)
+            s = cluster_health(snap)
             return s.healthy, (f"{len(s.offline)} offline, {len(s.under_replicated)} URP, "
                                f"{len(s.under_min_isr)} under min ISR")
 
@@ -111,14 +113,19 @@ class PostCheck(StepBase):
         baseline = OffsetsSnapshot.read(Path(taken)) if taken else None
         ctx.progress(f"  post-check: Spark scan of the data written since the baseline ({self.params['spark_master']})")
         result = run_post_check(svc.cluster, baseline, spark_master=str(self.params["spark_master"]),
-                                topics_regex=str(self.params["topics"]) or None)
+                                topics_regex=str(self.params["topics"]) or None,
+                                urp_samples=svc.urp_samples(ctx.run_id))
         path = _baseline_path(ctx)
         if path is not None:
-            from kafkaops.health.report import render_markdown
+            from kafkaops.health.report import render_chart, render_markdown
 
             (path.parent / "post-check.md").write_text(render_markdown(result))
+            try:
+                render_chart(result, path.parent / "post-check.png")
+            except ImportError:  # matplotlib is optional; the report stands without its chart
+                pass
         ctx.progress(f"  post-check: {result.summary()}"
-                     + (f" (report: {path.parent / 'post-check.md'})" if path is not None else ""))
+                     + (f" (report: {path.parent / 'post-check.md'}, chart: post-check.png)" if path else ""))
         try:
             result.raise_if_unhealthy()
         except CheckFailed as exc:

@@ -26,9 +26,12 @@ from kafkaops.steps.common import names, services, target_host, wait
 from kafkaops.steps.services import Services
 
 
-def _snapshot(svc: Services, *, configs: bool = False) -> ClusterSnapshot:
-    """Leaders/ISR always; topic configs (min ISR) only where a decision needs them."""
-    return svc.kafka.snapshot(with_configs=configs)
+def _snapshot(svc: Services, *, configs: bool = False, run_id: str = "") -> ClusterSnapshot:
+    """Leaders/ISR always; topic configs (min ISR) only where a decision needs them. Every snapshot taken
+    during a run is also a URP sample for the post-check's chart."""
+    snap = svc.kafka.snapshot(with_configs=configs)
+    svc.sample_urp(run_id, snap)
+    return snap
 
 
 def _state(snap: ClusterSnapshot, broker: int) -> dict[str, Any]:
@@ -54,7 +57,7 @@ class Preflight(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = services(ctx)
         host = target_host(ctx)
-        snap = _snapshot(svc, configs=True)
+        snap = _snapshot(svc, configs=True, run_id=ctx.run_id)
         result = preflight(snap, host.broker_id, allow_urp=bool(self.params["allow_urp"]),
                            isr_headroom=int(self.params["isr_headroom"]))
         impact = result.impact
@@ -86,7 +89,7 @@ class StopBroker(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = services(ctx)
         host = target_host(ctx)
-        snap = _snapshot(svc, configs=True)
+        snap = _snapshot(svc, configs=True, run_id=ctx.run_id)
         active = svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
         impact = stop_impact(snap, host.broker_id)
         moves: dict[int, int] = {}
@@ -185,7 +188,7 @@ class _BrokerStateStep(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = services(ctx)
         host = target_host(ctx)
-        state = _state(_snapshot(svc), host.broker_id)
+        state = _state(_snapshot(svc, run_id=ctx.run_id), host.broker_id)
         return Observation({"host": host.name, "broker": host.broker_id, "state": state, "dry_run": ctx.dry_run},
                            summary=f"broker {host.broker_id}: {_lead_summary(state)}")
 
@@ -210,7 +213,7 @@ class VerifyNotLeader(_BrokerStateStep):
         host = target_host(ctx)
 
         def gone() -> tuple[bool, str]:
-            s = _state(_snapshot(svc), host.broker_id)
+            s = _state(_snapshot(svc, run_id=ctx.run_id), host.broker_id)
             in_isr = s["hosted"] - len(s["out_of_isr"])
             return not s["leads"] and in_isr == 0, f"leads {len(s['leads'])}, in {in_isr} ISRs"
 
@@ -238,7 +241,7 @@ class WaitInSync(_BrokerStateStep):
         host = target_host(ctx)
 
         def in_sync() -> tuple[bool, str]:
-            snap = _snapshot(svc)
+            snap = _snapshot(svc, run_id=ctx.run_id)
             if host.broker_id not in snap.brokers:
                 return False, "not registered yet (starting, or recovering its logs)"
             missing = partitions_not_in_isr(snap, host.broker_id)
@@ -265,7 +268,7 @@ class PreferredElection(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = services(ctx)
         host = target_host(ctx)
-        snap = _snapshot(svc)
+        snap = _snapshot(svc, run_id=ctx.run_id)
         mode = _election_mode(self, ctx)
         broker = None if mode == "all" else host.broker_id
         preferred = [p for p in snap.partitions if broker is None or p.preferred_leader == broker]
@@ -311,7 +314,7 @@ class VerifyLeaders(StepBase):
         host = target_host(ctx)
         mode = _election_mode(self, ctx)
         pending = [partition_name(p) for p in
-                   leaders_not_preferred(_snapshot(svc), None if mode == "all" else host.broker_id)]
+                   leaders_not_preferred(_snapshot(svc, run_id=ctx.run_id), None if mode == "all" else host.broker_id)]
         return Observation({"broker": host.broker_id, "pending": pending, "mode": mode, "dry_run": ctx.dry_run},
                            summary=f"broker {host.broker_id}: {len(pending)} preferred partition(s) led elsewhere")
 
@@ -333,7 +336,7 @@ class VerifyLeaders(StepBase):
         broker = None if _election_mode(self, ctx) == "all" else host.broker_id
 
         def led() -> tuple[bool, str]:
-            pending = leaders_not_preferred(_snapshot(svc), broker)
+            pending = leaders_not_preferred(_snapshot(svc, run_id=ctx.run_id), broker)
             return not pending, f"{len(pending)} pending"
 
         wait(ctx, led, what=f"broker {host.broker_id} leading its preferred partitions",
@@ -344,7 +347,7 @@ class WaitHealthy(StepBase):
     """Gate: the cluster is healthy (no URP, no offline, full ISR) for a stability window."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        summary = cluster_health(_snapshot(services(ctx), configs=True))
+        summary = cluster_health(_snapshot(services(ctx), configs=True, run_id=ctx.run_id))
         return Observation({"urp": len(summary.under_replicated), "offline": len(summary.offline)},
                            summary=f"{len(summary.under_replicated)} URP, {len(summary.offline)} offline")
 
@@ -359,7 +362,7 @@ class WaitHealthy(StepBase):
         svc = services(ctx)
 
         def healthy() -> tuple[bool, str]:
-            s = cluster_health(_snapshot(svc, configs=True))
+            s = cluster_health(_snapshot(svc, configs=True, run_id=ctx.run_id))
             return s.healthy, f"{len(s.under_replicated)} URP, {len(s.offline)} offline"
 
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]),

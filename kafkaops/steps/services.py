@@ -147,6 +147,25 @@ class Services:
         if self._ssh is not None:
             self._ssh.get(host.name, host.ssh).close()
 
+    def sample_urp(self, run_id: str, snapshot: Any) -> None:
+        """Append (time, under-replicated partitions) to the run's ``urp.jsonl``: the post-check's chart
+        shows what the cluster went through during the run, not only before and after."""
+        if not run_id:
+            return
+        from kafkaops.engine.journal import runs_dir
+
+        urp = sum(1 for p in snapshot.partitions if p.under_replicated)
+        with open(runs_dir(self.home) / run_id / "urp.jsonl", "a") as f:
+            f.write(json.dumps([round(snapshot.taken_at, 3), urp]) + "\n")
+
+    def urp_samples(self, run_id: str) -> list[tuple[float, int]]:
+        from kafkaops.engine.journal import runs_dir
+
+        path = runs_dir(self.home) / run_id / "urp.jsonl"
+        if not run_id or not path.exists():
+            return []
+        return [(float(t), int(n)) for t, n in (json.loads(line) for line in path.read_text().splitlines() if line)]
+
     def facts(self, run_id: str) -> RunFacts:
         if not run_id:
             return _DRY_FACTS.setdefault(id(self), RunFacts(None))
