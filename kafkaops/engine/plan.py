@@ -206,11 +206,24 @@ def diff_observations(old: Sequence[PlannedStep], new: Sequence[PlannedStep]) ->
         for field_name in sorted(set(fa) | set(fb)):
             va, vb = fa.get(field_name, "<absent>"), fb.get(field_name, "<absent>")
             if canonical_json(va) != canonical_json(vb):
-                lines.append(
-                    f"{a.key}: {field_name or 'observation'} was {canonical_json(va)}, "
-                    f"now {canonical_json(vb)}"
-                )
+                lines.append(f"{a.key}: {field_name or 'observation'} {_change(va, vb)}")
     return lines
+
+
+def _change(old: Any, new: Any, shown: int = 3) -> str:
+    """``was X, now Y`` for scalars; for lists, the sizes and a few of the items added and removed."""
+    if isinstance(old, list) and isinstance(new, list):
+        added = [x for x in new if x not in old]
+        removed = [x for x in old if x not in new]
+
+        def few(items: list[Any]) -> str:
+            text = ", ".join(str(x) for x in items[:shown])
+            return text + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+        parts = [f"+{len(added)} ({few(added)})" if added else "",
+                 f"-{len(removed)} ({few(removed)})" if removed else ""]
+        return f"{len(old)} -> {len(new)} items: " + " ".join(p for p in parts if p)
+    return f"was {canonical_json(old)}, now {canonical_json(new)}"
 
 
 # --- rendering -------------------------------------------------------------------------------------

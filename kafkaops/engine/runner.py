@@ -332,9 +332,9 @@ class Runner:
             fresh = self.dry_run(bound, services=services, operator=operator, reason=why, task=task)
             if compute_fingerprint(fresh.steps) != plan.fingerprint:
                 changes = diff_observations(plan.steps, fresh.steps) or ["observations differ"]
+                listed = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
                 raise StalePlanError(
-                    f"the plan is stale: {len(changes)} observation(s) changed since it was made: "
-                    + "; ".join(changes),
+                    f"the plan is stale: {len(changes)} observation(s) changed since it was made: {listed}",
                     hint="review a fresh plan: re-run with --dry-run --save-plan FILE",
                 )
         except BaseException:

@@ -198,3 +198,31 @@ def test_dry_run_markdown_shows_live_impact_and_changes_nothing(healthy_lab: Clu
     assert LabHost.named("kafka1002").boot_id() == boot
     assert all(b["pooled"] == "yes" for b in collect(cluster)["brokers"])
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+
+
+def test_saved_plan_applies_when_unchanged_and_is_refused_when_stale(healthy_lab: Cluster, home: Path,
+                                                                     tmp_path: Path) -> None:
+    from kafkaops.errors import StalePlanError
+
+    cluster = healthy_lab
+    stale, fresh = tmp_path / "stale.json", tmp_path / "fresh.json"
+    saved = kafkaops(home, cluster, "restart", "kafka1001", "--dry-run", "--reason", "plan test",
+                     "--save-plan", str(stale), *FAST[:2])
+    assert saved.returncode == 0 and stale.exists(), saved.stderr
+    bounce = LabHost.named("kafka1002")  # its leaders move to kafka1001 and back only by election
+    bounce.stop("kafka")
+    bounce.start("kafka")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not collect(cluster)["healthy"]:
+        time.sleep(1)
+    refused = kafkaops(home, cluster, "apply", str(stale))
+    assert refused.returncode == StalePlanError.exit_code, refused.stdout + refused.stderr
+    assert "the plan is stale" in refused.stderr and "state.leads" in refused.stderr
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+    KafkaAdmin(cluster.bootstrap_servers).elect_preferred_leaders()
+    time.sleep(2)
+    saved = kafkaops(home, cluster, "restart", "kafka1001", "--dry-run", "--reason", "plan test",
+                     "--save-plan", str(fresh), *FAST[:2])
+    applied = kafkaops(home, cluster, "apply", str(fresh))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert len(list((home / "runs").iterdir())) == 1
