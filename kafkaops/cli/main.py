@@ -40,8 +40,19 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    inventory: str | None = typer.Option(
+        None, "--inventory", "-i", metavar="FILE",
+        help="Inventory for every command (else $KAFKAOPS_INVENTORY, else inventory/*.yaml is searched)."),
 ) -> None:
     """Kafka operators' runbooks as safe, resumable procedures."""
+    if inventory:
+        from pathlib import Path
+
+        from kafkaops.errors import ConfigError
+
+        if not Path(inventory).is_file():
+            raise ConfigError(f"{inventory}: no such inventory file", hint="check the --inventory path")
+        os.environ["KAFKAOPS_INVENTORY"] = str(Path(inventory).resolve())
 
 
 def _register() -> None:

@@ -52,3 +52,9 @@ def test_exit_codes_are_unique_and_documented() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "exit-codes.md").read_text()
     for code in EXIT_CODES:
         assert f"| {code} |" in docs, f"exit code {code} missing from docs/exit-codes.md"
+
+
+def test_global_inventory_option_is_checked_first(tmp_path: Path) -> None:
+    result = _run("--inventory", str(tmp_path / "nope.yaml"), "status", "lab")
+    assert result.returncode == ConfigError.exit_code
+    assert "no such inventory file" in result.stderr
