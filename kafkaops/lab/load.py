@@ -55,11 +55,26 @@ class _Reader(threading.Thread):
             "isolation.level": "read_committed",
         })
         md = self.consumer.list_topics(topic, timeout=10)
-        tps = []
-        for p in md.topics[topic].partitions:
-            _low, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            tps.append(TopicPartition(topic, p, high))
-        self.consumer.assign(tps)
+        self.consumer.assign([TopicPartition(topic, p, self._high_watermark(topic, p))
+                              for p in md.topics[topic].partitions])
+
+    def _high_watermark(self, topic: str, partition: int, timeout: float = 60.0) -> int:
+        """Where this run starts reading a partition, retried while its leadership moves.
+
+        The load runs during maintenance, and a leader election (a broker stopping, a preferred
+        election just done) answers NOT_LEADER until the client's metadata catches up.
+        """
+        from confluent_kafka import KafkaException, TopicPartition
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                _low, high = self.consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+                return int(high)
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def run(self) -> None:
         while not self.stop.is_set():
