@@ -83,8 +83,8 @@ def main() -> None:
             by_kind[kind] = by_kind.get(kind, 0.0) + r["ts"] - t0
     print(f"args: {' '.join(extra) or '(defaults)'}")
     print(f"wall time of rolling-restart (plan included): {wall:6.1f} s")
-    for b, f in floors.items():
-        print(f"  floor of broker {b}: {f:5.1f} s")
+    for b, secs_down in floors.items():
+        print(f"  floor of broker {b}: {secs_down:5.1f} s")
     print(f"sum of floors: {total:6.1f} s   overhead ratio: {wall / total:4.2f}  (target <= 1.10)")
     print("time per step kind (observe -> verified, summed over hosts):")
     for kind, secs in sorted(by_kind.items(), key=lambda kv: -kv[1]):

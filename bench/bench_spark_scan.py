@@ -8,6 +8,13 @@ batches, lz4), then reads exactly the same offset ranges three ways:
 * the post-check's Spark scan (``kafkaops.health.spark_job.run_scan``), end to end including the
   SparkSession start, and again warm (session reused: the per-scan cost on a long-lived driver).
 
+Two floors explain where the scan's time goes (``--skip floors`` leaves them out):
+
+* Kafka's own Java consumer (``org.apache.kafka.tools.ConsumerPerformance``, JVM start included): what
+  the JVM's Kafka client costs, i.e. the floor for any JVM reader;
+* Spark's Kafka source alone (``df.count()`` on the same ranges, warm session, no kernel): the floor for
+  a scan built on ``spark.read.format("kafka")``.
+
 With ``--sizes 10000000,50000000`` it tops the topic up to each size and reports whether the scan time
 grows near-linearly. The driver-side metadata checks have their own benchmark:
 ``bench/bench_metadata_checks.py`` (100,000 partitions).
@@ -25,6 +32,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -92,12 +100,43 @@ def time_confluent(bootstrap: str, topic: str, end: dict[int, int]) -> tuple[flo
             if m.error():
                 continue
             n += 1
-            p = m.partition()
-            if m.offset() >= end[p] - 1:
+            p, offset = m.partition(), m.offset()
+            if p is not None and offset is not None and offset >= end[p] - 1:
                 remaining.discard(p)
     elapsed = time.monotonic() - t
     c.close()
     return elapsed, n
+
+
+def time_java_consumer(bootstrap: str, topic: str, end: dict[int, int]) -> float:
+    """Kafka's ConsumerPerformance tool reading the same records (JVM start included)."""
+    from kafkaops.lab.paths import kafka_jars
+
+    props = Path(tempfile.mkdtemp(prefix="kafkaops-bench-")) / "consumer.properties"
+    props.write_text("max.poll.records=100000\n")
+    t = time.monotonic()
+    subprocess.run(["java", "-cp", f"{kafka_jars()}/*", "org.apache.kafka.tools.ConsumerPerformance",
+                    "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(sum(end.values())),
+                    "--timeout", "60000", "--consumer.config", str(props)],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.monotonic() - t
+
+
+def time_spark_source(bootstrap: str, topic: str, end: dict[int, int], spark: Any) -> float:
+    """Spark's Kafka source alone: ``count()`` over the same ranges, with the scan's consumer options."""
+    import json
+
+    t = time.monotonic()
+    n = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("assign", json.dumps({topic: sorted(end)}))
+         .option("startingOffsets", json.dumps({topic: {str(p): 0 for p in end}}))
+         .option("endingOffsets", json.dumps({topic: {str(p): e for p, e in end.items()}}))
+         .option("failOnDataLoss", "false").option("kafka.max.poll.records", "100000")
+         .option("kafka.max.partition.fetch.bytes", str(4 << 20)).option("kafka.fetch.max.bytes", str(16 << 20))
+         .load().count())
+    elapsed = time.monotonic() - t
+    assert n == sum(end.values()), (n, sum(end.values()))
+    return elapsed
 
 
 def time_spark(bootstrap: str, topic: str, end: dict[int, int], spark: Any = None) -> tuple[float, int]:
@@ -117,7 +156,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=24)
     ap.add_argument("--sizes", default="10000000", help="comma-separated record counts to scan")
     ap.add_argument("--replication", type=int, default=1)
-    ap.add_argument("--skip", default="", help="comma-separated: kcat,confluent,spark")
+    ap.add_argument("--skip", default="", help="comma-separated: kcat,confluent,floors,spark")
     args = ap.parse_args()
     if not shutil.which("kcat"):
         raise SystemExit("kcat is not installed")
@@ -140,9 +179,15 @@ def main() -> None:
         results: dict[str, float] = {}
         runs: list[tuple[str, Callable[[], float]]] = []
         if "kcat" not in skip:
-            runs.append(("kcat -C to /dev/null", lambda e=end: time_kcat(b, args.topic, e)))
+            def read_kcat(e: dict[int, int] = end) -> float:
+                return time_kcat(b, args.topic, e)
+
+            runs.append(("kcat -C to /dev/null", read_kcat))
         if "confluent" not in skip:
-            runs.append(("confluent-kafka, 1 process", lambda e=end: time_confluent(b, args.topic, e)[0]))
+            def confluent(e: dict[int, int] = end) -> float:
+                return time_confluent(b, args.topic, e)[0]
+
+            runs.append(("confluent-kafka, 1 process", confluent))
         if "spark" not in skip:
             def cold(e: dict[int, int] = end) -> float:
                 t = time.monotonic()
@@ -160,6 +205,19 @@ def main() -> None:
 
             runs.append(("Spark scan local[2], cold (incl. session start)", cold))
             runs.append(("Spark scan local[2], warm session", warm))
+        if "floors" not in skip:
+            def source(e: dict[int, int] = end) -> float:
+                nonlocal spark
+                if spark is None:
+                    spark = spark_session()
+                    time_spark(b, args.topic, {0: min(e[0], 1000)}, spark)
+                return time_spark_source(b, args.topic, e, spark)
+
+            def java(e: dict[int, int] = end) -> float:
+                return time_java_consumer(b, args.topic, e)
+
+            runs.append(("floor: Java consumer (ConsumerPerformance)", java))
+            runs.append(("floor: Spark Kafka source count(), warm", source))
         for name, fn in runs:
             secs = fn()
             results[name] = secs
