@@ -5,15 +5,13 @@ batches, lz4), then reads exactly the same offset ranges three ways:
 
 * ``kcat -C ... -e`` to /dev/null (librdkafka in C, the floor for "just read it"),
 * one Python process with confluent-kafka's ``Consumer.consume(10000)`` (what a naive checker does),
-* the post-check's Spark scan (``kafkaops.health.spark_job.run_scan``), end to end including the
-  SparkSession start, and again warm (session reused: the per-scan cost on a long-lived driver).
+* the post-check's Spark scan (``kafkaops.health.spark_job.run_scan``), with a new session (its start
+  included; for the first size also the JVM's), and again warm (session reused: the per-scan cost on a
+  long-lived driver).
 
-Two floors explain where the scan's time goes (``--skip floors`` leaves them out):
-
-* Kafka's own Java consumer (``org.apache.kafka.tools.ConsumerPerformance``, JVM start included): what
-  the JVM's Kafka client costs, i.e. the floor for any JVM reader;
-* Spark's Kafka source alone (``df.count()`` on the same ranges, warm session, no kernel): the floor for
-  a scan built on ``spark.read.format("kafka")``.
+A floor explains where the scan's time goes (``--skip floors`` leaves it out): Kafka's own Java
+consumer (``org.apache.kafka.tools.ConsumerPerformance``, JVM start included), what the JVM's Kafka
+client costs, i.e. the floor for the scan's reader.
 
 With ``--sizes 10000000,50000000`` it tops the topic up to each size and reports whether the scan time
 grows near-linearly. The driver-side metadata checks have their own benchmark:
@@ -122,23 +120,6 @@ def time_java_consumer(bootstrap: str, topic: str, end: dict[int, int]) -> float
     return time.monotonic() - t
 
 
-def time_spark_source(bootstrap: str, topic: str, end: dict[int, int], spark: Any) -> float:
-    """Spark's Kafka source alone: ``count()`` over the same ranges, with the scan's consumer options."""
-    import json
-
-    t = time.monotonic()
-    n = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-         .option("assign", json.dumps({topic: sorted(end)}))
-         .option("startingOffsets", json.dumps({topic: {str(p): 0 for p in end}}))
-         .option("endingOffsets", json.dumps({topic: {str(p): e for p, e in end.items()}}))
-         .option("failOnDataLoss", "false").option("kafka.max.poll.records", "100000")
-         .option("kafka.max.partition.fetch.bytes", str(4 << 20)).option("kafka.fetch.max.bytes", str(16 << 20))
-         .load().count())
-    elapsed = time.monotonic() - t
-    assert n == sum(end.values()), (n, sum(end.values()))
-    return elapsed
-
-
 def time_spark(bootstrap: str, topic: str, end: dict[int, int], spark: Any = None) -> tuple[float, int]:
     ranges = tuple(ScanRange(topic, p, 0, e, 0) for p, e in sorted(end.items()))
     t = time.monotonic()
@@ -190,6 +171,11 @@ def main() -> None:
             runs.append(("confluent-kafka, 1 process", confluent))
         if "spark" not in skip:
             def cold(e: dict[int, int] = end) -> float:
+                # A fresh session: getOrCreate would hand back the warm one of an earlier size.
+                nonlocal spark
+                if spark is not None:
+                    spark.stop()
+                    spark = None
                 t = time.monotonic()
                 s = spark_session()
                 time_spark(b, args.topic, e, s)
@@ -203,21 +189,13 @@ def main() -> None:
                     time_spark(b, args.topic, {0: min(e[0], 1000)}, spark)  # warm up the JVM and the connector
                 return time_spark(b, args.topic, e, spark)[0]
 
-            runs.append(("Spark scan local[2], cold (incl. session start)", cold))
+            runs.append(("Spark scan local[2], new session (start incl.)", cold))
             runs.append(("Spark scan local[2], warm session", warm))
         if "floors" not in skip:
-            def source(e: dict[int, int] = end) -> float:
-                nonlocal spark
-                if spark is None:
-                    spark = spark_session()
-                    time_spark(b, args.topic, {0: min(e[0], 1000)}, spark)
-                return time_spark_source(b, args.topic, e, spark)
-
             def java(e: dict[int, int] = end) -> float:
                 return time_java_consumer(b, args.topic, e)
 
             runs.append(("floor: Java consumer (ConsumerPerformance)", java))
-            runs.append(("floor: Spark Kafka source count(), warm", source))
         for name, fn in runs:
             secs = fn()
             results[name] = secs
@@ -228,7 +206,8 @@ def main() -> None:
     # An RF-1 topic below the lab's min.insync.replicas would make every later pre-flight refuse.
     from confluent_kafka.admin import AdminClient
 
-    for fut in AdminClient({"bootstrap.servers": b}).delete_topics([args.topic]).values():
+    deleter = AdminClient({"bootstrap.servers": b})  # kept alive until its futures resolve
+    for fut in deleter.delete_topics([args.topic]).values():
         fut.result(30)
     print("\n| records | reader | seconds | records/s | vs kcat |\n|---|---|---|---|---|")
     kcat = {r[0]: r[2] for r in rows if r[1].startswith("kcat")}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install everything kafkaops and its lab need, idempotently, on a fresh Debian machine:
-#   Debian packages (etcd, OpenSSH server, tcpdump, kcat, Java, Maven),
-#   the project with its extras (pip), and the jars (Maven Central, cached outside git):
-#   Kafka 3.9 broker + CLI tools + log4j binding, and the Spark Kafka connector matching pyspark.
+#   Debian packages (etcd, OpenSSH server, tcpdump, kcat, a JDK, Maven),
+#   the project with its extras (pip), the jars (Maven Central, cached outside git): Kafka 3.9 broker
+#   + CLI tools + log4j binding, and the post-check's Spark reader, compiled here against pyspark.
 # Re-running it only checks; it downloads nothing that is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ CACHE=${KAFKAOPS_CACHE:-$HOME/.cache/kafkaops}
 say() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
 
 # 1. Debian packages -------------------------------------------------------------------------------
-debs=(etcd-server etcd-client openssh-server openssh-client tcpdump kcat openjdk-17-jre-headless maven procps iproute2)
+debs=(etcd-server etcd-client openssh-server openssh-client tcpdump kcat openjdk-17-jdk-headless maven procps iproute2)
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -42,12 +42,6 @@ kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' script
 if [ ! -f "$CACHE/jars/kafka/kafka_2.13-$kafka_version.jar" ] || [ ! -f "$CACHE/jars/kafka/kafka-tools-$kafka_version.jar" ]; then
   resolve scripts/maven/kafka.pom.xml "$CACHE/jars/kafka"
 fi
-spark_version=$($PYTHON -c 'import pyspark; print(pyspark.__version__)')
-if [ ! -f "$CACHE/jars/spark/spark-sql-kafka-0-10_2.13-$spark_version.jar" ]; then
-  # pyspark ships Hadoop, Scala, slf4j, snappy, lz4, spark-tags... itself (other patch versions would clash):
-  # copy only what the Kafka source adds.
-  resolve scripts/maven/spark-kafka.pom.xml "$CACHE/jars/spark" -Dspark.version="$spark_version" \
-    -DexcludeGroupIds=org.apache.hadoop,org.scala-lang,org.slf4j,org.xerial.snappy,org.lz4 \
-    -DexcludeArtifactIds=spark-tags_2.13,scala-parallel-collections_2.13,jsr305
-fi
-say "ready: kafka $kafka_version jars, spark connector $spark_version, $($PYTHON -m kafkaops.cli.main --version)"
+# 4. The post-check's Spark reader (kafkaops/health/jvm), built against this pyspark + kafka-clients --
+scan_jar=$($PYTHON -m kafkaops.health.scan_jar)
+say "ready: kafka $kafka_version jars, scan reader $(basename "$scan_jar"), $($PYTHON -m kafkaops.cli.main --version)"

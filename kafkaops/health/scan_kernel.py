@@ -2,8 +2,9 @@
 
 Why a kernel and not Spark SQL: the order checks (offset gaps, timestamp going backwards and by how
 much) need each record's predecessor *in offset order*. A Spark window (``lag() over (partition by
-topic, partition order by offset)``) shuffles and sorts every record; but the Kafka source already
-hands each task one contiguous, offset-ordered range of one partition. So each task streams its
+topic, partition order by offset)``) shuffles and sorts every record; but the reader
+(``jvm/KafkaRangeSource.java``) already hands each task whole partition ranges, each in offset order
+(a task's partitions interleave; the state is kept per ``key``). So each task streams its
 Arrow batches through this kernel (``mapInArrow``), keeps O(1) state per partition plus a per-minute
 histogram, and emits one small JSON summary per partition segment. The driver merges segments
 (:func:`kafkaops.health.data.merge_segments`), checking the seams between them.

@@ -6,11 +6,12 @@ The same code runs on ``local[2]`` for the lab and a small cluster, and on any s
 master (``--spark-master``) when the fleet is large; the driver stays small (it only collects one
 summary per partition).
 
-How: the Spark Kafka source with offsets pinned per partition (``assign`` + ``startingOffsets`` /
-``endingOffsets`` JSON, so the scan is reproducible and never races the producers), JSON parsing of
-event topics done in the JVM (``from_json``), then one pass per task through
-:mod:`kafkaops.health.scan_kernel` (``mapInArrow``: no shuffle, no sort). ``failOnDataLoss=false``
-because holes are what we are looking for: the kernel counts them instead of the job dying on them.
+How: our columnar Kafka reader (:mod:`kafkaops.health.scan_jar`) reads exact offset ranges per
+partition (pinned, so the scan is reproducible and never races the producers), in as many tasks as the
+cluster has cores, each task one consumer over a group of partitions balanced by record count; JSON
+parsing of event topics is done in the JVM (``from_json``), then one pass per task through
+:mod:`kafkaops.health.scan_kernel` (``mapInArrow``: no shuffle, no sort). Deleted or compacted
+records do not fail the job: holes are what we are looking for, and the kernel counts them.
 
 It can also be submitted on its own (``spark-submit kafkaops/health/spark_job.py --spec SPEC.json
 --out RESULT.json``) when the driver must run inside the cluster (YARN cluster mode).
@@ -32,15 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import ConfigError, KafkaOpsError, UnreachableError
-from kafkaops.health import scan_kernel
+from kafkaops.health import scan_jar, scan_kernel
 from kafkaops.health.data import ScanRange, ScanResult, Thresholds, merge_segments, segments_from_json
 
-__all__ = ["DEFAULT_MASTER", "ScanSpec", "connector_jars", "run_scan", "spark_session"]
+__all__ = ["DEFAULT_MASTER", "ScanSpec", "run_scan", "spark_session", "task_groups"]
 
 DEFAULT_MASTER = "local[2]"
-#: Jars of the Spark Kafka source (the cache dir may hold others that pyspark already ships).
-CONNECTOR_PREFIXES = ("spark-sql-kafka-0-10_", "spark-token-provider-kafka-0-10_", "kafka-clients-",
-                      "commons-pool2-")
 
 _LOG4J2 = """\
 status = error
@@ -99,30 +97,13 @@ class ScanSpec:
         )
 
 
-def connector_jars(directory: Path | None = None) -> list[str]:
-    """The Spark Kafka connector jars from the cache (``scripts/install.sh`` fills it).
-
-    Raises:
-        ConfigError: A connector jar is missing.
-    """
-    from kafkaops.lab.paths import spark_jars
-
-    d = directory or spark_jars()
-    jars = sorted(str(p) for p in d.glob("*.jar") if p.name.startswith(CONNECTOR_PREFIXES))
-    missing = [pre.rstrip("-_") for pre in CONNECTOR_PREFIXES if not any(Path(j).name.startswith(pre) for j in jars)]
-    if missing:
-        raise ConfigError(f"Spark Kafka connector jars missing from {d}: {', '.join(missing)}",
-                          hint="run scripts/install.sh")
-    return jars
-
-
 def _loopback(master: str) -> bool:
     return master.startswith("local") or any(h in master for h in ("127.0.0.1", "localhost"))
 
 
 def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | None = None,
                   app_name: str = "kafkaops-check") -> Any:
-    """A quiet, small-driver SparkSession with the Kafka connector on ``spark.jars``.
+    """A quiet, small-driver SparkSession with the scan's Kafka reader on ``spark.jars``.
 
     Args:
         master: ``local[N]``, ``spark://host:7077``, ``yarn``...
@@ -144,7 +125,7 @@ def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | Non
         log_conf.write_text(_LOG4J2)
     java_opts = f"-Dlog4j2.configurationFile={log_conf}"
     settings: dict[str, str] = {
-        "spark.jars": ",".join(connector_jars()),
+        "spark.jars": ",".join(scan_jar.spark_jars()),
         # In local mode the executors live in the driver JVM: it needs the executor's share too.
         "spark.driver.memory": "1g" if master.startswith("local") else "512m",
         "spark.executor.memory": "1g",
@@ -181,38 +162,41 @@ def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | Non
     return spark
 
 
-def _source(spark: Any, spec: ScanSpec, ranges: Sequence[ScanRange]) -> Any:
-    assign: dict[str, list[int]] = {}
-    starting: dict[str, dict[str, int]] = {}
-    ending: dict[str, dict[str, int]] = {}
-    for r in ranges:
-        assign.setdefault(r.topic, []).append(r.partition)
-        starting.setdefault(r.topic, {})[str(r.partition)] = r.start
-        ending.setdefault(r.topic, {})[str(r.partition)] = r.end
-    reader = (spark.read.format("kafka")
+def task_groups(ranges: Sequence[ScanRange], tasks: int) -> list[list[ScanRange]]:
+    """Split ranges into at most ``tasks`` groups of near-equal record counts (largest first, to the lightest).
+
+    One task per group, one consumer per task: fewer, fuller tasks than one per partition, so a
+    consumer is not created per partition and a task's partitions on different brokers are fetched
+    in parallel.
+    """
+    groups: list[list[ScanRange]] = [[] for _ in range(max(1, min(tasks, len(ranges))))]
+    loads = [0] * len(groups)
+    for r in sorted(ranges, key=lambda r: r.end - r.start, reverse=True):
+        i = loads.index(min(loads))
+        groups[i].append(r)
+        loads[i] += r.end - r.start
+    return [g for g in groups if g]
+
+
+def _source(spark: Any, spec: ScanSpec, ranges: Sequence[ScanRange], tid: Mapping[str, int], *,
+            events: bool) -> Any:
+    groups = task_groups(ranges, int(spark.sparkContext.defaultParallelism))
+    encoded = "|".join(";".join(f"{r.topic}:{r.partition}:{r.start}:{r.end}:"
+                                f"{scan_kernel.make_key(tid[r.topic], r.partition)}" for r in g) for g in groups)
+    reader = (spark.read.format(scan_jar.DATA_SOURCE)
               .option("kafka.bootstrap.servers", spec.bootstrap)
-              .option("assign", json.dumps(assign))
-              .option("startingOffsets", json.dumps(starting))
-              .option("endingOffsets", json.dumps(ending))
-              .option("failOnDataLoss", "false")
-              # Few, large polls: the consumer's per-poll overhead dominated with the defaults (500).
-              .option("kafka.max.poll.records", "100000")
-              .option("kafka.max.partition.fetch.bytes", str(4 << 20))
-              .option("kafka.fetch.max.bytes", str(16 << 20))
-              .option("kafka.receive.buffer.bytes", str(1 << 20)))
+              .option("ranges", encoded)
+              .option("withValue", str(events).lower()))
     for k, v in spec.kafka_options.items():
         reader = reader.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
     return reader.load()
 
 
-def _columns(df: Any, topics: Sequence[str], *, events: bool) -> Any:
-    """Project the source to the kernel's input columns (fewer for non-event topics)."""
+def _columns(df: Any, *, events: bool) -> Any:
+    """Add the JSON verdict of event topics (the reader already gives ``key``, ``offset``, ``ts``)."""
     from pyspark.sql import functions as F
 
-    ids = F.create_map(*[x for i, t in enumerate(topics) for x in (F.lit(t), F.lit(i))])
-    key = F.shiftleft(F.element_at(ids, F.col("topic")).cast("long"), 32).bitwiseOR(F.col("partition").cast("long"))
-    cols = [key.alias("key"), F.col("offset").cast("long").alias("offset"),
-            F.unix_millis(F.col("timestamp")).alias("ts")]
+    cols = [F.col("key"), F.col("offset"), F.col("ts")]
     if not events:
         return df.select(*cols)
     parsed = F.from_json(F.col("value").cast("string"), "meta struct<dt:string>, _corrupt string",
@@ -223,7 +207,7 @@ def _columns(df: Any, topics: Sequence[str], *, events: bool) -> Any:
                   .otherwise(F.lit(scan_kernel.JSON_OK)))
     return df.select(
         *cols,
-        F.col("timestampType").cast("int").alias("ts_type"),
+        F.col("ts_type"),
         json_state.cast("byte").alias("json_state"),
         F.unix_millis(dt).alias("dt_ms"),
     )
@@ -275,7 +259,7 @@ def run_scan(spec: ScanSpec, *, master: str = DEFAULT_MASTER, spark: Any = None,
         for events in (True, False):
             part = [r for r in to_read if (r.topic in spec.event_topics) == events]
             if part:
-                df = _columns(_source(session, spec, part), topics, events=events)
+                df = _columns(_source(session, spec, part, tid, events=events), events=events)
                 outputs.append(df.mapInArrow(kernel, scan_kernel.OUTPUT_SCHEMA))
         union = outputs[0] if len(outputs) == 1 else outputs[0].unionAll(outputs[1])
         rows = union.collect()

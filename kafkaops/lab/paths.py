@@ -24,10 +24,6 @@ def kafka_jars() -> Path:
     return cache_dir() / "jars" / "kafka"
 
 
-def spark_jars() -> Path:
-    return cache_dir() / "jars" / "spark"
-
-
 @dataclass(frozen=True)
 class HostDirs:
     """The directories of one lab host: its 'disk'."""
