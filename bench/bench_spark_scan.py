@@ -9,9 +9,12 @@ batches, lz4), then reads exactly the same offset ranges three ways:
   included; for the first size also the JVM's), and again warm (session reused: the per-scan cost on a
   long-lived driver).
 
-A floor explains where the scan's time goes (``--skip floors`` leaves it out): Kafka's own Java
-consumer (``org.apache.kafka.tools.ConsumerPerformance``, JVM start included), what the JVM's Kafka
-client costs, i.e. the floor for the scan's reader.
+Two floors explain where the scan's time goes (``--skip floors`` leaves them out):
+
+* Kafka's own Java consumer (``org.apache.kafka.tools.ConsumerPerformance``, JVM start included): what
+  the JVM's Kafka client costs, i.e. the floor for the scan's reader;
+* Spark's own Kafka source alone (``spark.read.format("kafka")...count()``, warm session, connector
+  jars from ``scripts/install.sh``): the reader the scan replaced, and why.
 
 With ``--sizes 10000000,50000000`` it tops the topic up to each size and reports whether the scan time
 grows near-linearly. The driver-side metadata checks have their own benchmark:
@@ -39,11 +42,21 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from kafkaops.health import scan_jar  # noqa: E402
 from kafkaops.health.data import ScanRange  # noqa: E402
-from kafkaops.health.spark_job import ScanSpec, run_scan, spark_session  # noqa: E402
+from kafkaops.health.spark_job import ScanSpec, run_scan  # noqa: E402
+from kafkaops.health.spark_job import spark_session as scan_session  # noqa: E402
 from kafkaops.inventory import load_inventory  # noqa: E402
+from kafkaops.lab.paths import cache_dir  # noqa: E402
 from kafkaops.systems.kafka import KafkaAdmin, TopicSpec  # noqa: E402
 from kafkaops.systems.offsets import list_offsets  # noqa: E402
+
+
+def spark_session() -> Any:
+    """The scan's session plus Spark's Kafka connector (for the source floor); our kafka-clients first."""
+    connector = [str(j) for j in sorted((cache_dir() / "jars" / "spark").glob("*.jar"))
+                 if not j.name.startswith("kafka-clients-")]
+    return scan_session(conf={"spark.jars": ",".join(scan_jar.spark_jars() + connector)})
 
 
 def ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
@@ -118,6 +131,23 @@ def time_java_consumer(bootstrap: str, topic: str, end: dict[int, int]) -> float
                     "--timeout", "60000", "--consumer.config", str(props)],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     return time.monotonic() - t
+
+
+def time_spark_source(bootstrap: str, topic: str, end: dict[int, int], spark: Any) -> float:
+    """Spark's Kafka source alone: ``count()`` over the same ranges, tuned as the scan once tuned it."""
+    import json
+
+    t = time.monotonic()
+    n = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("assign", json.dumps({topic: sorted(end)}))
+         .option("startingOffsets", json.dumps({topic: {str(p): 0 for p in end}}))
+         .option("endingOffsets", json.dumps({topic: {str(p): e for p, e in end.items()}}))
+         .option("failOnDataLoss", "false").option("kafka.max.poll.records", "100000")
+         .option("kafka.max.partition.fetch.bytes", str(4 << 20)).option("kafka.fetch.max.bytes", str(16 << 20))
+         .load().count())
+    elapsed = time.monotonic() - t
+    assert n == sum(end.values()), (n, sum(end.values()))
+    return elapsed
 
 
 def time_spark(bootstrap: str, topic: str, end: dict[int, int], spark: Any = None) -> tuple[float, int]:
@@ -195,7 +225,15 @@ def main() -> None:
             def java(e: dict[int, int] = end) -> float:
                 return time_java_consumer(b, args.topic, e)
 
+            def source(e: dict[int, int] = end) -> float:
+                nonlocal spark
+                if spark is None:
+                    spark = spark_session()
+                    time_spark(b, args.topic, {0: min(e[0], 1000)}, spark)
+                return time_spark_source(b, args.topic, e, spark)
+
             runs.append(("floor: Java consumer (ConsumerPerformance)", java))
+            runs.append(("floor: Spark's Kafka source count(), warm", source))
         for name, fn in runs:
             secs = fn()
             results[name] = secs

@@ -2,7 +2,8 @@
 # Install everything kafkaops and its lab need, idempotently, on a fresh Debian machine:
 #   Debian packages (etcd, OpenSSH server, tcpdump, kcat, a JDK, Maven),
 #   the project with its extras (pip), the jars (Maven Central, cached outside git): Kafka 3.9 broker
-#   + CLI tools + log4j binding, and the post-check's Spark reader, compiled here against pyspark.
+#   + CLI tools + log4j binding, Spark's Kafka connector matching pyspark, and the post-check's own
+#   Spark reader, compiled here against pyspark.
 # Re-running it only checks; it downloads nothing that is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,16 @@ kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' script
 if [ ! -f "$CACHE/jars/kafka/kafka_2.13-$kafka_version.jar" ] || [ ! -f "$CACHE/jars/kafka/kafka-tools-$kafka_version.jar" ]; then
   resolve scripts/maven/kafka.pom.xml "$CACHE/jars/kafka"
 fi
+spark_version=$($PYTHON -c 'import pyspark; print(pyspark.__version__)')
+if [ ! -f "$CACHE/jars/spark/spark-sql-kafka-0-10_2.13-$spark_version.jar" ]; then
+  # Spark's own Kafka source, matching pyspark: the baseline bench/bench_spark_scan.py measures our
+  # reader against, and `spark.read.format("kafka")` for ad-hoc digging (docs/health-check.md).
+  # pyspark ships Hadoop, Scala, slf4j, snappy, lz4, spark-tags... itself (other patch versions would
+  # clash): copy only what the Kafka source adds.
+  resolve scripts/maven/spark-kafka.pom.xml "$CACHE/jars/spark" -Dspark.version="$spark_version" \
+    -DexcludeGroupIds=org.apache.hadoop,org.scala-lang,org.slf4j,org.xerial.snappy,org.lz4 \
+    -DexcludeArtifactIds=spark-tags_2.13,scala-parallel-collections_2.13,jsr305
+fi
 # 4. The post-check's Spark reader (kafkaops/health/jvm), built against this pyspark + kafka-clients --
 scan_jar=$($PYTHON -m kafkaops.health.scan_jar)
-say "ready: kafka $kafka_version jars, scan reader $(basename "$scan_jar"), $($PYTHON -m kafkaops.cli.main --version)"
+say "ready: kafka $kafka_version jars, spark connector $spark_version, scan reader $(basename "$scan_jar"), $($PYTHON -m kafkaops.cli.main --version)"
