@@ -51,7 +51,7 @@ def check(
     Exit 0 when healthy, 9 when any finding is critical or a warning (each one names topic, partition,
     check and how bad), 3 on a configuration error, 4 when Kafka or Spark failed.
     """
-    from kafkaops.health.check import parse_duration, run_post_check
+    from kafkaops.health.check import URP_SAMPLES, parse_duration, read_urp_samples, run_post_check
     from kafkaops.health.metadata import OffsetsSnapshot
     from kafkaops.health.report import render_chart, render_markdown, render_table
 
@@ -65,9 +65,11 @@ def check(
         conf[key.strip()] = value.strip()
     cluster = _cluster(cluster_name, inventory)
     base = OffsetsSnapshot.read(baseline) if baseline else None
+    # A run's baseline.json has the URP samples of that run beside it: the chart shows the run.
+    samples = read_urp_samples(baseline.parent / URP_SAMPLES) if baseline else []
     result = run_post_check(
         cluster, base, topics_regex=topics, spark_master=spark_master, window=None,
-        since=parse_duration(since) if since else None, scan=not no_scan, spark_conf=conf,
+        since=parse_duration(since) if since else None, scan=not no_scan, spark_conf=conf, urp_samples=samples,
     )
     if chart is not None:
         render_chart(result, chart)

@@ -14,9 +14,11 @@ the retryable :class:`~kafkaops.errors.CheckFailed` the runner understands.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import CheckFailed, ConfigError
@@ -194,6 +196,29 @@ def plan_ranges(now: OffsetsSnapshot, baseline_ends: Mapping[tuple[str, int], in
         start = check_from if ctx is None else min(max(ctx, log_start), check_from)
         out.append(ScanRange(p.topic, p.partition, start, end, check_from))
     return tuple(out)
+
+
+#: What a run writes beside its ``baseline.json``: one ``[unix seconds, URP]`` JSON array per line.
+URP_SAMPLES = "urp.jsonl"
+
+
+def read_urp_samples(path: Path) -> list[tuple[float, int]]:
+    """The URP counts a run sampled while it worked (``urp.jsonl``); none when the file is absent.
+
+    A run appends a sample at each step that looks at the cluster, so the chart shows what the cluster
+    went through during the run, not only before and after. A torn last line (a run killed while
+    writing) is skipped.
+    """
+    samples: list[tuple[float, int]] = []
+    if not path.is_file():
+        return samples
+    for line in path.read_text().splitlines():
+        try:
+            t, n = json.loads(line)
+            samples.append((float(t), int(n)))
+        except (ValueError, TypeError):
+            continue
+    return samples
 
 
 def _urp(snap: OffsetsSnapshot) -> int:

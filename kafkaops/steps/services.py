@@ -153,18 +153,17 @@ class Services:
         if not run_id:
             return
         from kafkaops.engine.journal import runs_dir
+        from kafkaops.health.check import URP_SAMPLES
 
         urp = sum(1 for p in snapshot.partitions if p.under_replicated)
-        with open(runs_dir(self.home) / run_id / "urp.jsonl", "a") as f:
+        with open(runs_dir(self.home) / run_id / URP_SAMPLES, "a") as f:
             f.write(json.dumps([round(snapshot.taken_at, 3), urp]) + "\n")
 
     def urp_samples(self, run_id: str) -> list[tuple[float, int]]:
         from kafkaops.engine.journal import runs_dir
+        from kafkaops.health.check import URP_SAMPLES, read_urp_samples
 
-        path = runs_dir(self.home) / run_id / "urp.jsonl"
-        if not run_id or not path.exists():
-            return []
-        return [(float(t), int(n)) for t, n in (json.loads(line) for line in path.read_text().splitlines() if line)]
+        return read_urp_samples(runs_dir(self.home) / run_id / URP_SAMPLES) if run_id else []
 
     def facts(self, run_id: str) -> RunFacts:
         if not run_id:

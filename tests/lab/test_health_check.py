@@ -99,6 +99,9 @@ def test_healthy_topics_pass_via_the_cli(lab_cluster: Cluster, tmp_path: Path) -
     snap = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "snapshot", lab_cluster.name, "-o", str(base),
                            "-i", inv], capture_output=True, text=True, env=env, timeout=120)
     assert snap.returncode == 0, snap.stderr
+    # As a run leaves it: URP samples beside its baseline go into the standalone check's chart too.
+    sampled_at = round(time.time(), 3)
+    (tmp_path / "urp.jsonl").write_text(f"[{sampled_at}, 7]\n")
     for topic in (eq, cf):
         assert _produce(lab_cluster, topic, [ProduceRecord(_event(i), partition=i % 3) for i in range(150)]) == 150
     chart = tmp_path / "chart.png"
@@ -115,6 +118,7 @@ def test_healthy_topics_pass_via_the_cli(lab_cluster: Cluster, tmp_path: Path) -
         counted[p["topic"]] = counted.get(p["topic"], 0) + p["count"]
         assert p["missing"] == 0 and p["invalid_json"] == 0
     assert counted == {eq: 150, cf: 150}
+    assert {"t": sampled_at, "urp": 7} in doc["urp_series"]
     assert chart.read_bytes()[:4] == b"\x89PNG"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -308,3 +309,11 @@ def test_kernel_non_event_columns_and_mixed_keys() -> None:
     assert segs[(1, 0)]["worst_back_offset"] == 7
     assert segs[(2, 7)]["missing"] == 0 and segs[(2, 7)]["future_ts"] == 1
     assert segs[(2, 7)]["invalid_json"] == 0 and segs[(2, 7)]["log_append_time"] == 0
+
+
+def test_urp_samples_beside_a_baseline_skip_torn_lines(tmp_path: Path) -> None:
+    from kafkaops.health.check import read_urp_samples
+
+    assert read_urp_samples(tmp_path / "urp.jsonl") == []
+    (tmp_path / "urp.jsonl").write_text("[100.5, 0]\n[101.0, 33]\n[101.5, 3")
+    assert read_urp_samples(tmp_path / "urp.jsonl") == [(100.5, 0), (101.0, 33)]
