@@ -97,7 +97,7 @@ def main() -> int:
         print(build(force="--force" in sys.argv[1:]))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 3
+        return exc.exit_code
     return 0
 
 
