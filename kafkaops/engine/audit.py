@@ -188,20 +188,7 @@ class AuditLog:
         """The SAL-style ``START - <runbook> <targets> (<reason>)`` line."""
         why = f"{reason} - {task}" if task else reason
         msg = f"START - {runbook} {_targets_text(targets)} ({why})".replace("  ", " ")
-        return self._emit(
-            {
-                "time": _now_iso(),
-                "event": "start",
-                "run": run,
-                "operator": operator,
-                "reason": reason,
-                "task": task,
-                "target": list(targets),
-                "action": runbook,
-                "outcome": "started",
-                "message": f"{operator}: {msg}",
-            }
-        )
+        return self._run_line("start", "started", msg, run, runbook, targets, operator, reason, task)
 
     def end(
         self,
@@ -221,20 +208,15 @@ class AuditLog:
         msg = f"END ({verdict}) - {runbook} {_targets_text(targets)} ({why})"
         if detail:
             msg += f": {detail}"
-        return self._emit(
-            {
-                "time": _now_iso(),
-                "event": "end",
-                "run": run,
-                "operator": operator,
-                "reason": reason,
-                "task": task,
-                "target": list(targets),
-                "action": runbook,
-                "outcome": verdict.lower(),
-                "message": f"{operator}: {msg}",
-            }
-        )
+        return self._run_line("end", verdict.lower(), msg, run, runbook, targets, operator, reason, task)
+
+    def _run_line(self, event: str, outcome: str, msg: str, run: str, runbook: str, targets: Sequence[str],
+                  operator: str, reason: str, task: str | None) -> dict[str, Any]:
+        return self._emit({
+            "time": _now_iso(), "event": event, "run": run, "operator": operator, "reason": reason,
+            "task": task, "target": list(targets), "action": runbook, "outcome": outcome,
+            "message": f"{operator}: {msg}",
+        })
 
 
 def _now_iso() -> str:

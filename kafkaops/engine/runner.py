@@ -397,9 +397,7 @@ class Runner:
             plan_fingerprint=plan_fingerprint,
         )
         meta = _Meta(run_id, bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names))
-        self.audit.start(
-            run=run_id, runbook=bound.name, targets=meta.targets, operator=operator, reason=reason, task=task
-        )
+        self._audit_start(meta)
         self.echo(f"run {run_id}: {bound.name} on {', '.join(meta.targets)} (journal {journal.path})")
         return self._drive(journal, journal.replay(), bound, services, meta)
 
@@ -447,14 +445,7 @@ class Runner:
             previous_status=state.status,
             cursor=list(cursor) if cursor else None,
         )
-        self.audit.start(
-            run=run_id,
-            runbook=f"{bound.name} (resume)",
-            targets=meta.targets,
-            operator=meta.operator,
-            reason=meta.reason,
-            task=meta.task,
-        )
+        self._audit_start(meta, resumed=True)
         self.echo(
             f"resuming run {run_id} at {cursor[0]} step {cursor[1]}" if cursor else f"resuming run {run_id}"
         )
@@ -488,19 +479,19 @@ class Runner:
                     )
                 journal.append("target_finished", target=target.name)
             journal.append("finished", applied=result.applied, skipped=result.skipped)
-        self.audit.end(
-            run=meta.run_id,
-            runbook=meta.runbook,
-            targets=meta.targets,
-            operator=meta.operator,
-            reason=meta.reason,
-            task=meta.task,
-            passed=True,
-        )
+        self._audit_end(meta, passed=True)
         self.lock_for(bound.cluster).release(bound.cluster, meta.run_id)
         result.status = "finished"
         self.echo(f"run {meta.run_id} finished: {result.applied} change(s), {result.skipped} no-op(s)")
         return result
+
+    def _audit_start(self, meta: _Meta, *, resumed: bool = False) -> None:
+        self.audit.start(run=meta.run_id, runbook=meta.runbook + (" (resume)" if resumed else ""),
+                         targets=meta.targets, operator=meta.operator, reason=meta.reason, task=meta.task)
+
+    def _audit_end(self, meta: _Meta, *, passed: bool, detail: str = "") -> None:
+        self.audit.end(run=meta.run_id, runbook=meta.runbook, targets=meta.targets, operator=meta.operator,
+                       reason=meta.reason, task=meta.task, passed=passed, detail=detail)
 
     def _pause(
         self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = ""
@@ -660,16 +651,7 @@ class Runner:
         partly = (
             "may be partly applied (the journal shows an apply attempt)" if st.changed else "was not applied"
         )
-        self.audit.end(
-            run=meta.run_id,
-            runbook=meta.runbook,
-            targets=meta.targets,
-            operator=meta.operator,
-            reason=meta.reason,
-            task=meta.task,
-            passed=False,
-            detail=f"stopped at {target.name} {step.label}; resumable",
-        )
+        self._audit_end(meta, passed=False, detail=f"stopped at {target.name} {step.label}; resumable")
         changes = [s.action for s in sorted(state.steps.values(), key=lambda s: s.first_change_seq)
                    if s.target == target.name and s.changed and not s.compensated and s.action
                    and not (s.index == step.index and not st.changed)]
@@ -734,14 +716,8 @@ class Runner:
         journal.append(
             "aborted", operator=operator, reason=reason, rollback=rollback, compensated=result.compensated
         )
-        self.audit.end(
-            run=run_id,
-            runbook=bound.name,
-            targets=meta.targets,
-            operator=operator,
-            reason=reason,
-            task=meta.task,
-            passed=False,
+        self._audit_end(
+            meta, passed=False,
             detail="aborted" + (f", rolled back {result.compensated} change(s)" if rollback else ""),
         )
         lock.release(bound.cluster, run_id)
