@@ -123,14 +123,15 @@ def time_java_consumer(bootstrap: str, topic: str, end: dict[int, int]) -> float
     """Kafka's ConsumerPerformance tool reading the same records (JVM start included)."""
     from kafkaops.lab.paths import kafka_jars
 
-    props = Path(tempfile.mkdtemp(prefix="kafkaops-bench-")) / "consumer.properties"
-    props.write_text("max.poll.records=100000\n")
-    t = time.monotonic()
-    subprocess.run(["java", "-cp", f"{kafka_jars()}/*", "org.apache.kafka.tools.ConsumerPerformance",
-                    "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(sum(end.values())),
-                    "--timeout", "60000", "--consumer.config", str(props)],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.monotonic() - t
+    with tempfile.TemporaryDirectory(prefix="kafkaops-bench-") as tmp:
+        props = Path(tmp) / "consumer.properties"
+        props.write_text("max.poll.records=100000\n")
+        t = time.monotonic()
+        subprocess.run(["java", "-cp", f"{kafka_jars()}/*", "org.apache.kafka.tools.ConsumerPerformance",
+                        "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(sum(end.values())),
+                        "--timeout", "60000", "--consumer.config", str(props)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        return time.monotonic() - t
 
 
 def time_spark_source(bootstrap: str, topic: str, end: dict[int, int], spark: Any) -> float:
