@@ -4,6 +4,11 @@ Targets (issue: broker maintenance): median <= 0.5 s and >= 5x faster than
 `kafka-topics --describe --under-replicated-partitions`; `kcat -L` reported beside it.
 
 Run by hand with the lab up:  python bench/bench_status.py [RUNS]
+
+Two floors are timed beside it, to show where the time goes: the interpreter alone (`python -c pass`,
+site hooks included) and a bare script that only imports confluent-kafka and makes status's two Kafka
+requests (metadata, then the topics' configs). The package is byte-compiled first, as a regular
+install is.
 """
 
 from __future__ import annotations
@@ -29,10 +34,25 @@ def timed(argv: list[str], runs: int) -> list[float]:
     return out
 
 
+# Only what `status` asks Kafka: the floor any Python status command built on confluent-kafka pays.
+_KAFKA_FLOOR = """
+import sys
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+admin = AdminClient({"bootstrap.servers": sys.argv[1], "reconnect.backoff.ms": 20, "log_level": 2})
+md = admin.list_topics(timeout=10)
+futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in md.topics], request_timeout=10)
+print({r.name: f.result()["min.insync.replicas"].value for r, f in futures.items()})
+"""
+
+
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     cluster = load_inventory()
     bootstrap = cluster.bootstrap_servers
+    import kafkaops
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(kafkaops.__file__).parent)],
+                   check=True, stdout=subprocess.DEVNULL)
     entry = Path(sys.executable).parent / "kafkaops"  # the installed console script, not a shell shim
     cases = {
         "kafkaops status lab -o json": [str(entry), "status", "lab", "-o", "json"],
@@ -41,6 +61,8 @@ def main() -> None:
             "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap.split(",")[0], "--describe",
             "--under-replicated-partitions"],
         "kcat -L": ["kcat", "-L", "-b", bootstrap],
+        "floor: python -c pass": [sys.executable, "-c", "pass"],
+        "floor: python + confluent-kafka, metadata + configs": [sys.executable, "-c", _KAFKA_FLOOR, bootstrap],
     }
     if not shutil.which("kcat"):
         del cases["kcat -L"]

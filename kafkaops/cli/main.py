@@ -1,11 +1,13 @@
-"""Entry point: builds the Typer app from one sub-app per command group and maps errors to exit codes.
+"""Entry point: builds the Typer app from one module per command group and maps errors to exit codes.
 
-Sub-apps are imported here, so each of them must keep heavy imports (confluent_kafka, kazoo, paramiko,
-pyspark) inside functions: ``kafkaops --help`` has to stay instant.
+Only the module that owns the command being run is imported and registered (``--help`` registers all),
+and each keeps heavy imports (confluent_kafka, kazoo, paramiko, pyspark) inside functions:
+``kafkaops --help`` has to stay instant and ``kafkaops status`` fast.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -55,25 +57,58 @@ def _root(
         os.environ["KAFKAOPS_INVENTORY"] = str(Path(inventory).resolve())
 
 
-def _register() -> None:
-    from kafkaops.cli import lab as lab_cli
+# The module that registers each top-level command. Typer builds every command's click parameters on
+# each start (~1 ms a command, plus the module's imports); `kafkaops status`, which operators and
+# scripts run between every step, should pay only for its own. tests/unit/test_cli_dispatch.py
+# fails when a command is missing here.
+COMMAND_MODULES = {
+    "lab": "lab",
+    "reboot": "maintenance", "restart": "maintenance",
+    "rolling-reboot": "maintenance", "rolling-restart": "maintenance",
+    "status": "status",
+    "runbooks": "runbooks",
+    "runs": "runs", "resume": "runs", "apply": "runs",
+    "check": "check", "snapshot": "check",
+    "restart-service": "services", "rolling-restart-service": "services", "rolling-deploy": "services",
+}
 
-    app.add_typer(lab_cli.app, name="lab")
-    for name in ("maintenance", "status", "runbooks", "runs", "check", "services"):
-        try:
-            module = __import__(f"kafkaops.cli.{name}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"kafkaops.cli.{name}":
-                raise
+
+def requested_command(argv: list[str]) -> str | None:
+    """The command word in ``argv`` (after the root options), or None for ``--help``/``--version``."""
+    args = iter(argv)
+    for arg in args:
+        if arg in ("--inventory", "-i"):
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+_registered: set[str] = set()
+
+
+def register(only: str | None = None) -> typer.Typer:
+    """Register the command modules on ``app`` (idempotent) and return it: just the module that owns
+    ``only``, or all of them (help, completion, unknown words — click then lists every command or
+    suggests the closest)."""
+    modules = list(dict.fromkeys(COMMAND_MODULES.values()))  # --help lists them in this order
+    if only in COMMAND_MODULES:
+        modules = [COMMAND_MODULES[only]]
+    for name in modules:
+        if name in _registered:
             continue
-        module.register(app)
-
-
-_register()
+        _registered.add(name)
+        module = importlib.import_module(f"kafkaops.cli.{name}")
+        if name == "lab":
+            app.add_typer(module.app, name="lab")
+        else:
+            module.register(app)
+    return app
 
 
 def main() -> None:
     """Run the CLI; turn every expected failure into one line on stderr and its documented exit code."""
+    register(only=requested_command(sys.argv[1:]))
     try:
         rc = app(standalone_mode=False)
         if isinstance(rc, int) and rc:  # click returns (not raises) a command's typer.Exit(code) here
@@ -92,12 +127,12 @@ def main() -> None:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     except Exception as exc:  # click usage errors and bugs
-        import click
+        # typer 0.26 ships its own copy of click (the version is pinned): `import click` would find
+        # another package's click whose exception classes never match, and report a typo as a bug.
+        from typer._click.exceptions import ClickException
 
-        if isinstance(exc, click.exceptions.ClickException):
+        if isinstance(exc, ClickException):
             exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
             sys.exit(exc.exit_code)
         if os.environ.get("KAFKAOPS_DEBUG"):
             raise

@@ -15,25 +15,40 @@ import typer
 from kafkaops.cli.common import Output, console, print_json
 
 
-def collect(cluster: Any) -> dict[str, Any]:
-    """Everything ``status`` shows, as plain data (also the ``--output json`` document)."""
+def _pool_states(cluster: Any) -> tuple[dict[str, str], str]:
+    """{host fqdn: pooled} from etcd, or ({}, why not): status still answers when etcd does not."""
     from kafkaops.errors import KafkaOpsError
-    from kafkaops.safety import broker_dc_map, cluster_health, partition_name
+    from kafkaops.systems.conftool import read_pools
+
+    pools: dict[str, str] = {}
+    try:
+        for tags in {tuple(sorted(h.conftool_tags.items())) for h in cluster.hosts if h.conftool_tags}:
+            for state in read_pools(cluster.conftool_config, dict(tags)):
+                pools[state.host] = state.pooled
+    except KafkaOpsError as exc:
+        return {}, str(exc)
+    return pools, ""
+
+
+def collect(cluster: Any) -> dict[str, Any]:
+    """Everything ``status`` shows, as plain data (also the ``--output json`` document).
+
+    etcd is read on a second thread while librdkafka (which releases the GIL) waits on the brokers:
+    an operator runs this before and after every step, so its latency is the sum of neither.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     from kafkaops.systems.kafka import KafkaAdmin
 
-    snap = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name).snapshot()
-    health = cluster_health(snap, broker_dc_map(cluster))
-    pools: dict[str, str] = {}
-    pool_error = ""
-    if cluster.conftool_config:
-        from kafkaops.systems.conftool import read_pools
+    admin = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name)  # starts connecting at once
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
+        snap = admin.snapshot()
+        pools, pool_error = pending.result() if pending else ({}, "")
 
-        try:
-            for tags in {tuple(sorted(h.conftool_tags.items())) for h in cluster.hosts if h.conftool_tags}:
-                for state in read_pools(cluster.conftool_config, dict(tags)):
-                    pools[state.host] = state.pooled
-        except KafkaOpsError as exc:
-            pool_error = str(exc)
+    from kafkaops.safety import broker_dc_map, cluster_health, partition_name
+
+    health = cluster_health(snap, broker_dc_map(cluster))
     brokers = []
     for h in cluster.hosts:
         brokers.append({

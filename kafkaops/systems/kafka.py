@@ -40,6 +40,11 @@ class KafkaAdmin:
             "bootstrap.servers": bootstrap_servers,
             "socket.timeout.ms": int(timeout * 1000),
             "socket.connection.setup.timeout.ms": int(min(timeout, 5) * 1000),
+            # librdkafka 2.x drops its bootstrap connections as soon as the first (brokers-only)
+            # metadata answer arrives, which kills an in-flight topic-metadata request; the retry then
+            # waits out the "sparse connect" pause of reconnect.backoff.ms / 2 (50 ms by default).
+            # 20 ms makes that pause its 11 ms floor: `kafkaops status` answers ~40 ms sooner.
+            "reconnect.backoff.ms": 20,
             "reconnect.backoff.max.ms": 1000,
             "log_level": 2,  # errors only: a stopped broker is expected during maintenance
         })

@@ -11,7 +11,7 @@ import pytest
 from engine_fakes import FIXTURES, World
 from typer.testing import CliRunner
 
-from kafkaops.cli.main import app
+from kafkaops.cli.main import register
 from kafkaops.engine.context import set_context_factory
 from kafkaops.engine.lock import FileLockBackend, lock_info
 from kafkaops.engine.plan import save_plan
@@ -19,6 +19,7 @@ from kafkaops.engine.runbook import Target, bind_runbook, parse_runbook
 from kafkaops.engine.runner import RetryPolicy, Runner
 from kafkaops.errors import ConfigError, RunFailed
 
+app = register()
 cli = CliRunner()
 GOOD = str(FIXTURES / "good")
 BAD = str(FIXTURES / "bad")
