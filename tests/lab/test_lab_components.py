@@ -169,3 +169,49 @@ def test_ssh_through_a_proxy_jump(lab_cluster: Cluster) -> None:
         assert client.connect().get_transport().sock.__class__.__name__ == "Channel"
     finally:
         client.close()
+
+
+def _status(inventory: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    import os
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "-i", inventory, "status", "lab", "-o", "json"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "KAFKAOPS_HOME": str(tmp_path / "home")})
+
+
+def test_status_reads_kafka_and_pools_together(lab_cluster: Cluster, tmp_path: Path) -> None:
+    import json
+
+    result = _status(lab_cluster.source, tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["healthy"] and data["controller"] in (1001, 1002, 1003) and data["pool_error"] == ""
+    assert [(b["broker_id"], b["registered"], b["pooled"]) for b in data["brokers"]] == [
+        (1001, True, "yes"), (1002, True, "yes"), (1003, True, "yes")]
+    assert sum(b["leaders"] for b in data["brokers"]) == data["partitions"]
+
+
+def test_status_answers_when_etcd_does_not(lab_cluster: Cluster, tmp_path: Path) -> None:
+    """Pool state is one column of status: an unreachable etcd blanks it and says why, it does not
+    hide the Kafka half an operator needs most."""
+    import json
+
+    import yaml
+
+    assert lab_cluster.conftool_config
+    cfg = yaml.safe_load(Path(lab_cluster.conftool_config).read_text())
+    cfg["hosts"] = ["http://127.0.0.1:9"]  # discard port: nothing listens there
+    (tmp_path / "conftool.yaml").write_text(yaml.safe_dump(cfg))
+    inventory = Path(lab_cluster.source).read_text()
+    inventory = inventory.replace(
+        "config: ${KAFKAOPS_LAB_DIR:-~/.local/state/kafkaops/lab}/conftool/config.yaml",
+        f"config: {tmp_path / 'conftool.yaml'}")
+    assert str(tmp_path / "conftool.yaml") in inventory
+    (tmp_path / "lab.yaml").write_text(inventory)
+
+    result = _status(str(tmp_path / "lab.yaml"), tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["healthy"] and "127.0.0.1:9" in data["pool_error"]
+    assert {b["pooled"] for b in data["brokers"]} == {"unknown"}
