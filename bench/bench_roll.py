@@ -5,7 +5,11 @@ unregistered or missing from an ISR it belongs to) until it is registered and ba
 measured by polling metadata every 0.2 s, independently of kafkaops. Everything else in the roll
 (pre-flight, depool, SYN window, elections, health gates) is overhead. Target: <= 1.10 with defaults.
 
-Run by hand with the lab up:  python bench/bench_roll.py [extra kafkaops args...]
+Run by hand with the lab up:  python bench/bench_roll.py [--under-load] [extra kafkaops args...]
+
+``--under-load`` runs the lab's load generator (200 msg/s, acks=all) through the roll, as production
+traffic would: only then has the post-check's Spark scan data to read (on a quiet lab it has none and
+stops after the metadata checks).
 """
 
 from __future__ import annotations
@@ -51,7 +55,12 @@ class FloorWatch(threading.Thread):
 
 
 def main() -> None:
-    extra = sys.argv[1:]
+    extra = [a for a in sys.argv[1:] if a != "--under-load"]
+    load = None
+    if "--under-load" in sys.argv[1:]:
+        load = subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", "lab", "load", "-s", "600"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(5)  # producer connected and writing before the roll starts
     cluster = load_inventory()
     watch = FloorWatch(cluster.bootstrap_servers, [h.broker_id for h in cluster.hosts])
     watch.start()
@@ -62,6 +71,9 @@ def main() -> None:
                              "--reason", "bench_roll", *extra], capture_output=True, text=True,
                             env={**os.environ, "KAFKAOPS_HOME": home})
     wall = time.monotonic() - started
+    if load is not None:
+        load.terminate()
+        load.wait(timeout=30)
     time.sleep(1)
     watch.stop.set()
     watch.join()
@@ -81,7 +93,7 @@ def main() -> None:
         elif r["type"] in ("step_verified",) and key in open_at:
             t0, kind = open_at.pop(key)
             by_kind[kind] = by_kind.get(kind, 0.0) + r["ts"] - t0
-    print(f"args: {' '.join(extra) or '(defaults)'}")
+    print(f"args: {' '.join(extra) or '(defaults)'}{' under load' if load is not None else ''}")
     print(f"wall time of rolling-restart (plan included): {wall:6.1f} s")
     for b, secs_down in floors.items():
         print(f"  floor of broker {b}: {secs_down:5.1f} s")
