@@ -144,3 +144,7 @@ def load(
     if not report.clean:
         raise CheckFailed(f"load run not clean: lost={report.lost} duplicated={report.duplicated} "
                           f"http_failed={report.http_failed}")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="lab")

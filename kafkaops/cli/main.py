@@ -98,11 +98,7 @@ def register(only: str | None = None) -> typer.Typer:
         if name in _registered:
             continue
         _registered.add(name)
-        module = importlib.import_module(f"kafkaops.cli.{name}")
-        if name == "lab":
-            app.add_typer(module.app, name="lab")
-        else:
-            module.register(app)
+        importlib.import_module(f"kafkaops.cli.{name}").register(app)
     return app
 
 

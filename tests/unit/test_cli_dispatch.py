@@ -18,15 +18,11 @@ def _top_level_names(app: typer.Typer) -> set[str]:
 
 
 def _app_with(module: str) -> typer.Typer:
-    """A fresh root app with just ``module``'s commands, registered the way ``register`` does it."""
+    """A fresh root app with just ``module``'s commands."""
     import importlib
 
     app = typer.Typer()
-    mod = importlib.import_module(f"kafkaops.cli.{module}")
-    if module == "lab":
-        app.add_typer(mod.app, name="lab")
-    else:
-        mod.register(app)
+    importlib.import_module(f"kafkaops.cli.{module}").register(app)
     return app
 
 
