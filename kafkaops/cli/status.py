@@ -40,7 +40,9 @@ def collect(cluster: Any) -> dict[str, Any]:
 
     from kafkaops.systems.kafka import KafkaAdmin
 
-    admin = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name)  # starts connecting at once
+    # Starts connecting at once. One 5 s try: an operator asking "can I touch this cluster?" wants
+    # "Kafka did not answer" in seconds, not after a maintenance run's patient retries.
+    admin = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name, timeout=5.0, attempts=1)
     with ThreadPoolExecutor(max_workers=1) as executor:
         pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
         snap = admin.snapshot()

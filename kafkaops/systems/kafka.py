@@ -30,11 +30,15 @@ class TopicSpec:
 class KafkaAdmin:
     """A bounded, typed facade over ``confluent_kafka.admin.AdminClient``."""
 
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 10.0, cluster: str = "") -> None:
+    def __init__(self, bootstrap_servers: str, *, timeout: float = 10.0, cluster: str = "",
+                 attempts: int = 3) -> None:
+        """``attempts`` metadata requests of ``timeout`` seconds each before Kafka counts as unreachable:
+        a run rides through a broker bounce; an interactive look (``status``) fails fast."""
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap_servers
         self.timeout = timeout
+        self.attempts = attempts
         self.cluster = cluster
         self._admin = AdminClient({
             "bootstrap.servers": bootstrap_servers,
@@ -61,14 +65,15 @@ class KafkaAdmin:
         except Exception as exc:
             raise self._unreachable(what, exc) from exc
 
-    def metadata(self, attempts: int = 3) -> Any:
+    def metadata(self, attempts: int | None = None) -> Any:
         """Cluster metadata (brokers, controller id, topics); retried briefly, since a broker bounce
         or a controller election makes single requests time out while the cluster is fine."""
-        for attempt in range(attempts):
+        tries = attempts or self.attempts
+        for attempt in range(tries):
             try:
                 return self._admin.list_topics(timeout=self.timeout)
             except Exception as exc:
-                if attempt == attempts - 1:
+                if attempt == tries - 1:
                     raise self._unreachable("a metadata request", exc) from exc
                 time.sleep(1.0)
         raise AssertionError("unreachable")

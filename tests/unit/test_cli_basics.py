@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kafkaops.errors import EXIT_CODES, ConfigError, LabError
 
 HEAVY = ("confluent_kafka", "kazoo", "paramiko", "pyspark", "conftool")
@@ -58,3 +60,48 @@ def test_global_inventory_option_is_checked_first(tmp_path: Path) -> None:
     result = _run("--inventory", str(tmp_path / "nope.yaml"), "status", "lab")
     assert result.returncode == ConfigError.exit_code
     assert "no such inventory file" in result.stderr
+
+
+def test_status_of_an_unreachable_cluster_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    from kafkaops.errors import UnreachableError
+
+    inventory = (Path(__file__).parents[2] / "inventory" / "lab.yaml").read_text()
+    inventory = inventory.replace("127.0.10.1:9092,127.0.10.2:9092,127.0.10.3:9092", "127.0.0.1:9")
+    assert "127.0.0.1:9" in inventory
+    (tmp_path / "lab.yaml").write_text(inventory)
+    result = _run("-i", str(tmp_path / "lab.yaml"), "status", "lab")
+    assert result.returncode == UnreachableError.exit_code
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Kafka at 127.0.0.1:9 did not answer" in lines[0], result.stderr
+
+
+def test_status_asks_kafka_once_where_a_run_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run rides through a broker bounce (three metadata tries); status, an interactive look, says
+    "Kafka did not answer" after one."""
+    import confluent_kafka.admin
+
+    from kafkaops.cli.status import collect
+    from kafkaops.errors import UnreachableError
+    from kafkaops.inventory import load_inventory
+    from kafkaops.systems import kafka
+
+    asked: list[float] = []
+
+    class RefusingAdmin:
+        def __init__(self, conf: dict[str, object]) -> None:
+            pass
+
+        def list_topics(self, timeout: float) -> None:
+            asked.append(timeout)
+            raise RuntimeError("Failed to get metadata: Local: Broker transport failure")
+
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", RefusingAdmin)
+    monkeypatch.setattr(kafka.time, "sleep", lambda seconds: None)
+    cluster = load_inventory(Path(__file__).parents[2] / "inventory" / "lab.yaml")
+    with pytest.raises(UnreachableError):
+        collect(cluster)
+    assert asked == [5.0]
+    asked.clear()
+    with pytest.raises(UnreachableError):
+        kafka.KafkaAdmin(cluster.bootstrap_servers).snapshot()
+    assert asked == [10.0, 10.0, 10.0]
