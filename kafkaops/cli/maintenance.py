@@ -38,7 +38,9 @@ def _echo(line: str) -> None:
 
 
 def _controller(services: Any) -> int | None:
-    return services.kafka.controller()
+    """The command's first word with Kafka, before anything is planned: one try, so an unreachable
+    cluster is reported in one request timeout rather than after a run's three."""
+    return services.kafka.controller(attempts=1)
 
 
 def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, Any], *, reason: str | None,

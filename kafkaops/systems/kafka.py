@@ -78,8 +78,8 @@ class KafkaAdmin:
                 time.sleep(1.0)
         raise AssertionError("unreachable")
 
-    def controller(self) -> int | None:
-        controller = self.metadata().controller_id
+    def controller(self, attempts: int | None = None) -> int | None:
+        controller = self.metadata(attempts).controller_id
         return int(controller) if controller >= 0 else None
 
     def topic_configs(self, topics: Iterable[str], replication: dict[str, int] | None = None) -> dict[str, TopicConfig]:

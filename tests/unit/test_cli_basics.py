@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,14 +76,11 @@ def test_status_of_an_unreachable_cluster_is_one_line_and_exit_4(tmp_path: Path)
     assert len(lines) == 1 and "Kafka at 127.0.0.1:9 did not answer" in lines[0], result.stderr
 
 
-def test_status_asks_kafka_once_where_a_run_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A run rides through a broker bounce (three metadata tries); status, an interactive look, says
-    "Kafka did not answer" after one."""
+@pytest.fixture
+def refusing_kafka(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every AdminClient metadata request fails as against a dead cluster; returns their timeouts."""
     import confluent_kafka.admin
 
-    from kafkaops.cli.status import collect
-    from kafkaops.errors import UnreachableError
-    from kafkaops.inventory import load_inventory
     from kafkaops.systems import kafka
 
     asked: list[float] = []
@@ -97,11 +95,37 @@ def test_status_asks_kafka_once_where_a_run_retries(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", RefusingAdmin)
     monkeypatch.setattr(kafka.time, "sleep", lambda seconds: None)
-    cluster = load_inventory(Path(__file__).parents[2] / "inventory" / "lab.yaml")
+    return asked
+
+
+def _lab_cluster() -> Any:
+    from kafkaops.inventory import load_inventory
+
+    return load_inventory(Path(__file__).parents[2] / "inventory" / "lab.yaml")
+
+
+def test_status_asks_kafka_once_where_a_run_retries(refusing_kafka: list[float]) -> None:
+    """A run rides through a broker bounce (three metadata tries); status, an interactive look, says
+    "Kafka did not answer" after one."""
+    from kafkaops.cli.status import collect
+    from kafkaops.errors import UnreachableError
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    cluster = _lab_cluster()
     with pytest.raises(UnreachableError):
         collect(cluster)
-    assert asked == [5.0]
-    asked.clear()
+    assert refusing_kafka == [5.0]
+    refusing_kafka.clear()
     with pytest.raises(UnreachableError):
-        kafka.KafkaAdmin(cluster.bootstrap_servers).snapshot()
-    assert asked == [10.0, 10.0, 10.0]
+        KafkaAdmin(cluster.bootstrap_servers).snapshot()
+    assert refusing_kafka == [10.0, 10.0, 10.0]
+
+
+def test_a_maintenance_command_asks_kafka_once_before_planning(refusing_kafka: list[float]) -> None:
+    from kafkaops.cli.maintenance import _controller
+    from kafkaops.errors import UnreachableError
+    from kafkaops.steps.services import Services
+
+    with pytest.raises(UnreachableError):
+        _controller(Services(_lab_cluster()))
+    assert refusing_kafka == [10.0]
