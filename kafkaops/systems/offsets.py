@@ -158,7 +158,9 @@ def offsets_snapshot(cluster: Cluster, *, timeout: float = 15.0, topics: Sequenc
     from kafkaops.health.metadata import OffsetsSnapshot
     from kafkaops.systems.kafka import KafkaAdmin
 
-    admin = KafkaAdmin(cluster.bootstrap_servers, timeout=timeout, cluster=cluster.name)
+    # One metadata try: `kafkaops check`/`snapshot` report a dead cluster in one timeout, not three;
+    # inside a run (baseline, post-check) the runner's retry policy is the patience.
+    admin = KafkaAdmin(cluster.bootstrap_servers, timeout=timeout, cluster=cluster.name, attempts=1)
     snap = admin.snapshot()
     wanted = set(topics) if topics is not None else None
     keys = [(p.topic, p.partition) for p in snap.partitions if wanted is None or p.topic in wanted]

@@ -129,3 +129,12 @@ def test_a_maintenance_command_asks_kafka_once_before_planning(refusing_kafka: l
     with pytest.raises(UnreachableError):
         _controller(Services(_lab_cluster()))
     assert refusing_kafka == [10.0]
+
+
+def test_check_and_snapshot_ask_kafka_once(refusing_kafka: list[float]) -> None:
+    from kafkaops.errors import UnreachableError
+    from kafkaops.systems.offsets import offsets_snapshot
+
+    with pytest.raises(UnreachableError):
+        offsets_snapshot(_lab_cluster())
+    assert refusing_kafka == [15.0]
