@@ -19,6 +19,25 @@ from kafkaops.model import PoolState
 _clients: dict[str, Any] = {}
 
 
+class _BackendErrors(logging.Handler):
+    """Collects the errors conftool logs instead of raising.
+
+    conftool's object fetch catches an unreachable etcd, logs "Backend error while fetching ..." and
+    reports the object as absent: without this, a dead etcd read as "no such host in conftool" and the
+    library's log line reached the operator's terminal beside our own one-line error.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+_backend_errors = _BackendErrors()
+
+
 class Conftool:
     def __init__(self, config_path: str) -> None:
         self.config_path = config_path
@@ -29,7 +48,11 @@ class Conftool:
         if self._node is None:
             from conftool.cli import ConftoolClient
 
-            logging.getLogger("conftool").setLevel(logging.WARNING)
+            conftool_log = logging.getLogger("conftool")
+            conftool_log.setLevel(logging.WARNING)
+            if _backend_errors not in conftool_log.handlers:
+                conftool_log.addHandler(_backend_errors)
+                conftool_log.propagate = False
             try:
                 client = _clients.get(self.config_path) or ConftoolClient(
                     configfile=self.config_path, schema={}, irc_logging=False)
@@ -51,10 +74,17 @@ class Conftool:
         if missing:
             raise ConfigError(f"conftool tags of {fqdn} lack {', '.join(missing)}",
                               hint="set hosts.<host>.conftool: {dc, cluster, service} in the inventory")
+        node = self.node
+        _backend_errors.messages.clear()
         try:
-            return self.node(tags["dc"], tags["cluster"], tags["service"], fqdn)
+            obj = node(tags["dc"], tags["cluster"], tags["service"], fqdn)
         except Exception as exc:
             raise self._unreachable(exc) from exc
+        if _backend_errors.messages:
+            raise UnreachableError(f"etcd did not answer for {fqdn} ({self.config_path}): "
+                                   f"{_backend_errors.messages[0]}",
+                                   hint="check etcd is up and the hosts in the conftool config")
+        return obj
 
     def _unreachable(self, exc: BaseException) -> UnreachableError:
         return UnreachableError(f"conftool/etcd did not answer ({self.config_path}): {exc}",
