@@ -124,8 +124,11 @@ def load(
     """
     from kafkaops.errors import CheckFailed
     from kafkaops.inventory import load_inventory
+    from kafkaops.lab import lab
     from kafkaops.lab.load import run_load
 
+    if not lab.is_up():
+        raise LabError("the lab is not up", hint="start it with `kafkaops lab up`")
     report = run_load(load_inventory(inventory), seconds, rate=rate, http_rate=http_rate)
     if output == Output.json:
         print_json(report.to_dict())

@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kafkaops.errors import UnreachableError
 from kafkaops.model import Cluster
 
 LOAD_TOPIC = "lab.load"
@@ -44,7 +45,7 @@ class LoadReport:
 class _Reader(threading.Thread):
     def __init__(self, bootstrap: str, topic: str, run_id: str) -> None:
         super().__init__(daemon=True)
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         self.run_id = run_id.encode()
         self.seen: Counter[int] = Counter()
@@ -54,7 +55,11 @@ class _Reader(threading.Thread):
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 2,
             "isolation.level": "read_committed",
         })
-        md = self.consumer.list_topics(topic, timeout=10)
+        try:
+            md = self.consumer.list_topics(topic, timeout=10)
+        except KafkaException as exc:
+            raise UnreachableError(f"Kafka at {bootstrap} did not answer a metadata request: {exc}",
+                                   hint="check the lab's brokers: `kafkaops lab status`") from exc
         self.consumer.assign([TopicPartition(topic, p, self._high_watermark(topic, p))
                               for p in md.topics[topic].partitions])
 

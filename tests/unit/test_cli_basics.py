@@ -50,6 +50,13 @@ def test_lab_status_json_without_lab(tmp_path: Path) -> None:
     assert result.stdout == "" or json.loads(result.stdout)
 
 
+def test_lab_load_without_lab_is_one_line(tmp_path: Path) -> None:
+    result = _run("lab", "load", "-s", "1", env={"KAFKAOPS_LAB_DIR": str(tmp_path)})
+    assert result.returncode == LabError.exit_code
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "the lab is not up" in lines[0] and "kafkaops lab up" in lines[0]
+
+
 def test_exit_codes_are_unique_and_documented() -> None:
     assert len(EXIT_CODES) == len(set(EXIT_CODES))
     docs = (Path(__file__).resolve().parents[2] / "docs" / "exit-codes.md").read_text()
