@@ -27,6 +27,10 @@ UNITS = ("sshd", *ENABLED_UNITS)
 #: leadership away first; on a loaded 2-core machine that can take a while.
 STOP_TIMEOUT = {"kafka": 90.0, "eventbus": 15.0, "sshd": 5.0}
 START_TIMEOUT = {"kafka": 90.0, "eventbus": 30.0, "sshd": 10.0}
+#: systemd's Restart=on-failure / RestartSec for the broker, as production hosts run it. After a crash
+#: the broker's ZooKeeper session outlives it by up to zookeeper.session.timeout.ms, and a broker
+#: started sooner exits with NodeExists on /brokers/ids/<id>; the unit manager starts it again.
+RESTART_SEC = {"kafka": 2.0}
 
 
 @dataclass
@@ -74,18 +78,30 @@ class LabHost:
         return self.pid(unit) is not None
 
     def start(self, unit: str, *, wait: bool = True) -> int:
-        """Start ``unit`` unless it already runs (idempotent, like ``systemctl start``)."""
-        pid = self.pid(unit)
-        if pid is None:
-            if unit == "sshd":
-                Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-            self.argv(unit)  # validate the unit name before touching anything
-            pid = procs.spawn(self.argv(unit), log=self.dirs.logfile(unit), pidfile=self.dirs.pidfile(unit),
-                              env=self.env, cwd=self.dirs.root)
-        if wait:
-            procs.wait_port(self.host.address, self.port(unit), START_TIMEOUT[unit], pid=pid,
-                            what=f"{unit} on {self.host.name}")
-        return pid
+        """Start ``unit`` unless it already runs (idempotent, like ``systemctl start``); a unit with a
+        restart policy is started again when it exits before listening, until its start timeout."""
+        self.argv(unit)  # validate the unit name before touching anything
+        deadline = time.monotonic() + START_TIMEOUT[unit]
+        while True:
+            pid = self.pid(unit)
+            if pid is None:
+                if unit == "sshd":
+                    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+                pid = procs.spawn(self.argv(unit), log=self.dirs.logfile(unit), pidfile=self.dirs.pidfile(unit),
+                                  env=self.env, cwd=self.dirs.root)
+            if not wait:
+                return pid
+            try:
+                procs.wait_port(self.host.address, self.port(unit), max(0.0, deadline - time.monotonic()),
+                                pid=pid, what=f"{unit} on {self.host.name}")
+                return pid
+            except RuntimeError as exc:  # exited before listening
+                if unit in RESTART_SEC and time.monotonic() + RESTART_SEC[unit] < deadline:
+                    time.sleep(RESTART_SEC[unit])
+                    continue
+                raise LabError(str(exc), hint=f"see {self.dirs.logfile(unit)} and the log directory beside it") from exc
+            except TimeoutError as exc:
+                raise LabError(str(exc), hint=f"see {self.dirs.logfile(unit)}") from exc
 
     def stop(self, unit: str, *, sig: int = signal.SIGTERM) -> bool:
         """Stop ``unit`` and block until its process is gone. Returns False if it was not running."""

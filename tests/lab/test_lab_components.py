@@ -114,22 +114,37 @@ def test_ssh_checks_host_keys(lab_cluster: Cluster, tmp_path: Path) -> None:
         SshClient(replace(h1.ssh, known_hosts=str(empty)), name=h1.name).run("true")
 
 
+def _wait_rejoined(cluster: Cluster, broker: int, why: str) -> None:
+    """Until ``broker`` is registered and in every ISR it belongs to; then restore preferred leaders."""
+    admin = KafkaAdmin(cluster.bootstrap_servers, cluster="lab")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        snap = admin.snapshot(with_configs=False)
+        hosted = [p for p in snap.partitions if broker in p.replicas]
+        if broker in snap.brokers and hosted and all(broker in p.isr for p in hosted):
+            break
+        time.sleep(1)
+    else:
+        pytest.fail(f"broker {broker} did not rejoin every ISR within 120s of its {why}")
+    admin.elect_preferred_leaders()
+
+
 def test_reboot_changes_boot_id_and_broker_rejoins_isr(lab_cluster: Cluster) -> None:
     host = LabHost.named("kafka1003")
     before = host.boot_id()
     host.reboot()
     assert host.boot_id() != before
-    admin = KafkaAdmin(lab_cluster.bootstrap_servers, cluster="lab")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        snap = admin.snapshot(with_configs=False)
-        hosted = [p for p in snap.partitions if 1003 in p.replicas]
-        if 1003 in snap.brokers and hosted and all(1003 in p.isr for p in hosted):
-            break
-        time.sleep(1)
-    else:
-        pytest.fail("kafka1003 did not rejoin every ISR within 120s of its reboot")
-    admin.elect_preferred_leaders()
+    _wait_rejoined(lab_cluster, 1003, "reboot")
+
+
+def test_boot_right_after_a_crash_restarts_the_broker_until_zookeeper_lets_it_in(lab_cluster: Cluster) -> None:
+    """A crashed broker's ZooKeeper session outlives it; started at once, Kafka exits with NodeExists.
+    The lab's unit manager starts it again, as systemd's Restart=on-failure does on a real host."""
+    host = LabHost.named("kafka1003")
+    host.power_off(clean=False)
+    host.power_on()
+    assert host.is_active("kafka")
+    _wait_rejoined(lab_cluster, 1003, "crash and boot")
 
 
 def test_quiet_load_loses_nothing(lab_cluster: Cluster) -> None:
