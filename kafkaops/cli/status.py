@@ -30,6 +30,27 @@ def _pool_states(cluster: Any) -> tuple[dict[str, str], str]:
     return pools, ""
 
 
+def _snapshot(admin: Any) -> tuple[Any, str]:
+    """The cluster snapshot, and why topic configs are missing from it ("" when they are not).
+
+    Right after a controller dies, DescribeConfigs can time out for the seconds the election takes
+    while metadata answers: that is exactly when an operator runs status, so it shows brokers, URP and
+    leaders anyway and says min ISR is unknown (counted as 1) instead of failing.
+    """
+    import dataclasses
+
+    from kafkaops.errors import UnreachableError
+
+    snap = admin.snapshot(with_configs=False)
+    replication: dict[str, int] = {}
+    for p in snap.partitions:
+        replication.setdefault(p.topic, len(p.replicas))
+    try:
+        return dataclasses.replace(snap, topics=admin.topic_configs(replication, replication)), ""
+    except UnreachableError as exc:
+        return snap, str(exc)
+
+
 def collect(cluster: Any) -> dict[str, Any]:
     """Everything ``status`` shows, as plain data (also the ``--output json`` document).
 
@@ -45,7 +66,7 @@ def collect(cluster: Any) -> dict[str, Any]:
     admin = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name, timeout=5.0, attempts=1)
     with ThreadPoolExecutor(max_workers=1) as executor:
         pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
-        snap = admin.snapshot()
+        snap, min_isr_error = _snapshot(admin)
         pools, pool_error = pending.result() if pending else ({}, "")
 
     from kafkaops.safety import broker_dc_map, cluster_health, partition_name
@@ -61,7 +82,8 @@ def collect(cluster: Any) -> dict[str, Any]:
             "pooled": pools.get(h.fqdn, "unknown" if pool_error or not cluster.conftool_config else "absent"),
         })
     return {
-        "cluster": cluster.name, "healthy": health.healthy, "controller": snap.controller,
+        # "healthy" is a promise that every gate would pass: not without knowing min ISR.
+        "cluster": cluster.name, "healthy": health.healthy and not min_isr_error, "controller": snap.controller,
         "partitions": health.partition_count,
         "offline": [partition_name(p) for p in health.offline],
         "under_replicated": [partition_name(p) for p in health.under_replicated],
@@ -71,6 +93,7 @@ def collect(cluster: Any) -> dict[str, Any]:
         "leaders_by_dc": dict(health.leaders_by_dc), "brokers": brokers,
         "unregistered_replica_brokers": list(health.unregistered_replica_brokers),
         "pool_error": pool_error,
+        "min_isr_error": min_isr_error,
     }
 
 
@@ -79,7 +102,9 @@ def _render(data: dict[str, Any]) -> None:
         n = len(data[key])
         return f"[{'red' if n else 'green'}]{n}[/]"
 
-    verdict = "[green]healthy[/]" if data["healthy"] else "[bold red]NOT healthy[/]"
+    verdict = ("[green]healthy[/]" if data["healthy"] else
+               "[bold yellow]health unknown[/]" if data["min_isr_error"] and not data["under_replicated"]
+               and not data["offline"] else "[bold red]NOT healthy[/]")
     console.print(f"cluster [bold]{data['cluster']}[/]: {verdict} — {data['partitions']} partitions, "
                   f"offline {count('offline')}, under-replicated {count('under_replicated')}, "
                   f"under min ISR {count('under_min_isr')}, at min ISR {len(data['at_min_isr'])}, "
@@ -101,6 +126,8 @@ def _render(data: dict[str, Any]) -> None:
         if data[key]:
             shown = ", ".join(data[key][:10]) + (f" and {len(data[key]) - 10} more" if len(data[key]) > 10 else "")
             console.print(f"[red]{label}:[/] {shown}")
+    if data["min_isr_error"]:
+        console.print(f"[yellow]min ISR unknown (counted as 1):[/] {data['min_isr_error']}")
     if data["pool_error"]:
         console.print(f"[yellow]pool state unavailable:[/] {data['pool_error']}")
 
@@ -114,7 +141,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Cluster health before (or after) maintenance: brokers, URP, min ISR, leaders, pools.
 
-        Exit 0 when healthy, 9 when any partition is offline, under-replicated or under min ISR.
+        Exit 0 when healthy, 9 when any partition is offline, under-replicated or under min ISR, or when
+        min ISR could not be read (right after a controller dies), 4 when Kafka does not answer.
         """
         from kafkaops.cli.wiring import find_cluster
         from kafkaops.errors import CheckFailed
