@@ -100,6 +100,9 @@ class Interrupted(KafkaOpsError):
     exit_code = 130
 
 
+#: What a process killed by SIGPIPE reports (128 + 13): stdout was closed early, as by ``| head``.
+STDOUT_CLOSED = 141
+
 EXIT_CODES: dict[int, str] = {
     0: "success (for `check`: healthy)",
     1: "internal error (a bug: re-run with KAFKAOPS_DEBUG=1 and report the traceback)",
@@ -115,4 +118,5 @@ EXIT_CODES: dict[int, str] = {
     RunFailed.exit_code: "the run stopped at a safe point after a failure (resumable)",
     LabError.exit_code: "the local lab cannot start or is in the wrong state",
     Interrupted.exit_code: "interrupted by the operator; the run is paused and resumable",
+    STDOUT_CLOSED: "stdout was closed before the output was written (e.g. piped into `head`)",
 }

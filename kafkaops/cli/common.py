@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,7 +27,11 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=self._stderr)
+            class _Console(Console):
+                def on_broken_pipe(self) -> None:
+                    stdout_closed()
+
+            self._console = _Console(stderr=self._stderr)
         return getattr(self._console, name)
 
 
@@ -42,7 +47,19 @@ class Output(StrEnum):
     markdown = "markdown"
 
 
+def stdout_closed() -> NoReturn:
+    """The reader of our stdout is gone (``kafkaops status | head``): it has what it wanted, so exit as
+    a process killed by SIGPIPE would, not with 1, which says "bug". Later writes go to /dev/null."""
+    from kafkaops.errors import STDOUT_CLOSED
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    raise SystemExit(STDOUT_CLOSED)
+
+
 def print_json(data: Any) -> None:
     """Write ``data`` as JSON on stdout (no rich markup, so pipes get clean JSON)."""
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_closed()

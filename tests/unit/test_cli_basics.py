@@ -145,3 +145,19 @@ def test_check_and_snapshot_ask_kafka_once(refusing_kafka: list[float]) -> None:
     with pytest.raises(UnreachableError):
         offsets_snapshot(_lab_cluster())
     assert refusing_kafka == [15.0]
+
+
+def test_a_reader_that_goes_away_is_not_a_bug() -> None:
+    """`kafkaops ... | head`: exit as a SIGPIPE'd process would (141), quietly, never 1 ("bug")."""
+    from kafkaops.errors import STDOUT_CLOSED
+
+    for args in (["runbooks", "list"], ["runbooks", "list", "-o", "json"]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader is gone before the first byte
+        try:
+            result = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=write_end,
+                                    stderr=subprocess.PIPE, text=True, timeout=60)
+        finally:
+            os.close(write_end)
+        assert result.returncode == STDOUT_CLOSED, (args, result.stderr)
+        assert "internal error" not in result.stderr and "Traceback" not in result.stderr
