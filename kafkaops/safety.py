@@ -513,9 +513,6 @@ def stop_impact(snapshot: ClusterSnapshot, broker_id: int, isr_headroom: int = 0
 # Pre-flight gate
 # --------------------------------------------------------------------------------------------------
 
-HINT_FORCE = "or, if you accept the risk, rerun with --force --reason '...'"
-
-
 @dataclass(frozen=True)
 class Violation:
     """One reason the pre-flight gate refuses.
@@ -558,7 +555,7 @@ class PreflightResult:
     Attributes:
         broker_id: The broker to stop.
         violations: Why it is refused (empty = allowed).
-        warnings: Non-blocking notes (URP allowed by ``--allow-urp``, broker is the controller...).
+        warnings: Non-blocking notes (URP allowed by ``--force``, broker is the controller...).
         impact: The simulated stop (leaders that move, partitions that lose a replica) for the plan.
     """
 
@@ -589,12 +586,12 @@ class PreflightResult:
         return f"refusing to stop broker {self.broker_id}: " + "; ".join(v.message for v in self.violations)
 
     def hint(self) -> str:
-        """How to proceed: the violations' hints, de-duplicated, then the ``--force`` escape hatch."""
+        """How to proceed: the violations' hints, de-duplicated. Only the URP gate names ``--force``:
+        nothing overrides the min-ISR and offline gates, so no hint may suggest it does."""
         hints: list[str] = []
         for v in self.violations:
             if v.hint and v.hint not in hints:
                 hints.append(v.hint)
-        hints.append(HINT_FORCE)
         return "; ".join(hints)
 
     def raise_if_refused(self) -> None:
@@ -644,7 +641,7 @@ def preflight(
     Args:
         snapshot: The cluster as observed.
         broker_id: The broker about to be stopped.
-        allow_urp: Accept cluster-wide under-replicated partitions (``--allow-urp``); the per-broker
+        allow_urp: Accept cluster-wide under-replicated partitions (``--force``); the per-broker
             min-ISR gate still applies.
         isr_headroom: See :func:`stop_impact`.
 
@@ -686,7 +683,7 @@ def preflight(
         if allow_urp:
             warnings.append(
                 f"{_plural(len(s.under_replicated), 'partition')} under-replicated "
-                f"(allowed by --allow-urp): {_summary(s.under_replicated)}"
+                f"(allowed by --force): {_summary(s.under_replicated)}"
             )
         else:
             violations.append(
@@ -694,7 +691,8 @@ def preflight(
                     "under_replicated",
                     "under-replicated",
                     s.under_replicated,
-                    "fix URP first (wait for the ISR to recover, kafkaops status), or pass --allow-urp",
+                    "fix URP first (wait for the ISR to recover, `kafkaops status`), or pass --force if that URP is "
+                    "understood and elsewhere",
                 )
             )
     if impact.goes_offline:

@@ -187,7 +187,8 @@ def test_issue_case_rf2_min_isr2_refuses_reboot_of_one_of_its_brokers() -> None:
         r.raise_if_refused()
     msg = str(exc.value)
     assert "\n" not in msg
-    assert "eqiad.strict" in msg and "--force --reason" in msg
+    assert "eqiad.strict" in msg and "raise the replication factor" in msg
+    assert "--force" not in msg  # --force only passes the URP gate: never suggest it here
     assert exc.value.exit_code == 6
     # The broker not hosting the strict topic may be stopped.
     assert safety.preflight(s, 1003).ok
@@ -206,7 +207,8 @@ def test_rf3_min_isr2_one_replica_lagging_refuses_stop_of_another_replica() -> N
     assert r.codes == ("stop_below_min_isr",)
     assert r.violations[0].partitions == ("eqiad.x-0",)
     assert not r.permanent
-    assert any("allowed by --allow-urp" in w for w in r.warnings)
+    assert any("allowed by --force" in w for w in r.warnings)
+    assert "--force" not in r.hint()  # nothing overrides the min-ISR gate; the hint must not suggest it
     with pytest.raises(
         SafetyRefusal,
         match=r"refusing to stop broker 1002: 1 partition would drop below "
@@ -215,9 +217,10 @@ def test_rf3_min_isr2_one_replica_lagging_refuses_stop_of_another_replica() -> N
         r.raise_if_refused()
     # Stopping the lagging broker itself is fine for min ISR.
     assert safety.preflight(s, 1003, allow_urp=True).ok
-    # Without --allow-urp the cluster-wide URP gate refuses too, and says how to proceed.
+    # Without --force the cluster-wide URP gate refuses too, and says how to proceed.
     r = safety.preflight(s, 1003)
     assert r.codes == ("under_replicated",)
+    assert "--force" in r.hint()
     with pytest.raises(SafetyRefusal, match="fix URP first"):
         r.raise_if_refused()
 
