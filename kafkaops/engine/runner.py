@@ -507,7 +507,7 @@ class Runner:
         raise Interrupted(
             f"run {meta.run_id} paused before {target.name} {step.label}"
             + (f" ({detail})" if detail else "")
-            + "; the cluster lock stays with the run",
+            + f". State: {_changes_so_far(journal.replay(), target.name)}; the cluster lock stays with the run",
             hint=f"continue with `kafkaops resume {meta.run_id}`, or undo it with "
             f"`kafkaops runs abort {meta.run_id} --rollback --reason ...`",
         )
@@ -652,10 +652,7 @@ class Runner:
             "may be partly applied (the journal shows an apply attempt)" if st.changed else "was not applied"
         )
         self._audit_end(meta, passed=False, detail=f"stopped at {target.name} {step.label}; resumable")
-        changes = [s.action for s in sorted(state.steps.values(), key=lambda s: s.first_change_seq)
-                   if s.target == target.name and s.changed and not s.compensated and s.action
-                   and not (s.index == step.index and not st.changed)]
-        where = (f"{target.name} so far: " + "; ".join(changes)) if changes else f"no change made on {target.name}"
+        where = _changes_so_far(state, target.name)
         raise RunFailed(
             f"run {meta.run_id} stopped at {target.name} {step.label} of {len(target.steps)}: "
             f"{type(exc).__name__}: {exc}. State: {where}; {done} step(s) verified; this step {partly}; "
@@ -793,6 +790,14 @@ class Runner:
                     f"`kafkaops runs abort {meta.run_id} --rollback --reason ...`; "
                     "what was already undone is not undone twice",
                 ) from exc
+
+
+def _changes_so_far(state: RunState, target: str) -> str:
+    """What the run has changed on ``target`` and not undone, in order — the operator's "where are
+    we" when a run stops (e.g. "kafka1002 so far: depool ...; stop the broker ...")."""
+    changes = [s.action for s in sorted(state.steps.values(), key=lambda s: s.first_change_seq)
+               if s.target == target and s.changed and not s.compensated and s.action]
+    return (f"{target} so far: " + "; ".join(changes)) if changes else f"no change made on {target}"
 
 
 def _summary(obs: Observation) -> str:

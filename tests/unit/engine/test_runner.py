@@ -119,6 +119,7 @@ def test_ctrl_c_pauses_at_next_safe_point_then_resume(
     assert signal.getsignal(signal.SIGINT) is before  # handler restored
     run_id = os.listdir(home / "runs")[0]
     assert "paused before h1 step 2 (test.set)" in str(info.value)
+    assert "State: h1 so far: set h1 to 1;" in str(info.value)  # what the operator leaves behind
     assert f"kafkaops resume {run_id}" in str(info.value)
     assert info.value.exit_code == 130
     # the in-flight step completed (apply is never torn by Ctrl-C); nothing after it ran
