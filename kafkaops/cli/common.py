@@ -40,11 +40,19 @@ err_console = cast("Console", _LazyConsole(stderr=True))
 
 
 class Output(StrEnum):
-    """How a command renders its result. ``json`` is stable and meant for tools."""
+    """How a command renders its result. ``json`` is stable and meant for tools; ``markdown`` is for a
+    task or a change review."""
 
     table = "table"
     json = "json"
     markdown = "markdown"
+
+
+class TableOrJson(StrEnum):
+    """For commands with nothing to paste into a review: ``--help`` lists, and click checks, only these."""
+
+    table = "table"
+    json = "json"
 
 
 def stdout_closed() -> NoReturn:
@@ -56,10 +64,15 @@ def stdout_closed() -> NoReturn:
     raise SystemExit(STDOUT_CLOSED)
 
 
-def print_json(data: Any) -> None:
-    """Write ``data`` as JSON on stdout (no rich markup, so pipes get clean JSON)."""
+def print_text(text: str) -> None:
+    """Write ``text`` on stdout as is (JSON, Markdown: no rich markup or wrapping)."""
     try:
-        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
         stdout_closed()
+
+
+def print_json(data: Any) -> None:
+    """Write ``data`` as JSON on stdout (no rich markup, so pipes get clean JSON)."""
+    print_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from kafkaops.cli.common import Output, console, err_console, print_json
+from kafkaops.cli.common import TableOrJson, console, err_console, print_json
 from kafkaops.errors import LabError
 
 app = typer.Typer(
@@ -22,7 +22,7 @@ host_app = typer.Typer(help="Power a lab host: reboot (clean), crash (SIGKILL ev
 app.add_typer(host_app, name="host")
 
 InventoryOpt = typer.Option(None, "--inventory", "-i", help="Lab inventory (default: inventory/lab.yaml).")
-OutputOpt = typer.Option(Output.table, "--output", "-o", help="table or json.")
+OutputOpt = typer.Option(TableOrJson.table, "--output", "-o", help="table or json.")
 
 
 def _progress(msg: str) -> None:
@@ -50,13 +50,13 @@ def down() -> None:
 
 
 @app.command()
-def status(output: Output = OutputOpt) -> None:
+def status(output: TableOrJson = OutputOpt) -> None:
     """Every lab component and its health. Exit 0 when all are healthy, 12 otherwise."""
     from kafkaops.lab import lab
 
     components = lab.status()
     healthy = all(c.healthy for c in components)
-    if output == Output.json:
+    if output == TableOrJson.json:
         print_json({"healthy": healthy, "components": [c.to_dict() for c in components]})
     else:
         from rich.table import Table
@@ -116,7 +116,7 @@ def load(
     rate: float = typer.Option(200.0, help="Kafka messages per second (acks=all, idempotent)."),
     http_rate: float = typer.Option(10.0, help="HTTP events per second through the VIP (0 to skip)."),
     inventory: Path | None = InventoryOpt,
-    output: Output = OutputOpt,
+    output: TableOrJson = OutputOpt,
 ) -> None:
     """Produce and read back, and post events through the VIP; report lost, duplicated, failed.
 
@@ -130,7 +130,7 @@ def load(
     if not lab.is_up():
         raise LabError("the lab is not up", hint="start it with `kafkaops lab up`")
     report = run_load(load_inventory(inventory), seconds, rate=rate, http_rate=http_rate)
-    if output == Output.json:
+    if output == TableOrJson.json:
         print_json(report.to_dict())
     else:
         from rich.table import Table

@@ -7,12 +7,13 @@ would otherwise assemble from ``kafka topics --describe``, confctl and Grafana b
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from kafkaops.cli.common import Output, console, print_json
+from kafkaops.cli.common import Output, console, print_json, print_text
 
 
 def _pool_states(cluster: Any) -> tuple[dict[str, str], str]:
@@ -84,6 +85,7 @@ def collect(cluster: Any) -> dict[str, Any]:
     return {
         # "healthy" is a promise that every gate would pass: not without knowing min ISR.
         "cluster": cluster.name, "healthy": health.healthy and not min_isr_error, "controller": snap.controller,
+        "taken_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(snap.taken_at)),
         "partitions": health.partition_count,
         "offline": [partition_name(p) for p in health.offline],
         "under_replicated": [partition_name(p) for p in health.under_replicated],
@@ -97,39 +99,78 @@ def collect(cluster: Any) -> dict[str, Any]:
     }
 
 
-def _render(data: dict[str, Any]) -> None:
-    def count(key: str) -> str:
-        n = len(data[key])
-        return f"[{'red' if n else 'green'}]{n}[/]"
+def _verdict(data: dict[str, Any]) -> str:
+    if data["healthy"]:
+        return "healthy"
+    if data["min_isr_error"] and not data["under_replicated"] and not data["offline"]:
+        return "health unknown"
+    return "NOT healthy"
 
-    verdict = ("[green]healthy[/]" if data["healthy"] else
-               "[bold yellow]health unknown[/]" if data["min_isr_error"] and not data["under_replicated"]
-               and not data["offline"] else "[bold red]NOT healthy[/]")
-    console.print(f"cluster [bold]{data['cluster']}[/]: {verdict} — {data['partitions']} partitions, "
-                  f"offline {count('offline')}, under-replicated {count('under_replicated')}, "
-                  f"under min ISR {count('under_min_isr')}, at min ISR {len(data['at_min_isr'])}, "
-                  f"preferred leaders {data['preferred_leader_ratio']:.0%}")
-    from rich.table import Table
 
-    table = Table()
-    for col in ("host", "broker", "dc/rack", "registered", "leaders", "preferred", "pooled"):
-        table.add_column(col)
-    for b in data["brokers"]:
-        table.add_row(b["host"], f"{b['broker_id']}{' ctrl' if b['controller'] else ''}",
-                      f"{b['dc']}/{b['rack']}", "yes" if b["registered"] else "[red]no[/]", str(b["leaders"]),
-                      f"{b['preferred_ratio']:.0%}",
-                      b["pooled"] if b["pooled"] == "yes" else f"[yellow]{b['pooled']}[/]")
-    console.print(table)
-    console.print("leaders per DC: " + ", ".join(f"{dc} {n}" for dc, n in sorted(data["leaders_by_dc"].items())))
+def _counts(data: dict[str, Any]) -> list[tuple[str, int]]:
+    return [("offline", len(data["offline"])), ("under-replicated", len(data["under_replicated"])),
+            ("under min ISR", len(data["under_min_isr"])), ("at min ISR", len(data["at_min_isr"]))]
+
+
+_COLUMNS = ("host", "broker", "dc/rack", "registered", "leaders", "preferred", "pooled")
+
+
+def _rows(data: dict[str, Any]) -> list[tuple[str, ...]]:
+    return [(b["host"], f"{b['broker_id']}{' ctrl' if b['controller'] else ''}", f"{b['dc']}/{b['rack']}",
+             "yes" if b["registered"] else "no", str(b["leaders"]), f"{b['preferred_ratio']:.0%}", b["pooled"])
+            for b in data["brokers"]]
+
+
+def _notes(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, text) for what needs attention: the partitions at fault, and what could not be read."""
+    out = []
     for key, label in (("offline", "offline"), ("under_min_isr", "under min ISR"),
                        ("under_replicated", "under-replicated")):
         if data[key]:
-            shown = ", ".join(data[key][:10]) + (f" and {len(data[key]) - 10} more" if len(data[key]) > 10 else "")
-            console.print(f"[red]{label}:[/] {shown}")
+            more = len(data[key]) - 10
+            out.append((label, ", ".join(data[key][:10]) + (f" and {more} more" if more > 0 else "")))
+    if data["preferred_leader_ratio"] < 1 and not out:
+        out.append(("leaders not preferred", f"{1 - data['preferred_leader_ratio']:.0%} of partitions are led by "
+                    "another replica than their preferred one; a preferred-replica election rebalances them"))
     if data["min_isr_error"]:
-        console.print(f"[yellow]min ISR unknown (counted as 1):[/] {data['min_isr_error']}")
+        out.append(("min ISR unknown (counted as 1)", data["min_isr_error"]))
     if data["pool_error"]:
-        console.print(f"[yellow]pool state unavailable:[/] {data['pool_error']}")
+        out.append(("pool state unavailable", data["pool_error"]))
+    return out
+
+
+def _render(data: dict[str, Any]) -> None:
+    colour = {"healthy": "green", "health unknown": "bold yellow", "NOT healthy": "bold red"}[_verdict(data)]
+    counts = ", ".join(f"{label} [{'red' if n and label != 'at min ISR' else 'green'}]{n}[/]"
+                       for label, n in _counts(data))
+    console.print(f"cluster [bold]{data['cluster']}[/]: [{colour}]{_verdict(data)}[/] — {data['partitions']} "
+                  f"partitions, {counts}, preferred leaders {data['preferred_leader_ratio']:.0%}")
+    from rich.table import Table
+
+    table = Table()
+    for col in _COLUMNS:
+        table.add_column(col)
+    for row in _rows(data):
+        table.add_row(*row[:3], row[3] if row[3] == "yes" else f"[red]{row[3]}[/]", *row[4:6],
+                      row[6] if row[6] == "yes" else f"[yellow]{row[6]}[/]")
+    console.print(table)
+    console.print("leaders per DC: " + ", ".join(f"{dc} {n}" for dc, n in sorted(data["leaders_by_dc"].items())))
+    for label, text in _notes(data):
+        severe = label in ("offline", "under min ISR", "under-replicated")
+        console.print(f"[{'red' if severe else 'yellow'}]{label}:[/] {text}", highlight=False)
+
+
+def to_markdown(data: dict[str, Any]) -> str:
+    """Status as Markdown, to paste into the maintenance's task or change review."""
+    counts = ", ".join(f"{label} {n}" for label, n in _counts(data))
+    lines = [f"**{data['cluster']}: {_verdict(data)}** — {data['partitions']} partitions, {counts}, "
+             f"preferred leaders {data['preferred_leader_ratio']:.0%} ({data['taken_at']})", "",
+             "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
+    lines += ["| " + " | ".join(row) + " |" for row in _rows(data)]
+    lines += ["", "leaders per DC: " + ", ".join(f"{dc} {n}" for dc, n in sorted(data["leaders_by_dc"].items()))]
+    if notes := _notes(data):
+        lines += ["", *(f"- **{label}:** {text}" for label, text in notes)]
+    return "\n".join(lines) + "\n"
 
 
 def register(app: typer.Typer) -> None:
@@ -137,7 +178,8 @@ def register(app: typer.Typer) -> None:
     def status(
         cluster_name: str = typer.Argument(..., metavar="CLUSTER", help="Cluster name from the inventory."),
         inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory file."),
-        output: Output = typer.Option(Output.table, "--output", "-o", help="table or json."),
+        output: Output = typer.Option(Output.table, "--output", "-o",
+                                      help="table, json, or markdown (for the task or change review)."),
     ) -> None:
         """Cluster health before (or after) maintenance: brokers, URP, min ISR, leaders, pools.
 
@@ -150,6 +192,8 @@ def register(app: typer.Typer) -> None:
         data = collect(find_cluster(cluster_name, inventory))
         if output == Output.json:
             print_json(data)
+        elif output == Output.markdown:
+            print_text(to_markdown(data))
         else:
             _render(data)
         if not data["healthy"]:

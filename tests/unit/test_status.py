@@ -37,3 +37,39 @@ def test_configs_that_answer_are_in_the_snapshot() -> None:
     snap, error = _snapshot(_Admin(configs_answer=True))
     assert error == ""
     assert snap.topics["t"].min_insync_replicas == 2 and snap.topics["t"].replication_factor == 3
+
+
+def _data(**changes: Any) -> dict[str, Any]:
+    brokers = [{"host": f"kafka100{i}", "broker_id": 1000 + i, "dc": "eqiad", "rack": "ABC"[i - 1],
+                "registered": True, "controller": i == 2, "leaders": 2, "preferred_ratio": 1.0, "pooled": "yes"}
+               for i in (1, 2, 3)]
+    data: dict[str, Any] = {
+        "cluster": "lab", "healthy": True, "controller": 1002, "taken_at": "2026-11-22 22:00:00 UTC",
+        "partitions": 6, "offline": [], "under_replicated": [], "under_min_isr": [], "at_min_isr": [],
+        "preferred_leader_ratio": 1.0, "leaders_by_dc": {"eqiad": 6}, "brokers": brokers,
+        "unregistered_replica_brokers": [], "pool_error": "", "min_isr_error": ""}
+    return {**data, **changes}
+
+
+def test_markdown_status_is_a_pasteable_table() -> None:
+    from kafkaops.cli.status import to_markdown
+
+    text = to_markdown(_data())
+    assert text.startswith("**lab: healthy** — 6 partitions, offline 0, under-replicated 0")
+    assert "(2026-11-22 22:00:00 UTC)" in text
+    assert "| kafka1002 | 1002 ctrl | eqiad/B | yes | 2 | 100% | yes |" in text
+    assert "- **" not in text  # nothing needs attention
+
+
+def test_markdown_status_names_what_needs_attention() -> None:
+    from kafkaops.cli.status import to_markdown
+
+    urp = [f"t-{i}" for i in range(12)]
+    text = to_markdown(_data(healthy=False, under_replicated=urp, preferred_leader_ratio=0.5))
+    assert text.startswith("**lab: NOT healthy**")
+    assert "- **under-replicated:** t-0, t-1," in text and "t-9 and 2 more" in text
+    assert "leaders not preferred" not in text  # expected while replicas are out: not the point then
+    unknown = to_markdown(_data(healthy=False, min_isr_error="Kafka did not answer describe_configs"))
+    assert unknown.startswith("**lab: health unknown**") and "- **min ISR unknown (counted as 1):**" in unknown
+    skewed = to_markdown(_data(preferred_leader_ratio=0.5))
+    assert "- **leaders not preferred:** 50% of partitions" in skewed
