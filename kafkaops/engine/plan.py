@@ -249,7 +249,7 @@ def render_markdown(plan: Plan) -> str:
         "",
         f"- **Targets** (in order): {', '.join(f'`{t}`' for t in plan.targets) or '-'}",
         f"- **Operator**: {plan.operator}",
-        f"- **Reason**: {plan.reason}" + (f" (task {plan.task})" if plan.task else ""),
+        f"- **Reason**: {plan.reason or '_none given (`--reason`)_'}" + (f" (task {plan.task})" if plan.task else ""),
         f"- **Planned at**: {_when(plan.created_at)}",
         f"- **Fingerprint**: `{plan.fingerprint[:16]}`",
         f"- **Changes**: {len(plan.changes)} of {len(plan.steps)} steps "
