@@ -38,16 +38,11 @@ def _snapshot(admin: Any) -> tuple[Any, str]:
     while metadata answers: that is exactly when an operator runs status, so it shows brokers, URP and
     leaders anyway and says min ISR is unknown (counted as 1) instead of failing.
     """
-    import dataclasses
-
     from kafkaops.errors import UnreachableError
 
     snap = admin.snapshot(with_configs=False)
-    replication: dict[str, int] = {}
-    for p in snap.partitions:
-        replication.setdefault(p.topic, len(p.replicas))
     try:
-        return dataclasses.replace(snap, topics=admin.topic_configs(replication, replication)), ""
+        return admin.with_configs(snap), ""
     except UnreachableError as exc:
         return snap, str(exc)
 

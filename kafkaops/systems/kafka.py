@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError, UnreachableError
@@ -122,14 +122,18 @@ class KafkaAdmin:
                     replicas=tuple(p.replicas), isr=tuple(p.isrs),
                 ))
         partitions.sort(key=lambda p: (p.topic, p.partition))
-        replication: dict[str, int] = {}
-        for p in partitions:
-            replication.setdefault(p.topic, len(p.replicas))
-        topics = self.topic_configs(replication, replication) if with_configs else {}
-        return ClusterSnapshot(
+        snap = ClusterSnapshot(
             cluster=self.cluster, taken_at=time.time(), brokers=tuple(sorted(md.brokers)),
-            controller=controller, partitions=tuple(partitions), topics=topics,
+            controller=controller, partitions=tuple(partitions), topics={},
         )
+        return self.with_configs(snap) if with_configs else snap
+
+    def with_configs(self, snap: ClusterSnapshot) -> ClusterSnapshot:
+        """``snap`` with its topics' configs (min ISR), read in one batched request."""
+        replication: dict[str, int] = {}
+        for p in snap.partitions:
+            replication.setdefault(p.topic, len(p.replicas))
+        return replace(snap, topics=self.topic_configs(replication, replication))
 
     def create_topics(self, specs: Sequence[TopicSpec]) -> list[str]:
         """Create the topics that do not exist yet (idempotent); return the names created."""

@@ -21,10 +21,13 @@ class _Admin:
         return ClusterSnapshot(cluster="lab", taken_at=0.0, brokers=(1001, 1002, 1003), controller=None,
                                partitions=parts, topics={})
 
-    def topic_configs(self, topics: Any, replication: dict[str, int]) -> dict[str, TopicConfig]:
+    def with_configs(self, snap: ClusterSnapshot) -> ClusterSnapshot:
+        import dataclasses
+
         if not self.configs_answer:
             raise UnreachableError("Kafka did not answer describe_configs(t): Failed while waiting for controller")
-        return {t: TopicConfig(name=t, min_insync_replicas=2, replication_factor=replication[t]) for t in topics}
+        return dataclasses.replace(snap, topics={"t": TopicConfig(name="t", min_insync_replicas=2,
+                                                                   replication_factor=3)})
 
 
 def test_configs_that_time_out_leave_the_rest_of_status_standing() -> None:
