@@ -1,0 +1,359 @@
+"""The run's environment: one root object that owns every adapter, the lock and the run's identity.
+
+A run acts on one world: the cluster described by *one* inventory file, reached through adapters that
+all know whether this is a dry-run. Before this object existed, each layer looked the cluster up again
+by name (and a lookup that failed could silently turn a ZooKeeper lock into a local lock file); a
+resumed run searched the inventories anew. Now the CLI builds an :class:`Environment` once — from the
+inventory file, the cluster, and the dry-run switch (spicerack's ``Spicerack`` accessor is the model) —
+and everything else asks it:
+
+* **adapters** (Kafka, ZooKeeper, conftool, SSH), built lazily so a dry-run that never touches SSH
+  does not need SSH, each built with ``dry_run`` so that its writes refuse themselves
+  (:mod:`kafkaops.systems.guard`);
+* **the lock**, chosen from the cluster and never degraded silently: ZooKeeper when the cluster has one,
+  else the etcd that conftool uses, else a file lock in a *shared* directory — and :attr:`lock_label`
+  says which, for the plan;
+* **the run's identity** (:meth:`identity`): the inventory path and a hash of everything the run depends
+  on (hosts, addresses, bootstrap, ZooKeeper, pools, command templates). The runner journals it when the
+  run starts; ``resume`` and ``apply`` rebuild the environment from that record and refuse, naming the
+  difference, when the inventory changed under the run (:func:`environment_changes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafkaops.errors import ConfigError, StalePlanError
+from kafkaops.model import Cluster, Host
+
+if TYPE_CHECKING:
+    from kafkaops.engine.lock import LockBackend
+    from kafkaops.systems.conftool import Conftool
+    from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops.systems.ssh import CommandResult, SshClient, SshPool
+    from kafkaops.systems.zookeeper import ZooKeeper
+
+#: Where file locks live when a cluster has neither ZooKeeper nor etcd: a directory every operator of
+#: the admin host shares (not a home directory, or two operators would not exclude each other).
+DEFAULT_LOCK_DIR = "/var/lib/kafkaops/locks"
+
+
+class EnvironmentChanged(StalePlanError):
+    """The inventory changed in something the run depends on since the run started (exit 8)."""
+
+
+def dependencies(cluster: Cluster) -> dict[str, Any]:
+    """Everything of the inventory a run depends on, as canonical JSON-able data.
+
+    The whole cluster model except where it was read from: addresses, broker ids, bootstrap servers,
+    ZooKeeper, etcd/conftool, SSH endpoints, services, pool tags and every command template.
+    """
+    data = dataclasses.asdict(cluster)
+    data.pop("source", None)
+    return json.loads(json.dumps(data, sort_keys=True, default=str))
+
+
+def digest(deps: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(deps, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) and "name" in v for v in value):
+        return _flatten({str(v["name"]): v for v in value}, prefix)
+    return {prefix: value}
+
+
+def environment_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What differs between two :func:`dependencies` records, one line per key path
+    (``bootstrap_servers: '127.0.10.1:9092' -> '127.0.10.9:9092'``)."""
+    old, new = _flatten(recorded), _flatten(current)
+    lines = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key, "<absent>") != new.get(key, "<absent>"):
+            lines.append(f"{key}: {old.get(key, '<absent>')!r} -> {new.get(key, '<absent>')!r}")
+    return lines
+
+
+class RunFacts:
+    """Facts a step must remember across a crash, beside the run's journal (``facts.json``).
+
+    The journal records what the runner did; these record what the *world* was before a step changed
+    it: the boot id before a reboot (so a resumed reboot step can tell it already happened), and the
+    pool state before a depool (so the run repools only what it depooled — never a host someone else
+    had taken out). Written atomically (temp file, fsync, rename, directory fsync) *before* the side
+    effect. A dry-run keeps them in memory (``path`` None).
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._mem: dict[str, Any] = {}
+
+    def _load(self) -> dict[str, Any]:
+        if self.path is None:
+            return self._mem
+        try:
+            return dict(json.loads(self.path.read_text()))
+        except FileNotFoundError:
+            return {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._load().get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        data = self._load()
+        data[key] = value
+        if self.path is None:
+            self._mem = data
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".facts.")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        dfd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)  # the rename itself must survive a power loss, or a resume reboots twice
+        finally:
+            os.close(dfd)
+
+
+class Environment:
+    """The root object of a run (see the module docstring).
+
+    Args:
+        cluster: The cluster, as loaded from ``inventory``.
+        inventory: The inventory file the cluster came from (journaled).
+        dry_run: Adapters refuse every write.
+        home: kafkaops' state directory (journals, facts); default ``$KAFKAOPS_HOME``.
+        kafka_timeout: Seconds per Kafka/ZooKeeper request.
+        confirm: Asks the operator a yes/no question (``--yes`` answers yes); None: nobody to ask, so
+            steps that need a decision pause the run instead (``kafkaops resume`` is the answer).
+        lock_dir: Directory of file locks (clusters without ZooKeeper and etcd).
+    """
+
+    def __init__(self, cluster: Cluster, *, inventory: Path | str | None = None, dry_run: bool = False,
+                 home: Path | None = None, kafka_timeout: float = 10.0,
+                 confirm: Callable[[str], bool] | None = None, lock_dir: str | None = None) -> None:
+        self.cluster = cluster
+        self.inventory = Path(inventory or cluster.source).resolve() if (inventory or cluster.source) else None
+        self.dry_run = dry_run
+        self.home = home
+        self.kafka_timeout = kafka_timeout
+        self.confirm = confirm
+        self.lock_dir = lock_dir or os.environ.get("KAFKAOPS_LOCK_DIR") or DEFAULT_LOCK_DIR
+        self.hosts: dict[str, Host] = {h.name: h for h in cluster.hosts}
+        if cluster.deploy_host is not None:
+            self.hosts.setdefault(cluster.deploy_host.name, cluster.deploy_host)
+        self._kafka: KafkaAdmin | None = None
+        self._conftool: Conftool | None = None
+        self._ssh: SshPool | None = None
+        self._lock: LockBackend | None = None
+        self._facts: dict[str, RunFacts] = {}
+
+    # --- building ---------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, inventory: Path | str, **kwargs: Any) -> Environment:
+        """The environment of the cluster described by ``inventory``."""
+        from kafkaops.inventory import load_inventory
+
+        return cls(load_inventory(inventory), inventory=inventory, **kwargs)
+
+    def identity(self) -> dict[str, Any]:
+        """What the journal records at run start: the inventory path, the cluster, the lock, and the hash
+        (with the data) of everything the run depends on."""
+        deps = dependencies(self.cluster)
+        return {"inventory": str(self.inventory) if self.inventory else None, "cluster": self.cluster.name,
+                "lock": self.lock_label, "sha256": digest(deps), "depends": deps}
+
+    @classmethod
+    def from_identity(cls, recorded: Mapping[str, Any], *, accept_changes: bool = False,
+                      **kwargs: Any) -> tuple[Environment, list[str]]:
+        """Rebuild the environment a run started with, from its journaled :meth:`identity`.
+
+        Returns:
+            The environment and the differences found (empty, or accepted with ``accept_changes``).
+
+        Raises:
+            ConfigError: The inventory file is gone or no longer describes the run's cluster.
+            EnvironmentChanged: It changed in what the run depends on (without ``accept_changes``).
+        """
+        path = recorded.get("inventory")
+        if not path:
+            raise ConfigError("the run did not record its inventory (started by an older kafkaops)",
+                              hint="finish it with that version, or abort it and start a new run")
+        if not Path(path).is_file():
+            raise ConfigError(f"the run's inventory {path} is gone",
+                              hint="restore it (the run acts on the cluster it describes)")
+        env = cls.load(path, **kwargs)
+        if env.cluster.name != recorded.get("cluster"):
+            raise ConfigError(f"{path} now describes cluster {env.cluster.name!r}, not the run's "
+                              f"{recorded.get('cluster')!r}", hint="restore the inventory the run started with")
+        changes = environment_changes(recorded.get("depends") or {}, dependencies(env.cluster))
+        if changes and not accept_changes:
+            listed = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+            raise EnvironmentChanged(
+                f"the inventory {path} changed since the run started: {listed}",
+                hint="restore it, or pass --accept-inventory-change to go on with the new values "
+                     "(recorded in the journal)")
+        return env, changes
+
+    # --- adapters ----------------------------------------------------------------------------------
+
+    @property
+    def kafka(self) -> KafkaAdmin:
+        if self._kafka is None:
+            from kafkaops.systems.kafka import KafkaAdmin
+
+            self._kafka = KafkaAdmin(self.cluster.bootstrap_servers, timeout=self.kafka_timeout,
+                                     cluster=self.cluster.name, dry_run=self.dry_run)
+        return self._kafka
+
+    @property
+    def conftool(self) -> Conftool:
+        if self._conftool is None:
+            if not self.cluster.conftool_config:
+                raise ConfigError(f"cluster {self.cluster.name} has no conftool.config in {self.cluster.source}",
+                                  hint="add conftool: {etcd: ..., config: /etc/conftool/config.yaml}")
+            from kafkaops.systems.conftool import Conftool
+
+            self._conftool = Conftool(self.cluster.conftool_config, dry_run=self.dry_run)
+        return self._conftool
+
+    @contextmanager
+    def zookeeper(self) -> Iterator[ZooKeeper | None]:
+        """A ZooKeeper session, or None for KRaft clusters (callers fall back to Kafka metadata)."""
+        if not self.cluster.zookeeper:
+            yield None
+            return
+        from kafkaops.systems.zookeeper import ZooKeeper
+
+        with ZooKeeper(self.cluster.zookeeper, timeout=self.kafka_timeout, dry_run=self.dry_run) as zk:
+            yield zk
+
+    def registered_brokers(self) -> list[int]:
+        """Broker ids the cluster itself considers alive (ZooKeeper registrations, else metadata)."""
+        with self.zookeeper() as zk:
+            if zk is not None:
+                return zk.registered_brokers()
+        return sorted(self.kafka.metadata().brokers)
+
+    def host(self, name: str) -> Host:
+        """The inventory host ``name`` (short name or FQDN) of this run's cluster."""
+        host = self.hosts.get(name)
+        if host is not None:
+            return host
+        from kafkaops.inventory import resolve_host
+
+        return resolve_host(self.cluster, name)
+
+    def command(self, host: Host, name: str, **values: Any) -> str:
+        """The host's command template ``name`` with ``{host...}`` and ``values`` filled in."""
+        template = host.commands.get(name)
+        if not template:
+            raise ConfigError(f"no '{name}' command template for {host.name} in {self.cluster.source}",
+                              hint=f"add commands.{name} to the inventory")
+        return template.format(host=host, cluster=self.cluster, **values)
+
+    def ssh(self, host: Host) -> SshClient:
+        """The run's SSH connection to ``host`` (host keys checked), opened on first use."""
+        if self._ssh is None:
+            from kafkaops.systems.ssh import SshPool
+
+            self._ssh = SshPool(dry_run=self.dry_run)
+        return self._ssh.get(host.name, host.ssh)
+
+    def run(self, host: Host, command: str, *, timeout: float = 60.0, check: bool = True) -> CommandResult:
+        """Run a read-only command on ``host`` (boot id, status, logs)."""
+        return self.ssh(host).run(command, timeout=timeout, check=check)
+
+    def change(self, host: Host, command: str, *, timeout: float = 60.0, check: bool = True) -> CommandResult:
+        """Run a command that changes ``host`` (stop, start, reboot, restart, deploy): refused in a dry-run."""
+        return self.ssh(host).change(command, timeout=timeout, check=check)
+
+    def reconnect(self, host: Host) -> None:
+        """Forget the SSH connection to ``host`` (after a reboot its old one is dead)."""
+        if self._ssh is not None:
+            self._ssh.get(host.name, host.ssh).close()
+
+    # --- the lock ------------------------------------------------------------------------------------
+
+    @property
+    def lock(self) -> LockBackend:
+        """The cluster's lock: ZooKeeper, else conftool's etcd, else a file in a shared directory."""
+        if self._lock is None:
+            if self.cluster.zookeeper:
+                from kafkaops.systems.zookeeper import ZooKeeperLockBackend
+
+                self._lock = ZooKeeperLockBackend(self.cluster.zookeeper, timeout=self.kafka_timeout)
+            elif self.cluster.etcd:
+                from kafkaops.systems.etcd import EtcdLockBackend
+
+                self._lock = EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout)
+            else:
+                from kafkaops.engine.lock import FileLockBackend
+
+                self._lock = FileLockBackend(Path(self.lock_dir))
+        return self._lock
+
+    @property
+    def lock_label(self) -> str:
+        """Which lock guards runs on this cluster, in words (shown in the plan and journaled)."""
+        if self.cluster.zookeeper:
+            return f"ZooKeeper {self.cluster.zookeeper} znode /kafkaops/locks/{self.cluster.name}"
+        if self.cluster.etcd:
+            return f"etcd {self.cluster.etcd} key /kafkaops/locks/{self.cluster.name}"
+        return f"lock file {self.lock_dir}/{self.cluster.name}.lock (this admin host only)"
+
+    # --- per-run state beside the journal -----------------------------------------------------------
+
+    def facts(self, run_id: str) -> RunFacts:
+        """The run's facts; in memory for a dry-run (no run id)."""
+        if run_id not in self._facts:
+            if not run_id:
+                self._facts[run_id] = RunFacts(None)
+            else:
+                from kafkaops.engine.journal import runs_dir
+
+                self._facts[run_id] = RunFacts(runs_dir(self.home) / run_id / "facts.json")
+        return self._facts[run_id]
+
+    def sample_urp(self, run_id: str, snapshot: Any) -> None:
+        """Append (time, under-replicated partitions) to the run's ``urp.jsonl``: the post-check's chart
+        shows what the cluster went through during the run, not only before and after."""
+        if not run_id:
+            return
+        from kafkaops.engine.journal import runs_dir
+        from kafkaops.health.check import URP_SAMPLES
+
+        urp = sum(1 for p in snapshot.partitions if p.under_replicated)
+        with open(runs_dir(self.home) / run_id / URP_SAMPLES, "a") as f:
+            f.write(json.dumps([round(snapshot.taken_at, 3), urp]) + "\n")
+
+    def urp_samples(self, run_id: str) -> list[tuple[float, int]]:
+        from kafkaops.engine.journal import runs_dir
+        from kafkaops.health.check import URP_SAMPLES, read_urp_samples
+
+        return read_urp_samples(runs_dir(self.home) / run_id / URP_SAMPLES) if run_id else []
+
+    def close(self) -> None:
+        if self._ssh is not None:
+            self._ssh.close()
+        close = getattr(self._lock, "close", None)
+        if callable(close):
+            close()
