@@ -213,6 +213,28 @@ class Environment:
                      "(recorded in the journal)")
         return env, changes
 
+    def live(self) -> Environment:
+        """The same environment with writes allowed: plans are made in a dry-run environment (its
+        adapters refuse every write), the run then gets a fresh one of these."""
+        return Environment(self.cluster, inventory=self.inventory, dry_run=False, home=self.home,
+                           kafka_timeout=self.kafka_timeout, confirm=self.confirm, lock_dir=self.lock_dir)
+
+    def order_hosts(self, hosts: list[Host], order: str) -> tuple[list[Host], list[str]]:
+        """``hosts`` in the order a runbook's ``targets.order`` asks for, and a note for the plan.
+
+        ``controller_last``: the current controller goes last, so a roll causes one controller election
+        instead of one per broker bounce (an election per bounce caused outages: WMF T399005, Yelp #150).
+        Asked of Kafka once, with one try: an unreachable cluster is reported in one request timeout.
+        """
+        if order != "controller_last":
+            return list(hosts), []
+        controller = self.kafka.controller(attempts=1)
+        last = [h for h in hosts if h.broker_id == controller]
+        if not last:
+            return list(hosts), []
+        return [h for h in hosts if h.broker_id != controller] + last, [
+            f"controller {last[0].name} goes last (one controller election for the whole roll)"]
+
     # --- adapters ----------------------------------------------------------------------------------
 
     @property

@@ -14,7 +14,8 @@ import typer
 
 from kafkaops.cli.common import Output, console, err_console
 
-InventoryOpt = typer.Option(None, "--inventory", "-i", help="Inventory file (default: search inventory/*.yaml).")
+InventoryOpt = typer.Option(None, "--inventory", "-i", help="Inventory file (only this one is searched; default: "
+                            "$KAFKAOPS_INVENTORY, else inventory/*.yaml).")
 ReasonOpt = typer.Option(None, "--reason", "-r", help="Why (required unless --dry-run; goes to the audit log).")
 TaskOpt = typer.Option(None, "--task", help="Task or ticket id, e.g. T123456.")
 YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation after showing the plan.")
@@ -37,37 +38,38 @@ def _echo(line: str) -> None:
     err_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def _controller(services: Any) -> int | None:
-    """The command's first word with Kafka, before anything is planned: one try, so an unreachable
-    cluster is reported in one request timeout rather than after a run's three."""
-    return services.kafka.controller(attempts=1)
-
-
 def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, Any], *, reason: str | None,
                 task: str | None, yes: bool, dry_run: bool, output: Output, save_plan: Path | None,
-                services: Any = None, find_controller: bool = True) -> None:
+                confirm: Any = None, find_controller: bool = True) -> None:
     """Plan, show, confirm, run: the shape of every state-changing command.
 
-    ``services``: prebuilt :class:`~kafkaops.steps.services.Services` (e.g. with a ``confirm`` callback);
-    ``find_controller=False`` skips asking Kafka for its controller (runbooks that do not order by it).
+    The plan is always made in a dry-run environment (its adapters refuse every write); the run gets a
+    fresh environment of the same inventory. ``confirm``: how a step asks the operator a question
+    (e.g. after a canary); ``find_controller=False`` skips asking Kafka for its controller up front
+    (runbooks that neither order by it nor need Kafka).
     """
-    from kafkaops.cli.wiring import register_all
+    from kafkaops.cli.lookup import environment
+    from kafkaops.cli.runbooks import load_plugins
     from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.plan import save_plan as write_plan
-    from kafkaops.steps.services import Services
 
     if not dry_run and not reason:
         raise typer.BadParameter("--reason is required for anything that changes state (or use --dry-run)",
                                  param_hint="--reason")
-    register_all()
-    services = services if services is not None else Services(cluster)
-    controller = _controller(services) if find_controller else None
-    targets = [Target(h.name, host=h, is_controller=h.broker_id == controller) for h in hosts]
-    bound = bind_runbook(find_runbook(runbook), cluster=cluster, targets=targets, params=params)
+    load_plugins()
+    rb = find_runbook(runbook)
+    plan_env = environment(cluster, dry_run=True, confirm=confirm)
+    order = rb.targets.order if rb.targets else "inventory"
+    if find_controller and order != "controller_last":
+        plan_env.kafka.controller(attempts=1)  # the first word with Kafka: one try, so a dead cluster shows fast
+    ordered, notes = plan_env.order_hosts(list(hosts), order)
+    bound = bind_runbook(rb, cluster=cluster, targets=[Target(h.name, host=h) for h in ordered], params=params)
     runner = Runner(echo=_echo)
     operator = current_operator()
-    plan = runner.dry_run(bound, services=services, operator=operator, reason=reason or "", task=task)
+    plan = runner.dry_run(bound, env=plan_env, operator=operator, reason=reason or "", task=task,
+                          notes=tuple(notes))
+    plan_env.close()
     if output == Output.json:
         sys.stdout.write(plan.to_json())
     elif output == Output.markdown:
@@ -83,9 +85,12 @@ def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, 
         if not sys.stdin.isatty():
             raise typer.BadParameter("not confirmed: no terminal to ask on; pass --yes after reviewing the plan",
                                      param_hint="--yes")
-        typer.confirm(f"Run {runbook} on {', '.join(h.name for h in hosts)}?", abort=True)
-    result = runner.start(bound, services=services, operator=operator, reason=reason or "", task=task)
-    services.close()
+        typer.confirm(f"Run {runbook} on {', '.join(h.name for h in ordered)}?", abort=True)
+    env = plan_env.live()
+    try:
+        result = runner.start(bound, env=env, operator=operator, reason=reason or "", task=task)
+    finally:
+        env.close()
     err_console.print(f"journal: {result.journal}", highlight=False, soft_wrap=True)
 
 
@@ -108,7 +113,7 @@ def register(app: typer.Typer) -> None:
             no_election: bool = NoElectionOpt, syn_window: str = SynWindowOpt, no_scan: bool = NoScanOpt,
             spark_master: str = SparkOpt,
         ) -> None:
-            from kafkaops.cli.wiring import find_host
+            from kafkaops.cli.lookup import find_host
 
             cluster, h = find_host(host, inventory)
             run_runbook(runbook, cluster, [h], _params(force, isr_headroom, no_election, syn_window, no_scan,
@@ -127,7 +132,7 @@ def register(app: typer.Typer) -> None:
             grace: str = GraceOpt, election_at_end: bool = AtEndOpt, no_scan: bool = NoScanOpt,
             spark_master: str = SparkOpt,
         ) -> None:
-            from kafkaops.cli.wiring import find_cluster
+            from kafkaops.cli.lookup import find_cluster
 
             cluster = find_cluster(cluster_name, inventory)
             if no_election and election_at_end:

@@ -16,14 +16,14 @@ import typer
 
 from kafkaops.cli.common import Output, console, err_console, print_json
 
-_PLUGINS = ("kafkaops.steps", "kafkaops.cli.wiring")
+_PLUGINS = ("kafkaops.steps",)
 
 
 def load_plugins() -> None:
-    """Import the modules that register step kinds / the context factory, if they exist.
+    """Import the modules that register step kinds.
 
-    ``kafkaops.steps`` registers the built-in step kinds; ``kafkaops.cli.wiring`` registers the context
-    and lock factories. ``KAFKAOPS_PLUGINS`` (comma-separated module names) adds more.
+    ``kafkaops.steps`` registers the built-in step kinds; ``KAFKAOPS_PLUGINS`` (comma-separated module
+    names) adds more.
     """
     extra = [m.strip() for m in os.environ.get("KAFKAOPS_PLUGINS", "").split(",") if m.strip()]
     for name in (*_PLUGINS, *extra):

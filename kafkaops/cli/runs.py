@@ -1,9 +1,9 @@
 """``kafkaops runs list|show|abort|unlock``, ``kafkaops resume RUN`` and ``kafkaops apply PLAN``.
 
-Runs outlive processes: their journals live under ``$KAFKAOPS_HOME/runs``. ``resume`` and ``apply``
-start from only a run id or a plan file, so they build the cluster's services through the context
-factory the CLI wiring registers (``kafkaops.engine.set_context_factory``); without one they refuse
-with a ConfigError rather than guess.
+Runs outlive processes: their journals live under ``$KAFKAOPS_HOME/runs``. ``resume`` and ``abort``
+start from only a run id: they rebuild the run's environment from the inventory file its journal
+recorded, and refuse (naming the difference) when that inventory changed in what the run depends on,
+unless the operator accepts it (``--accept-inventory-change``, journaled).
 """
 
 from __future__ import annotations
@@ -177,25 +177,40 @@ def _runner() -> Any:
     return Runner(echo=_echo)
 
 
+AcceptOpt = typer.Option(False, "--accept-inventory-change",
+                         help="Go on although the inventory changed since the run started (the differences "
+                              "are recorded in the journal).")
+
+
+def _run_environment(run_id: str, *, accept: bool) -> tuple[Any, list[str]]:
+    """The environment a run started with, rebuilt from its journal (the inventory file it recorded),
+    refusing — and naming the difference — when that inventory changed in what the run depends on."""
+    from kafkaops.cli.runbooks import load_plugins
+    from kafkaops.engine.journal import Journal
+    from kafkaops.environment import Environment
+
+    load_plugins()
+    started = Journal.open(run_id).replay().started
+    env, changes = Environment.from_identity(started.get("environment") or {}, accept_changes=accept)
+    for line in changes:
+        _echo(f"inventory changed since the run started (accepted): {line}")
+    return env, changes
+
+
 def abort_cmd(
     run_id: str = typer.Argument(..., help="Run id."),
     reason: str = typer.Option(..., "--reason", help="Why the run is abandoned (audited)."),
     rollback: bool = typer.Option(False, "--rollback", help="Undo what this run changed (and nothing more)."),
+    accept: bool = AcceptOpt,
 ) -> None:
     """Abort a run for good (optionally rolling back what it changed) and release its lock."""
-    from kafkaops.cli.runbooks import load_plugins
     from kafkaops.engine.audit import current_operator
-    from kafkaops.engine.context import build_services
-    from kafkaops.engine.journal import Journal
 
-    services = None
-    if rollback:
-        load_plugins()
-        cluster = Journal.open(run_id).replay().cluster
-        services = build_services(cluster)
-    res = _runner().abort(
-        run_id, reason=reason, operator=current_operator(), rollback=rollback, services=services
-    )
+    env, _ = _run_environment(run_id, accept=accept or not rollback)
+    try:
+        res = _runner().abort(run_id, reason=reason, operator=current_operator(), rollback=rollback, env=env)
+    finally:
+        env.close()
     for note in res.notes:
         _echo(f"note: {note}")
     _echo(f"run {run_id} aborted" + (f"; rolled back {res.compensated} change(s)" if rollback else ""))
@@ -205,9 +220,10 @@ def unlock_cmd(
     cluster: str = typer.Argument(..., help="Cluster name."),
     force: bool = typer.Option(False, "--force", help="Required: removes the lock whatever run holds it."),
     reason: str = typer.Option(..., "--reason", help="Why the holding run is gone (audited)."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory file."),
 ) -> None:
     """Remove a cluster lock whose run is gone for good (audited)."""
-    from kafkaops.cli.runbooks import load_plugins
+    from kafkaops.cli.lookup import environment, find_cluster
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.lock import force_unlock
     from kafkaops.errors import ConfigError
@@ -217,22 +233,26 @@ def unlock_cmd(
             f"refusing to unlock {cluster} without --force",
             hint="a run-scoped lock is only removed by hand when its run is gone; check `kafkaops runs list`",
         )
-    load_plugins()
-    previous = force_unlock(cluster, reason, operator=current_operator())
+    env = environment(find_cluster(cluster, inventory))
+    try:
+        previous = force_unlock(cluster, reason, operator=current_operator(), backend=env.lock)
+    finally:
+        env.close()
     _echo(f"removed the lock of {previous.describe()}" if previous else f"cluster {cluster} was not locked")
 
 
-def resume_cmd(run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`).")) -> None:
-    """Continue a paused, failed or crashed run where it stopped."""
-    from kafkaops.cli.runbooks import load_plugins
+def resume_cmd(
+    run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`)."),
+    accept: bool = AcceptOpt,
+) -> None:
+    """Continue a paused, failed or crashed run where it stopped, on the inventory it started with."""
     from kafkaops.engine.audit import current_operator
-    from kafkaops.engine.context import build_services, get_context_factory
-    from kafkaops.engine.journal import Journal
 
-    load_plugins()
-    get_context_factory()  # fail early, before touching anything
-    cluster = Journal.open(run_id).replay().cluster
-    res = _runner().resume(run_id, services=build_services(cluster), operator=current_operator())
+    env, changes = _run_environment(run_id, accept=accept)
+    try:
+        res = _runner().resume(run_id, env=env, operator=current_operator(), accepted_changes=changes)
+    finally:
+        env.close()
     _echo(f"run {res.run_id} {res.status}")
 
 
@@ -240,19 +260,21 @@ def apply_cmd(
     plan_file: Path = typer.Argument(..., help="A plan saved with --dry-run --save-plan."),
     reason: str | None = typer.Option(None, "--reason", help="Override the plan's reason."),
     task: str | None = typer.Option(None, "--task", help="Task/ticket id."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory file."),
 ) -> None:
     """Execute a saved plan exactly, refusing if the cluster changed since it was made."""
+    from kafkaops.cli.lookup import environment, find_cluster
     from kafkaops.cli.runbooks import load_plugins
     from kafkaops.engine.audit import current_operator
-    from kafkaops.engine.context import build_services, get_context_factory
     from kafkaops.engine.plan import load_plan
 
     load_plugins()
-    get_context_factory()
     plan = load_plan(plan_file)
-    res = _runner().apply_plan(
-        plan, services=build_services(plan.cluster), operator=current_operator(), reason=reason, task=task
-    )
+    env = environment(find_cluster(plan.cluster, inventory))
+    try:
+        res = _runner().apply_plan(plan, env=env, operator=current_operator(), reason=reason, task=task)
+    finally:
+        env.close()
     _echo(f"run {res.run_id} {res.status}")
 
 

@@ -37,16 +37,14 @@ def _say(line: str) -> None:
     err_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def _services(cluster: Any, yes: bool) -> Any:
-    """The run's services, with the operator's answer to "go on after the canary?" wired in."""
-    from kafkaops.steps.services import Services
-
-    services = Services(cluster)
+def _confirm(yes: bool) -> Any:
+    """The operator's answer to "go on after the canary?": yes with --yes, asked on a terminal, else
+    nobody to ask (None: the run pauses there and ``kafkaops resume`` is the answer)."""
     if yes:
-        services.confirm = lambda _question: True
-    elif sys.stdin.isatty():
-        services.confirm = lambda question: bool(typer.confirm(question, default=False))
-    return services
+        return lambda _question: True
+    if sys.stdin.isatty():
+        return lambda question: bool(typer.confirm(question, default=False))
+    return None
 
 
 def _hosts_with(cluster: Any, service: str) -> list[Any]:
@@ -77,14 +75,14 @@ def restart_service(
     syn_window: str = SynWindowOpt, health_timeout: str = HealthTimeoutOpt, log_window: str = LogWindowOpt,
 ) -> None:
     """Restart SERVICE on HOST without losing a request: depool, SYN gate, restart, HTTP health, log scan, repool."""
-    from kafkaops.cli.wiring import find_host
+    from kafkaops.cli.lookup import find_host
     from kafkaops.steps.service import service_of
 
     cluster, h = find_host(host, inventory)
     svc = service_of(h, service)
     run_runbook("restart-service", cluster, [h], _common(svc, syn_window, health_timeout, log_window),
                 reason=reason, task=task, yes=yes, dry_run=dry_run, output=output, save_plan=save_plan,
-                services=_services(cluster, yes), find_controller=False)
+                confirm=_confirm(yes), find_controller=False)
 
 
 def rolling_restart_service(
@@ -96,7 +94,7 @@ def rolling_restart_service(
     syn_window: str = SynWindowOpt, health_timeout: str = HealthTimeoutOpt, log_window: str = LogWindowOpt,
 ) -> None:
     """Restart SERVICE on every host of CLUSTER that runs it, one host at a time. Resumable mid-roll."""
-    from kafkaops.cli.wiring import find_cluster
+    from kafkaops.cli.lookup import find_cluster
     from kafkaops.steps.service import service_of
 
     cluster = find_cluster(cluster_name, inventory)
@@ -104,7 +102,7 @@ def rolling_restart_service(
     params = {**_common(service_of(hosts[0], service), syn_window, health_timeout, log_window),
               "canary": _canary(hosts, canary)}
     run_runbook("rolling-restart-service", cluster, hosts, params, reason=reason, task=task, yes=yes,
-                dry_run=dry_run, output=output, save_plan=save_plan, services=_services(cluster, yes),
+                dry_run=dry_run, output=output, save_plan=save_plan, confirm=_confirm(yes),
                 find_controller=False)
 
 
@@ -127,17 +125,19 @@ def rolling_deploy(
     wait until it serves the revision with HTTP 200, log scan, repool. Hosts already serving the revision
     are skipped. A failed target stops the run (target depooled) with the rollback and resume commands.
     """
-    from kafkaops.cli.wiring import find_cluster
-    from kafkaops.steps.deploy import check_message, checked_out_revision, deploy_host, revision_matches
+    from kafkaops.cli.lookup import find_cluster
+    from kafkaops.steps.deploy_host import check_message, checked_out_revision, deploy_host, revision_matches
     from kafkaops.steps.service import check_health, service_of
 
     check_message(message)
     cluster = find_cluster(cluster_name, inventory)
     hosts = _hosts_with(cluster, service)
-    services = _services(cluster, yes)
-    deployer = deploy_host(services)
+    from kafkaops.cli.lookup import environment
+
+    look = environment(cluster, dry_run=True)
+    deployer = deploy_host(look)
     if rev is None:
-        rev = checked_out_revision(services, repo)
+        rev = checked_out_revision(look, repo)
         _say(f"revision {rev}: what {deployer.name} has checked out")
     todo = []
     for h in hosts:
@@ -152,7 +152,7 @@ def rolling_deploy(
     params = {**_common(service_of(todo[0], service), syn_window, health_timeout, log_window),
               "rev": rev, "message": message, "repo": repo, "canary": _canary(todo, canary)}
     run_runbook("rolling-deploy", cluster, todo, params, reason=reason, task=task, yes=yes, dry_run=dry_run,
-                output=output, save_plan=save_plan, services=services, find_controller=False)
+                output=output, save_plan=save_plan, confirm=_confirm(yes), find_controller=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -181,7 +181,7 @@ def register(app: typer.Typer) -> None:
         Exit 0 when healthy, 9 when any partition is offline, under-replicated or under min ISR, or when
         min ISR could not be read (right after a controller dies), 4 when Kafka does not answer.
         """
-        from kafkaops.cli.wiring import find_cluster
+        from kafkaops.cli.lookup import find_cluster
         from kafkaops.errors import CheckFailed
 
         data = collect(find_cluster(cluster_name, inventory))

@@ -1,19 +1,27 @@
-"""What a step sees when it runs, and the hook that builds the real services for a cluster.
+"""What a step sees when it runs: the run's metadata, its environment, and — while planning — the
+state earlier steps will have left (the projection).
 
 The engine never builds adapters itself (it must not import ``kafkaops.systems``): whoever starts a run
-passes an opaque ``services`` object that the steps know how to use, and the engine hands it through in
-a :class:`RunContext` together with the run's metadata. ``kafkaops resume`` and ``kafkaops apply`` start
-from nothing but a run id or a plan file, so they need a way to build those services for a cluster:
-the CLI wiring registers a :class:`ContextFactory` with :func:`set_context_factory`.
+passes its *environment*, an object the steps know how to use (kafkaops' is
+:class:`kafkaops.environment.Environment`), and the engine hands it through in a :class:`RunContext`.
+The engine asks only two things of it (:class:`RunEnvironment`): the cluster's lock, and an identity to
+journal so that a resumed run can prove it acts on the same world.
+
+Steps never ask "is this a dry-run?". A dry-run observes the live systems, and a step whose apply
+changes something declares the facts it leaves (``effects``); the planner collects them in a
+:class:`Projection` and hands it to every later step's ``observe``, which reads the projected value in
+place of the live one. That is how a dry-run of a rolling reboot shows what the third host's steps will
+find after the first two hosts were rebooted, without any step knowing its position in the runbook.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkaops.errors import ConfigError
+if TYPE_CHECKING:
+    from kafkaops.engine.lock import LockBackend
 
 
 def _never() -> bool:
@@ -22,6 +30,57 @@ def _never() -> bool:
 
 def _discard(_: str) -> None:
     return None
+
+
+class Projection(Mapping[str, Any]):
+    """Facts that steps planned earlier in a dry-run will have changed, with the step that changes each.
+
+    Keys and values are the steps' business (``pool/<fqdn>/<service>`` -> ``"no"``, ``broker/1001`` ->
+    ``"stopped"``); the engine only records them in order. Empty in a real run: there, every ``observe``
+    sees the world itself.
+    """
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+        self._sources: dict[str, str] = {}
+
+    def set(self, key: str, value: Any, source: str) -> None:
+        self._values[key] = value
+        self._sources[key] = source
+
+    def source(self, key: str) -> str | None:
+        """Which step leaves ``key`` as projected (``kafka1001 step 3 (conftool.depool)``)."""
+        return self._sources.get(key)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def copy(self) -> Projection:
+        out = Projection()
+        out._values, out._sources = dict(self._values), dict(self._sources)
+        return out
+
+
+NO_PROJECTION = Projection()
+
+
+class RunEnvironment(Protocol):
+    """What the engine needs from the caller's environment object."""
+
+    @property
+    def lock(self) -> LockBackend:
+        """The lock that guards the run's cluster (never a silent fallback)."""
+        ...
+
+    def identity(self) -> Mapping[str, Any]:
+        """JSON-able record of what the run acts on (journaled at ``run_started``)."""
+        ...
 
 
 @dataclass
@@ -33,10 +92,10 @@ class RunContext:
         operator: ``user@host`` of the operator.
         reason: Why the run happens (required for anything that changes state).
         task: Optional task/ticket id.
-        dry_run: True while planning: steps must not change anything (only ``observe`` is called).
         target: Name of the target this step acts on (``kafka1001``).
         params: The step's bound parameters.
-        services: The caller's adapters (opaque to the engine).
+        env: The caller's environment: adapters, facts (opaque to the engine).
+        projected: While planning, the facts earlier steps will have changed (empty in a real run).
         cluster: Cluster name.
         step_index: 1-based index of the step in the runbook.
         kind: The step kind.
@@ -49,48 +108,13 @@ class RunContext:
     operator: str
     reason: str
     task: str | None
-    dry_run: bool
     target: str
     params: Mapping[str, Any]
-    services: Any
+    env: Any
+    projected: Projection = field(default_factory=Projection)
     cluster: str = ""
     step_index: int = 0
     kind: str = ""
     pause_requested: Callable[[], bool] = field(default=_never, repr=False)
     progress: Callable[[str], None] = field(default=_discard, repr=False)
     targets: tuple[str, ...] = ()
-
-
-class ContextFactory(Protocol):
-    """Builds the ``services`` object for a cluster (registered by the CLI wiring)."""
-
-    def __call__(self, cluster: str, *, dry_run: bool = False) -> Any: ...
-
-
-_factory: ContextFactory | None = None
-
-
-def set_context_factory(factory: ContextFactory | None) -> None:
-    """Register (or clear, with ``None``) the factory ``resume``/``apply`` use to build services."""
-    global _factory
-    _factory = factory
-
-
-def get_context_factory() -> ContextFactory:
-    """The registered factory.
-
-    Raises:
-        ConfigError: When none is registered.
-    """
-    if _factory is None:
-        raise ConfigError(
-            "no context factory registered: kafkaops cannot build the services (Kafka, ZooKeeper, "
-            "conftool, SSH) this run needs",
-            hint="call kafkaops.engine.set_context_factory(...) from the CLI wiring",
-        )
-    return _factory
-
-
-def build_services(cluster: str, *, dry_run: bool = False) -> Any:
-    """Build the services for ``cluster`` with the registered factory."""
-    return get_context_factory()(cluster, dry_run=dry_run)

@@ -11,8 +11,9 @@ against the inventory objects of each target and freezes the result into plain J
 an applied plan executes exactly the procedure that was reviewed, even if the YAML changed since.
 
 Rolling runbooks declare ``targets: {order: controller_last|inventory, one_at_a_time: true, gate: ...}``.
-The controller goes last because a controller election per broker bounce caused outages (WMF T399005,
-Yelp #150); the gate (a step run between targets, typically "wait until in sync") replaces the fixed
+The order is data for the caller, which knows the cluster (kafkaops orders the controller last,
+because a controller election per broker bounce caused outages: WMF T399005, Yelp #150); the gate
+(a step run between targets, typically "wait until in sync") replaces the fixed
 sleeps that were either wasteful or unsafe.
 
 The YAML format is documented in ``runbooks/README.md``; ``kafkaops runbooks docs`` renders one Markdown
@@ -450,13 +451,11 @@ class Target:
     Attributes:
         name: Short name used in the journal and output (``kafka1001``).
         host: The inventory object templates see as ``{host.…}`` (e.g. ``kafkaops.model.Host``).
-        is_controller: The target is the current controller (``order: controller_last`` moves it last).
         extra: Additional template roots/values (rarely needed).
     """
 
     name: str
     host: Any = None
-    is_controller: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -501,22 +500,13 @@ class BoundStep:
 class BoundTarget:
     name: str
     steps: tuple[BoundStep, ...]
-    is_controller: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "is_controller": self.is_controller,
-            "steps": [s.to_dict() for s in self.steps],
-        }
+        return {"name": self.name, "steps": [s.to_dict() for s in self.steps]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> BoundTarget:
-        return cls(
-            name=str(d["name"]),
-            is_controller=bool(d.get("is_controller", False)),
-            steps=tuple(BoundStep.from_dict(s) for s in d.get("steps", [])),
-        )
+        return cls(name=str(d["name"]), steps=tuple(BoundStep.from_dict(s) for s in d.get("steps", [])))
 
 
 @dataclass(frozen=True)
@@ -632,8 +622,9 @@ def bind_runbook(
     Args:
         runbook: A loaded runbook (its step kinds must be registered).
         cluster: The cluster object (``{cluster.…}``), e.g. ``kafkaops.model.Cluster``; or its name.
-        targets: Targets in inventory order. A non-rolling runbook takes at most one; with none, the run
-            has a single target named after the cluster.
+        targets: Targets in the order they run: the caller orders them as the runbook's
+            ``targets.order`` says (the engine knows nothing of controllers). A non-rolling runbook
+            takes at most one; with none, the run has a single target named after the cluster.
         params: Runbook parameter values (strings from the command line are coerced).
 
     Raises:
@@ -676,8 +667,6 @@ def bind_runbook(
     if not tlist:
         tlist = [Target(name=cluster_name or "cluster")]
     order = runbook.targets.order if runbook.targets else "inventory"
-    if order == "controller_last":
-        tlist = [t for t in tlist if not t.is_controller] + [t for t in tlist if t.is_controller]
 
     bound_targets = []
     for ti, target in enumerate(tlist):
@@ -699,9 +688,7 @@ def bind_runbook(
                     len(steps) + 1, g.kind, g.params, g.title or "gate before next target", True, g.retry
                 )
             )
-        bound_targets.append(
-            BoundTarget(name=target.name, steps=tuple(steps), is_controller=target.is_controller)
-        )
+        bound_targets.append(BoundTarget(name=target.name, steps=tuple(steps)))
     return BoundRunbook(
         name=runbook.name,
         summary=runbook.summary,

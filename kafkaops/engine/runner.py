@@ -25,8 +25,8 @@ Operational rules this module enforces, and why:
   only steps for which this run journaled an ``applying`` intent, and each compensation is itself a step
   (observe first: nothing to undo is a no-op).
 
-Nothing here knows about Kafka: steps get the caller's opaque ``services`` in a
-:class:`~kafkaops.engine.context.RunContext`.
+Nothing here knows about Kafka: steps get the caller's opaque environment in a
+:class:`~kafkaops.engine.context.RunContext`, and the run's lock comes from that environment.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kafkaops.engine.audit import AuditLog, default_audit
-from kafkaops.engine.context import RunContext
+from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext
 from kafkaops.engine.journal import Journal, RunState, StepState, kafkaops_home, new_run_id, process_alive
-from kafkaops.engine.lock import LockBackend, lock_backend_for, lock_info
+from kafkaops.engine.lock import LockBackend, lock_info
 from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_observations
 from kafkaops.engine.runbook import BoundRunbook, BoundStep, BoundTarget
 from kafkaops.engine.step import (
@@ -148,7 +148,8 @@ class Runner:
 
     Args:
         home: State directory (default ``$KAFKAOPS_HOME``); journals go to ``home/runs``.
-        lock: Lock backend; default :func:`~kafkaops.engine.lock.lock_backend_for` the run's cluster.
+        lock: Lock backend overriding the environment's (tests); by default every run takes
+            ``env.lock`` — there is no fallback: an environment without a lock cannot run.
         audit: Audit log; default :func:`~kafkaops.engine.audit.default_audit`.
         retry: Default retry policy (a runbook's or step's ``retry:`` overrides it).
         clock: Sleeper for backoffs (inject a fake in tests).
@@ -187,8 +188,17 @@ class Runner:
             self._audit = default_audit(self.home)
         return self._audit
 
-    def lock_for(self, cluster: str) -> LockBackend:
-        return self._lock or lock_backend_for(cluster, self.home)
+    def lock_for(self, env: Any) -> LockBackend:
+        """The lock guarding ``env``'s cluster: the environment's own (or the runner's override)."""
+        if self._lock is not None:
+            return self._lock
+        lock = getattr(env, "lock", None)
+        if lock is None:
+            raise ConfigError(
+                "this run's environment provides no cluster lock; kafkaops never runs unlocked",
+                hint="build the run's environment with kafkaops.environment.Environment",
+            )
+        return lock
 
     def request_pause(self) -> None:
         """Ask the run to pause at the next safe point (what Ctrl-C does)."""
@@ -229,18 +239,18 @@ class Runner:
         target: str,
         step: BoundStep,
         params: Mapping[str, Any],
-        services: Any,
-        dry_run: bool = False,
+        env: Any,
+        projected: Projection = NO_PROJECTION,
     ) -> RunContext:
         return RunContext(
             run_id=meta.run_id,
             operator=meta.operator,
             reason=meta.reason,
             task=meta.task,
-            dry_run=dry_run,
             target=target,
             params=params,
-            services=services,
+            env=env,
+            projected=projected,
             cluster=meta.cluster,
             step_index=step.index,
             kind=step.kind,
@@ -258,20 +268,36 @@ class Runner:
     # --- dry-run / plans --------------------------------------------------------------------------
 
     def dry_run(
-        self, bound: BoundRunbook, *, services: Any, operator: str, reason: str = "", task: str | None = None
+        self,
+        bound: BoundRunbook,
+        *,
+        env: Any,
+        operator: str,
+        reason: str = "",
+        task: str | None = None,
+        notes: tuple[str, ...] = (),
     ) -> Plan:
-        """Observe and plan every step for real, change nothing, and return the :class:`Plan`."""
+        """Observe and plan every step, change nothing, and return the :class:`Plan`.
+
+        Every step observes the live systems through the projection of what the steps planned before
+        it will have changed (their ``effects``): the plan shows what each step will find when it runs.
+        """
         self._check_kinds(bound)
         import time
 
         meta = _Meta("", bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names))
+        projection = Projection()
         planned: list[PlannedStep] = []
         for target in bound.targets:
             for step in target.steps:
                 entry = require_kind(step.kind, step.label)
                 obj = entry.create(step.params)
-                obs = obj.observe(self._ctx(meta, target.name, step, step.params, services, dry_run=True))
+                obs = obj.observe(self._ctx(meta, target.name, step, step.params, env, projection.copy()))
                 decision = obj.plan(obs)
+                if isinstance(decision, Action):
+                    source = f"{target.name} step {step.index} ({step.kind})"
+                    for key, value in (obj.effects(obs, decision) or {}).items():
+                        projection.set(key, value, source)
                 comp = entry.compensate
                 rollback = ""
                 if comp is not None:
@@ -291,15 +317,7 @@ class Runner:
                         rollback=rollback,
                     )
                 )
-        notes = []
-        if bound.order == "controller_last":
-            ctrl = [t.name for t in bound.targets if t.is_controller]
-            if ctrl:
-                notes.append(f"controller {ctrl[0]} goes last (one controller election for the whole roll)")
-        notes.append(
-            "dry-run: observations are from the live systems; later steps were planned against the "
-            "state before earlier steps run"
-        )
+        lock_label = getattr(env, "lock_label", "")
         return Plan(
             runbook=bound.name,
             summary=bound.summary,
@@ -310,11 +328,16 @@ class Runner:
             created_at=time.time(),
             bound=bound.to_dict(),
             steps=planned,
-            notes=notes,
+            notes=[
+                *notes,
+                *([f"lock: {lock_label}"] if lock_label else []),
+                "dry-run: observations are from the live systems, each seen through what the steps "
+                "before it will have changed",
+            ],
         )
 
     def apply_plan(
-        self, plan: Plan, *, services: Any, operator: str, reason: str | None = None, task: str | None = None
+        self, plan: Plan, *, env: Any, operator: str, reason: str | None = None, task: str | None = None
     ) -> RunResult:
         """Execute exactly the reviewed plan, refusing if what it observed has changed.
 
@@ -326,10 +349,10 @@ class Runner:
         if not why.strip():
             raise ConfigError("applying a plan needs a reason", hint="pass --reason")
         run_id = new_run_id(bound.name)
-        lock = self.lock_for(bound.cluster)
+        lock = self.lock_for(env)
         lock.acquire(lock_info(bound.cluster, run_id, operator, why, task or plan.task))
         try:
-            fresh = self.dry_run(bound, services=services, operator=operator, reason=why, task=task)
+            fresh = self.dry_run(bound, env=env, operator=operator, reason=why, task=task)
             if compute_fingerprint(fresh.steps) != plan.fingerprint:
                 changes = diff_observations(plan.steps, fresh.steps) or ["observations differ"]
                 listed = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
@@ -342,7 +365,7 @@ class Runner:
             raise
         return self.start(
             bound,
-            services=services,
+            env=env,
             operator=operator,
             reason=why,
             task=task or plan.task,
@@ -356,14 +379,15 @@ class Runner:
         self,
         bound: BoundRunbook,
         *,
-        services: Any,
+        env: Any,
         operator: str,
         reason: str,
         task: str | None = None,
         run_id: str | None = None,
         plan_fingerprint: str | None = None,
     ) -> RunResult:
-        """Start a new run: take the cluster lock, journal ``run_started``, run every step.
+        """Start a new run: take the cluster lock, journal ``run_started`` (with the environment's
+        identity), run every step.
 
         Raises:
             ConfigError: No reason, or an unregistered step kind.
@@ -377,53 +401,52 @@ class Runner:
             )
         self._check_kinds(bound)
         run_id = run_id or new_run_id(bound.name)
-        lock = self.lock_for(bound.cluster)
+        lock = self.lock_for(env)
         lock.acquire(lock_info(bound.cluster, run_id, operator, reason, task))
         try:
             journal = Journal.create(run_id, self.home)
+            identity = env.identity() if callable(getattr(env, "identity", None)) else None
+            journal.append(
+                "run_started",
+                run_id=run_id,
+                runbook=bound.to_dict(),
+                cluster=bound.cluster,
+                operator=operator,
+                reason=reason,
+                task=task,
+                pid=os.getpid(),
+                hostname=socket.gethostname(),
+                plan_fingerprint=plan_fingerprint,
+                environment=identity,
+            )
         except BaseException:
             lock.release(bound.cluster, run_id)
             raise
-        journal.append(
-            "run_started",
-            run_id=run_id,
-            runbook=bound.to_dict(),
-            cluster=bound.cluster,
-            operator=operator,
-            reason=reason,
-            task=task,
-            pid=os.getpid(),
-            hostname=socket.gethostname(),
-            plan_fingerprint=plan_fingerprint,
-        )
         meta = _Meta(run_id, bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names))
         self._audit_start(meta)
         self.echo(f"run {run_id}: {bound.name} on {', '.join(meta.targets)} (journal {journal.path})")
-        return self._drive(journal, journal.replay(), bound, services, meta)
+        return self._drive(journal, journal.replay(), bound, env, meta)
 
-    def resume(self, run_id: str, *, services: Any, operator: str | None = None) -> RunResult:
+    def resume(
+        self,
+        run_id: str,
+        *,
+        env: Any,
+        operator: str | None = None,
+        accepted_changes: tuple[str, ...] | list[str] = (),
+    ) -> RunResult:
         """Continue a paused, failed or crashed run where it stopped (re-observing the in-flight step).
+
+        Args:
+            env: The environment rebuilt from the run's journaled identity.
+            accepted_changes: Differences between the recorded and the current inventory that the
+                operator accepted explicitly; journaled before anything else happens.
 
         Raises:
             ConfigError: Unknown run, or the run is finished/aborted.
             LockHeldError: The cluster lock now belongs to another run.
         """
-        journal = Journal.open(run_id, self.home)
-        state = journal.replay()
-        if not state.started:
-            raise ConfigError(f"run {run_id}: journal {journal.path} has no run_started record")
-        if state.terminal:
-            raise ConfigError(
-                f"run {run_id} is {state.status}; nothing to resume", hint="start a new run instead"
-            )
-        if state.status == "running" and process_alive(state) and state.pid != os.getpid():
-            raise ConfigError(
-                f"run {run_id} is still being driven by pid {state.pid} on this host",
-                hint="press Ctrl-C in that terminal to pause it, then resume",
-            )
-        bound = BoundRunbook.from_dict(state.started["runbook"])
-        self._check_kinds(bound)
-        started = state.started
+        journal, state, bound, started = self._open(run_id, verb="resume")
         meta = _Meta(
             run_id,
             bound.cluster,
@@ -433,9 +456,11 @@ class Runner:
             bound.name,
             tuple(bound.target_names),
         )
-        self.lock_for(bound.cluster).acquire(
+        self.lock_for(env).acquire(
             lock_info(bound.cluster, run_id, started["operator"], started["reason"], started.get("task"))
         )
+        if accepted_changes:
+            journal.append("environment_changed", operator=meta.operator, accepted=list(accepted_changes))
         cursor = state.cursor()
         journal.append(
             "resumed",
@@ -449,11 +474,29 @@ class Runner:
         self.echo(
             f"resuming run {run_id} at {cursor[0]} step {cursor[1]}" if cursor else f"resuming run {run_id}"
         )
-        return self._drive(journal, state, bound, services, meta)
+        return self._drive(journal, state, bound, env, meta)
+
+    def _open(self, run_id: str, *, verb: str) -> tuple[Journal, RunState, BoundRunbook, Mapping[str, Any]]:
+        """The journal of a run that can still be resumed or aborted, replayed."""
+        journal = Journal.open(run_id, self.home)
+        state = journal.replay()
+        if not state.started:
+            raise ConfigError(f"run {run_id}: journal {journal.path} has no run_started record")
+        if state.terminal:
+            raise ConfigError(f"run {run_id} is already {state.status}; nothing to {verb}", hint="start a new run instead")
+        if state.status == "running" and process_alive(state) and state.pid != os.getpid():
+            raise ConfigError(
+                f"run {run_id} is still being driven by pid {state.pid} on this host",
+                hint=f"press Ctrl-C in that terminal to pause it first, then {verb}",
+            )
+        bound = BoundRunbook.from_dict(state.started["runbook"])
+        self._check_kinds(bound)
+        return journal, state, bound, state.started
 
     def _drive(
-        self, journal: Journal, state: RunState, bound: BoundRunbook, services: Any, meta: _Meta
+        self, journal: Journal, state: RunState, bound: BoundRunbook, env: Any, meta: _Meta
     ) -> RunResult:
+        """The one loop every run goes through (started, resumed or applied from a plan)."""
         result = RunResult(run_id=meta.run_id, status="running", journal=journal.path)
         self._pause_requested = False
         with self._sigint():
@@ -468,19 +511,12 @@ class Runner:
                     if self._pause_requested:
                         self._pause(journal, meta, target, step)
                     self._run_step(
-                        journal,
-                        state.step(target.name, step.index),
-                        bound,
-                        target,
-                        step,
-                        services,
-                        meta,
-                        result,
+                        journal, state.step(target.name, step.index), bound, target, step, env, meta, result
                     )
                 journal.append("target_finished", target=target.name)
             journal.append("finished", applied=result.applied, skipped=result.skipped)
         self._audit_end(meta, passed=True)
-        self.lock_for(bound.cluster).release(bound.cluster, meta.run_id)
+        self.lock_for(env).release(bound.cluster, meta.run_id)
         result.status = "finished"
         self.echo(f"run {meta.run_id} finished: {result.applied} change(s), {result.skipped} no-op(s)")
         return result
@@ -497,13 +533,7 @@ class Runner:
         self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = ""
     ) -> NoReturn:
         journal.append("paused", target=target.name, step=step.index, kind=step.kind, detail=detail)
-        self._record(
-            meta,
-            target=target.name,
-            step=step.label,
-            action="pause",
-            outcome="paused",
-        )
+        self._record(meta, target=target.name, step=step.label, action="pause", outcome="paused")
         raise Interrupted(
             f"run {meta.run_id} paused before {target.name} {step.label}"
             + (f" ({detail})" if detail else "")
@@ -515,6 +545,45 @@ class Runner:
     def _policy(self, bound: BoundRunbook, step: BoundStep) -> RetryPolicy:
         return self.retry.merged(bound.retry).merged(step.retry)
 
+    def _converge(
+        self,
+        obj: Step,
+        ctx: RunContext,
+        journal: Journal,
+        meta: _Meta,
+        base: Mapping[str, Any],
+        step: BoundStep,
+        label: str,
+        *,
+        phase: str = "step",
+        attempt: int = 1,
+    ) -> Action | Noop:
+        """Observe, plan and — when the plan is an action — journal the intent, audit, apply, journal
+        the result. The one sequence behind a step and behind a rollback's compensation.
+
+        ``phase`` names the journal records: ``step_applying``/``step_applied`` or
+        ``compensate_applying``/``compensate_applied``.
+        """
+        obs = obj.observe(ctx)
+        if phase == "step":
+            journal.append("step_observed", sync=False, observed=_summary(obs), **base)
+        decision = obj.plan(obs)
+        if isinstance(decision, Noop):
+            return decision
+        journal.append(f"{phase}_applying", action=decision.to_dict(), attempt=attempt, **base)
+        self._record(meta, target=ctx.target, step=label, action=decision.description,
+                     outcome="applying" if phase == "step" else "rollback-applying",
+                     commands=list(decision.commands))
+        self.echo(f"{ctx.target} {label}: {decision.description}")
+        self._hook("before_apply", ctx.target, step)
+        obj.apply(ctx, decision)
+        self._hook("after_apply", ctx.target, step)
+        journal.append(f"{phase}_applied", **base)
+        self._hook("after_applied_record", ctx.target, step)
+        self._record(meta, target=ctx.target, step=label, action=decision.description,
+                     outcome="applied" if phase == "step" else "rolled-back")
+        return decision
+
     def _run_step(
         self,
         journal: Journal,
@@ -522,52 +591,28 @@ class Runner:
         bound: BoundRunbook,
         target: BoundTarget,
         step: BoundStep,
-        services: Any,
+        env: Any,
         meta: _Meta,
         result: RunResult,
     ) -> None:
         entry = require_kind(step.kind, step.label)
         policy = self._policy(bound, step)
         obj: Step = entry.create(step.params)
-        ctx = self._ctx(meta, target.name, step, step.params, services)
+        ctx = self._ctx(meta, target.name, step, step.params, env)
         base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": step.kind}
-        total = len(target.steps)
+        label = f"[{step.index}/{len(target.steps)}] {step.kind}"
         failures = 0
         while True:
             try:
-                obs = obj.observe(ctx)
-                journal.append("step_observed", sync=False, observed=_summary(obs), **base)
-                decision = obj.plan(obs)
+                decision = self._converge(obj, ctx, journal, meta, base, step, label, attempt=failures + 1)
                 if isinstance(decision, Noop):
                     why = decision.reason
                     if prior.changed:
                         why += " (the earlier, interrupted attempt took effect)"
                     journal.append("step_skipped", reason=why, **base)
-                    self.echo(f"{target.name} [{step.index}/{total}] {step.kind}: no-op: {why}")
+                    self.echo(f"{target.name} {label}: no-op: {why}")
                     result.skipped += 1
                 else:
-                    journal.append("step_applying", action=decision.to_dict(), attempt=failures + 1, **base)
-                    self._record(
-                        meta,
-                        target=target.name,
-                        step=step.label,
-                        action=decision.description,
-                        outcome="applying",
-                        commands=list(decision.commands),
-                    )
-                    self.echo(f"{target.name} [{step.index}/{total}] {step.kind}: {decision.description}")
-                    self._hook("before_apply", target.name, step)
-                    obj.apply(ctx, decision)
-                    self._hook("after_apply", target.name, step)
-                    journal.append("step_applied", **base)
-                    self._hook("after_applied_record", target.name, step)
-                    self._record(
-                        meta,
-                        target=target.name,
-                        step=step.label,
-                        action=decision.description,
-                        outcome="applied",
-                    )
                     result.applied += 1
                 break
             except Interrupted as exc:
@@ -638,14 +683,7 @@ class Runner:
             error_type=type(exc).__name__,
             exit_code=code,
         )
-        self._record(
-            meta,
-            target=target.name,
-            step=step.label,
-            action=step.kind,
-            outcome="failed",
-            error=str(exc),
-        )
+        self._record(meta, target=target.name, step=step.label, action=step.kind, outcome="failed", error=str(exc))
         done = sum(1 for s in state.steps.values() if s.status == "verified")
         st = state.step(target.name, step.index)
         partly = (
@@ -670,46 +708,28 @@ class Runner:
         reason: str,
         operator: str,
         rollback: bool = False,
-        services: Any = None,
+        env: Any = None,
     ) -> RunResult:
         """End a run for good; with ``rollback``, first compensate (in reverse) what it changed.
 
         Raises:
-            ConfigError: Unknown or already finished/aborted run, no reason, or no services for rollback.
+            ConfigError: Unknown or already finished/aborted run, no reason, or no environment.
             LockHeldError: Rolling back while the cluster lock belongs to another run.
             RunFailed: A compensation failed (re-run the abort to continue the rollback).
         """
         if not reason or not reason.strip():
             raise ConfigError("aborting a run needs a reason", hint="pass --reason '...'")
-        journal = Journal.open(run_id, self.home)
-        state = journal.replay()
-        if not state.started:
-            raise ConfigError(f"run {run_id}: journal {journal.path} has no run_started record")
-        if state.terminal:
-            raise ConfigError(f"run {run_id} is already {state.status}")
-        if state.status == "running" and process_alive(state) and state.pid != os.getpid():
-            raise ConfigError(
-                f"run {run_id} is still being driven by pid {state.pid} on this host",
-                hint="press Ctrl-C in that terminal to pause it first",
-            )
-        bound = BoundRunbook.from_dict(state.started["runbook"])
-        started = state.started
+        journal, state, bound, started = self._open(run_id, verb="abort")
         meta = _Meta(
-            run_id,
-            bound.cluster,
-            operator,
-            reason,
-            started.get("task"),
-            bound.name,
-            tuple(bound.target_names),
+            run_id, bound.cluster, operator, reason, started.get("task"), bound.name, tuple(bound.target_names)
         )
-        lock = self.lock_for(bound.cluster)
+        lock = self.lock_for(env)
         result = RunResult(run_id=run_id, status="aborted", journal=journal.path)
         if rollback:
             lock.acquire(
                 lock_info(bound.cluster, run_id, started["operator"], started["reason"], started.get("task"))
             )
-            self._rollback(journal, state, bound, services, meta, result)
+            self._rollback(journal, state, bound, env, meta, result)
         journal.append(
             "aborted", operator=operator, reason=reason, rollback=rollback, compensated=result.compensated
         )
@@ -725,7 +745,7 @@ class Runner:
         journal: Journal,
         state: RunState,
         bound: BoundRunbook,
-        services: Any,
+        env: Any,
         meta: _Meta,
         result: RunResult,
     ) -> None:
@@ -741,44 +761,21 @@ class Runner:
                 journal.append("compensate_skipped", reason="no compensation declared", **base)
                 result.notes.append(f"{target.name} {step.label}: no compensation declared; left as is")
                 continue
-            if services is None:
-                raise ConfigError("rollback needs the cluster's services", hint="register a context factory")
             comp_entry = require_kind(comp.kind, f"compensation of {step.kind}")
             params = _bind_params(comp_entry, comp.params if comp.params is not None else step.params)
             comp_step = BoundStep(step.index, comp.kind, params, title=f"undo {step.kind}")
             obj = comp_entry.create(params)
-            ctx = self._ctx(meta, target.name, comp_step, params, services)
-            policy = self._policy(bound, step)
+            ctx = self._ctx(meta, target.name, comp_step, params, env)
+            base_comp = {**base, "compensation": comp.kind}
             try:
-                obs = obj.observe(ctx)
-                decision = obj.plan(obs)
+                decision = self._converge(obj, ctx, journal, meta, base_comp, comp_step,
+                                          f"{step.label}: undo via {comp.kind}", phase="compensate")
                 if isinstance(decision, Noop):
-                    journal.append(
-                        "compensate_skipped", compensation=comp.kind, reason=decision.reason, **base
-                    )
+                    journal.append("compensate_skipped", reason=decision.reason, **base_comp)
                     self.echo(f"{target.name} {step.label}: undo via {comp.kind}: no-op: {decision.reason}")
                     continue
-                journal.append(
-                    "compensate_applying", compensation=comp.kind, action=decision.to_dict(), **base
-                )
-                self._record(
-                    meta,
-                    target=target.name,
-                    step=step.label,
-                    action=decision.description,
-                    outcome="rollback-applying",
-                )
-                obj.apply(ctx, decision)
-                journal.append("compensate_applied", compensation=comp.kind, **base)
-                self._verify(obj, ctx, policy, journal, base, target, comp_step)
-                journal.append("compensate_verified", compensation=comp.kind, **base)
-                self._record(
-                    meta,
-                    target=target.name,
-                    step=step.label,
-                    action=decision.description,
-                    outcome="rolled-back",
-                )
+                self._verify(obj, ctx, self._policy(bound, step), journal, base, target, comp_step)
+                journal.append("compensate_verified", **base_comp)
                 result.compensated += 1
                 self.echo(f"{target.name} {step.label}: undone via {comp.kind}")
             except Exception as exc:

@@ -12,6 +12,10 @@ runner can make it safe, idempotent and resumable without knowing anything about
   intent record before calling it, so a crash inside ``apply`` is detectable.
 * ``verify(ctx)`` checks the post-condition and raises :class:`~kafkaops.errors.CheckFailed`
   (retryable by default) when it does not hold yet.
+* ``effects(obs, action)`` is pure too: the facts ``apply`` leaves behind (a depool leaves the pool
+  state ``no``, a stop leaves the broker unregistered). The planner feeds them to the ``observe`` of
+  every later step of a dry-run (``ctx.projected``), so the plan shows what each step will find —
+  steps never ask whether they run in a dry-run.
 
 Step kinds declare their parameters (name, type, required/default) so that a runbook with a typo fails
 at load time with the step index and the fix, rather than half-way through a multi-hour roll. A kind
@@ -157,6 +161,10 @@ class Step(Protocol):
         """Check the post-condition; raise ``CheckFailed`` if it does not hold (yet)."""
         ...
 
+    def effects(self, obs: Observation, action: Action) -> Mapping[str, Any]:
+        """The facts ``apply`` will leave, for the dry-run's projection (pure; ``{}``: none)."""
+        ...
+
 
 class StepBase:
     """Convenience base class: stores bound parameters; ``verify`` defaults to a no-op.
@@ -181,6 +189,10 @@ class StepBase:
     def verify(self, ctx: Any) -> None:
         """Default post-condition: nothing beyond what ``observe`` + ``plan`` establish."""
         return None
+
+    def effects(self, obs: Observation, action: Action) -> Mapping[str, Any]:
+        """Default: the step changes nothing a later step observes (waits, checks)."""
+        return {}
 
 
 @dataclass(frozen=True)

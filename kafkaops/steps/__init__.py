@@ -1,7 +1,8 @@
 """The step kinds runbooks are made of. Importing this package registers all of them.
 
 Each module holds the steps of one system (conftool, traffic, kafka, host, health) and talks to it only
-through :class:`~kafkaops.steps.services.Services`; client libraries are imported lazily by the adapters.
+through the run's :class:`~kafkaops.environment.Environment`; client libraries are imported lazily by
+the adapters.
 """
 
 from kafkaops.steps import canary, conftool, deploy, health, host, kafka, service, traffic

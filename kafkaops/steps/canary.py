@@ -5,7 +5,7 @@ only dashboards, client error rates or a colleague notice. Rolling it to one hos
 bounds the damage to that host: the rest of the fleet still serves the old revision. The gate runs
 between targets (``targets.gate`` of a rolling runbook) and only acts after the last canary target.
 
-How it asks: the CLI gives :class:`~kafkaops.steps.services.Services` a ``confirm`` callback (a prompt
+How it asks: the CLI gives :class:`~kafkaops.steps.services.Environment` a ``confirm`` callback (a prompt
 on the terminal; ``--yes`` answers yes in advance). With no callback, or on "no", the run *pauses*
 (resumable, lock kept) and ``kafkaops resume RUN`` is the confirmation: resuming a run that paused at
 its canary gate is an explicit "go on". The decision is written to the run's facts, so a crash after
@@ -19,7 +19,7 @@ import time
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, Interrupted
-from kafkaops.steps.common import names, services
+from kafkaops.steps.common import env, names
 
 CONFIRMED = "canary_confirmed"
 PAUSED = "canary_paused"
@@ -30,7 +30,7 @@ class ConfirmCanary(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         canary = [str(c) for c in self.params["canary"]]
-        facts = services(ctx).facts(ctx.run_id)
+        facts = env(ctx).facts(ctx.run_id)
         data = {"target": ctx.target, "canary": canary, "is_end": bool(canary) and ctx.target == canary[-1],
                 "confirmed": facts.get(CONFIRMED), "paused": facts.get(PAUSED) is not None}
         return Observation(data, summary=f"canary: {names(canary) if canary else 'none'}")
@@ -51,7 +51,7 @@ class ConfirmCanary(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         facts = svc.facts(ctx.run_id)
         canary = names([str(c) for c in self.params["canary"]])
         if facts.get(PAUSED) is not None and svc.confirm is None:
@@ -68,7 +68,7 @@ class ConfirmCanary(StepBase):
 
     def verify(self, ctx: RunContext) -> None:
         canary = [str(c) for c in self.params["canary"]]
-        if canary and ctx.target == canary[-1] and not services(ctx).facts(ctx.run_id).get(CONFIRMED):
+        if canary and ctx.target == canary[-1] and not env(ctx).facts(ctx.run_id).get(CONFIRMED):
             raise CheckFailed("the canary was not confirmed")
 
 

@@ -1,4 +1,4 @@
-"""Helpers shared by step kinds: the target host, progress lines, waits wired to Ctrl-C."""
+"""Helpers shared by step kinds: the run's environment, the target host, progress lines, waits wired to Ctrl-C."""
 
 from __future__ import annotations
 
@@ -7,19 +7,20 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.wait import WaitProgress, wait_until
+from kafkaops.environment import Environment
 from kafkaops.model import Host
-from kafkaops.steps.services import Services
 
 
-def services(ctx: RunContext) -> Services:
-    svc = ctx.services
-    if not isinstance(svc, Services):  # pragma: no cover - wiring error
-        raise TypeError(f"step {ctx.kind} needs kafkaops.steps.services.Services, got {type(svc).__name__}")
-    return svc
+def env(ctx: RunContext) -> Environment:
+    """The run's :class:`~kafkaops.environment.Environment` (its adapters, facts and hosts)."""
+    e = ctx.env
+    if not isinstance(e, Environment):  # pragma: no cover - wiring error
+        raise TypeError(f"step {ctx.kind} needs a kafkaops.environment.Environment, got {type(e).__name__}")
+    return e
 
 
 def target_host(ctx: RunContext) -> Host:
-    return services(ctx).host(ctx.target)
+    return env(ctx).host(ctx.target)
 
 
 def wait(ctx: RunContext, predicate: Callable[[], Any], *, what: str, timeout: float, interval: float = 0.5,

@@ -14,7 +14,8 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, SafetyRefusal
 from kafkaops.model import Host
-from kafkaops.steps.common import services, target_host
+from kafkaops.steps.common import env, target_host
+from kafkaops.steps.projection import fact_key, pool_key, projected_fact, provenance
 
 
 def _tags(host: Host, service: str | None) -> dict[str, str]:
@@ -33,21 +34,29 @@ def _fact(host: Host, service: str) -> str:
     return f"pool_before/{host.name}/{service}"
 
 
-def _observe(step: StepBase, ctx: RunContext) -> tuple[Host, dict[str, Any]]:
-    svc = services(ctx)
+def _pooled(ctx: RunContext, fqdn: str, service: str, live: str) -> str:
+    """The pool state once the steps planned before have run (live in a real run)."""
+    return str(ctx.projected.get(pool_key(fqdn, service), live))
+
+
+def _observe(step: StepBase, ctx: RunContext) -> tuple[Host, dict[str, Any], str]:
+    svc = env(ctx)
     host = target_host(ctx)
-    facts = svc.facts(ctx.run_id)
     states: dict[str, Any] = {}
+    keys: list[str] = []
     for name in _services(step, host):
         tags = _tags(host, name)
         state = svc.conftool.get(host.fqdn, tags)
         peers = [s for s in svc.conftool.list({k: v for k, v in tags.items()}) if s.host != host.fqdn]
+        peer_pooled = {p.host: _pooled(ctx, p.host, name, p.pooled) for p in peers}
+        keys += [pool_key(host.fqdn, name), fact_key(_fact(host, name))] + [pool_key(p, name) for p in peer_pooled]
         states[name] = {
-            "pooled": state.pooled, "weight": state.weight, "before_run": facts.get(_fact(host, name)),
-            "peers_pooled": sorted(p.host for p in peers if p.is_pooled),
-            "peers_depooled": sorted(p.host for p in peers if not p.is_pooled),
+            "pooled": _pooled(ctx, host.fqdn, name, state.pooled), "weight": state.weight,
+            "before_run": projected_fact(ctx, _fact(host, name)),
+            "peers_pooled": sorted(p for p, v in peer_pooled.items() if v == "yes"),
+            "peers_depooled": sorted(p for p, v in peer_pooled.items() if v != "yes"),
         }
-    return host, states
+    return host, states, provenance(ctx, keys)
 
 
 def _confctl(action: str, fqdn: str, service: str) -> str:
@@ -59,9 +68,11 @@ class Depool(StepBase):
     """Depool the host from its services in conftool (the balancer stops sending new connections)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        host, states = _observe(self, ctx)
-        summary = ", ".join(f"{s}: pooled={v['pooled']}" for s, v in states.items())
-        return Observation({"host": host.fqdn, "services": states}, summary=f"{host.name} {summary}")
+        host, states, projected = _observe(self, ctx)
+        summary = ", ".join(f"{s}: pooled={v['pooled']}, {len(v['peers_pooled'])} other host(s) pooled"
+                            for s, v in states.items())
+        return Observation({"host": host.fqdn, "name": host.name, "services": states},
+                           summary=f"{host.name} {summary}{projected}")
 
     def plan(self, obs: Observation) -> Action | Noop:
         host, states = obs.data["host"], obs.data["services"]
@@ -89,8 +100,17 @@ class Depool(StepBase):
             data={"services": todo},
         )
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        host, states = obs.data["host"], obs.data["services"]
+        out: dict[str, Any] = {}
+        for s in action.data["services"]:
+            out[pool_key(host, s)] = "no"
+            if states[s]["before_run"] is None:
+                out[fact_key(f"pool_before/{obs.data['name']}/{s}")] = states[s]["pooled"]
+        return out
+
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         facts = svc.facts(ctx.run_id)
         for name in action.data["services"]:
@@ -101,7 +121,7 @@ class Depool(StepBase):
             svc.conftool.set_pooled(host.fqdn, tags, "no")
 
     def verify(self, ctx: RunContext) -> None:
-        _host, states = _observe(self, ctx)
+        _host, states, _ = _observe(self, ctx)
         still = [s for s, v in states.items() if v["pooled"] == "yes"]
         if still:
             raise CheckFailed(f"{ctx.target} still pooled for {', '.join(still)}")
@@ -111,19 +131,17 @@ class Repool(StepBase):
     """Repool the host — only in the services this run depooled, to the state found before."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        host, states = _observe(self, ctx)
-        summary = ", ".join(f"{s}: pooled={v['pooled']}" for s, v in states.items())
-        return Observation({"host": host.fqdn, "services": states, "dry_run": ctx.dry_run},
-                           summary=f"{host.name} {summary}")
+        host, states, projected = _observe(self, ctx)
+        summary = ", ".join(f"{s}: pooled={v['pooled']} (before this run: {v['before_run'] or 'not recorded'})"
+                            for s, v in states.items())
+        return Observation({"host": host.fqdn, "services": states}, summary=f"{host.name} {summary}{projected}")
 
     def plan(self, obs: Observation) -> Action | Noop:
         host, states = obs.data["host"], obs.data["services"]
         todo, left = [], []
         for s, v in states.items():
             before = v["before_run"]
-            if obs.data["dry_run"] and v["pooled"] == "yes":
-                todo.append(s)  # the depool earlier in this run will have taken it out
-            elif v["pooled"] == "yes":
+            if v["pooled"] == "yes":
                 continue
             elif before == "yes":
                 todo.append(s)
@@ -133,21 +151,23 @@ class Repool(StepBase):
             reason = f"{host} is pooled" if not left else f"leaving {host} as found: {', '.join(left)}"
             return Noop(reason)
         return Action(
-            description=f"repool {host} in {', '.join(todo)}" + (" (restores the state found before the run)"
-                                                                 if not obs.data["dry_run"] else ""),
+            description=f"repool {host} in {', '.join(todo)} (restores the state found before the run)",
             commands=tuple(_confctl("pool", host, s) for s in todo),
             impact="the balancer sends new connections to the host again within ~1 s",
             data={"services": todo},
         )
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {pool_key(obs.data["host"], s): "yes" for s in action.data["services"]}
+
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         for name in action.data["services"]:
             svc.conftool.set_pooled(host.fqdn, _tags(host, name), "yes")
 
     def verify(self, ctx: RunContext) -> None:
-        _host, states = _observe(self, ctx)
+        _host, states, _ = _observe(self, ctx)
         wrong = [s for s, v in states.items() if v["before_run"] == "yes" and v["pooled"] != "yes"]
         if wrong:
             raise CheckFailed(f"{ctx.target} not pooled again in {', '.join(wrong)}")

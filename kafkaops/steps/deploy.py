@@ -19,116 +19,33 @@ Why each piece:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal, WaitTimeout
+from kafkaops.environment import Environment
+from kafkaops.errors import CheckFailed, SafetyRefusal, WaitTimeout
 from kafkaops.model import Host
-from kafkaops.steps.common import services, target_host, wait
-from kafkaops.steps.service import check_health, host_time, service_of, since_key
-from kafkaops.steps.services import Services
+from kafkaops.steps.common import env, target_host, wait
+from kafkaops.steps.deploy_host import (
+    checked_out_revision,
+    deploy_before_key,
+    deploy_command,
+    deploy_host,
+    revision_matches,
+    rollback_hint,
+    ships_rev,
+)
+from kafkaops.steps.projection import provenance, served_key, service_key
+from kafkaops.steps.service import check_health, health_url, host_time, service_of, since_key
 
 # --- pure helpers (unit-tested) -----------------------------------------------------------------------
 
-_HEX = re.compile(r"[0-9a-f]{7,40}")
-_UNSAFE = re.compile(r"[\"`$\\\n\r]")
-
-
-def revision_matches(served: str | None, wanted: str) -> bool:
-    """Does ``served`` (what a target reports) name the revision ``wanted``?
-
-    Exact match, ignoring case and surrounding blanks; git SHAs also match by prefix (at least 7 hex
-    digits on both sides), so ``1a2b3c4`` matches ``1a2b3c4d5e...``. ``r1`` never matches ``r10``.
-    """
-    if not served or not wanted:
-        return False
-    s, w = served.strip().lower(), wanted.strip().lower()
-    if s == w:
-        return True
-    if _HEX.fullmatch(s) and _HEX.fullmatch(w):
-        return s.startswith(w) or w.startswith(s)
-    return False
-
-
-def check_message(message: str) -> str:
-    """A deploy message is pasted into a shell command inside double quotes: refuse what would escape them."""
-    if not message.strip():
-        raise ConfigError("a deploy needs a message (it goes to the deploy log and SAL, like scap's)",
-                          hint='pass --message "..."')
-    bad = sorted(set(_UNSAFE.findall(message)))
-    if bad:
-        raise ConfigError(f"the deploy message contains {', '.join(repr(c) for c in bad)}, which the deploy "
-                          "command's shell quoting cannot carry", hint="rephrase it without quotes, $, ` or \\")
-    return message
-
-
-# --- the deploy host ----------------------------------------------------------------------------------
-
-
-def deploy_host(svc: Services) -> Host:
-    host = svc.cluster.deploy_host
-    if host is None:
-        raise ConfigError(f"cluster {svc.cluster.name} has no deploy_host in {svc.cluster.source}",
-                          hint="add deploy_host: {name: ..., fqdn: ..., address: ...} to the inventory")
-    return host
-
-
-def _template(svc: Services, target: Host, name: str) -> str:
-    d = deploy_host(svc)
-    template = d.commands.get(name) or target.commands.get(name)
-    if not template:
-        raise ConfigError(f"no '{name}' command template for the deploy host {d.name} in {svc.cluster.source}",
-                          hint=f"add commands.{name} to the inventory")
-    return template
-
-
-def ships_rev(svc: Services, target: Host) -> bool:
-    """Does the deploy template take the revision (``{rev}``), or ship the deploy host's checkout (scap)?"""
-    return "{rev}" in _template(svc, target, "deploy")
-
-
-def deploy_command(svc: Services, target: Host, *, rev: str, message: str, repo: str) -> str:
-    """The inventory's deploy command for ``target`` (run on the deploy host)."""
-    return _template(svc, target, "deploy").format(host=target, cluster=svc.cluster, deploy_host=deploy_host(svc),
-                                                   rev=rev, message=check_message(message), repo=repo)
-
-
-def checked_out_revision(svc: Services, repo: str) -> str:
-    """What the deploy host would ship (``deploy_revision`` template, e.g. ``git rev-parse --short HEAD``)."""
-    d = deploy_host(svc)
-    cmd = svc.command(d, "deploy_revision", repo=repo)
-    rev = svc.run(d, cmd, timeout=30).stdout.strip()
-    if not rev:
-        raise CheckFailed(f"`{cmd}` on {d.name} printed no revision")
-    return rev.splitlines()[-1].strip()
-
-
-def _before_key(host: Host, service: str) -> str:
-    return f"deploy_before/{host.name}/{service}"
-
-
-def rollback_hint(svc: Services, run_id: str, host: Host, service: str) -> str:
-    """How to roll ``host`` back, if this run deployed to it: the kafkaops command and the raw one."""
-    if not run_id:
-        return ""
-    before = svc.facts(run_id).get(_before_key(host, service))
-    if not before or not before.get("rev"):
-        return ""
-    prev, repo = before["rev"], before.get("repo", "")
-    raw = deploy_command(svc, host, rev=prev, message=f"rollback to {prev}", repo=repo)
-    checkout = "" if ships_rev(svc, host) else f"check out {prev} on {deploy_host(svc).name}, then "
-    return (f"Roll back: `kafkaops runs abort {run_id} --rollback --reason \"bad deploy of {before.get('to')}\"` "
-            f"redeploys {prev} to {host.name}, checks it and repools it; by hand: {checkout}on "
-            f"{deploy_host(svc).name}: {raw}")
-
-
-def _run_deploy(svc: Services, target: Host, *, rev: str, message: str, repo: str, timeout: float) -> None:
+def _run_deploy(svc: Environment, target: Host, *, rev: str, message: str, repo: str, timeout: float) -> None:
     d = deploy_host(svc)
     cmd = deploy_command(svc, target, rev=rev, message=message, repo=repo)
-    result = svc.run(d, cmd, timeout=timeout, check=False)
+    result = svc.change(d, cmd, timeout=timeout, check=False)
     if result.exit_code != 0:
         tail = (result.stderr.strip() or result.stdout.strip())[-400:]
         raise DeployFailed(f"deploying {rev} to {target.name} failed on {d.name} (exit {result.exit_code}): {tail}")
@@ -139,7 +56,7 @@ class DeployFailed(CheckFailed):
 
 
 def _observe_target(step: StepBase, ctx: RunContext, rev: str) -> tuple[Host, dict[str, Any]]:
-    svc = services(ctx)
+    svc = env(ctx)
     host = target_host(ctx)
     service = service_of(host, str(step.params["service"]))
     check = check_health(host, service)
@@ -149,7 +66,6 @@ def _observe_target(step: StepBase, ctx: RunContext, rev: str) -> tuple[Host, di
         "healthy": check.healthy, "line": check.line(), "url": check.url, "deploy_host": deploy_host(svc).name,
         "command": deploy_command(svc, host, rev=rev, message=str(step.params["message"]), repo=repo),
         "checked_out": None if ships_rev(svc, host) else checked_out_revision(svc, repo),
-        "dry_run": ctx.dry_run,
     }
     return host, data
 
@@ -168,7 +84,7 @@ class Deploy(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         host, data = _observe_target(self, ctx, str(self.params["rev"]))
-        data["before"] = services(ctx).facts(ctx.run_id).get(_before_key(host, data["service"]))
+        data["before"] = env(ctx).facts(ctx.run_id).get(deploy_before_key(host, data["service"]))
         return Observation(data, summary=f"{data['service']} on {host.name}: {data['line']}")
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -186,14 +102,18 @@ class Deploy(StepBase):
             idempotent=False,
         )
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        d = obs.data
+        return {service_key(d["host"], d["service"]): "restarted", served_key(d["host"], d["service"]): d["rev"]}
+
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         name = str(self.params["service"])
         rev = str(self.params["rev"])
         facts = svc.facts(ctx.run_id)
-        if facts.get(_before_key(host, name)) is None:  # before the deploy: the rollback needs it
-            facts.set(_before_key(host, name), {"rev": action.data.get("served") or "", "to": rev,
+        if facts.get(deploy_before_key(host, name)) is None:  # before the deploy: the rollback needs it
+            facts.set(deploy_before_key(host, name), {"rev": action.data.get("served") or "", "to": rev,
                                                 "repo": str(self.params["repo"])})
         if facts.get(since_key(host, name)) is None:
             facts.set(since_key(host, name), host_time(svc, host))
@@ -214,15 +134,20 @@ class VerifyRevision(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
-        check = check_health(host, service)
-        data = {"host": host.name, "service": service.name, "rev": self.params["rev"], "url": check.url,
-                "served": check.revision, "healthy": check.healthy, "line": check.line(), "dry_run": ctx.dry_run,
-                "timeout": self.params["timeout"]}
-        return Observation(data, summary=f"{service.name} on {host.name}: {check.line()}")
+        keys = [service_key(host.name, service.name), served_key(host.name, service.name)]
+        if keys[0] in ctx.projected:
+            url, served, healthy = health_url(host, service), ctx.projected.get(keys[1]), None
+            line = f"deployed {served}: to be seen serving it, healthy"
+        else:
+            check = check_health(host, service)
+            url, served, healthy, line = check.url, check.revision, check.healthy, check.line()
+        data = {"host": host.name, "service": service.name, "rev": self.params["rev"], "url": url,
+                "served": served, "healthy": healthy, "line": line, "timeout": self.params["timeout"]}
+        return Observation(data, summary=f"{service.name} on {host.name}: {line}{provenance(ctx, keys)}")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
-        if not d["dry_run"] and d["healthy"] and revision_matches(d["served"], d["rev"]):
+        if d["healthy"] and revision_matches(d["served"], d["rev"]):
             return Noop(f"{d['host']} serves {d['rev']} and {d['url']} answers HTTP 200")
         return Action(
             description=f"wait until {d['host']} serves {d['rev']} and {d['url']} answers HTTP 200 "
@@ -241,7 +166,7 @@ class VerifyRevision(StepBase):
             wait(ctx, lambda: self._ok(host), what=f"{host.name} serving {self.params['rev']}, healthy",
                  timeout=float(self.params["timeout"]), interval=1.0)
         except WaitTimeout as exc:
-            hint = rollback_hint(services(ctx), ctx.run_id, host, str(self.params["service"]))
+            hint = rollback_hint(env(ctx), ctx.run_id, host, str(self.params["service"]))
             raise RevisionCheckFailed(f"{host.name} does not serve {self.params['rev']} healthily: {exc}. "
                                       f"{host.name} stays depooled. {hint}".rstrip()) from exc
 
@@ -249,7 +174,7 @@ class VerifyRevision(StepBase):
         host = target_host(ctx)
         ok, line = self._ok(host)
         if not ok:
-            hint = rollback_hint(services(ctx), ctx.run_id, host, str(self.params["service"]))
+            hint = rollback_hint(env(ctx), ctx.run_id, host, str(self.params["service"]))
             raise CheckFailed(f"{host.name} does not serve {self.params['rev']} healthily ({line}). {hint}".rstrip())
 
 
@@ -263,10 +188,10 @@ class Rollback(StepBase):
     """Deploy back the revision the target served before this run deployed to it (compensation of deploy)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         name = service_of(host, str(self.params["service"])).name
-        before = svc.facts(ctx.run_id).get(_before_key(host, name)) or {}
+        before = svc.facts(ctx.run_id).get(deploy_before_key(host, name)) or {}
         prev = str(before.get("rev") or "")
         _host, data = _observe_target(self, ctx, prev or str(self.params["rev"]))
         data["previous"] = prev
@@ -293,7 +218,7 @@ class Rollback(StepBase):
         host = target_host(ctx)
         prev = str(action.data["previous"])
         service = service_of(host, str(self.params["service"]))
-        _run_deploy(services(ctx), host, rev=prev, message=f"rollback to {prev}: {self.params['message']}",
+        _run_deploy(env(ctx), host, rev=prev, message=f"rollback to {prev}: {self.params['message']}",
                     repo=str(self.params["repo"]), timeout=float(self.params["timeout"]))
 
         def back() -> tuple[bool, str]:
@@ -303,10 +228,10 @@ class Rollback(StepBase):
         wait(ctx, back, what=f"{host.name} serving {prev}, healthy", timeout=120.0, interval=1.0)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
-        prev = (svc.facts(ctx.run_id).get(_before_key(host, service.name)) or {}).get("rev")
+        prev = (svc.facts(ctx.run_id).get(deploy_before_key(host, service.name)) or {}).get("rev")
         check = check_health(host, service)
         if prev and not (check.healthy and revision_matches(check.revision, prev)):
             raise CheckFailed(f"{host.name} serves {check.line()}, not {prev} healthily")

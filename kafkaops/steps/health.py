@@ -16,7 +16,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.safety import cluster_health
-from kafkaops.steps.common import names, services, wait
+from kafkaops.steps.common import env, names, wait
 
 _BASELINE = "baseline_snapshot"
 
@@ -26,14 +26,14 @@ def _baseline_path(ctx: RunContext) -> Path | None:
 
     if not ctx.run_id:
         return None
-    return runs_dir(services(ctx).home) / ctx.run_id / "baseline.json"
+    return runs_dir(env(ctx).home) / ctx.run_id / "baseline.json"
 
 
 class Baseline(StepBase):
     """Take the baseline snapshot the post-check compares against (once per run)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        taken = services(ctx).facts(ctx.run_id).get(_BASELINE)
+        taken = env(ctx).facts(ctx.run_id).get(_BASELINE)
         return Observation({"taken": taken}, summary=f"baseline {'taken: ' + taken if taken else 'not taken yet'}")
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -46,7 +46,7 @@ class Baseline(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         from kafkaops.systems.offsets import offsets_snapshot
 
-        svc = services(ctx)
+        svc = env(ctx)
         path = _baseline_path(ctx)
         snap = offsets_snapshot(svc.cluster)
         if path is not None:
@@ -61,7 +61,7 @@ class PostCheck(StepBase):
         return bool(self.params["scan"]) and (not ctx.targets or ctx.target == ctx.targets[-1])
 
     def observe(self, ctx: RunContext) -> Observation:
-        summary = cluster_health(services(ctx).kafka.snapshot())
+        summary = cluster_health(env(ctx).kafka.snapshot())
         return Observation({"scan": self._scan_now(ctx), "spark_master": self.params["spark_master"]},
                            summary=f"{len(summary.under_replicated)} URP, {len(summary.offline)} offline, "
                                    f"preferred leaders {summary.preferred_leader_ratio:.0%}")
@@ -78,7 +78,7 @@ class PostCheck(StepBase):
             impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
 
         def healthy() -> tuple[bool, str]:
             snap = svc.kafka.snapshot()
@@ -90,7 +90,7 @@ class PostCheck(StepBase):
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]), interval=0.5)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         s = cluster_health(svc.kafka.snapshot())
         problems = [f"{len(s.offline)} offline" if s.offline else "",
                     f"{len(s.under_replicated)} under-replicated" if s.under_replicated else "",
@@ -108,7 +108,7 @@ class PostCheck(StepBase):
         from kafkaops.health.check import run_post_check
         from kafkaops.health.metadata import OffsetsSnapshot
 
-        svc = services(ctx)
+        svc = env(ctx)
         taken = svc.facts(ctx.run_id).get(_BASELINE)
         baseline = OffsetsSnapshot.read(Path(taken)) if taken else None
         ctx.progress(f"  post-check: Spark scan of the data written since the baseline ({self.params['spark_master']})")

@@ -8,19 +8,26 @@ reboot already happened and is not done again.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, UnreachableError, WaitTimeout
 from kafkaops.model import Host
-from kafkaops.steps.common import services, target_host, wait
-from kafkaops.steps.services import Services
+from kafkaops.steps.common import env, target_host, wait
+from kafkaops.steps.projection import STARTED, broker_key, fact_key
+
+
+def _fact_name(host: str) -> str:
+    return f"boot_id_before_reboot/{host}"
 
 
 def _fact(host: Host) -> str:
-    return f"boot_id_before_reboot/{host.name}"
+    return _fact_name(host.name)
 
 
-def _boot_id(svc: Services, host: Host) -> str | None:
+def _boot_id(svc: Environment, host: Host) -> str | None:
     try:
         return svc.run(host, svc.command(host, "boot_id"), timeout=20).stdout.strip() or None
     except (UnreachableError, WaitTimeout):
@@ -32,12 +39,12 @@ class Reboot(StepBase):
     """Reboot the host and wait for a new boot id and SSH."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         before = svc.facts(ctx.run_id).get(_fact(host))
         now = _boot_id(svc, host)
         summary = f"{host.name} boot id {now or 'unreachable'}" + (f" (before reboot: {before})" if before else "")
-        data = {"host": host.name, "boot_id_before": before, "boot_id": now,
+        data = {"host": host.name, "broker": host.broker_id, "boot_id_before": before, "boot_id": now,
                 "reboot": svc.command(host, "reboot"), "boot_id_cmd": svc.command(host, "boot_id")}
         return Observation(data, summary=summary)
 
@@ -53,8 +60,16 @@ class Reboot(StepBase):
             idempotent=False,
         )
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        """Kafka starts at boot: the broker comes back registered, catching up (not yet in sync)."""
+        d = obs.data
+        out: dict[str, Any] = {broker_key(d["broker"]): STARTED}
+        if d["boot_id_before"] is None and d["boot_id"]:
+            out[fact_key(_fact_name(d["host"]))] = d["boot_id"]
+        return out
+
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         facts = svc.facts(ctx.run_id)
         before = facts.get(_fact(host)) or _boot_id(svc, host)
@@ -63,7 +78,7 @@ class Reboot(StepBase):
                                    hint="check SSH to the host")
         facts.set(_fact(host), before)  # before the reboot: a resumed run knows it happened
         try:
-            svc.run(host, svc.command(host, "reboot"), timeout=60, check=True)
+            svc.change(host, svc.command(host, "reboot"), timeout=60, check=True)
         except UnreachableError:
             pass  # the connection may drop while the host goes down; the boot id decides
         svc.reconnect(host)
@@ -76,7 +91,7 @@ class Reboot(StepBase):
              interval=2.0)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         before = svc.facts(ctx.run_id).get(_fact(host))
         now = _boot_id(svc, host)

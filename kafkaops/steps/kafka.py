@@ -22,16 +22,33 @@ from kafkaops.safety import (
     preflight,
     stop_impact,
 )
-from kafkaops.steps.common import names, services, target_host, wait
-from kafkaops.steps.services import Services
+from kafkaops.steps.common import env, names, target_host, wait
+from kafkaops.steps.projection import (
+    CLUSTER_ELECTED,
+    ELECTED,
+    IN_SYNC,
+    STARTED,
+    STOPPED,
+    broker_key,
+    broker_keys,
+    project_registered,
+    project_snapshot,
+    provenance,
+)
 
 
-def _snapshot(svc: Services, *, configs: bool = False, run_id: str = "") -> ClusterSnapshot:
+def _snapshot(ctx: RunContext, *, configs: bool = False) -> ClusterSnapshot:
     """Leaders/ISR always; topic configs (min ISR) only where a decision needs them. Every snapshot taken
-    during a run is also a URP sample for the post-check's chart."""
+    during a run is also a URP sample for the post-check's chart. While planning, the cluster as the
+    steps planned before will have left it (:mod:`kafkaops.steps.projection`)."""
+    svc = env(ctx)
     snap = svc.kafka.snapshot(with_configs=configs)
-    svc.sample_urp(run_id, snap)
-    return snap
+    svc.sample_urp(ctx.run_id, snap)
+    return project_snapshot(snap, ctx)
+
+
+def _registered(ctx: RunContext) -> list[int]:
+    return project_registered(env(ctx).registered_brokers(), ctx)
 
 
 def _state(snap: ClusterSnapshot, broker: int) -> dict[str, Any]:
@@ -55,9 +72,8 @@ class Preflight(StepBase):
     """Refuse when the cluster is unhealthy or stopping this broker would drop a partition below min ISR."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
         host = target_host(ctx)
-        snap = _snapshot(svc, configs=True, run_id=ctx.run_id)
+        snap = _snapshot(ctx, configs=True)
         result = preflight(snap, host.broker_id, allow_urp=bool(self.params["allow_urp"]),
                            isr_headroom=int(self.params["isr_headroom"]))
         impact = result.impact
@@ -69,7 +85,8 @@ class Preflight(StepBase):
             "moves": len(impact.leadership_moves), "loses_isr": len(impact.loses_isr_replica),
             "rf_not_above_min_isr": list(impact.rf_not_above_min_isr),
         }
-        return Observation(data, summary=f"broker {host.broker_id}: {_lead_summary(data['state'])}")
+        return Observation(data, summary=f"broker {host.broker_id}: {_lead_summary(data['state'])}"
+                                         + provenance(ctx, broker_keys(ctx)))
 
     def plan(self, obs: Observation) -> Action | Noop:
         from kafkaops.errors import SafetyRefusal
@@ -87,10 +104,13 @@ class StopBroker(StepBase):
     """Stop the Kafka broker and wait until the cluster no longer has it registered."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
-        snap = _snapshot(svc, configs=True, run_id=ctx.run_id)
-        active = svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
+        snap = _snapshot(ctx, configs=True)
+        if ctx.projected.get(broker_key(host.broker_id)) == STOPPED:
+            active = False
+        else:
+            active = svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
         impact = stop_impact(snap, host.broker_id)
         moves: dict[int, int] = {}
         for _p, new in impact.leadership_moves:
@@ -104,7 +124,7 @@ class StopBroker(StepBase):
                            "offline": [partition_name(p) for p in impact.goes_offline],
                            "is_controller": impact.is_controller}}
         return Observation(data, summary=f"broker {host.broker_id}: process {'active' if active else 'inactive'}, "
-                                         f"{_lead_summary(data['state'])}")
+                                         f"{_lead_summary(data['state'])}" + provenance(ctx, broker_keys(ctx)))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -136,22 +156,24 @@ class StopBroker(StepBase):
             idempotent=True,
         )
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {broker_key(obs.data["broker"]): STOPPED}
+
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
-        svc.run(host, svc.command(host, "kafka_stop"), timeout=timeout)
-        wait(ctx, lambda: _unregistered(svc, host), what=f"broker {host.broker_id} unregistered", timeout=timeout)
+        svc.change(host, svc.command(host, "kafka_stop"), timeout=timeout)
+        wait(ctx, lambda: _unregistered(ctx, host), what=f"broker {host.broker_id} unregistered", timeout=timeout)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = services(ctx)
         host = target_host(ctx)
-        if host.broker_id in svc.registered_brokers():
+        if host.broker_id in _registered(ctx):
             raise CheckFailed(f"broker {host.broker_id} is still registered after its stop")
 
 
-def _unregistered(svc: Services, host: Host) -> tuple[bool, str]:
-    registered = svc.registered_brokers()
+def _unregistered(ctx: RunContext, host: Host) -> tuple[bool, str]:
+    registered = _registered(ctx)
     return host.broker_id not in registered, f"registered brokers {registered}"
 
 
@@ -159,26 +181,30 @@ class StartBroker(StepBase):
     """Start the Kafka broker and wait until it registers with the cluster."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
-        registered = host.broker_id in svc.registered_brokers()
+        registered = host.broker_id in _registered(ctx)
         return Observation({"host": host.name, "broker": host.broker_id, "registered": registered,
-                            "dry_run": ctx.dry_run, "command": svc.command(host, "kafka_start")},
-                           summary=f"broker {host.broker_id} {'registered' if registered else 'not registered'}")
+                            "command": svc.command(host, "kafka_start")},
+                           summary=f"broker {host.broker_id} {'registered' if registered else 'not registered'}"
+                                   + provenance(ctx, [broker_key(host.broker_id)]))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
-        if d["registered"] and not d["dry_run"]:
+        if d["registered"]:
             return Noop(f"broker {d['broker']} is registered")
         return Action(description=f"start Kafka on {d['host']} and wait until broker {d['broker']} registers",
                       commands=(f"on {d['host']}: {d['command']}",))
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {broker_key(obs.data["broker"]): STARTED}
+
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
-        svc.run(host, svc.command(host, "kafka_start"), timeout=timeout)
-        wait(ctx, lambda: (host.broker_id in svc.registered_brokers(), "registered?"),
+        svc.change(host, svc.command(host, "kafka_start"), timeout=timeout)
+        wait(ctx, lambda: (host.broker_id in _registered(ctx), "registered?"),
              what=f"broker {host.broker_id} registered", timeout=timeout)
 
 
@@ -186,11 +212,11 @@ class _BrokerStateStep(StepBase):
     """Observes one broker's registration, leadership and ISR membership (for the waits below)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
         host = target_host(ctx)
-        state = _state(_snapshot(svc, run_id=ctx.run_id), host.broker_id)
-        return Observation({"host": host.name, "broker": host.broker_id, "state": state, "dry_run": ctx.dry_run},
-                           summary=f"broker {host.broker_id}: {_lead_summary(state)}")
+        state = _state(_snapshot(ctx), host.broker_id)
+        return Observation({"host": host.name, "broker": host.broker_id, "state": state},
+                           summary=f"broker {host.broker_id}: {_lead_summary(state)}"
+                                   + provenance(ctx, broker_keys(ctx)))
 
 
 class VerifyNotLeader(_BrokerStateStep):
@@ -199,21 +225,20 @@ class VerifyNotLeader(_BrokerStateStep):
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
         in_isr = d["state"]["hosted"] - len(d["state"]["out_of_isr"])
-        if not d["dry_run"] and not d["state"]["leads"] and in_isr == 0:
+        if not d["state"]["leads"] and in_isr == 0:
             return Noop(f"broker {d['broker']} leads nothing and is in no ISR")
         return Action(
             description=f"wait until broker {d['broker']} leads nothing and has left every ISR"
-                        + ("" if d["dry_run"] else f" (leads {len(d['state']['leads'])}, in {in_isr} ISRs)"),
+                        f" (leads {len(d['state']['leads'])}, in {in_isr} ISRs)",
             commands=("AdminClient metadata: leaders and ISR of every partition, polled",),
             impact="read-only",
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
         host = target_host(ctx)
 
         def gone() -> tuple[bool, str]:
-            s = _state(_snapshot(svc, run_id=ctx.run_id), host.broker_id)
+            s = _state(_snapshot(ctx), host.broker_id)
             in_isr = s["hosted"] - len(s["out_of_isr"])
             return not s["leads"] and in_isr == 0, f"leads {len(s['leads'])}, in {in_isr} ISRs"
 
@@ -226,7 +251,7 @@ class WaitInSync(_BrokerStateStep):
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
-        if not d["dry_run"] and d["state"]["registered"] and not d["state"]["out_of_isr"]:
+        if d["state"]["registered"] and not d["state"]["out_of_isr"]:
             return Noop(f"broker {d['broker']} is registered and in the ISR of all {d['state']['hosted']} partitions")
         return Action(
             description=f"wait until broker {d['broker']} is registered and back in all "
@@ -236,12 +261,14 @@ class WaitInSync(_BrokerStateStep):
             impact="read-only",
         )
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {broker_key(obs.data["broker"]): IN_SYNC}
+
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
         host = target_host(ctx)
 
         def in_sync() -> tuple[bool, str]:
-            snap = _snapshot(svc, run_id=ctx.run_id)
+            snap = _snapshot(ctx)
             if host.broker_id not in snap.brokers:
                 return False, "not registered yet (starting, or recovering its logs)"
             missing = partitions_not_in_isr(snap, host.broker_id)
@@ -266,19 +293,17 @@ class PreferredElection(StepBase):
     """Run a preferred-replica election for the partitions this broker should lead."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
         host = target_host(ctx)
-        snap = _snapshot(svc, run_id=ctx.run_id)
+        snap = _snapshot(ctx)
         mode = _election_mode(self, ctx)
         broker = None if mode == "all" else host.broker_id
         preferred = [p for p in snap.partitions if broker is None or p.preferred_leader == broker]
         pending = [partition_name(p) for p in leaders_not_preferred(snap, broker)]
         whose = "the cluster's" if broker is None else f"broker {host.broker_id}'s"
         return Observation({"host": host.name, "broker": host.broker_id, "mode": mode,
-                            "preferred": [[p.topic, p.partition] for p in preferred], "pending": pending,
-                            "dry_run": ctx.dry_run},
+                            "preferred": [[p.topic, p.partition] for p in preferred], "pending": pending},
                            summary=f"{len(preferred) - len(pending)} of {whose} {len(preferred)} partitions "
-                                   "led by their preferred leader")
+                                   "led by their preferred leader" + provenance(ctx, broker_keys(ctx)))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -286,7 +311,7 @@ class PreferredElection(StepBase):
             return Noop("preferred-replica election disabled (--no-election)")
         if d["mode"] == "deferred":
             return Noop("preferred-replica election deferred to the end of the roll (--election-at-end)")
-        todo = d["preferred"] if d["dry_run"] else [tp for tp in d["preferred"] if f"{tp[0]}-{tp[1]}" in d["pending"]]
+        todo = [tp for tp in d["preferred"] if f"{tp[0]}-{tp[1]}" in d["pending"]]
         if not todo:
             return Noop(f"all {len(d['preferred'])} partitions already led by their preferred leader")
         listed = names([f"{t}-{p}" for t, p in todo])
@@ -298,8 +323,13 @@ class PreferredElection(StepBase):
             data={"partitions": todo},
         )
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        if obs.data["mode"] == "all":
+            return {CLUSTER_ELECTED: True}
+        return {broker_key(obs.data["broker"]): ELECTED}
+
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         failed = svc.kafka.elect_preferred_leaders([(t, int(p)) for t, p in action.data["partitions"]])
         if failed:
             raise CheckFailed(f"preferred election failed for {names(sorted(failed))}: "
@@ -310,33 +340,32 @@ class VerifyLeaders(StepBase):
     """Wait until the broker leads every partition whose preferred leader it is."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
         host = target_host(ctx)
         mode = _election_mode(self, ctx)
         pending = [partition_name(p) for p in
-                   leaders_not_preferred(_snapshot(svc, run_id=ctx.run_id), None if mode == "all" else host.broker_id)]
-        return Observation({"broker": host.broker_id, "pending": pending, "mode": mode, "dry_run": ctx.dry_run},
-                           summary=f"broker {host.broker_id}: {len(pending)} preferred partition(s) led elsewhere")
+                   leaders_not_preferred(_snapshot(ctx), None if mode == "all" else host.broker_id)]
+        return Observation({"broker": host.broker_id, "pending": pending, "mode": mode},
+                           summary=f"broker {host.broker_id}: {len(pending)} preferred partition(s) led elsewhere"
+                                   + provenance(ctx, broker_keys(ctx)))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
         if d["mode"] in ("off", "deferred"):
             return Noop("leadership check skipped with the election (" + ("--no-election)" if d["mode"] == "off"
                                                                          else "deferred to the end of the roll)"))
-        if not d["pending"] and not d["dry_run"]:
+        if not d["pending"]:
             return Noop(f"broker {d['broker']} leads all of its preferred partitions")
         return Action(description=f"wait until broker {d['broker']} leads its preferred partitions"
-                                  + ("" if d["dry_run"] else f" ({len(d['pending'])} pending)"),
+                                  f" ({len(d['pending'])} pending)",
                       commands=("AdminClient metadata: leaders, polled",), impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
         host = target_host(ctx)
 
         broker = None if _election_mode(self, ctx) == "all" else host.broker_id
 
         def led() -> tuple[bool, str]:
-            pending = leaders_not_preferred(_snapshot(svc, run_id=ctx.run_id), broker)
+            pending = leaders_not_preferred(_snapshot(ctx), broker)
             return not pending, f"{len(pending)} pending"
 
         wait(ctx, led, what=f"broker {host.broker_id} leading its preferred partitions",
@@ -347,7 +376,7 @@ class WaitHealthy(StepBase):
     """Gate: the cluster is healthy (no URP, no offline, full ISR) for a stability window."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        summary = cluster_health(_snapshot(services(ctx), configs=True, run_id=ctx.run_id))
+        summary = cluster_health(_snapshot(ctx, configs=True))
         return Observation({"urp": len(summary.under_replicated), "offline": len(summary.offline)},
                            summary=f"{len(summary.under_replicated)} URP, {len(summary.offline)} offline")
 
@@ -359,10 +388,9 @@ class WaitHealthy(StepBase):
             commands=("AdminClient metadata, polled",), impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
 
         def healthy() -> tuple[bool, str]:
-            s = cluster_health(_snapshot(svc, configs=True, run_id=ctx.run_id))
+            s = cluster_health(_snapshot(ctx, configs=True))
             return s.healthy, f"{len(s.under_replicated)} URP, {len(s.offline)} offline"
 
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]),

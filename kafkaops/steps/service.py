@@ -27,10 +27,12 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, WaitTimeout
 from kafkaops.model import Host, Service
-from kafkaops.steps.common import services, target_host, wait
-from kafkaops.steps.services import Services
+from kafkaops.steps.common import env, target_host, wait
+from kafkaops.steps.deploy_host import rollback_hint
+from kafkaops.steps.projection import provenance, service_key
 
 # --- pure helpers (unit-tested) -----------------------------------------------------------------------
 
@@ -106,7 +108,7 @@ def check_health(host: Host, service: Service) -> Any:
     return get_json(health_url(host, service))
 
 
-def host_time(svc: Services, host: Host) -> int:
+def host_time(svc: Environment, host: Host) -> int:
     """The host's clock (epoch seconds): log lines are stamped by it, not by ours."""
     out = svc.run(host, "date +%s", timeout=20).stdout.strip()
     try:
@@ -129,16 +131,14 @@ def _reported_key(host: Host, service: str) -> str:
     return f"log_reported/{host.name}/{service}"
 
 
-def _rollback_hint(svc: Services, run_id: str, host: Host, service: str) -> str:
-    from kafkaops.steps.deploy import rollback_hint
-
+def _rollback_hint(svc: Environment, run_id: str, host: Host, service: str) -> str:
     return rollback_hint(svc, run_id, host, service)
 
 
 # --- restart -----------------------------------------------------------------------------------------------
 
 
-def _pid(svc: Services, host: Host, service: str) -> int:
+def _pid(svc: Environment, host: Host, service: str) -> int:
     out = svc.run(host, svc.command(host, "service_pid", service=service), timeout=30, check=False).stdout
     try:
         return int(out.strip() or 0)
@@ -146,7 +146,7 @@ def _pid(svc: Services, host: Host, service: str) -> int:
         return 0
 
 
-def _active(svc: Services, host: Host, service: str) -> bool:
+def _active(svc: Environment, host: Host, service: str) -> bool:
     return svc.run(host, svc.command(host, "service_status", service=service), timeout=30,
                    check=False).exit_code == 0
 
@@ -155,7 +155,7 @@ class Restart(StepBase):
     """Restart the service on the host and wait until a new process runs (pid recorded first)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         name = service_of(host, str(self.params["service"])).name
         before = svc.facts(ctx.run_id).get(_pid_key(host, name))
@@ -177,8 +177,11 @@ class Restart(StepBase):
             idempotent=False,
         )
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {service_key(obs.data["host"], obs.data["service"]): "restarted"}
+
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         name = str(self.params["service"])
         facts = svc.facts(ctx.run_id)
@@ -189,7 +192,7 @@ class Restart(StepBase):
         if facts.get(since_key(host, name)) is None:
             facts.set(since_key(host, name), host_time(svc, host))
         timeout = float(self.params["timeout"])
-        svc.run(host, svc.command(host, "service_restart", service=name), timeout=timeout)
+        svc.change(host, svc.command(host, "service_restart", service=name), timeout=timeout)
 
         def restarted() -> tuple[bool, str]:
             pid, active = _pid(svc, host, name), _active(svc, host, name)
@@ -198,7 +201,7 @@ class Restart(StepBase):
         wait(ctx, restarted, what=f"{name} on {host.name} running a new process", timeout=timeout, interval=1.0)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         name = str(self.params["service"])
         before = svc.facts(ctx.run_id).get(_pid_key(host, name))
@@ -217,14 +220,19 @@ class VerifyHealth(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
-        check = check_health(host, service)
-        data = {"host": host.name, "service": service.name, "url": check.url, "status": check.status,
-                "line": check.line(), "dry_run": ctx.dry_run, "timeout": self.params["timeout"]}
-        return Observation(data, summary=f"{service.name} on {host.name}: {check.line()}")
+        key = service_key(host.name, service.name)
+        if key in ctx.projected:
+            url, status, line = health_url(host, service), None, "restarted: its health is to be seen again"
+        else:
+            check = check_health(host, service)
+            url, status, line = check.url, check.status, check.line()
+        data = {"host": host.name, "service": service.name, "url": url, "status": status,
+                "line": line, "timeout": self.params["timeout"]}
+        return Observation(data, summary=f"{service.name} on {host.name}: {line}{provenance(ctx, [key])}")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
-        if d["status"] == 200 and not d["dry_run"]:
+        if d["status"] == 200:
             return Noop(f"{d['service']} on {d['host']} answers HTTP 200 on {d['url']}")
         return Action(
             description=f"wait until {d['url']} answers HTTP 200 (timeout {d['timeout']:.0f}s)",
@@ -233,7 +241,7 @@ class VerifyHealth(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
 
@@ -253,7 +261,7 @@ class VerifyHealth(StepBase):
         service = service_of(host, str(self.params["service"]))
         check = check_health(host, service)
         if not check.healthy:
-            hint = _rollback_hint(services(ctx), ctx.run_id, host, service.name)
+            hint = _rollback_hint(env(ctx), ctx.run_id, host, service.name)
             raise CheckFailed(f"{service.name} on {host.name} is not healthy: {check.url}: {check.line()}"
                               + (f". {hint}" if hint else ""))
 
@@ -271,7 +279,7 @@ class ScanLog(StepBase):
     """Scan the service's log since the restart or deploy for its error patterns; stop the run on a match."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
         facts = svc.facts(ctx.run_id)
@@ -299,7 +307,7 @@ class ScanLog(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
         facts = svc.facts(ctx.run_id)

@@ -13,7 +13,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.model import Host
-from kafkaops.steps.common import services, target_host, wait
+from kafkaops.steps.common import env, target_host, wait
 
 
 def _port(step: StepBase, host: Host) -> int:
@@ -50,7 +50,7 @@ class WaitZeroSyns(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         from kafkaops.systems.traffic import count_syns
 
-        svc = services(ctx)
+        svc = env(ctx)
         host = target_host(ctx)
         port, window = _port(self, host), float(self.params["window"])
         template = host.commands.get("syn_capture")
@@ -66,7 +66,7 @@ class WaitZeroSyns(StepBase):
         svc.facts(ctx.run_id).set(f"syn_gate_passed/{host.name}", time.time())
 
     def verify(self, ctx: RunContext) -> None:
-        if services(ctx).facts(ctx.run_id).get(f"syn_gate_passed/{ctx.target}") is None and not ctx.dry_run:
+        if env(ctx).facts(ctx.run_id).get(f"syn_gate_passed/{ctx.target}") is None:
             raise CheckFailed(f"SYN gate for {ctx.target} did not record a quiet window")
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from kafkaops.errors import ConfigError, UnreachableError
 from kafkaops.model import PoolState
+from kafkaops.systems.guard import write
 
 _clients: dict[str, Any] = {}
 
@@ -39,8 +40,11 @@ _backend_errors = _BackendErrors()
 
 
 class Conftool:
-    def __init__(self, config_path: str) -> None:
+    """Pool state through the real conftool library; writes refuse themselves in a dry-run."""
+
+    def __init__(self, config_path: str, *, dry_run: bool = False) -> None:
         self.config_path = config_path
+        self.dry_run = dry_run
         self._node: Any = None
 
     @property
@@ -98,6 +102,7 @@ class Conftool:
                               hint="check the host's conftool tags in the inventory")
         return PoolState(host=fqdn, service=tags["service"], pooled=obj.pooled, weight=int(obj.weight))
 
+    @write
     def set_pooled(self, fqdn: str, tags: Mapping[str, str], pooled: str) -> PoolState:
         """Set ``pooled`` (yes/no/inactive); return the state before the change."""
         before = self.get(fqdn, tags)
@@ -108,6 +113,7 @@ class Conftool:
                 raise self._unreachable(exc) from exc
         return before
 
+    @write
     def ensure(self, fqdn: str, tags: Mapping[str, str], *, pooled: str, weight: int) -> None:
         """Create or overwrite an object (used by the lab to seed its pools)."""
         try:

@@ -129,13 +129,17 @@ def test_status_asks_kafka_once_where_a_run_retries(refusing_kafka: list[float])
 
 
 def test_a_maintenance_command_asks_kafka_once_before_planning(refusing_kafka: list[float]) -> None:
-    from kafkaops.cli.maintenance import _controller
+    from kafkaops.cli.common import Output
+    from kafkaops.cli.maintenance import run_runbook
     from kafkaops.errors import UnreachableError
-    from kafkaops.steps.services import Services
 
-    with pytest.raises(UnreachableError):
-        _controller(Services(_lab_cluster()))
-    assert refusing_kafka == [10.0]
+    cluster = _lab_cluster()
+    for runbook, hosts in (("reboot", [cluster.hosts[0]]), ("rolling-reboot", list(cluster.hosts))):
+        refusing_kafka.clear()
+        with pytest.raises(UnreachableError):
+            run_runbook(runbook, cluster, hosts, {}, reason=None, task=None, yes=False, dry_run=True,
+                        output=Output.json, save_plan=None)
+        assert refusing_kafka == [10.0], runbook
 
 
 def test_check_and_snapshot_ask_kafka_once(refusing_kafka: list[float]) -> None:

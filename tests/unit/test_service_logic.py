@@ -13,7 +13,8 @@ from kafkaops.errors import ConfigError, SafetyRefusal
 from kafkaops.inventory import load_inventory
 from kafkaops.lab import deploy as labdeploy
 from kafkaops.steps.canary import ConfirmCanary
-from kafkaops.steps.deploy import Deploy, Rollback, VerifyRevision, check_message, revision_matches
+from kafkaops.steps.deploy import Deploy, Rollback, VerifyRevision
+from kafkaops.steps.deploy_host import check_message, revision_matches
 from kafkaops.steps.service import Restart, describe_matches, find_error_lines
 from kafkaops.systems.http import HttpCheck, served_revision
 
@@ -84,7 +85,7 @@ def test_deploy_messages_that_would_escape_the_shell_quotes_are_refused(message:
 def _deploy_obs(**over: object) -> Observation:
     data = {"host": "kafka1001", "service": "eventbus", "rev": "r2", "served": "r1", "healthy": True,
             "line": "HTTP 200 (revision r1)", "url": "http://h/_info", "deploy_host": "deploy1001",
-            "command": 'labdeploy -l kafka1001 --rev r2 "m"', "checked_out": None, "dry_run": False, "before": None,
+            "command": 'labdeploy -l kafka1001 --rev r2 "m"', "checked_out": None, "before": None,
             "previous": "r1"}
     data.update(over)
     return Observation(data)
@@ -115,10 +116,11 @@ def test_rollback_plans_only_what_this_run_changed() -> None:
 def test_verify_revision_waits_unless_healthy_on_the_revision() -> None:
     step = VerifyRevision({"service": "eventbus", "rev": "r2", "timeout": 60.0})
     base = {"host": "kafka1001", "service": "eventbus", "rev": "r2", "url": "u", "line": "", "timeout": 60.0}
-    assert isinstance(step.plan(Observation({**base, "served": "r2", "healthy": True, "dry_run": False})), Noop)
-    assert isinstance(step.plan(Observation({**base, "served": "r2", "healthy": False, "dry_run": False})), Action)
-    assert isinstance(step.plan(Observation({**base, "served": "r1", "healthy": True, "dry_run": False})), Action)
-    assert isinstance(step.plan(Observation({**base, "served": "r2", "healthy": True, "dry_run": True})), Action)
+    assert isinstance(step.plan(Observation({**base, "served": "r2", "healthy": True})), Noop)
+    assert isinstance(step.plan(Observation({**base, "served": "r2", "healthy": False})), Action)
+    assert isinstance(step.plan(Observation({**base, "served": "r1", "healthy": True})), Action)
+    # Planned right after the deploy step (projected: served r2, health still to be seen): it waits.
+    assert isinstance(step.plan(Observation({**base, "served": "r2", "healthy": None})), Action)
 
 
 def test_restart_is_a_noop_once_a_new_process_runs() -> None:

@@ -46,12 +46,12 @@ def test_depool_refuses_while_another_host_is_out() -> None:
 
 def test_repool_restores_only_what_this_run_depooled() -> None:
     repool = step("conftool.repool")
-    ours = Observation({"host": "a.lab", "dry_run": False, "services": {"eventbus": pool("no", before="yes")}})
+    ours = Observation({"host": "a.lab", "services": {"eventbus": pool("no", before="yes")}})
     assert isinstance(repool.plan(ours), Action)
-    theirs = Observation({"host": "a.lab", "dry_run": False, "services": {"eventbus": pool("no", before=None)}})
+    theirs = Observation({"host": "a.lab", "services": {"eventbus": pool("no", before=None)}})
     decision = repool.plan(theirs)
     assert isinstance(decision, Noop) and "leaving a.lab as found" in decision.reason
-    was_out = Observation({"host": "a.lab", "dry_run": False, "services": {"eventbus": pool("no", before="no")}})
+    was_out = Observation({"host": "a.lab", "services": {"eventbus": pool("no", before="no")}})
     assert isinstance(repool.plan(was_out), Noop)
 
 

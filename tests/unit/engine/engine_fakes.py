@@ -24,13 +24,17 @@ class World:
     verify_failures: dict[str, int] = field(default_factory=dict)  # key -> remaining failures
     clock: FakeClock = field(default_factory=FakeClock)
     on_apply: Callable[[str], None] | None = None
+    lock: Any = None  # the environment's lock (tests usually give the runner its own)
+
+    def close(self) -> None:
+        return None
 
 
 class SetValue(StepBase):
     """Set a key to a value (idempotent)."""
 
     def observe(self, ctx: Any) -> Observation:
-        world: World = ctx.services
+        world: World = ctx.env
         cur = world.data.get(self.params["key"])
         return Observation({"key": self.params["key"], "value": cur}, f"{self.params['key']}={cur!r}")
 
@@ -44,14 +48,14 @@ class SetValue(StepBase):
         )
 
     def apply(self, ctx: Any, action: Action) -> None:
-        world: World = ctx.services
+        world: World = ctx.env
         world.applies[f"set:{self.params['key']}"] += 1
         if world.on_apply:
             world.on_apply(self.params["key"])
         world.data[self.params["key"]] = self.params["value"]
 
     def verify(self, ctx: Any) -> None:
-        world: World = ctx.services
+        world: World = ctx.env
         left = world.verify_failures.get(self.params["key"], 0)
         if left:
             world.verify_failures[self.params["key"]] = left - 1
@@ -64,7 +68,7 @@ class RaiseTo(StepBase):
     """Raise a counter to at least ``target`` with non-idempotent increments."""
 
     def observe(self, ctx: Any) -> Observation:
-        world: World = ctx.services
+        world: World = ctx.env
         return Observation({"counter": world.data.get(self.params["key"], 0)}, "")
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -76,7 +80,7 @@ class RaiseTo(StepBase):
         )
 
     def apply(self, ctx: Any, action: Action) -> None:
-        world: World = ctx.services
+        world: World = ctx.env
         world.applies[f"inc:{self.params['key']}"] += 1
         world.data[self.params["key"]] = world.data.get(self.params["key"], 0) + action.data["by"]
 
@@ -87,10 +91,14 @@ class Depool(StepBase):
     want = "no"
 
     def observe(self, ctx: Any) -> Observation:
-        world: World = ctx.services
+        world: World = ctx.env
         pools = world.data.setdefault("pool", {})
+        key = f"pool/{ctx.target}"
+        pooled = ctx.projected.get(key, pools.get(ctx.target, "yes"))
+        where = ctx.projected.source(key)
         return Observation(
-            {"pooled": pools.get(ctx.target, "yes")}, f"{ctx.target} pooled={pools.get(ctx.target, 'yes')}"
+            {"target": ctx.target, "pooled": pooled},
+            f"{ctx.target} pooled={pooled}" + (f" (projected: after {where})" if where else ""),
         )
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -98,8 +106,11 @@ class Depool(StepBase):
             return Noop(f"already pooled={self.want}")
         return Action(f"set pooled={self.want}", commands=(f"confctl pooled={self.want}",))
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {f"pool/{obs.data['target']}": self.want}
+
     def apply(self, ctx: Any, action: Action) -> None:
-        world: World = ctx.services
+        world: World = ctx.env
         world.applies[f"{type(self).__name__.lower()}:{ctx.target}"] += 1
         world.data.setdefault("pool", {})[ctx.target] = self.want
 
@@ -123,7 +134,7 @@ class Fail(StepBase):
         raise AssertionError
 
     def verify(self, ctx: Any) -> None:
-        world: World = ctx.services
+        world: World = ctx.env
         if world.data.get("broken"):
             exc = CheckFailed("the thing is broken")
             exc.retryable = False
@@ -140,7 +151,7 @@ class WaitFor(StepBase):
         return Action(f"wait for {self.params['key']}")
 
     def apply(self, ctx: Any, action: Action) -> None:
-        world: World = ctx.services
+        world: World = ctx.env
         wait_until(
             lambda: bool(world.data.get(self.params["key"])),
             timeout=self.params["timeout"],

@@ -12,7 +12,6 @@ from engine_fakes import FIXTURES, World
 from typer.testing import CliRunner
 
 from kafkaops.cli.main import register
-from kafkaops.engine.context import set_context_factory
 from kafkaops.engine.lock import FileLockBackend, lock_info
 from kafkaops.engine.plan import save_plan
 from kafkaops.engine.runbook import Target, bind_runbook, parse_runbook
@@ -26,10 +25,17 @@ BAD = str(FIXTURES / "bad")
 
 
 @pytest.fixture
-def factory(world: World) -> Iterator[World]:
-    set_context_factory(lambda cluster, dry_run=False: world)
+def factory(world: World, home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """The CLI's environment, rebuilt from a journal or looked up for a plan, is the fake world."""
+    import kafkaops.cli.lookup
+    import kafkaops.environment
+
+    world.lock = FileLockBackend(home / "locks")
+    monkeypatch.setattr(kafkaops.environment.Environment, "from_identity",
+                        classmethod(lambda cls, recorded, accept_changes=False, **kw: (world, [])))
+    monkeypatch.setattr(kafkaops.cli.lookup, "find_cluster", lambda name, inventory=None: name)
+    monkeypatch.setattr(kafkaops.cli.lookup, "environment", lambda cluster, **kw: world)
     yield world
-    set_context_factory(None)
 
 
 def test_runbooks_list_show_docs(tmp_path: Path) -> None:
@@ -63,7 +69,7 @@ def _failed_run(home: Path, world: World) -> str:
     world.data.update({"broken": True, "pool": {"h2": "no"}})
     with pytest.raises(RunFailed):
         Runner(home=home, retry=RetryPolicy(attempts=1), handle_sigint=False).start(
-            bound, services=world, operator="alice@a", reason="kernel"
+            bound, env=world, operator="alice@a", reason="kernel"
         )
     return os.listdir(home / "runs")[0]
 
@@ -93,7 +99,7 @@ def test_runs_list_show_abort_rollback(home: Path, factory: World) -> None:
     assert "END (FAIL) - r h1,h2 (give up): aborted, rolled back 1 change(s)" in audit
 
 
-def test_resume_via_cli_uses_the_context_factory(home: Path, factory: World) -> None:
+def test_resume_via_cli_uses_the_recorded_environment(home: Path, factory: World) -> None:
     run_id = _failed_run(home, factory)
     factory.data["broken"] = False
     res = cli.invoke(app, ["resume", run_id])
@@ -102,7 +108,6 @@ def test_resume_via_cli_uses_the_context_factory(home: Path, factory: World) -> 
 
 
 def test_resume_unknown_run_and_missing_plan_refuse(home: Path, tmp_path: Path, world: World) -> None:
-    set_context_factory(None)  # the CLI's wiring registers the real factory again
     res = cli.invoke(app, ["resume", "whatever"])
     assert isinstance(res.exception, ConfigError) and "whatever" in str(res.exception)
     res = cli.invoke(app, ["apply", str(tmp_path / "p.json")])
@@ -113,7 +118,7 @@ def test_apply_plan_via_cli(home: Path, factory: World, tmp_path: Path) -> None:
     rb = parse_runbook({"name": "r", "summary": "s", "steps": [{"test.set": {"key": "a", "value": 1}}]})
     bound = bind_runbook(rb, cluster="main")
     plan = Runner(home=home, handle_sigint=False).dry_run(
-        bound, services=factory, operator="a@a", reason="why"
+        bound, env=factory, operator="a@a", reason="why"
     )
     save_plan(plan, tmp_path / "plan.json")
     res = cli.invoke(app, ["apply", str(tmp_path / "plan.json")])
@@ -121,7 +126,7 @@ def test_apply_plan_via_cli(home: Path, factory: World, tmp_path: Path) -> None:
     assert factory.data == {"a": 1}
 
 
-def test_unlock_needs_force_and_reason(home: Path) -> None:
+def test_unlock_needs_force_and_reason(home: Path, factory: World) -> None:
     be = FileLockBackend(home / "locks")
     be.acquire(lock_info("main", "ghost", "c@c", "crashed", None))
     res = cli.invoke(app, ["runs", "unlock", "main", "--reason", "gone"])

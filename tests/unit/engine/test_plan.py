@@ -24,14 +24,15 @@ def _bound() -> object:
             "steps": [{"test.depool": {}}, {"test.set": {"key": "{target.name}", "value": "done"}}],
         }
     )
-    return bind_runbook(rb, cluster="main", targets=[Target("h1", is_controller=True), Target("h2")])
+    return bind_runbook(rb, cluster="main", targets=[Target("h2"), Target("h1")])
 
 
 def test_dry_run_changes_nothing_and_shows_actions_and_noops(
     make_runner: Callable[..., Runner], world: World, home: Path
 ) -> None:
     world.data["pool"] = {"h2": "no"}
-    plan = make_runner().dry_run(_bound(), services=world, operator="alice@a", reason="kernel", task="T1")  # type: ignore[arg-type]
+    plan = make_runner().dry_run(_bound(), env=world, operator="alice@a", reason="kernel", task="T1",  # type: ignore[arg-type]
+                                 notes=("controller h1 goes last",))
     assert world.applies == {} and world.data == {"pool": {"h2": "no"}}
     assert not (home / "runs").exists()
     assert plan.targets == ["h2", "h1"]
@@ -55,19 +56,21 @@ def test_dry_run_changes_nothing_and_shows_actions_and_noops(
 
     from rich.console import Console
 
+    from kafkaops.cli.plan_render import render_plan
+
     console = Console(record=True, width=160)
-    console.print(plan.to_rich())
+    console.print(render_plan(plan))
     assert "confctl pooled=no" in console.export_text()
 
 
 def test_saved_plan_applies_when_fresh(
     make_runner: Callable[..., Runner], world: World, tmp_path: Path
 ) -> None:
-    plan = make_runner().dry_run(_bound(), services=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
+    plan = make_runner().dry_run(_bound(), env=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
     path = save_plan(plan, tmp_path / "plan.json")
     loaded = load_plan(path)
     assert loaded.fingerprint == plan.fingerprint and loaded.steps == plan.steps
-    res = make_runner().apply_plan(loaded, services=world, operator="b@b")
+    res = make_runner().apply_plan(loaded, env=world, operator="b@b")
     assert res.status == "finished"
     assert world.data == {"pool": {"h1": "no", "h2": "no"}, "h1": "done", "h2": "done"}
 
@@ -75,11 +78,11 @@ def test_saved_plan_applies_when_fresh(
 def test_stale_plan_is_refused_naming_what_changed(
     make_runner: Callable[..., Runner], world: World, tmp_path: Path, home: Path
 ) -> None:
-    plan = make_runner().dry_run(_bound(), services=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
+    plan = make_runner().dry_run(_bound(), env=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
     save_plan(plan, tmp_path / "plan.json")
     world.data["pool"] = {"h1": "no"}  # someone depooled h1 meanwhile
     with pytest.raises(StalePlanError) as info:
-        make_runner().apply_plan(load_plan(tmp_path / "plan.json"), services=world, operator="b@b")
+        make_runner().apply_plan(load_plan(tmp_path / "plan.json"), env=world, operator="b@b")
     msg = str(info.value)
     assert "1 observation(s) changed" in msg
     assert 'h1 step 1 (test.depool): pooled was "yes", now "no"' in msg
@@ -90,7 +93,7 @@ def test_stale_plan_is_refused_naming_what_changed(
 
 
 def test_edited_plan_is_refused(make_runner: Callable[..., Runner], world: World, tmp_path: Path) -> None:
-    plan = make_runner().dry_run(_bound(), services=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
+    plan = make_runner().dry_run(_bound(), env=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
     path = save_plan(plan, tmp_path / "plan.json")
     data = json.loads(path.read_text())
     data["steps"][0]["fingerprint_data"]["pooled"] = "no"

@@ -81,7 +81,7 @@ def test_crash_anywhere_then_resume_converges(
     # Reference: an uninterrupted run.
     ref = World(data=copy.deepcopy(initial))
     with tempfile.TemporaryDirectory() as d:
-        _runner(Path(d)).start(bound, services=ref, operator="op@h", reason="ref")
+        _runner(Path(d)).start(bound, env=ref, operator="op@h", reason="ref")
 
     world = World(data=copy.deepcopy(initial))
     calls = Counter[str]()
@@ -101,12 +101,12 @@ def test_crash_anywhere_then_resume_converges(
                 if run_id is None:
                     try:
                         _runner(home, hook).start(
-                            bound, services=world, operator="op@h", reason="prop", run_id="prop-run"
+                            bound, env=world, operator="op@h", reason="prop", run_id="prop-run"
                         )
                     finally:
                         run_id = "prop-run" if (home / "runs" / "prop-run").exists() else None
                 else:
-                    _runner(home, hook).resume(run_id, services=world)
+                    _runner(home, hook).resume(run_id, env=world)
                 break
             except Crash:
                 continue

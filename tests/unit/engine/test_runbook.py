@@ -124,16 +124,16 @@ def test_format_duration_roundtrip() -> None:
 def _hosts() -> list[Target]:
     svc = (FakeService("eventbus", 8085), FakeService("kafka", 9092))
     return [
-        Target("k1", host=FakeHost("k1", "k1.dc.example", svc), is_controller=True),
         Target("k2", host=FakeHost("k2", "k2.dc.example", svc)),
         Target("k3", host=FakeHost("k3", "k3.dc.example", svc)),
+        Target("k1", host=FakeHost("k1", "k1.dc.example", svc)),
     ]
 
 
-def test_bind_resolves_templates_orders_controller_last_and_inserts_gates() -> None:
+def test_bind_resolves_templates_keeps_the_callers_order_and_inserts_gates() -> None:
     rb = load_runbook(GOOD / "roll.yaml")
     bound = bind_runbook(rb, cluster=FakeCluster("main-eqiad"), targets=_hosts(), params={"flag": "done"})
-    assert bound.target_names == ["k2", "k3", "k1"]  # controller last
+    assert bound.target_names == ["k2", "k3", "k1"]  # as given: the caller orders (controller last)
     k2 = bound.targets[0]
     assert [s.kind for s in k2.steps] == [
         "test.depool",

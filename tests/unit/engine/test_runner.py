@@ -37,7 +37,7 @@ def test_run_applies_only_what_is_needed(
     make_runner: Callable[..., Runner], world: World, home: Path, audit_sink: MemorySink
 ) -> None:
     world.data["a"] = 1  # already holds: step 1 is a no-op
-    res = make_runner().start(simple(), services=world, operator=OP, reason="test", task="T1")
+    res = make_runner().start(simple(), env=world, operator=OP, reason="test", task="T1")
     assert res.status == "finished" and res.applied == 2 and res.skipped == 1
     assert world.data == {"a": 1, "n": 3, "b": "two"}
     assert world.applies == {"inc:n": 1, "set:b": 1}
@@ -57,13 +57,13 @@ def test_run_applies_only_what_is_needed(
 
 def test_reason_is_required(make_runner: Callable[..., Runner], world: World) -> None:
     with pytest.raises(ConfigError, match="reason is required"):
-        make_runner().start(simple(), services=world, operator=OP, reason="  ")
+        make_runner().start(simple(), env=world, operator=OP, reason="  ")
 
 
 def test_verify_is_retried_with_backoff(make_runner: Callable[..., Runner], world: World, home: Path) -> None:
     world.verify_failures["a"] = 2
     runner = make_runner()
-    res = runner.start(simple(), services=world, operator=OP, reason="r")
+    res = runner.start(simple(), env=world, operator=OP, reason="r")
     assert res.status == "finished"
     assert runner.clock.sleeps == [1.0, 2.0]  # type: ignore[attr-defined]
     assert types(res.run_id, home).count("step_retry") == 2
@@ -75,7 +75,7 @@ def test_failed_step_raises_runfailed_with_resume_and_rollback_commands(
 ) -> None:
     world.verify_failures["b"] = 99
     with pytest.raises(RunFailed) as info:
-        make_runner().start(simple(), services=world, operator=OP, reason="r")
+        make_runner().start(simple(), env=world, operator=OP, reason="r")
     msg = str(info.value)
     run_id = Journal.open(os.listdir(home / "runs")[0], home).run_id
     assert f"run {run_id} stopped at c1 step 3 (test.set) of 3" in msg
@@ -88,19 +88,19 @@ def test_failed_step_raises_runfailed_with_resume_and_rollback_commands(
 
     # fix the cause, resume: only the failed step runs again (re-observed: it already holds -> no-op)
     world.verify_failures.clear()
-    res = make_runner().resume(run_id, services=world)
+    res = make_runner().resume(run_id, env=world)
     assert res.status == "finished" and res.applied == 0 and res.skipped == 1
     assert world.applies == {"set:a": 1, "inc:n": 1, "set:b": 1}
     assert not (home / "locks" / "c1.lock").exists()
-    with pytest.raises(ConfigError, match="is finished; nothing to resume"):
-        make_runner().resume(run_id, services=world)
+    with pytest.raises(ConfigError, match="is already finished; nothing to resume"):
+        make_runner().resume(run_id, env=world)
 
 
 def test_non_retryable_check_fails_at_once(make_runner: Callable[..., Runner], world: World) -> None:
     world.data["broken"] = True
     runner = make_runner()
     with pytest.raises(RunFailed, match="the thing is broken"):
-        runner.start(rolling([{"test.fail": {}}], ("h1",)), services=world, operator=OP, reason="r")
+        runner.start(rolling([{"test.fail": {}}], ("h1",)), env=world, operator=OP, reason="r")
     assert runner.clock.sleeps == []  # type: ignore[attr-defined]
 
 
@@ -115,7 +115,7 @@ def test_ctrl_c_pauses_at_next_safe_point_then_resume(
     runner = make_runner(handle_sigint=True)
     before = signal.getsignal(signal.SIGINT)
     with pytest.raises(Interrupted) as info:
-        runner.start(bound, services=world, operator=OP, reason="r")
+        runner.start(bound, env=world, operator=OP, reason="r")
     assert signal.getsignal(signal.SIGINT) is before  # handler restored
     run_id = os.listdir(home / "runs")[0]
     assert "paused before h1 step 2 (test.set)" in str(info.value)
@@ -127,7 +127,7 @@ def test_ctrl_c_pauses_at_next_safe_point_then_resume(
     assert Journal.open(run_id, home).replay().status == "paused"
 
     world.on_apply = None
-    res = make_runner().resume(run_id, services=world)
+    res = make_runner().resume(run_id, env=world)
     assert res.status == "finished"
     assert world.data == {"h1": 1, "x": 2, "h2": 1, "h3": 1}
     assert world.applies["set:h1"] == 1 and world.applies["set:x"] == 1
@@ -141,11 +141,11 @@ def test_ctrl_c_during_a_wait_pauses_the_run(
     world.clock.sleep = lambda s: runner.request_pause()  # type: ignore[method-assign]
     with pytest.raises(Interrupted, match="wait for healthy interrupted"):
         runner.start(
-            rolling([{"test.wait_for": {"key": "healthy"}}], ("h1",)), services=world, operator=OP, reason="r"
+            rolling([{"test.wait_for": {"key": "healthy"}}], ("h1",)), env=world, operator=OP, reason="r"
         )
     run_id = os.listdir(home / "runs")[0]
     world.data["healthy"] = True
-    assert make_runner().resume(run_id, services=world).status == "finished"
+    assert make_runner().resume(run_id, env=world).status == "finished"
 
 
 def test_abort_rollback_only_compensates_what_the_run_changed(
@@ -156,10 +156,10 @@ def test_abort_rollback_only_compensates_what_the_run_changed(
     world.data["broken"] = True
     bound = rolling([{"test.depool": {}}, {"test.fail": {}}])
     with pytest.raises(RunFailed):
-        make_runner().start(bound, services=world, operator=OP, reason="r")
+        make_runner().start(bound, env=world, operator=OP, reason="r")
     run_id = os.listdir(home / "runs")[0]
     assert world.data["pool"] == {"h1": "no", "h2": "no", "h3": "yes"}
-    res = make_runner().abort(run_id, reason="give up", operator="bob@admin2", rollback=True, services=world)
+    res = make_runner().abort(run_id, reason="give up", operator="bob@admin2", rollback=True, env=world)
     assert res.compensated == 1
     assert world.data["pool"] == {"h1": "yes", "h2": "no", "h3": "yes"}
     assert world.applies["repool:h1"] == 1 and "repool:h2" not in world.applies
@@ -182,10 +182,10 @@ def test_abort_rollback_after_crash_mid_apply_and_twice_is_safe(
             raise Crash
 
     with pytest.raises(Crash):
-        make_runner(hook=hook).start(rolling([{"test.depool": {}}]), services=world, operator=OP, reason="r")
+        make_runner(hook=hook).start(rolling([{"test.depool": {}}]), env=world, operator=OP, reason="r")
     run_id = os.listdir(home / "runs")[0]
     assert world.data["pool"] == {"h1": "no", "h2": "no"}
-    make_runner().abort(run_id, reason="undo", operator=OP, rollback=True, services=world)
+    make_runner().abort(run_id, reason="undo", operator=OP, rollback=True, env=world)
     assert world.data["pool"] == {"h1": "yes", "h2": "yes"}  # h2's intent was journaled: undone too
 
 
@@ -195,7 +195,7 @@ def test_abort_without_rollback_releases_lock_and_changes_nothing(
     world.data["broken"] = True
     with pytest.raises(RunFailed):
         make_runner().start(
-            rolling([{"test.depool": {}}, {"test.fail": {}}]), services=world, operator=OP, reason="r"
+            rolling([{"test.depool": {}}, {"test.fail": {}}]), env=world, operator=OP, reason="r"
         )
     run_id = os.listdir(home / "runs")[0]
     make_runner().abort(run_id, reason="leave it", operator=OP)
@@ -212,7 +212,7 @@ def test_gate_runs_between_targets_only(make_runner: Callable[..., Runner], worl
 
     bound = bind_runbook(rb, cluster="c1", targets=[Target(n, host=H(n)) for n in ("h1", "h2")])
     world.data["healthy"] = True
-    res = make_runner().start(bound, services=world, operator=OP, reason="r")
+    res = make_runner().start(bound, env=world, operator=OP, reason="r")
     recs = Journal.open(res.run_id, home).records()
     gates = [r for r in recs if r["type"] == "step_verified" and r["kind"] == "test.wait_for"]
     assert [g["target"] for g in gates] == ["h1"]

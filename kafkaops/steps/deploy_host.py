@@ -1,0 +1,104 @@
+"""The deploy host: its command templates, the deploy command for one target, and the rollback hint.
+
+Shared by the deploy steps and by the service steps (a failed health check or log scan after a deploy
+prints how to roll that target back), so it imports neither: no import circle.
+
+A deploy message and revisions are pasted into a shell command on the deploy host; they are checked
+here before any command is built.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kafkaops.environment import Environment
+from kafkaops.errors import CheckFailed, ConfigError
+from kafkaops.model import Host
+
+_HEX = re.compile(r"[0-9a-f]{7,40}")
+_UNSAFE = re.compile(r"[\"`$\\\n\r]")
+
+
+def revision_matches(served: str | None, wanted: str) -> bool:
+    """Does ``served`` (what a target reports) name the revision ``wanted``?
+
+    Exact match, ignoring case and surrounding blanks; git SHAs also match by prefix (at least 7 hex
+    digits on both sides), so ``1a2b3c4`` matches ``1a2b3c4d5e...``. ``r1`` never matches ``r10``.
+    """
+    if not served or not wanted:
+        return False
+    s, w = served.strip().lower(), wanted.strip().lower()
+    if s == w:
+        return True
+    if _HEX.fullmatch(s) and _HEX.fullmatch(w):
+        return s.startswith(w) or w.startswith(s)
+    return False
+
+
+def check_message(message: str) -> str:
+    """A deploy message is pasted into a shell command inside double quotes: refuse what would escape them."""
+    if not message.strip():
+        raise ConfigError("a deploy needs a message (it goes to the deploy log and SAL, like scap's)",
+                          hint='pass --message "..."')
+    bad = sorted(set(_UNSAFE.findall(message)))
+    if bad:
+        raise ConfigError(f"the deploy message contains {', '.join(repr(c) for c in bad)}, which the deploy "
+                          "command's shell quoting cannot carry", hint="rephrase it without quotes, $, ` or \\")
+    return message
+
+
+def deploy_host(svc: Environment) -> Host:
+    host = svc.cluster.deploy_host
+    if host is None:
+        raise ConfigError(f"cluster {svc.cluster.name} has no deploy_host in {svc.cluster.source}",
+                          hint="add deploy_host: {name: ..., fqdn: ..., address: ...} to the inventory")
+    return host
+
+
+def _template(svc: Environment, target: Host, name: str) -> str:
+    d = deploy_host(svc)
+    template = d.commands.get(name) or target.commands.get(name)
+    if not template:
+        raise ConfigError(f"no '{name}' command template for the deploy host {d.name} in {svc.cluster.source}",
+                          hint=f"add commands.{name} to the inventory")
+    return template
+
+
+def ships_rev(svc: Environment, target: Host) -> bool:
+    """Does the deploy template take the revision (``{rev}``), or ship the deploy host's checkout (scap)?"""
+    return "{rev}" in _template(svc, target, "deploy")
+
+
+def deploy_command(svc: Environment, target: Host, *, rev: str, message: str, repo: str) -> str:
+    """The inventory's deploy command for ``target`` (run on the deploy host)."""
+    return _template(svc, target, "deploy").format(host=target, cluster=svc.cluster, deploy_host=deploy_host(svc),
+                                                   rev=rev, message=check_message(message), repo=repo)
+
+
+def checked_out_revision(svc: Environment, repo: str) -> str:
+    """What the deploy host would ship (``deploy_revision`` template, e.g. ``git rev-parse --short HEAD``)."""
+    d = deploy_host(svc)
+    cmd = svc.command(d, "deploy_revision", repo=repo)
+    rev = svc.run(d, cmd, timeout=30).stdout.strip()
+    if not rev:
+        raise CheckFailed(f"`{cmd}` on {d.name} printed no revision")
+    return rev.splitlines()[-1].strip()
+
+
+def deploy_before_key(host: Host, service: str) -> str:
+    return f"deploy_before/{host.name}/{service}"
+
+
+def rollback_hint(svc: Environment, run_id: str, host: Host, service: str) -> str:
+    """How to roll ``host`` back, if this run deployed to it: the kafkaops command and the raw one."""
+    if not run_id:
+        return ""
+    before = svc.facts(run_id).get(deploy_before_key(host, service))
+    if not before or not before.get("rev"):
+        return ""
+    prev, repo = before["rev"], before.get("repo", "")
+    raw = deploy_command(svc, host, rev=prev, message=f"rollback to {prev}", repo=repo)
+    checkout = "" if ships_rev(svc, host) else f"check out {prev} on {deploy_host(svc).name}, then "
+    return (f"Roll back: `kafkaops runs abort {run_id} --rollback --reason \"bad deploy of {before.get('to')}\"` "
+            f"redeploys {prev} to {host.name}, checks it and repools it; by hand: {checkout}on "
+            f"{deploy_host(svc).name}: {raw}")

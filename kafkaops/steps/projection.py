@@ -1,0 +1,123 @@
+"""The facts steps leave behind, and how a dry-run sees the world through them.
+
+A dry-run plans every step before any has run, so a step late in a rolling reboot would otherwise
+observe a cluster in which nothing has happened yet ("broker 1003 is registered" while the plan has
+already stopped it). Each step that changes something declares its ``effects`` as the keys below; the
+engine collects them in ``ctx.projected`` and the observe helpers here overlay them on what the live
+systems say. In a real run the projection is empty and every helper returns the live value unchanged.
+
+Broker states follow a broker through a maintenance: ``stopped`` (unregistered, in no ISR, leads
+nothing) → ``started`` (registered, catching up: still in no ISR) → ``in_sync`` (back in every ISR it
+belongs to, leading nothing) → ``elected`` (leads the partitions it is preferred leader of).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.model import ClusterSnapshot, PartitionState
+
+STOPPED, STARTED, IN_SYNC, ELECTED = "stopped", "started", "in_sync", "elected"
+CLUSTER_ELECTED = "cluster/elected"
+
+
+def broker_key(broker: int) -> str:
+    return f"broker/{broker}"
+
+
+def pool_key(fqdn: str, service: str) -> str:
+    return f"pool/{fqdn}/{service}"
+
+
+def fact_key(name: str) -> str:
+    """A run fact (``env.facts``) an apply would write, e.g. the pool state before a depool."""
+    return f"fact/{name}"
+
+
+def service_key(host: str, service: str) -> str:
+    """``restarted``: the service was restarted (or deployed), its health is to be seen again."""
+    return f"service/{host}/{service}"
+
+
+def served_key(host: str, service: str) -> str:
+    """The revision a deploy leaves the service serving."""
+    return f"served/{host}/{service}"
+
+
+def projected_fact(ctx: RunContext, name: str) -> Any:
+    """A run fact: what an earlier planned step will have recorded, else what this run recorded."""
+    key = fact_key(name)
+    if key in ctx.projected:
+        return ctx.projected[key]
+    return ctx.env.facts(ctx.run_id).get(name)
+
+
+def provenance(ctx: RunContext, keys: Iterable[str]) -> str:
+    """`` (projected: after kafka1001 step 5 (kafka.stop_broker))`` for the keys that came from the
+    projection, else ``""``: plans say which observations are predictions."""
+    sources = sorted({s for k in keys if (s := ctx.projected.source(k)) is not None})
+    return f" (projected: after {', '.join(sources)})" if sources else ""
+
+
+def broker_keys(ctx: RunContext) -> list[str]:
+    return [k for k in ctx.projected if k.startswith("broker/") or k == CLUSTER_ELECTED]
+
+
+def _leader_from(p: PartitionState, isr: tuple[int, ...]) -> int | None:
+    """Who Kafka makes leader when the current one leaves: the first replica (assignment order) in ISR."""
+    return next((r for r in p.replicas if r in isr), None)
+
+
+def project_partition(p: PartitionState, broker: int, state: str) -> PartitionState:
+    if broker not in p.replicas:
+        return p
+    if state in (STOPPED, STARTED):
+        isr = tuple(r for r in p.isr if r != broker)
+        leader = _leader_from(p, isr) if p.leader == broker else p.leader
+        return dataclasses.replace(p, isr=isr, leader=leader)
+    isr = tuple(r for r in p.replicas if r in p.isr or r == broker)
+    leader = p.leader
+    if state == ELECTED and p.preferred_leader == broker:
+        leader = broker
+    if leader is None or leader < 0:
+        leader = _leader_from(p, isr)
+    return dataclasses.replace(p, isr=isr, leader=leader)
+
+
+def project_snapshot(snap: ClusterSnapshot, ctx: RunContext) -> ClusterSnapshot:
+    """``snap`` as it will be once the steps planned before this one have run."""
+    states = {int(k.split("/", 1)[1]): v for k, v in ctx.projected.items() if k.startswith("broker/")}
+    if not states and CLUSTER_ELECTED not in ctx.projected:
+        return snap
+    partitions = list(snap.partitions)
+    brokers = set(snap.brokers)
+    for broker, state in sorted(states.items()):
+        partitions = [project_partition(p, broker, state) for p in partitions]
+        if state == STOPPED:
+            brokers.discard(broker)
+        else:
+            brokers.add(broker)
+    if ctx.projected.get(CLUSTER_ELECTED):
+        partitions = [dataclasses.replace(p, leader=p.preferred_leader)
+                      if p.preferred_leader in p.isr else p for p in partitions]
+    controller = snap.controller
+    if controller is not None and controller not in brokers:
+        controller = min(brokers) if brokers else None  # an election follows; which broker wins is not known
+    return dataclasses.replace(snap, brokers=tuple(sorted(brokers)), partitions=tuple(partitions),
+                               controller=controller)
+
+
+def project_registered(registered: list[int], ctx: RunContext) -> list[int]:
+    """Registered broker ids once the planned steps have run."""
+    out = set(registered)
+    for key, state in ctx.projected.items():
+        if key.startswith("broker/"):
+            broker = int(key.split("/", 1)[1])
+            if state == STOPPED:
+                out.discard(broker)
+            else:
+                out.add(broker)
+    return sorted(out)
