@@ -7,6 +7,9 @@
   where it says something explicitly.
 - Every command has a timeout. Remote templates use ``sudo -n`` so a password prompt fails at once
   instead of hanging the run (Yelp's tool hung forever on one, #261).
+- Reads and changes are two methods: :meth:`SshClient.run` (boot id, status, logs, captures) and
+  :meth:`SshClient.change` (stop, start, reboot, restart, deploy), which refuses in a dry-run
+  (:mod:`kafkaops.systems.guard`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from kafkaops.errors import ConfigError, HostKeyError, UnreachableError, WaitTimeout
 from kafkaops.model import SshEndpoint
+from kafkaops.systems.guard import write
 
 
 @dataclass(frozen=True)
@@ -67,14 +71,19 @@ def _resolve(endpoint: SshEndpoint, config_path: str) -> _Target:
 
 
 class SshClient:
-    """One SSH connection to one host, opened lazily and re-opened after a reboot."""
+    """One SSH connection to one host, opened lazily and re-opened after a reboot.
+
+    ``dry_run``: the run is a dry-run, so :meth:`change` refuses (:class:`~kafkaops.systems.guard.DryRunViolation`)
+    while :meth:`run` still reads the host.
+    """
 
     def __init__(self, endpoint: SshEndpoint, *, name: str = "", connect_timeout: float = 10.0,
-                 ssh_config: str = "~/.ssh/config") -> None:
+                 ssh_config: str = "~/.ssh/config", dry_run: bool = False) -> None:
         self.endpoint = endpoint
         self.name = name or endpoint.address
         self.connect_timeout = connect_timeout
         self.ssh_config = os.path.expanduser(ssh_config)
+        self.dry_run = dry_run
         self._client: Any = None
         self._jump: Any = None
 
@@ -134,7 +143,7 @@ class SshClient:
         jump = SshClient(SshEndpoint(address=host, port=int(port) if port else None, user=user or None,
                                      key_file=None if own else (t.key_files[0] if t.key_files else None),
                                      known_hosts=t.known_hosts), name=f"jump {host}",
-                         connect_timeout=self.connect_timeout, ssh_config=self.ssh_config)
+                         connect_timeout=self.connect_timeout, ssh_config=self.ssh_config, dry_run=self.dry_run)
         self._jump = jump
         transport = jump.connect().get_transport()
         return transport.open_channel("direct-tcpip", (t.hostname, t.port), ("127.0.0.1", 0))
@@ -147,9 +156,27 @@ class SshClient:
             self._jump.close()
             self._jump = None
 
+    @write
+    def change(self, command: str, *, timeout: float = 60.0, check: bool = True,
+               on_stdout_line: Callable[[str], None] | None = None) -> CommandResult:
+        """Run ``command``, which changes the host (stop, start, reboot, restart, deploy); as :meth:`run`.
+
+        Why two methods for one transport: the adapter itself can then refuse every change in a
+        dry-run — the second line of defence behind the planner, which never applies a step in a
+        dry-run — while reads (boot id, status, logs, SYN captures) stay allowed, so a dry-run plan is
+        built from what the hosts really say now. spicerack's ``RemoteHosts`` guards itself the same way.
+
+        Raises:
+            DryRunViolation: This client belongs to a dry-run (a bug in the caller; nothing was sent).
+            RemoteCommandError / WaitTimeout / UnreachableError / HostKeyError: as :meth:`run`.
+        """
+        return self.run(command, timeout=timeout, check=check, on_stdout_line=on_stdout_line)
+
     def run(self, command: str, *, timeout: float = 60.0, check: bool = True,
             on_stdout_line: Callable[[str], None] | None = None) -> CommandResult:
-        """Run ``command``; return its result. ``check`` raises on a non-zero exit.
+        """Run ``command``, which only reads the host; return its result. ``check`` raises on a non-zero exit.
+
+        Allowed in a dry-run; a command that changes the host goes through :meth:`change`.
 
         Raises:
             WaitTimeout: the command did not finish within ``timeout`` (its channel is closed).
@@ -205,13 +232,15 @@ class SshClient:
 class SshPool:
     """One :class:`SshClient` per host name, shared by the steps of a run."""
 
-    def __init__(self, connect_timeout: float = 10.0) -> None:
+    def __init__(self, connect_timeout: float = 10.0, *, dry_run: bool = False) -> None:
         self.connect_timeout = connect_timeout
+        self.dry_run = dry_run
         self._clients: dict[str, SshClient] = {}
 
     def get(self, name: str, endpoint: SshEndpoint) -> SshClient:
         if name not in self._clients:
-            self._clients[name] = SshClient(endpoint, name=name, connect_timeout=self.connect_timeout)
+            self._clients[name] = SshClient(endpoint, name=name, connect_timeout=self.connect_timeout,
+                                            dry_run=self.dry_run)
         return self._clients[name]
 
     def close(self) -> None:
