@@ -4,28 +4,39 @@ Why SYNs and not established connections: after a depool the load balancer stops
 connections, while existing ones drain on their own. Zero new SYNs for a whole window is the
 runbook's evidence that nothing will route to the host any more (its ``tcpdump ... tcp-syn | pv -l``).
 The capture command is the inventory's ``syn_capture`` template (interface and filter differ per site);
-tcpdump prints one line per packet with ``-l``, so the count is the number of stdout lines.
+tcpdump prints one line per packet with ``-l``. Its output comes from the host, so it is parsed by the
+:mod:`kafkaops.facts.tcpdump` fact: every line must be a SYN packet line (or one of tcpdump's status
+lines), every source an IP address; anything else stops the gate with
+:class:`~kafkaops.facts.MalformedAnswer` instead of being counted as a connection.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from kafkaops.errors import ConfigError
+from kafkaops.facts.tcpdump import parse_syn_count
 from kafkaops.model import Host
 from kafkaops.systems.ssh import SshClient
 
-_SRC = re.compile(r"IP6? (\S+?)\.\d+ > ")
-
 
 @dataclass(frozen=True)
-class SynCount:
+class SynWindow:
+    """What one capture window on ``host``:``port`` saw.
+
+    Attributes:
+        host: The host's inventory name.
+        port: The captured service port.
+        window: How long the capture ran, in seconds.
+        syns: New SYNs seen (see :class:`kafkaops.facts.tcpdump.SynCount`).
+        sources: Distinct source addresses seen, sorted, for the operator.
+    """
+
     host: str
     port: int
     window: float
     syns: int
-    sources: tuple[str, ...]  # distinct source addresses seen, for the operator
+    sources: tuple[str, ...]
 
     @property
     def quiet(self) -> bool:
@@ -39,8 +50,13 @@ def capture_command(host: Host, template: str | None, port: int, window: float) 
     return template.format(host=host, port=port, window=max(1, round(window)))
 
 
-def count_syns(ssh: SshClient, host: Host, template: str | None, port: int, window: float) -> SynCount:
-    """Count new TCP SYNs to ``host``:``port`` over ``window`` seconds."""
+def count_syns(ssh: SshClient, host: Host, template: str | None, port: int, window: float) -> SynWindow:
+    """Count new TCP SYNs to ``host``:``port`` over ``window`` seconds.
+
+    Raises:
+        ConfigError: The capture command failed (exit other than 0, or 124 from ``timeout``).
+        MalformedAnswer: Its output holds a line that is not a SYN packet (see :func:`parse_syn_count`).
+    """
     command = capture_command(host, template, port, window)
     result = ssh.run(command, timeout=window + 30, check=False)
     # `timeout` ends tcpdump with 124 once the window is over; anything else with no output is an error.
@@ -49,6 +65,5 @@ def count_syns(ssh: SshClient, host: Host, template: str | None, port: int, wind
         raise ConfigError(f"SYN capture on {host.name} failed (exit {result.exit_code}): "
                           f"{detail[-1] if detail else command}",
                           hint="check commands.syn_capture and that tcpdump may capture (sudo -n)")
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    sources = sorted({m.group(1) for line in lines if (m := _SRC.search(line))})
-    return SynCount(host.name, port, window, len(lines), tuple(sources))
+    count = parse_syn_count(result.stdout, host=host.name, command=command)
+    return SynWindow(host.name, port, window, count.syns, count.sources)
