@@ -37,7 +37,7 @@ class Flip(StepBase):
         return Noop("set") if obs.data["v"] else Action(f"set {self.params['key']}")
 
     def apply(self, ctx: Any, action: Action) -> None:
-        ctx.services[self.params["key"]] = True
+        ctx.env[self.params["key"]] = True
 
 
 def bench_runner(n: int, base: Path, audit: bool) -> float:
@@ -55,7 +55,7 @@ def bench_runner(n: int, base: Path, audit: bool) -> float:
             handle_sigint=False,
         )
         t0 = time.perf_counter()
-        runner.start(bound, services={}, operator="bench@host", reason="bench")
+        runner.start(bound, env={}, operator="bench@host", reason="bench")
         return (time.perf_counter() - t0) / n * 1000
 
 

@@ -169,11 +169,11 @@ def test_rolling_restart_refuses_with_a_broker_down(healthy_lab: Cluster, home: 
 
 
 def test_held_lock_refuses(healthy_lab: Cluster, home: Path) -> None:
-    from kafkaops.cli.wiring import _lock
     from kafkaops.engine.lock import lock_info
+    from kafkaops.environment import Environment
 
     cluster = healthy_lab
-    backend = _lock("lab")
+    backend = Environment(cluster).lock
     backend.acquire(lock_info("lab", "20990101-000000-other-0000", "alice@bastion", "someone else's roll", "T1"))
     try:
         result = kafkaops(home, cluster, "restart", "kafka1002", "--yes", "--reason", "must refuse")
