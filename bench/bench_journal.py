@@ -31,7 +31,7 @@ class Flip(StepBase):
     """Set a key in a dict (always needs applying: the bench starts from an empty dict)."""
 
     def observe(self, ctx: Any) -> Observation:
-        return Observation({"v": ctx.services.get(self.params["key"])}, "")
+        return Observation({"v": ctx.env.get(self.params["key"])}, "")
 
     def plan(self, obs: Observation) -> Action | Noop:
         return Noop("set") if obs.data["v"] else Action(f"set {self.params['key']}")
