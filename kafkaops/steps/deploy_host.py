@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from kafkaops.environment import Environment
-from kafkaops.errors import CheckFailed, ConfigError
+from kafkaops.errors import ConfigError
+from kafkaops.facts.revision import parse_checked_out_revision
 from kafkaops.model import Host
 
 _HEX = re.compile(r"[0-9a-f]{7,40}")
@@ -76,13 +77,11 @@ def deploy_command(svc: Environment, target: Host, *, rev: str, message: str, re
 
 
 def checked_out_revision(svc: Environment, repo: str) -> str:
-    """What the deploy host would ship (``deploy_revision`` template, e.g. ``git rev-parse --short HEAD``)."""
+    """What the deploy host would ship (``deploy_revision`` template, e.g. ``git rev-parse --short HEAD``):
+    one revision, validated, since it is pasted into the deploy command later."""
     d = deploy_host(svc)
     cmd = svc.command(d, "deploy_revision", repo=repo)
-    rev = svc.run(d, cmd, timeout=30).stdout.strip()
-    if not rev:
-        raise CheckFailed(f"`{cmd}` on {d.name} printed no revision")
-    return rev.splitlines()[-1].strip()
+    return parse_checked_out_revision(svc.run(d, cmd, timeout=30).stdout, host=d.name, command=cmd).value
 
 
 def deploy_before_key(host: Host, service: str) -> str:

@@ -14,6 +14,8 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, UnreachableError, WaitTimeout
+from kafkaops.facts import MalformedAnswer
+from kafkaops.facts.boot import parse_boot_id
 from kafkaops.model import Host
 from kafkaops.steps.common import env, target_host, wait
 from kafkaops.steps.projection import STARTED, broker_key, fact_key
@@ -27,12 +29,22 @@ def _fact(host: Host) -> str:
     return _fact_name(host.name)
 
 
-def _boot_id(svc: Environment, host: Host) -> str | None:
+def _boot_id(svc: Environment, host: Host, *, coming_back: bool = False) -> str | None:
+    """The host's boot id (a UUID, validated: it decides whether a reboot happened), or None when SSH
+    does not answer. ``coming_back``: a host still booting may answer before its boot id is readable;
+    that counts as "not back yet" instead of an error."""
+    command = svc.command(host, "boot_id")
     try:
-        return svc.run(host, svc.command(host, "boot_id"), timeout=20).stdout.strip() or None
+        out = svc.run(host, command, timeout=20).stdout
     except (UnreachableError, WaitTimeout):
         svc.reconnect(host)
         return None
+    try:
+        return parse_boot_id(out, host=host.name, command=command).value
+    except MalformedAnswer:
+        if coming_back:
+            return None
+        raise
 
 
 class Reboot(StepBase):
@@ -84,7 +96,7 @@ class Reboot(StepBase):
         svc.reconnect(host)
 
         def back() -> tuple[bool, str]:
-            now = _boot_id(svc, host)
+            now = _boot_id(svc, host, coming_back=True)
             return (now is not None and now != before), (f"boot id {now[:8]}…" if now else "SSH not answering")
 
         wait(ctx, back, what=f"{host.name} back with a new boot id", timeout=float(self.params["timeout"]),

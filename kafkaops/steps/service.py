@@ -29,6 +29,8 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, WaitTimeout
+from kafkaops.facts.clock import parse_epoch_seconds
+from kafkaops.facts.systemd import parse_main_pid, parse_unit_activity
 from kafkaops.model import Host, Service
 from kafkaops.steps.common import env, target_host, wait
 from kafkaops.steps.deploy_host import rollback_hint
@@ -110,11 +112,8 @@ def check_health(host: Host, service: Service) -> Any:
 
 def host_time(svc: Environment, host: Host) -> int:
     """The host's clock (epoch seconds): log lines are stamped by it, not by ours."""
-    out = svc.run(host, "date +%s", timeout=20).stdout.strip()
-    try:
-        return int(out)
-    except ValueError as exc:
-        raise CheckFailed(f"cannot read the clock of {host.name}: {out!r}") from exc
+    out = svc.run(host, "date +%s", timeout=20).stdout
+    return parse_epoch_seconds(out, host=host.name, command="date +%s").seconds
 
 
 def since_key(host: Host, service: str) -> str:
@@ -139,16 +138,18 @@ def _rollback_hint(svc: Environment, run_id: str, host: Host, service: str) -> s
 
 
 def _pid(svc: Environment, host: Host, service: str) -> int:
-    out = svc.run(host, svc.command(host, "service_pid", service=service), timeout=30, check=False).stdout
-    try:
-        return int(out.strip() or 0)
-    except ValueError:
-        return 0
+    """The service's main pid (0: none). A malformed answer stops the step: the pid decides whether the
+    restart already happened, so it is never guessed."""
+    command = svc.command(host, "service_pid", service=service)
+    out = svc.run(host, command, timeout=30).stdout
+    return parse_main_pid(out, host=host.name, command=command).pid or 0
 
 
 def _active(svc: Environment, host: Host, service: str) -> bool:
-    return svc.run(host, svc.command(host, "service_status", service=service), timeout=30,
-                   check=False).exit_code == 0
+    """Active when the status command says so in words *and* by its exit code."""
+    command = svc.command(host, "service_status", service=service)
+    result = svc.run(host, command, timeout=30, check=False)
+    return result.exit_code == 0 and parse_unit_activity(result.stdout, host=host.name, command=command).active
 
 
 class Restart(StepBase):
