@@ -72,16 +72,21 @@ def _leader_from(p: PartitionState, isr: tuple[int, ...]) -> int | None:
 
 
 def project_partition(p: PartitionState, broker: int, state: str) -> PartitionState:
+    """One partition once ``broker`` is in ``state``. Each state says everything about the broker (not
+    only what changed since the previous one): until an election, a broker that was stopped leads
+    nothing, whether it is still down, catching up or back in sync."""
     if broker not in p.replicas:
         return p
     if state in (STOPPED, STARTED):
         isr = tuple(r for r in p.isr if r != broker)
-        leader = _leader_from(p, isr) if p.leader == broker else p.leader
-        return dataclasses.replace(p, isr=isr, leader=leader)
-    isr = tuple(r for r in p.replicas if r in p.isr or r == broker)
+    else:
+        isr = tuple(r for r in p.replicas if r in p.isr or r == broker)
     leader = p.leader
     if state == ELECTED and p.preferred_leader == broker:
         leader = broker
+    elif leader == broker and state != ELECTED:
+        others = tuple(r for r in isr if r != broker)
+        leader = _leader_from(p, others) if others else (broker if broker in isr else None)
     if leader is None or leader < 0:
         leader = _leader_from(p, isr)
     return dataclasses.replace(p, isr=isr, leader=leader)

@@ -1,0 +1,75 @@
+"""How a dry-run sees the cluster through the states earlier steps leave a broker in."""
+
+from __future__ import annotations
+
+from kafkaops.engine.context import Projection, RunContext
+from kafkaops.model import ClusterSnapshot, PartitionState
+from kafkaops.steps.projection import (
+    CLUSTER_ELECTED,
+    ELECTED,
+    IN_SYNC,
+    STARTED,
+    STOPPED,
+    broker_key,
+    project_registered,
+    project_snapshot,
+    provenance,
+)
+
+
+def _snap() -> ClusterSnapshot:
+    parts = (
+        PartitionState("t", 0, 1, (1, 2, 3), (1, 2, 3)),
+        PartitionState("t", 1, 2, (2, 3, 1), (2, 3, 1)),
+        PartitionState("t", 2, 3, (3, 1, 2), (3, 1, 2)),
+        PartitionState("u", 0, 1, (1, 2), (1, 2)),
+    )
+    return ClusterSnapshot("c", 0.0, (1, 2, 3), 1, parts)
+
+
+def _ctx(**states: object) -> RunContext:
+    projected = Projection()
+    for key, value in states.items():
+        projected.set(key.replace("_", "/"), value, f"h step 1 ({key})")
+    return RunContext(run_id="", operator="o", reason="r", task=None, target="h", params={}, env=None,
+                      projected=projected)
+
+
+def _view(snap: ClusterSnapshot) -> dict[str, tuple[int | None, tuple[int, ...]]]:
+    return {f"{p.topic}-{p.partition}": (p.leader, p.isr) for p in snap.partitions}
+
+
+def test_no_projection_is_the_live_snapshot() -> None:
+    snap = _snap()
+    assert project_snapshot(snap, _ctx()) is snap
+
+
+def test_a_stopped_broker_leaves_every_isr_and_its_leadership_moves_to_the_next_replica() -> None:
+    snap = project_snapshot(_snap(), _ctx(broker_1=STOPPED))
+    assert snap.brokers == (2, 3)
+    assert snap.controller == 2
+    assert _view(snap) == {"t-0": (2, (2, 3)), "t-1": (2, (2, 3)), "t-2": (3, (3, 2)), "u-0": (2, (2,))}
+
+
+def test_back_but_not_elected_it_leads_nothing_even_in_sync() -> None:
+    started = project_snapshot(_snap(), _ctx(broker_1=STARTED))
+    assert started.brokers == (1, 2, 3)
+    assert _view(started)["t-0"] == (2, (2, 3))
+    in_sync = project_snapshot(_snap(), _ctx(broker_1=IN_SYNC))
+    assert _view(in_sync)["t-0"] == (2, (1, 2, 3))  # back in the ISR, leadership not back yet
+    assert _view(in_sync)["u-0"] == (2, (1, 2))
+
+
+def test_an_election_gives_the_broker_its_preferred_partitions_back() -> None:
+    elected = project_snapshot(_snap(), _ctx(broker_1=ELECTED))
+    assert _view(elected) == _view(_snap())
+    whole = project_snapshot(_snap(), _ctx(broker_1=IN_SYNC, cluster_elected=True))
+    assert _view(whole) == _view(_snap())
+
+
+def test_registered_brokers_and_provenance() -> None:
+    ctx = _ctx(broker_3=STOPPED)
+    assert project_registered([1, 2, 3], ctx) == [1, 2]
+    assert provenance(ctx, [broker_key(3)]) == " (projected: after h step 1 (broker_3))"
+    assert provenance(ctx, [broker_key(2)]) == ""
+    assert CLUSTER_ELECTED == "cluster/elected"
