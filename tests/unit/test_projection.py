@@ -73,3 +73,13 @@ def test_registered_brokers_and_provenance() -> None:
     assert provenance(ctx, [broker_key(3)]) == " (projected: after h step 1 (broker_3))"
     assert provenance(ctx, [broker_key(2)]) == ""
     assert CLUSTER_ELECTED == "cluster/elected"
+
+
+def test_no_step_module_asks_whether_it_is_a_dry_run() -> None:
+    """Steps plan against projected state; only adapters know about dry-runs (and refuse writes)."""
+    from pathlib import Path
+
+    import kafkaops.steps
+
+    offenders = [p.name for p in Path(kafkaops.steps.__file__).parent.glob("*.py") if "dry_run" in p.read_text()]
+    assert offenders == []
