@@ -285,12 +285,16 @@ class Environment:
         return resolve_host(self.cluster, name)
 
     def command(self, host: Host, name: str, **values: Any) -> str:
-        """The host's command template ``name`` with ``{host...}`` and ``values`` filled in."""
+        """The host's command template ``name`` with ``{host...}`` and ``values`` filled in, every value
+        shell-quoted (:mod:`kafkaops.templates`)."""
+        from kafkaops.templates import check_values, render
+
         template = host.commands.get(name)
         if not template:
             raise ConfigError(f"no '{name}' command template for {host.name} in {self.cluster.source}",
                               hint=f"add commands.{name} to the inventory")
-        return template.format(host=host, cluster=self.cluster, **values)
+        check_values(values)
+        return render(template, host=host, cluster=self.cluster, **values)
 
     def ssh(self, host: Host) -> SshClient:
         """The run's SSH connection to ``host`` (host keys checked), opened on first use."""

@@ -203,6 +203,16 @@ def _services(r: _Reader | None) -> dict[str, Service]:
     return out
 
 
+def _check_templates(doc: _Doc, path: str, commands: Mapping[str, str]) -> None:
+    """Every command template renders values safely: no placeholder inside the template's own quotes."""
+    from kafkaops.templates import check_template
+
+    for name, template in commands.items():
+        problem = check_template(name, template)
+        if problem:
+            raise doc.error(f"{path}.{name}", problem)
+
+
 def _host(doc: _Doc, r: _Reader, name: str, services: dict[str, Service],
           ssh_defaults: SshEndpoint | None, commands: Mapping[str, str], *, broker: bool) -> Host:
     r.allow("fqdn", "address", "broker_id", "dc", "rack", "ssh", "services", "conftool", "commands")
@@ -216,6 +226,7 @@ def _host(doc: _Doc, r: _Reader, name: str, services: dict[str, Service],
     unknown_cmds = set(r.str_map("commands")) - set(REQUIRED_COMMANDS) - set(OPTIONAL_COMMANDS)
     if unknown_cmds:
         raise doc.error(r.key("commands"), f"unknown command template(s): {', '.join(sorted(unknown_cmds))}")
+    _check_templates(doc, r.key("commands"), r.str_map("commands"))
     return Host(
         name=name,
         fqdn=r.text("fqdn", name) or name,
@@ -257,6 +268,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     if unknown:
         raise doc.error("commands", f"unknown command template(s): {', '.join(sorted(unknown))} "
                         f"(known: {', '.join(REQUIRED_COMMANDS + OPTIONAL_COMMANDS)})")
+    _check_templates(doc, "commands", commands)
     services = _services(top.sub("services", required=False))
     hosts_r = top.sub("hosts")
     assert hosts_r is not None

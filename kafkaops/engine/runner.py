@@ -483,7 +483,8 @@ class Runner:
         if not state.started:
             raise ConfigError(f"run {run_id}: journal {journal.path} has no run_started record")
         if state.terminal:
-            raise ConfigError(f"run {run_id} is already {state.status}; nothing to {verb}", hint="start a new run instead")
+            raise ConfigError(f"run {run_id} is already {state.status}; nothing to {verb}",
+                              hint="start a new run instead")
         if state.status == "running" and process_alive(state) and state.pid != os.getpid():
             raise ConfigError(
                 f"run {run_id} is still being driven by pid {state.pid} on this host",

@@ -15,9 +15,10 @@ from kafkaops.environment import Environment
 from kafkaops.errors import ConfigError
 from kafkaops.facts.revision import parse_checked_out_revision
 from kafkaops.model import Host
+from kafkaops.templates import check_repo, check_revision, render
 
 _HEX = re.compile(r"[0-9a-f]{7,40}")
-_UNSAFE = re.compile(r"[\"`$\\\n\r]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def revision_matches(served: str | None, wanted: str) -> bool:
@@ -37,14 +38,13 @@ def revision_matches(served: str | None, wanted: str) -> bool:
 
 
 def check_message(message: str) -> str:
-    """A deploy message is pasted into a shell command inside double quotes: refuse what would escape them."""
+    """A deploy message: one line of text (it is shell-quoted like every value, and logged)."""
     if not message.strip():
         raise ConfigError("a deploy needs a message (it goes to the deploy log and SAL, like scap's)",
                           hint='pass --message "..."')
-    bad = sorted(set(_UNSAFE.findall(message)))
-    if bad:
-        raise ConfigError(f"the deploy message contains {', '.join(repr(c) for c in bad)}, which the deploy "
-                          "command's shell quoting cannot carry", hint="rephrase it without quotes, $, ` or \\")
+    if _CONTROL.search(message):
+        raise ConfigError("the deploy message contains a control character (a newline, an escape...)",
+                          hint="write it on one line")
     return message
 
 
@@ -71,9 +71,13 @@ def ships_rev(svc: Environment, target: Host) -> bool:
 
 
 def deploy_command(svc: Environment, target: Host, *, rev: str, message: str, repo: str) -> str:
-    """The inventory's deploy command for ``target`` (run on the deploy host)."""
-    return _template(svc, target, "deploy").format(host=target, cluster=svc.cluster, deploy_host=deploy_host(svc),
-                                                   rev=rev, message=check_message(message), repo=repo)
+    """The inventory's deploy command for ``target`` (run on the deploy host). The revision and the
+    repository are validated (the revision may come from a target's own HTTP reply, on rollback), and
+    every value is shell-quoted: none of them can change the command."""
+    check_revision(rev)
+    check_repo(repo)
+    return render(_template(svc, target, "deploy"), host=target, cluster=svc.cluster, deploy_host=deploy_host(svc),
+                  rev=rev, message=check_message(message), repo=repo)
 
 
 def checked_out_revision(svc: Environment, repo: str) -> str:

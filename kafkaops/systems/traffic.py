@@ -47,7 +47,9 @@ def capture_command(host: Host, template: str | None, port: int, window: float) 
     if not template:
         raise ConfigError(f"no syn_capture command template for {host.name}",
                           hint="add commands.syn_capture (a tcpdump command) to the inventory")
-    return template.format(host=host, port=port, window=max(1, round(window)))
+    from kafkaops.templates import render
+
+    return render(template, host=host, port=port, window=max(1, round(window)))
 
 
 def count_syns(ssh: SshClient, host: Host, template: str | None, port: int, window: float) -> SynWindow:

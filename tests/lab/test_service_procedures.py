@@ -239,3 +239,24 @@ def test_canary_pauses_the_roll_until_resumed(svc_lab: Cluster, home: Path) -> N
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert all(info(h)["pid"] != pids[h.name] for h in cluster.hosts)
     assert pooled(cluster) == {h.name: "yes" for h in cluster.hosts}
+
+
+def test_hostile_deploy_values_reach_the_deploy_host_as_literal_text(svc_lab: Cluster, home: Path,
+                                                                     tmp_path: Path) -> None:
+    """A revision is validated before any command exists; a message travels as one quoted word."""
+    cluster = svc_lab
+    rev = new_release()
+    marker = tmp_path / "pwned"
+    refused = kafkaops(home, cluster, "rolling-deploy", "lab", "--service", "eventbus", "--rev",
+                       f"{rev};touch {marker}", "--message", "m", "--canary", "0", "--yes", "--reason", "hostile",
+                       *FAST)
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert "is not a revision" in refused.stderr
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+    message = f"fix token refresh\"; touch {marker}; echo \"$(touch {marker}) `touch {marker}` ' #"
+    deploy = kafkaops(home, cluster, "rolling-deploy", "lab", "--service", "eventbus", "--rev", rev,
+                      "--message", message, "--canary", "0", "--yes", "--reason", "hostile message", *FAST)
+    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    assert {r["message"] for r in deploy_log() if r["rev"] == rev and r["event"] == "deployed"} == {message}
+    assert not marker.exists()
+    assert deployed(rev) == {h.name: 1 for h in cluster.hosts}
