@@ -26,7 +26,7 @@ from kafkaops.model import Cluster, Host, Service, SshEndpoint
 REQUIRED_COMMANDS = ("kafka_stop", "kafka_start", "kafka_status", "reboot", "boot_id")
 #: Templates a runbook may use when present.
 OPTIONAL_COMMANDS = ("service_restart", "service_status", "deploy", "syn_capture", "service_log",
-                     "service_pid", "deploy_revision")
+                     "service_pid", "deploy_revision", "system_state")
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 

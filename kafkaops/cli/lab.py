@@ -17,7 +17,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
 )
-host_app = typer.Typer(help="Power a lab host: reboot (clean), crash (SIGKILL everything), boot.",
+host_app = typer.Typer(help="Power a lab host: reboot (clean), crash (SIGKILL everything), boot, slow-shutdown.",
                        no_args_is_help=True)
 app.add_typer(host_app, name="host")
 
@@ -97,6 +97,21 @@ def host_crash(host: str = typer.Argument(..., help="Lab host, short name or FQD
     h = LabHost.named(host)
     h.power_off(clean=False)
     console.print(f"{h.host.name} crashed (all processes killed)")
+
+
+@host_app.command("slow-shutdown")
+def host_slow_shutdown(
+    host: str = typer.Argument(..., help="Lab host, short name or FQDN."),
+    seconds: float = typer.Argument(..., min=0, help="How long sshd stays up during a shutdown (0: off)."),
+) -> None:
+    """Make HOST's reboots slow to shut down, as real hosts are: after a reboot command its services stop,
+    then SSH keeps answering with the old boot id (system state ``stopping``) for SECONDS before it goes
+    down. Rehearses a run killed right after its reboot command (kafkaops must not reboot twice)."""
+    from kafkaops.lab.host import LabHost
+
+    h = LabHost.named(host)
+    h.set_knob("slow_shutdown", seconds or None)
+    console.print(f"{h.host.name}: slow shutdown {'off' if not seconds else f'{seconds:.0f}s'}")
 
 
 @host_app.command("boot")

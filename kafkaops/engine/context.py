@@ -32,6 +32,10 @@ def _discard(_: str) -> None:
     return None
 
 
+def _ignore(event: str, **fields: Any) -> None:
+    return None
+
+
 class Projection(Mapping[str, Any]):
     """Facts that steps planned earlier in a dry-run will have changed, with the step that changes each.
 
@@ -102,6 +106,9 @@ class RunContext:
         pause_requested: True once the operator pressed Ctrl-C; long waits pass it to ``wait_until``.
         progress: Print one progress line (wait status, log recovery...).
         targets: Every target of the run, in execution order (a step can tell the last one of a roll).
+        record: Journal an event of this step (``record("reboot_sent", outcome=...)``): what a step did
+            that the runner cannot see, such as a command sent whose effect shows only later. Discarded
+            while planning.
     """
 
     run_id: str
@@ -118,3 +125,4 @@ class RunContext:
     pause_requested: Callable[[], bool] = field(default=_never, repr=False)
     progress: Callable[[str], None] = field(default=_discard, repr=False)
     targets: tuple[str, ...] = ()
+    record: Callable[..., None] = field(default=_ignore, repr=False)

@@ -241,7 +241,12 @@ class Runner:
         params: Mapping[str, Any],
         env: Any,
         projected: Projection = NO_PROJECTION,
+        journal: Journal | None = None,
     ) -> RunContext:
+        def record(event: str, **fields: Any) -> None:
+            if journal is not None:
+                journal.append("event", target=target, step=step.index, kind=step.kind, event=event, **fields)
+
         return RunContext(
             run_id=meta.run_id,
             operator=meta.operator,
@@ -257,6 +262,7 @@ class Runner:
             pause_requested=self.pause_requested,
             progress=self.echo,
             targets=meta.targets,
+            record=record,
         )
 
     @staticmethod
@@ -599,7 +605,7 @@ class Runner:
         entry = require_kind(step.kind, step.label)
         policy = self._policy(bound, step)
         obj: Step = entry.create(step.params)
-        ctx = self._ctx(meta, target.name, step, step.params, env)
+        ctx = self._ctx(meta, target.name, step, step.params, env, journal=journal)
         base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": step.kind}
         label = f"[{step.index}/{len(target.steps)}] {step.kind}"
         failures = 0
@@ -766,7 +772,7 @@ class Runner:
             params = _bind_params(comp_entry, comp.params if comp.params is not None else step.params)
             comp_step = BoundStep(step.index, comp.kind, params, title=f"undo {step.kind}")
             obj = comp_entry.create(params)
-            ctx = self._ctx(meta, target.name, comp_step, params, env)
+            ctx = self._ctx(meta, target.name, comp_step, params, env, journal=journal)
             base_comp = {**base, "compensation": comp.kind}
             try:
                 decision = self._converge(obj, ctx, journal, meta, base_comp, comp_step,

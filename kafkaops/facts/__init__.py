@@ -27,8 +27,10 @@ from kafkaops.facts.revision import Revision, parse_checked_out_revision, parse_
 from kafkaops.facts.systemd import (
     MainPid,
     SystemdUnit,
+    SystemState,
     UnitActivity,
     parse_main_pid,
+    parse_system_state,
     parse_systemd_show,
     parse_unit_activity,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "MalformedAnswer",
     "Revision",
     "SynCount",
+    "SystemState",
     "SystemdUnit",
     "UnitActivity",
     "parse_boot_id",
@@ -49,6 +52,7 @@ __all__ = [
     "parse_main_pid",
     "parse_served_revision",
     "parse_syn_count",
+    "parse_system_state",
     "parse_systemd_show",
     "parse_unit_activity",
 ]

@@ -160,3 +160,28 @@ def parse_unit_activity(output: str, *, host: str | None = None, command: str | 
     if text not in IS_ACTIVE_WORDS:
         raise MalformedAnswer(ACTIVITY_EXPECTED, output, host=host, command=command)
     return UnitActivity(text)
+
+
+#: ``systemctl is-system-running``'s answers.
+SYSTEM_STATES = frozenset({"initializing", "starting", "running", "degraded", "maintenance", "stopping",
+                           "offline", "unknown"})
+
+
+@dataclass(frozen=True)
+class SystemState:
+    """The machine's state as systemd reports it. ``stopping``: a shutdown (or reboot) is under way."""
+
+    state: str
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.state in ("stopping", "offline")
+
+
+def parse_system_state(output: str, *, host: str | None = None, command: str | None = None) -> SystemState:
+    """``systemctl is-system-running`` (or the lab's ``hostctl system-state``): one state word."""
+    word = output.strip()
+    if word not in SYSTEM_STATES:
+        raise MalformedAnswer(f"one system state ({'/'.join(sorted(SYSTEM_STATES))})", output, host=host,
+                              command=command)
+    return SystemState(word)

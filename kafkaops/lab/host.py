@@ -8,6 +8,7 @@ enabled units — which is what reboot detection by boot id and SSH-back waits a
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -111,6 +112,41 @@ class LabHost:
         procs.terminate([pid], timeout=STOP_TIMEOUT[unit], sig=sig)
         return True
 
+    # --- what the host itself witnessed, and its knobs -------------------------------------------
+    def record(self, event: str, **fields: object) -> None:
+        """Append to the host's own event log (``events.jsonl``): reboot commands received, boots.
+        Tests count side effects from here, not from what kafkaops says it did."""
+        with open(self.dirs.root / "events.jsonl", "a") as f:
+            f.write(json.dumps({"t": round(time.time(), 3), "event": event, **fields}) + "\n")
+
+    def events(self, event: str | None = None) -> list[dict[str, object]]:
+        try:
+            lines = (self.dirs.root / "events.jsonl").read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        out = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in out if event is None or e["event"] == event]
+
+    def knobs(self) -> dict[str, float]:
+        """Fault knobs (``knobs.json``): ``slow_shutdown`` seconds — a reboot stops the services, then
+        keeps sshd up that long with the old boot id, as a real host does while it shuts down."""
+        try:
+            return dict(json.loads((self.dirs.root / "knobs.json").read_text()))
+        except FileNotFoundError:
+            return {}
+
+    def set_knob(self, name: str, value: float | None) -> None:
+        knobs = self.knobs()
+        if value is None:
+            knobs.pop(name, None)
+        else:
+            knobs[name] = value
+        (self.dirs.root / "knobs.json").write_text(json.dumps(knobs))
+
+    def system_state(self) -> str:
+        """``systemctl is-system-running``'s answer: ``stopping`` during a shutdown, else ``running``."""
+        return "stopping" if (self.dirs.run / "stopping").exists() else "running"
+
     # --- the machine -----------------------------------------------------------------------------
     def boot_id(self) -> str:
         try:
@@ -132,7 +168,10 @@ class LabHost:
         """Boot: a new boot id, then sshd, then the enabled units."""
         if self.is_up():
             raise LabError(f"{self.host.name} is already up")
-        self.dirs.boot_id_file.write_text(f"{uuid.uuid4()}\n")
+        boot_id = str(uuid.uuid4())
+        self.dirs.boot_id_file.write_text(f"{boot_id}\n")
+        (self.dirs.run / "stopping").unlink(missing_ok=True)
+        self.record("boot", boot_id=boot_id)
         self.start("sshd", wait=wait)
         for unit in ENABLED_UNITS:
             self.start(unit, wait=False)
@@ -152,7 +191,17 @@ class LabHost:
             self.dirs.pidfile(unit).unlink(missing_ok=True)
 
     def reboot(self, *, down_for: float = 3.0) -> None:
-        """Clean shutdown, a few seconds of being down (SSH refused), then boot with a new boot id."""
+        """Clean shutdown, a few seconds of being down (SSH refused), then boot with a new boot id.
+
+        With the ``slow_shutdown`` knob the services stop first and sshd stays up that many seconds
+        longer, answering with the old boot id and ``stopping`` as the system state."""
+        slow = float(self.knobs().get("slow_shutdown", 0))
+        if slow > 0:
+            self.dirs.run.mkdir(parents=True, exist_ok=True)
+            (self.dirs.run / "stopping").touch()
+            for unit in reversed(ENABLED_UNITS):
+                self.stop(unit)
+            time.sleep(slow)
         self.power_off(clean=True)
         time.sleep(down_for)
         self.power_on(wait=True)

@@ -4,6 +4,7 @@
     hostctl pid UNIT                           (main pid, 0 when inactive: ``systemctl show -p MainPID --value``)
     hostctl boot-id
     hostctl reboot                             (returns at once; the host goes down and comes back)
+    hostctl system-state                       (``systemctl is-system-running``: running, or stopping)
     hostctl log UNIT [--since EPOCH]
 
 The host is ``$KAFKAOPS_LAB_HOST`` (set by the host's sshd) or ``--host``. Exit codes follow
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("unit", choices=ENABLED_UNITS)
     sub.add_parser("boot-id")
     sub.add_parser("reboot")
+    sub.add_parser("system-state")
     p = sub.add_parser("log")
     p.add_argument("unit", choices=ENABLED_UNITS)
     p.add_argument("--since", type=lambda s: float(s.lstrip("@")), default=None)
@@ -75,9 +77,16 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if active else 3
         elif args.cmd == "pid":
             print(host.pid(args.unit) or 0)
+        elif args.cmd == "system-state":
+            print(host.system_state())
         elif args.cmd == "boot-id":
             print(host.boot_id())
         elif args.cmd == "reboot":
+            host.record("reboot-command", boot_id=host.boot_id())
+            if host.system_state() == "stopping":
+                print(f"{host.host.name}: already shutting down")  # systemd ignores a second reboot too
+                return 0
+            (host.dirs.run / "stopping").touch()  # like systemd: "stopping" from the moment it is asked
             host.spawn_detached("reboot")
             print(f"{host.host.name}: rebooting")
         elif args.cmd == "log":

@@ -25,6 +25,7 @@ from kafkaops.facts import (
     parse_main_pid,
     parse_served_revision,
     parse_syn_count,
+    parse_system_state,
     parse_systemd_show,
     parse_unit_activity,
 )
@@ -44,6 +45,7 @@ PARSERS: dict[str, Callable[..., Any]] = {
     "systemd_show": parse_systemd_show,
     "main_pid": parse_main_pid,
     "unit_activity": parse_unit_activity,
+    "system_state": parse_system_state,
     "syn_count": parse_syn_count,
     "checked_out_revision": parse_checked_out_revision,
     "served_revision": _served,

@@ -57,13 +57,24 @@ def test_repool_restores_only_what_this_run_depooled() -> None:
 
 def test_reboot_is_done_once_the_boot_id_changed() -> None:
     reboot = step("host.reboot")
-    base = {"host": "a", "reboot": "hostctl reboot", "boot_id_cmd": "hostctl boot-id"}
+    base = {"host": "a", "reboot": "hostctl reboot", "boot_id_cmd": "hostctl boot-id", "intent": None}
     assert isinstance(reboot.plan(Observation({**base, "boot_id_before": None, "boot_id": "x"})), Action)
     assert isinstance(reboot.plan(Observation({**base, "boot_id_before": "x", "boot_id": "x"})), Action)
     done = reboot.plan(Observation({**base, "boot_id_before": "x", "boot_id": "y"}))
     assert isinstance(done, Noop) and "already rebooted" in done.reason
     # unreachable right now (still booting) is not "done"
     assert isinstance(reboot.plan(Observation({**base, "boot_id_before": "x", "boot_id": None})), Action)
+
+
+def test_a_reboot_already_sent_is_awaited_not_sent_again() -> None:
+    reboot = step("host.reboot")
+    base = {"host": "a", "reboot": "hostctl reboot", "boot_id_cmd": "hostctl boot-id", "boot_id_before": "x"}
+    fresh = reboot.plan(Observation({**base, "boot_id": "x", "intent": None}))
+    assert isinstance(fresh, Action) and "hostctl reboot" in fresh.commands[0] and not fresh.data
+    pending = reboot.plan(Observation({**base, "boot_id": "x", "intent": {"at": 1.0, "boot_id": "x"}}))
+    assert isinstance(pending, Action) and pending.data == {"pending": True}
+    assert not any("hostctl reboot" in c for c in pending.commands)
+    assert "already sent" in pending.description
 
 
 def stop_obs(**impact: Any) -> Observation:
