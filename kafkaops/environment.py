@@ -76,15 +76,25 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
+#: What the journal writes in place of a secret-named value (it never stores secrets).
+_REDACTED = "***"
+
+
 def environment_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """What differs between two :func:`dependencies` records, one line per key path
-    (``bootstrap_servers: '127.0.10.1:9092' -> '127.0.10.9:9092'``)."""
-    old, new = _flatten(recorded), _flatten(current)
+    """What differs between a journaled :meth:`Environment.identity` and the current inventory, one
+    line per key path (``bootstrap_servers: '127.0.10.1:9092' -> '127.0.10.9:9092'``).
+
+    The hash decides; the journaled copy (secret-named values masked) names the difference."""
+    deps = dict(current)
+    if recorded.get("sha256") == digest(deps):
+        return []
+    old, new = _flatten(recorded.get("depends") or {}), _flatten(deps)
     lines = []
     for key in sorted(set(old) | set(new)):
-        if old.get(key, "<absent>") != new.get(key, "<absent>"):
-            lines.append(f"{key}: {old.get(key, '<absent>')!r} -> {new.get(key, '<absent>')!r}")
-    return lines
+        before, after = old.get(key, "<absent>"), new.get(key, "<absent>")
+        if before != after and before != _REDACTED:
+            lines.append(f"{key}: {before!r} -> {after!r}")
+    return lines or ["a secret-named value (not journaled) changed"]
 
 
 class RunFacts:
@@ -204,7 +214,7 @@ class Environment:
         if env.cluster.name != recorded.get("cluster"):
             raise ConfigError(f"{path} now describes cluster {env.cluster.name!r}, not the run's "
                               f"{recorded.get('cluster')!r}", hint="restore the inventory the run started with")
-        changes = environment_changes(recorded.get("depends") or {}, dependencies(env.cluster))
+        changes = environment_changes(recorded, dependencies(env.cluster))
         if changes and not accept_changes:
             listed = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
             raise EnvironmentChanged(

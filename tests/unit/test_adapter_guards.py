@@ -8,6 +8,7 @@ or adding a write without one that this list names — fails here.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any
 
@@ -68,3 +69,18 @@ def test_a_live_environment_builds_adapters_that_allow_writes() -> None:
 
 def test_a_dry_run_violation_is_a_bug_not_an_operator_error() -> None:
     assert DryRunViolation.exit_code == 1
+
+
+def test_the_run_identity_names_what_changed_and_ignores_masked_values() -> None:
+    from kafkaops.engine.audit import redact
+    from kafkaops.environment import dependencies, environment_changes
+
+    cluster = _cluster()
+    recorded = redact(Environment(cluster, inventory="/x/inv.yaml").identity())  # as the journal keeps it
+    assert environment_changes(recorded, dependencies(cluster)) == []
+    moved = dataclasses.replace(cluster, bootstrap_servers="127.0.0.9:9092")
+    assert environment_changes(recorded, dependencies(moved)) == [
+        f"bootstrap_servers: '{NOWHERE}:9092' -> '127.0.0.9:9092'"]
+    host = dataclasses.replace(cluster.hosts[0], ssh=dataclasses.replace(cluster.hosts[0].ssh, key_file="/k2"))
+    keyed = dataclasses.replace(cluster, hosts=(host,))
+    assert environment_changes(recorded, dependencies(keyed)) != []
