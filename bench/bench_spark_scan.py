@@ -49,7 +49,6 @@ from kafkaops.health.spark_job import spark_session as scan_session  # noqa: E40
 from kafkaops.inventory import load_inventory  # noqa: E402
 from kafkaops.lab.paths import cache_dir  # noqa: E402
 from kafkaops.systems.kafka import KafkaAdmin, TopicSpec  # noqa: E402
-from kafkaops.systems.offsets import list_offsets  # noqa: E402
 
 
 def spark_session() -> Any:
@@ -60,7 +59,7 @@ def spark_session() -> Any:
 
 
 def ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    offs = list_offsets(bootstrap, [(topic, p) for p in range(partitions)])
+    offs = KafkaAdmin(bootstrap, timeout=15).list_offsets([(topic, p) for p in range(partitions)])
     return {p: int(offs[(topic, p)][1] or 0) for p in range(partitions)}
 
 

@@ -51,7 +51,7 @@ def check(
     Exit 0 when healthy, 9 when any finding is critical or a warning (each one names topic, partition,
     check and how bad), 3 on a configuration error, 4 when Kafka or Spark failed.
     """
-    from kafkaops.health.check import URP_SAMPLES, parse_duration, read_urp_samples, run_post_check
+    from kafkaops.health.check import URP_SAMPLES, parse_since, read_urp_samples, run_post_check
     from kafkaops.health.metadata import OffsetsSnapshot
     from kafkaops.health.report import render_chart, render_markdown, render_table
 
@@ -69,7 +69,7 @@ def check(
     samples = read_urp_samples(baseline.parent / URP_SAMPLES) if baseline else []
     result = run_post_check(
         cluster, base, topics_regex=topics, spark_master=spark_master, window=None,
-        since=parse_duration(since) if since else None, scan=not no_scan, spark_conf=conf, urp_samples=samples,
+        since=parse_since(since) if since else None, scan=not no_scan, spark_conf=conf, urp_samples=samples,
     )
     if chart is not None:
         render_chart(result, chart)
@@ -90,10 +90,10 @@ def snapshot(
     inventory: Path | None = _InventoryOpt,
 ) -> None:
     """Write end/start offsets, leaders, ISR and configs per partition: the baseline of a run."""
-    from kafkaops.systems.offsets import offsets_snapshot
+    from kafkaops.health.check import take_snapshot
 
     cluster = _cluster(cluster_name, inventory)
-    snap = offsets_snapshot(cluster)
+    snap = take_snapshot(cluster)
     snap.write(out)
     urp = sum(1 for p in snap.partitions if len(p.isr) < len(p.replicas))
     console.print(f"snapshot of {cluster.name}: {len(snap.partitions)} partitions, {len(snap.brokers)} brokers, "

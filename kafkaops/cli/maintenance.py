@@ -49,6 +49,7 @@ def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, 
     (runbooks that neither order by it nor need Kafka).
     """
     from kafkaops.cli.lookup import environment
+    from kafkaops.cli.plan_render import render_plan
     from kafkaops.cli.runbooks import load_plugins
     from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
     from kafkaops.engine.audit import current_operator
@@ -75,7 +76,7 @@ def run_runbook(runbook: str, cluster: Any, hosts: list[Any], params: dict[str, 
     elif output == Output.markdown:
         sys.stdout.write(plan.to_markdown())
     else:
-        console.print(plan.to_rich())
+        console.print(render_plan(plan))
     if save_plan is not None:
         write_plan(plan, save_plan)
         err_console.print(f"plan saved to {save_plan}; run it with `kafkaops apply {save_plan}`")

@@ -1,7 +1,7 @@
 """The runbook engine: durable, resumable, idempotent state machines with reviewable plans.
 
 It knows nothing about Kafka and imports no client library (nor ``kafkaops.systems``/``kafkaops.steps``):
-steps receive the caller's opaque ``services`` object. See ``docs/engine.md``.
+steps receive the caller's opaque environment object. See ``docs/engine.md``.
 
 Typical use (the CLI wiring does this)::
 
@@ -10,8 +10,8 @@ Typical use (the CLI wiring does this)::
     rb = find_runbook("reboot")                       # step kinds must be registered first
     bound = bind_runbook(rb, cluster=cluster, targets=[Target(h.name, host=h) for h in hosts])
     runner = Runner(echo=console.print)
-    plan = runner.dry_run(bound, services=services, operator=op, reason=why)
-    result = runner.start(bound, services=services, operator=op, reason=why, task="T123")
+    plan = runner.dry_run(bound, env=env, operator=op, reason=why)
+    result = runner.start(bound, env=env, operator=op, reason=why, task="T123")
 """
 
 from __future__ import annotations
@@ -24,27 +24,16 @@ if TYPE_CHECKING:
         AuditLog,
         FileSink,
         MemorySink,
-        TcpSink,
-        WebhookSink,
         current_operator,
         redact,
     )
-    from kafkaops.engine.context import (
-        ContextFactory,
-        RunContext,
-        build_services,
-        get_context_factory,
-        set_context_factory,
-    )
+    from kafkaops.engine.context import Projection, RunContext, RunEnvironment
     from kafkaops.engine.journal import Journal, RunState, kafkaops_home, list_runs, runs_dir
     from kafkaops.engine.lock import (
         FileLockBackend,
         LockBackend,
         LockInfo,
-        ZooKeeperLockBackend,
         force_unlock,
-        lock_backend_for,
-        set_lock_factory,
     )
     from kafkaops.engine.plan import Plan, PlannedStep, load_plan, save_plan
     from kafkaops.engine.runbook import (
@@ -79,7 +68,6 @@ _EXPORTS: dict[str, str] = {
     "AuditLog": "kafkaops.engine.audit",
     "BoundRunbook": "kafkaops.engine.runbook",
     "Compensation": "kafkaops.engine.step",
-    "ContextFactory": "kafkaops.engine.context",
     "FakeClock": "kafkaops.engine.wait",
     "FileLockBackend": "kafkaops.engine.lock",
     "FileSink": "kafkaops.engine.audit",
@@ -93,7 +81,9 @@ _EXPORTS: dict[str, str] = {
     "Plan": "kafkaops.engine.plan",
     "PlannedStep": "kafkaops.engine.plan",
     "RetryPolicy": "kafkaops.engine.runner",
+    "Projection": "kafkaops.engine.context",
     "RunContext": "kafkaops.engine.context",
+    "RunEnvironment": "kafkaops.engine.context",
     "RunResult": "kafkaops.engine.runner",
     "RunState": "kafkaops.engine.journal",
     "Runbook": "kafkaops.engine.runbook",
@@ -102,22 +92,16 @@ _EXPORTS: dict[str, str] = {
     "StepBase": "kafkaops.engine.step",
     "SystemClock": "kafkaops.engine.wait",
     "Target": "kafkaops.engine.runbook",
-    "TcpSink": "kafkaops.engine.audit",
     "WaitProgress": "kafkaops.engine.wait",
-    "WebhookSink": "kafkaops.engine.audit",
-    "ZooKeeperLockBackend": "kafkaops.engine.lock",
     "bind_runbook": "kafkaops.engine.runbook",
-    "build_services": "kafkaops.engine.context",
     "current_operator": "kafkaops.engine.audit",
     "find_runbook": "kafkaops.engine.runbook",
     "force_unlock": "kafkaops.engine.lock",
-    "get_context_factory": "kafkaops.engine.context",
     "get_step_kind": "kafkaops.engine.step",
     "kafkaops_home": "kafkaops.engine.journal",
     "list_runs": "kafkaops.engine.journal",
     "load_plan": "kafkaops.engine.plan",
     "load_runbook": "kafkaops.engine.runbook",
-    "lock_backend_for": "kafkaops.engine.lock",
     "parse_duration": "kafkaops.engine.step",
     "redact": "kafkaops.engine.audit",
     "register_step": "kafkaops.engine.step",
@@ -125,8 +109,6 @@ _EXPORTS: dict[str, str] = {
     "runbook_files": "kafkaops.engine.runbook",
     "runs_dir": "kafkaops.engine.journal",
     "save_plan": "kafkaops.engine.plan",
-    "set_context_factory": "kafkaops.engine.context",
-    "set_lock_factory": "kafkaops.engine.lock",
     "step_kind": "kafkaops.engine.step",
     "step_kinds": "kafkaops.engine.step",
     "wait_until": "kafkaops.engine.wait",
@@ -148,7 +130,6 @@ __all__ = [
     "AuditLog",
     "BoundRunbook",
     "Compensation",
-    "ContextFactory",
     "FakeClock",
     "FileLockBackend",
     "FileSink",
@@ -161,8 +142,10 @@ __all__ = [
     "Param",
     "Plan",
     "PlannedStep",
+    "Projection",
     "RetryPolicy",
     "RunContext",
+    "RunEnvironment",
     "RunResult",
     "RunState",
     "Runbook",
@@ -171,22 +154,16 @@ __all__ = [
     "StepBase",
     "SystemClock",
     "Target",
-    "TcpSink",
     "WaitProgress",
-    "WebhookSink",
-    "ZooKeeperLockBackend",
     "bind_runbook",
-    "build_services",
     "current_operator",
     "find_runbook",
     "force_unlock",
-    "get_context_factory",
     "get_step_kind",
     "kafkaops_home",
     "list_runs",
     "load_plan",
     "load_runbook",
-    "lock_backend_for",
     "parse_duration",
     "redact",
     "register_step",
@@ -194,8 +171,6 @@ __all__ = [
     "runbook_files",
     "runs_dir",
     "save_plan",
-    "set_context_factory",
-    "set_lock_factory",
     "step_kind",
     "step_kinds",
     "wait_until",

@@ -6,10 +6,17 @@ target, action, outcome), and every run opens and closes with the ``START - <run
 (<reason>)`` / ``END (PASS|FAIL) - ...`` lines operators know from Wikimedia's SAL, which an IRC bot can
 relay as-is.
 
-Sinks are pluggable: a file (default ``$KAFKAOPS_HOME/audit.log``), a TCP line sink (IRC-bot style:
-one line per message) and an HTTP webhook. The file sink is authoritative: if it cannot be written the
+Sinks are pluggable: a file (default ``$KAFKAOPS_HOME/audit.log``) lives here; the network sinks (a TCP
+line sink, IRC-bot style, and an HTTP webhook) live in :mod:`kafkaops.systems.audit_sinks`, because the
+engine talks to no network client itself. The file sink is authoritative: if it cannot be written the
 error propagates and the action does not happen (no unaudited changes). Remote sinks are best effort:
 a chat outage must not stop a half-done roll, so their failures are reported and swallowed.
+
+The network sinks an operator configures (``KAFKAOPS_AUDIT_TCP``, ``KAFKAOPS_AUDIT_WEBHOOK``) reach
+:func:`default_audit` through :func:`set_remote_sinks`, which the caller that wires kafkaops together
+calls once (``kafkaops.systems.audit_sinks.install()``). If those variables are set and nobody installed
+the sinks, every record says so as a best-effort sink failure: an audit line silently not relayed to the
+channel operators watch is worse than a warning.
 
 Secrets never reach a sink, nor the journal: :func:`redact` masks every value whose key matches
 ``password|secret|token|key_file`` at any depth.
@@ -26,6 +33,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+
+from kafkaops.engine.paths import kafkaops_home
 
 REDACTED = "***"
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|key_file|api_key|credential", re.IGNORECASE)
@@ -77,31 +86,6 @@ class FileSink:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-class TcpSink:
-    """Sends ``message`` as one line over TCP, like the tcpircbot behind Wikimedia's ``!log``."""
-
-    def __init__(self, host: str, port: int, timeout: float = 3.0, prefix: str = "") -> None:
-        self.host, self.port, self.timeout, self.prefix = host, port, timeout, prefix
-
-    def emit(self, record: Mapping[str, Any]) -> None:
-        text = (self.prefix + str(record.get("message", ""))).replace("\n", " ")[:450]
-        with socket.create_connection((self.host, self.port), timeout=self.timeout) as sock:
-            sock.sendall(text.encode() + b"\n")
-
-
-class WebhookSink:
-    """POSTs each record as JSON (``requests`` imported lazily)."""
-
-    def __init__(self, url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = None) -> None:
-        self.url, self.timeout, self.headers = url, timeout, dict(headers or {})
-
-    def emit(self, record: Mapping[str, Any]) -> None:
-        import requests
-
-        resp = requests.post(self.url, json=dict(record), timeout=self.timeout, headers=self.headers)
-        resp.raise_for_status()
 
 
 class MemorySink:
@@ -223,22 +207,54 @@ def _now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def default_audit(home: Path | None = None) -> AuditLog:
-    """File sink at ``$KAFKAOPS_HOME/audit.log``; optional remote sinks from the environment.
+RemoteSinks = Callable[[], Sequence[AuditSink]]
+"""Builds the best-effort network sinks of :func:`default_audit` (called once per audit log)."""
 
-    ``KAFKAOPS_AUDIT_TCP=host:port`` adds a TCP (IRC bot) sink, ``KAFKAOPS_AUDIT_WEBHOOK=url`` a webhook.
+#: Environment variables that configure network sinks (read by :mod:`kafkaops.systems.audit_sinks`).
+REMOTE_SINK_VARIABLES = ("KAFKAOPS_AUDIT_TCP", "KAFKAOPS_AUDIT_WEBHOOK")
+
+_remote_sinks: RemoteSinks | None = None
+
+
+def set_remote_sinks(factory: RemoteSinks | None) -> None:
+    """Install what builds the network sinks of :func:`default_audit` (``None`` removes it).
+
+    The engine imports no network client, so whoever wires kafkaops together (the CLI) installs
+    ``kafkaops.systems.audit_sinks.remote_sinks_from_env`` here.
     """
-    from kafkaops.engine.journal import kafkaops_home
+    global _remote_sinks
+    _remote_sinks = factory
 
+
+class NetworkSinksMissing:
+    """Stands for network sinks configured in the environment but never installed: each record reports it
+    (as a best-effort failure), so a missing relay to the operators' channel is never silent."""
+
+    def __init__(self, variables: Sequence[str]) -> None:
+        self.variables = list(variables)
+
+    def emit(self, record: Mapping[str, Any]) -> None:
+        raise RuntimeError(
+            f"{', '.join(self.variables)} set, but this program did not install kafkaops' network audit "
+            "sinks (kafkaops.systems.audit_sinks.install()); the record is only in the audit file"
+        )
+
+
+def default_audit(home: Path | None = None, *, remote: Sequence[AuditSink] | None = None) -> AuditLog:
+    """File sink at ``$KAFKAOPS_HOME/audit.log`` (authoritative) plus best-effort network sinks.
+
+    Args:
+        home: kafkaops' state directory (default ``$KAFKAOPS_HOME``).
+        remote: Network sinks; default: those the installed factory builds (:func:`set_remote_sinks`;
+            the CLI's reads ``KAFKAOPS_AUDIT_TCP=host:port`` and ``KAFKAOPS_AUDIT_WEBHOOK=url``).
+    """
     base = home or kafkaops_home()
-    remote: list[AuditSink] = []
-    tcp = os.environ.get("KAFKAOPS_AUDIT_TCP")
-    if tcp and ":" in tcp:
-        host, _, port = tcp.rpartition(":")
-        remote.append(TcpSink(host, int(port)))
-    hook = os.environ.get("KAFKAOPS_AUDIT_WEBHOOK")
-    if hook:
-        remote.append(WebhookSink(hook))
+    if remote is None:
+        if _remote_sinks is not None:
+            remote = list(_remote_sinks())
+        else:
+            configured = [v for v in REMOTE_SINK_VARIABLES if os.environ.get(v)]
+            remote = [NetworkSinksMissing(configured)] if configured else []
     return AuditLog([FileSink(base / "audit.log")], remote)
 
 

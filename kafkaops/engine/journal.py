@@ -31,25 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkaops.engine.paths import kafkaops_home as kafkaops_home  # re-exported: callers import it from here
+from kafkaops.engine.paths import runs_dir
 from kafkaops.errors import ConfigError
 
 TERMINAL = ("finished", "aborted")
 STEP_DONE = "verified"
-
-
-def kafkaops_home() -> Path:
-    """``$KAFKAOPS_HOME`` or ``~/.local/state/kafkaops`` (XDG state dir)."""
-    env = os.environ.get("KAFKAOPS_HOME")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
-    return base / "kafkaops"
-
-
-def runs_dir(home: Path | None = None) -> Path:
-    """Directory holding one sub-directory per run."""
-    return (home or kafkaops_home()) / "runs"
 
 
 def new_run_id(runbook: str, now: float | None = None) -> str:

@@ -13,10 +13,16 @@ A crashed, paused or failed run keeps the lock; ``kafkaops resume RUN`` takes *i
 (:class:`~kafkaops.errors.LockHeldError`). A lock whose run is gone for good is removed by a human with
 ``kafkaops runs unlock CLUSTER --force --reason ...`` (audited).
 
-Backends: a local JSON lock file created with ``O_EXCL`` (single admin host, the lab), and ZooKeeper
-(kazoo) when the cluster has one: a *persistent* znode ``/kafkaops/locks/<cluster>`` with JSON data
--- persistent, not ephemeral, precisely so that it outlives a crashed process and its ZK session.
-kazoo is imported lazily inside the ZooKeeper backend.
+This module holds what every backend shares (:class:`LockInfo`, the :class:`LockBackend` protocol, the
+audited :func:`force_unlock`) and the local backend, a JSON lock file created with ``O_EXCL``
+(:class:`FileLockBackend`: one admin host, the lab). The backends that coordinate several admin hosts
+talk to a server, so they live with the other adapters (the engine imports no client library):
+
+* :class:`kafkaops.systems.zookeeper.ZooKeeperLockBackend` when the cluster has ZooKeeper: a
+  *persistent* znode ``/kafkaops/locks/<cluster>`` with JSON data -- persistent, not ephemeral,
+  precisely so that it outlives a crashed process and its ZooKeeper session;
+* :class:`kafkaops.systems.etcd.EtcdLockBackend` for clusters without ZooKeeper: a key in the etcd
+  conftool uses, created only if absent and with no lease (a lease is a TTL by another name).
 """
 
 from __future__ import annotations
@@ -24,12 +30,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from kafkaops.errors import ConfigError, LockHeldError, UnreachableError
+from kafkaops.errors import ConfigError, LockHeldError
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,9 @@ class LockInfo:
         return f"run {self.run_id} by {self.operator} since {self.started_iso} (reason: {self.reason}{task})"
 
 
-def _held(info: LockInfo) -> LockHeldError:
+def held_error(info: LockInfo) -> LockHeldError:
+    """The refusal every backend raises when another run holds the lock: who, since when, why, and the
+    three ways out (wait or resume, abort, force-unlock a run that is gone)."""
     return LockHeldError(
         f"cluster {info.cluster} is locked by {info.describe()}",
         hint=f"wait for it, resume it (`kafkaops resume {info.run_id}`), abort it "
@@ -97,7 +105,11 @@ class LockBackend(Protocol):
 
 
 class FileLockBackend:
-    """Lock files ``<dir>/<cluster>.lock`` holding JSON, created atomically with ``O_EXCL``."""
+    """Lock files ``<dir>/<cluster>.lock`` holding JSON, created atomically with ``O_EXCL``.
+
+    Mode 0640: the holder's operator, reason and task are for the admin host's operators (group), not
+    for every local account.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -111,14 +123,14 @@ class FileLockBackend:
         path = self._path(info.cluster)
         for _ in range(3):
             try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o640)
             except FileExistsError:
                 current = self.holder(info.cluster)
                 if current is None:  # vanished (released) between open and read: retry
                     continue
                 if current.run_id == info.run_id:
                     return current  # a resumed run takes its own lock back
-                raise _held(current) from None
+                raise held_error(current) from None
             try:
                 os.write(fd, info.to_json().encode())
                 os.fsync(fd)
@@ -167,125 +179,12 @@ class FileLockBackend:
         return previous
 
 
-class ZooKeeperLockBackend:
-    """Persistent znodes ``/kafkaops/locks/<cluster>`` with JSON data (kazoo, imported lazily).
-
-    Args:
-        hosts: ZooKeeper connect string (``host:port,...``, chroot allowed).
-        root: Parent path of the lock znodes.
-        timeout: Connection timeout in seconds.
-        client: An already-started ``KazooClient`` (tests, or to share a session).
-    """
-
-    def __init__(
-        self, hosts: str, root: str = "/kafkaops/locks", timeout: float = 10.0, client: Any = None
-    ) -> None:
-        self.hosts, self.root, self.timeout = hosts, root.rstrip("/"), timeout
-        self._client = client
-
-    def _zk(self) -> Any:
-        if self._client is None:
-            from kazoo.client import KazooClient
-            from kazoo.handlers.threading import KazooTimeoutError
-
-            client = KazooClient(hosts=self.hosts, timeout=self.timeout)
-            try:
-                client.start(timeout=self.timeout)
-            except KazooTimeoutError as exc:
-                raise UnreachableError(
-                    f"ZooKeeper {self.hosts} did not answer within {self.timeout:.0f}s"
-                ) from exc
-            self._client = client
-        return self._client
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.stop()
-            self._client.close()
-            self._client = None
-
-    def _path(self, cluster: str) -> str:
-        return f"{self.root}/{cluster}"
-
-    def acquire(self, info: LockInfo) -> LockInfo:
-        from kazoo.exceptions import NodeExistsError
-
-        zk = self._zk()
-        path = self._path(info.cluster)
-        try:
-            zk.create(path, info.to_json().encode(), makepath=True)  # persistent on purpose
-            return info
-        except NodeExistsError:
-            current = self.holder(info.cluster)
-            if current is None:
-                return self.acquire(info)
-            if current.run_id == info.run_id:
-                return current
-            raise _held(current) from None
-
-    def release(self, cluster: str, run_id: str) -> bool:
-        from kazoo.exceptions import BadVersionError, NoNodeError
-
-        zk = self._zk()
-        path = self._path(cluster)
-        try:
-            data, stat = zk.get(path)
-        except NoNodeError:
-            return False
-        if LockInfo.from_json(data).run_id != run_id:
-            return False
-        try:
-            zk.delete(path, version=stat.version)  # only the version we checked
-        except (NoNodeError, BadVersionError):
-            return False
-        return True
-
-    def holder(self, cluster: str) -> LockInfo | None:
-        from kazoo.exceptions import NoNodeError
-
-        try:
-            data, _ = self._zk().get(self._path(cluster))
-        except NoNodeError:
-            return None
-        return LockInfo.from_json(data)
-
-    def force_unlock(self, cluster: str) -> LockInfo | None:
-        from kazoo.exceptions import NoNodeError
-
-        previous = self.holder(cluster)
-        try:
-            self._zk().delete(self._path(cluster))
-        except NoNodeError:
-            return None
-        return previous
-
-
-LockFactory = Callable[[str], LockBackend]
-_lock_factory: LockFactory | None = None
-
-
-def set_lock_factory(factory: LockFactory | None) -> None:
-    """Register how to pick a backend for a cluster (the CLI wiring: ZooKeeper when the inventory has
-    one for that cluster). ``None`` restores the default local lock files."""
-    global _lock_factory
-    _lock_factory = factory
-
-
-def lock_backend_for(cluster: str, home: Path | None = None) -> LockBackend:
-    """The backend for ``cluster``: the registered factory's, else lock files under ``$KAFKAOPS_HOME``."""
-    if _lock_factory is not None:
-        return _lock_factory(cluster)
-    from kafkaops.engine.journal import kafkaops_home
-
-    return FileLockBackend((home or kafkaops_home()) / "locks")
-
-
 def force_unlock(
     cluster: str,
     reason: str,
     *,
     operator: str,
-    backend: LockBackend | None = None,
+    backend: LockBackend,
     audit: Any = None,
 ) -> LockInfo | None:
     """Remove a cluster's lock whatever run holds it, and audit who did it and why.
@@ -294,7 +193,7 @@ def force_unlock(
         cluster: Cluster name.
         reason: Why (mandatory: this overrides a safety mechanism).
         operator: ``user@host``.
-        backend: Lock backend (default :func:`lock_backend_for`).
+        backend: The cluster's lock backend (from its environment).
         audit: An :class:`~kafkaops.engine.audit.AuditLog` (default: the file audit log).
 
     Returns:
@@ -302,8 +201,7 @@ def force_unlock(
     """
     if not reason.strip():
         raise ConfigError("force unlock needs a --reason", hint="say why the holding run is gone")
-    be = backend or lock_backend_for(cluster)
-    previous = be.force_unlock(cluster)
+    previous = backend.force_unlock(cluster)
     if audit is None:
         from kafkaops.engine.audit import default_audit
 

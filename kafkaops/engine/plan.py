@@ -2,8 +2,9 @@
 
 A dry-run calls every step's ``observe`` and ``plan`` for real, so the plan shows the cluster as it is
 (which broker is the controller, which leaders will move, which hosts are already depooled) and, per
-step, the exact command or API call, the predicted impact and how to roll it back. It renders as rich
-text for the terminal, Markdown for a change review and JSON for tools.
+step, the exact command or API call, the predicted impact and how to roll it back. It renders as
+Markdown for a change review and JSON for tools; the terminal table is the CLI's
+(:mod:`kafkaops.cli.plan_render`), since the engine imports no presentation library.
 
 Like ``terraform plan -out``, a plan can be saved and applied later, but only if the world still looks
 the way it did when it was reviewed: the plan carries a ``fingerprint`` (sha256 over the canonical JSON
@@ -126,9 +127,6 @@ class Plan:
 
     def to_markdown(self) -> str:
         return render_markdown(self)
-
-    def to_rich(self) -> Any:
-        return render_rich(self)
 
 
 def _fp_entries(steps: Sequence[PlannedStep]) -> list[Any]:
@@ -294,42 +292,3 @@ def render_markdown(plan: Plan) -> str:
         "",
     ]
     return "\n".join(out)
-
-
-def render_rich(plan: Plan) -> Any:
-    """A rich renderable for the terminal."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    head = Text.assemble(
-        ("Plan ", "bold"),
-        (plan.runbook, "bold cyan"),
-        " on ",
-        (plan.cluster or "-", "bold"),
-        f"  ({len(plan.changes)} change(s) in {len(plan.steps)} steps, "
-        f"fingerprint {plan.fingerprint[:12]})\n",
-        f"targets: {', '.join(plan.targets)}\nreason: {plan.reason}"
-        + (f"  task: {plan.task}" if plan.task else ""),
-    )
-    table = Table(show_lines=False, expand=True)
-    table.add_column("target", no_wrap=True)
-    table.add_column("#", justify="right")
-    table.add_column("step", no_wrap=True)
-    table.add_column("observed")
-    table.add_column("plan")
-    for s in plan.steps:
-        if s.action is None:
-            what = Text(f"no-op: {s.noop_reason}", style="dim")
-        else:
-            cmds = "\n".join(s.action.get("commands") or [])
-            what = Text(str(s.action.get("description", "")), style="yellow")
-            if cmds:
-                what.append("\n" + cmds, style="cyan")
-            if s.action.get("impact"):
-                what.append(f"\nimpact: {s.action['impact']}", style="magenta")
-        table.add_row(s.target, "gate" if s.gate else str(s.index), s.kind, s.observed, what)
-    parts: list[Any] = [head, table]
-    for n in plan.notes:
-        parts.append(Text(f"note: {n}", style="bold yellow"))
-    return Group(*parts)

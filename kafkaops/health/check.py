@@ -19,8 +19,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kafkaops.engine.step import parse_duration
 from kafkaops.errors import CheckFailed, ConfigError
 from kafkaops.health.data import (
     RateWindow,
@@ -42,32 +43,24 @@ from kafkaops.health.metadata import (
 )
 from kafkaops.model import Cluster
 
-__all__ = ["CheckResult", "filter_topics", "parse_duration", "plan_ranges", "run_post_check"]
+if TYPE_CHECKING:
+    from kafkaops.systems.kafka import KafkaAdmin
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
-_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+__all__ = ["CheckResult", "filter_topics", "parse_since", "plan_ranges", "run_post_check", "take_snapshot"]
 
-
-def parse_duration(text: str) -> float:
-    """``"90s"``, ``"15m"``, ``"1h30m"``, ``"2d"`` -> seconds (a bare number is seconds).
+def parse_since(text: str) -> float:
+    """``--since``: how far back the check looks without a baseline (``90s``, ``15m``, ``1h30m``, ``2d``;
+    a bare number is seconds), parsed like every duration of kafkaops (runbooks included).
 
     Raises:
-        ConfigError: The text is not a positive duration.
+        ConfigError: Not a duration, or not a positive one (a window of nothing checks nothing).
     """
-    s = text.strip().lower()
-    if re.fullmatch(r"\d+(?:\.\d+)?", s):
-        seconds = float(s)
-    else:
-        pos, seconds = 0, 0.0
-        for m in _DURATION.finditer(s):
-            if s[pos:m.start()].strip():
-                break
-            seconds += float(m.group(1)) * _UNIT[m.group(2)]
-            pos = m.end()
-        if pos != len(s) or not s:
-            raise ConfigError(f"invalid duration {text!r}", hint="use e.g. 90s, 15m, 1h30m, 2d")
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise ConfigError(f"invalid --since {text!r}: {exc}", hint="use e.g. 90s, 15m, 1h30m, 2d") from None
     if seconds <= 0:
-        raise ConfigError(f"invalid duration {text!r}: must be positive")
+        raise ConfigError(f"invalid --since {text!r}: must be more than 0", hint="use e.g. 90s, 15m, 1h30m, 2d")
     return seconds
 
 
@@ -221,6 +214,39 @@ def read_urp_samples(path: Path) -> list[tuple[float, int]]:
     return samples
 
 
+def _admin(cluster: Cluster, timeout: float) -> KafkaAdmin:
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    # One metadata try: `kafkaops check`/`snapshot` report a dead cluster in one timeout, not three;
+    # inside a run (baseline, post-check) the runner's retry policy is the patience.
+    return KafkaAdmin(cluster.bootstrap_servers, timeout=timeout, cluster=cluster.name, attempts=1)
+
+
+def take_snapshot(cluster: Cluster, *, timeout: float = 15.0, topics: Sequence[str] | None = None,
+                  admin: KafkaAdmin | None = None) -> OffsetsSnapshot:
+    """An :class:`~kafkaops.health.metadata.OffsetsSnapshot` of ``cluster`` now: the baseline a run takes
+    before it changes anything (``kafkaops snapshot``), and the "now" the post-check compares with it.
+
+    Args:
+        cluster: The inventory's cluster (bootstrap servers, broker DCs).
+        timeout: Seconds per request (when ``admin`` is not given).
+        topics: Restrict offsets (not metadata) to these topics; ``None`` for all.
+        admin: The Kafka adapter to use (a run's); default: one built for ``cluster``.
+
+    Returns:
+        Replica state from metadata, log start/end offsets per partition, topic configs, broker DCs.
+
+    Raises:
+        UnreachableError: Kafka did not answer the metadata request (one try: callers retry).
+    """
+    admin = admin or _admin(cluster, timeout)
+    snap = admin.snapshot(attempts=1)
+    wanted = set(topics) if topics is not None else None
+    keys = [(p.topic, p.partition) for p in snap.partitions if wanted is None or p.topic in wanted]
+    broker_dc = {h.broker_id: h.dc for h in cluster.hosts}
+    return OffsetsSnapshot.from_cluster_snapshot(snap, admin.list_offsets(keys), broker_dc)
+
+
 def _urp(snap: OffsetsSnapshot) -> int:
     return sum(1 for p in snap.partitions if len(p.isr) < len(p.replicas))
 
@@ -244,6 +270,7 @@ def run_post_check(
     urp_samples: Sequence[tuple[float, int]] = (),
     timeout: float = 15.0,
     snapshot_now: Callable[[], OffsetsSnapshot] | None = None,
+    admin: KafkaAdmin | None = None,
 ) -> CheckResult:
     """Run the whole post-check against ``cluster``.
 
@@ -262,6 +289,7 @@ def run_post_check(
         urp_samples: URP counts sampled during the run, for the chart.
         timeout: Seconds per Kafka request.
         snapshot_now: Override how "now" is snapshotted (tests).
+        admin: The Kafka adapter (a run's); default: one built for ``cluster`` on first use.
 
     Returns:
         The result; ``result.exit_code`` is 0 when healthy, 9 when not.
@@ -270,7 +298,13 @@ def run_post_check(
         ConfigError: Bad regex, or the baseline is of another cluster.
         UnreachableError: Kafka or the Spark job failed.
     """
-    from kafkaops.systems import offsets as kafka_offsets
+    kafka: KafkaAdmin | None = admin
+
+    def kafka_admin() -> KafkaAdmin:
+        nonlocal kafka
+        if kafka is None:
+            kafka = _admin(cluster, timeout)
+        return kafka
 
     pattern = None
     if topics_regex:
@@ -280,7 +314,7 @@ def run_post_check(
             raise ConfigError(f"invalid --topics regex {topics_regex!r}: {exc}") from None
     if baseline is not None and baseline.cluster and cluster.name and baseline.cluster != cluster.name:
         raise ConfigError(f"the baseline is of cluster {baseline.cluster!r}, not {cluster.name!r}")
-    now_full = snapshot_now() if snapshot_now else kafka_offsets.offsets_snapshot(cluster, timeout=timeout)
+    now_full = snapshot_now() if snapshot_now else take_snapshot(cluster, admin=kafka_admin())
     now = filter_topics(now_full, pattern)
     before = filter_topics(baseline, pattern) if baseline is not None else None
     keys = [(p.topic, p.partition) for p in now.partitions if p.log_end_offset is not None]
@@ -290,8 +324,7 @@ def run_post_check(
         baseline_ends = {(p.topic, p.partition): p.log_end_offset for p in before.partitions}
     else:
         start_t = now.taken_at - (since if since is not None else 600.0)
-        found = kafka_offsets.offsets_for_times(
-            cluster.bootstrap_servers, keys, int(start_t * 1000), timeout=timeout) if keys else {}
+        found = kafka_admin().offsets_for_times(keys, int(start_t * 1000)) if keys else {}
         # A partition whose offset for that time could not be read is not scanned (rather than
         # scanned from its very first record).
         ends = {(p.topic, p.partition): p.log_end_offset for p in now.partitions}
@@ -303,8 +336,7 @@ def run_post_check(
     ranges: tuple[ScanRange, ...] = ()
     rate_window = RateWindow(win[0] - thresholds.context_s, win[0], win[1], now.taken_at)
     if scan:
-        context = kafka_offsets.offsets_for_times(
-            cluster.bootstrap_servers, keys, int(rate_window.scan_from * 1000), timeout=timeout) if keys else {}
+        context = kafka_admin().offsets_for_times(keys, int(rate_window.scan_from * 1000)) if keys else {}
         ranges = plan_ranges(now, baseline_ends, context)
         events = event_topic_regex(h.dc for h in cluster.hosts)
         from kafkaops.health.spark_job import ScanSpec, run_scan

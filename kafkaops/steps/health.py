@@ -44,11 +44,11 @@ class Baseline(StepBase):
                       impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        from kafkaops.systems.offsets import offsets_snapshot
+        from kafkaops.health.check import take_snapshot
 
         svc = env(ctx)
         path = _baseline_path(ctx)
-        snap = offsets_snapshot(svc.cluster)
+        snap = take_snapshot(svc.cluster, admin=svc.kafka)
         if path is not None:
             snap.write(path)
             svc.facts(ctx.run_id).set(_BASELINE, str(path))

@@ -1,8 +1,18 @@
-"""Kafka through the confluent-kafka AdminClient: snapshots, topics, preferred-leader election.
+"""Kafka through the confluent-kafka AdminClient: snapshots, topics, preferred-leader election, offsets.
 
 Works for ZooKeeper-mode and KRaft clusters alike (it only speaks the Kafka protocol). Every call is
 bounded: the AdminClient's futures are waited on with a timeout, because an operator's tool that hangs
 on a half-dead cluster is worse than one that says "Kafka did not answer".
+
+:class:`KafkaAdmin` is the one AdminClient of kafkaops (one configuration, below). Besides metadata it
+reads partition offsets — log start, log end, the offset for a time (``ListOffsets``) — which the
+topic-health post-check pins its data scan to and compares with the baseline; a partition whose
+offsets cannot be read (leader down) maps to ``None`` rather than failing the whole read, because the
+post-check must still report on the rest of the cluster. It also deletes records (``DeleteRecords``, to
+stage data loss in the lab) and produces test data (explicit timestamps, benchmark load).
+
+Methods that change the cluster are marked :func:`~kafkaops.systems.guard.write`: built with
+``dry_run=True`` (a dry-run's adapter), they refuse before any request leaves the process.
 
 Known sharp edge: confluent-kafka 2.16 ``elect_leaders(...)`` raises SystemError when given
 ``request_timeout``/``operation_timeout``; we call it without them and bound ``future.result``.
@@ -11,12 +21,15 @@ Known sharp edge: confluent-kafka 2.16 ``elect_leaders(...)`` raises SystemError
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError, UnreachableError
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+from kafkaops.systems.guard import write
+
+TopicPartitionKey = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -27,19 +40,38 @@ class TopicSpec:
     config: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ProduceRecord:
+    """One record to produce (tests and benchmarks).
+
+    Attributes:
+        value: Payload bytes (or text, encoded as UTF-8).
+        partition: Target partition; ``None`` lets the partitioner choose.
+        timestamp_ms: Explicit CreateTime in ms since the epoch; ``None`` means now.
+        key: Optional key.
+    """
+
+    value: bytes | str
+    partition: int | None = None
+    timestamp_ms: int | None = None
+    key: bytes | str | None = None
+
+
 class KafkaAdmin:
     """A bounded, typed facade over ``confluent_kafka.admin.AdminClient``."""
 
     def __init__(self, bootstrap_servers: str, *, timeout: float = 10.0, cluster: str = "",
-                 attempts: int = 3) -> None:
+                 attempts: int = 3, dry_run: bool = False) -> None:
         """``attempts`` metadata requests of ``timeout`` seconds each before Kafka counts as unreachable:
-        a run rides through a broker bounce; an interactive look (``status``) fails fast."""
+        a run rides through a broker bounce; an interactive look (``status``) fails fast. With
+        ``dry_run`` every method that changes the cluster refuses (:mod:`kafkaops.systems.guard`)."""
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap_servers
         self.timeout = timeout
         self.attempts = attempts
         self.cluster = cluster
+        self.dry_run = dry_run
         self._admin = AdminClient({
             "bootstrap.servers": bootstrap_servers,
             "socket.timeout.ms": int(timeout * 1000),
@@ -106,9 +138,12 @@ class KafkaAdmin:
             )
         return out
 
-    def snapshot(self, *, include_internal: bool = True, with_configs: bool = True) -> ClusterSnapshot:
-        """Brokers, controller, every partition's leader/replicas/ISR, topic min ISR — one instant."""
-        md = self.metadata()
+    def snapshot(self, *, include_internal: bool = True, with_configs: bool = True,
+                 attempts: int | None = None) -> ClusterSnapshot:
+        """Brokers, controller, every partition's leader/replicas/ISR, topic min ISR — one instant.
+
+        ``attempts`` overrides the adapter's metadata tries (one, where a caller retries itself)."""
+        md = self.metadata(attempts)
         controller = md.controller_id if md.controller_id >= 0 else None
         partitions = []
         for name, topic in md.topics.items():
@@ -135,6 +170,7 @@ class KafkaAdmin:
             replication.setdefault(p.topic, len(p.replicas))
         return replace(snap, topics=self.topic_configs(replication, replication))
 
+    @write
     def create_topics(self, specs: Sequence[TopicSpec]) -> list[str]:
         """Create the topics that do not exist yet (idempotent); return the names created."""
         from confluent_kafka.admin import NewTopic
@@ -152,6 +188,7 @@ class KafkaAdmin:
             self._result(fut, f"create_topics({name})")
         return [s.name for s in todo]
 
+    @write
     def elect_preferred_leaders(self, partitions: Sequence[tuple[str, int]] | None = None) -> dict[str, str]:
         """Run a preferred-replica election; return {"topic-partition": error} for the ones that failed.
 
@@ -174,3 +211,146 @@ class KafkaAdmin:
             if code != "ELECTION_NOT_NEEDED":
                 failed[f"{tp.topic}-{tp.partition}"] = err.str() if hasattr(err, "str") else str(err)
         return failed
+
+    # --- offsets -------------------------------------------------------------------------------------
+
+    def _list_offsets(self, request: Mapping[TopicPartitionKey, Any]) -> dict[TopicPartitionKey, int | None]:
+        """One batched ListOffsets call; partitions that fail map to ``None``."""
+        from confluent_kafka import TopicPartition
+
+        if not request:
+            return {}
+        try:
+            futures = self._admin.list_offsets({TopicPartition(t, p): spec for (t, p), spec in request.items()},
+                                               request_timeout=self.timeout)
+        except Exception as exc:
+            raise self._unreachable("ListOffsets", exc) from exc
+        out: dict[TopicPartitionKey, int | None] = {}
+        deadline = time.monotonic() + self.timeout + 5
+        for tp, fut in futures.items():
+            try:
+                info = fut.result(timeout=max(0.1, deadline - time.monotonic()))
+                out[(tp.topic, tp.partition)] = int(info.offset) if info.offset >= 0 else None
+            except Exception:
+                out[(tp.topic, tp.partition)] = None  # leader down, or unknown: reported as unknown
+        return out
+
+    def list_offsets(self, partitions: Iterable[TopicPartitionKey]
+                     ) -> dict[TopicPartitionKey, tuple[int | None, int | None]]:
+        """Log start and log end (high watermark) offsets of ``partitions``, in two batched requests.
+
+        Returns:
+            ``{(topic, partition): (log_start_offset, log_end_offset)}``; ``None`` where unreadable.
+
+        Raises:
+            UnreachableError: The request could not be sent at all.
+        """
+        from confluent_kafka.admin import OffsetSpec
+
+        keys = list(dict.fromkeys(partitions))
+        starts = self._list_offsets({k: OffsetSpec.earliest() for k in keys})
+        ends = self._list_offsets({k: OffsetSpec.latest() for k in keys})
+        return {k: (starts.get(k), ends.get(k)) for k in keys}
+
+    def offsets_for_times(self, partitions: Iterable[TopicPartitionKey],
+                          timestamp_ms: int) -> dict[TopicPartitionKey, int | None]:
+        """The first offset whose timestamp is >= ``timestamp_ms``, per partition.
+
+        A partition with no record that recent maps to its log end offset (Kafka answers -1, which is
+        resolved with a LATEST query), so the result is always a valid scan start.
+
+        Returns:
+            ``{(topic, partition): offset}``; ``None`` where unreadable.
+        """
+        from confluent_kafka.admin import OffsetSpec
+
+        keys = list(dict.fromkeys(partitions))
+        found = self._list_offsets({k: OffsetSpec.for_timestamp(timestamp_ms) for k in keys})
+        missing = [k for k, v in found.items() if v is None]
+        if missing:
+            found.update(self._list_offsets({k: OffsetSpec.latest() for k in missing}))
+        return found
+
+    @write
+    def delete_records(self, before: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:
+        """Delete every record below the given offset of each partition (Kafka ``DeleteRecords``).
+
+        Destructive: used by the lab tests to stage data loss the post-check must catch.
+
+        Args:
+            before: ``{(topic, partition): offset}``; records with a lower offset are deleted.
+
+        Returns:
+            The new log start offset (low watermark) per partition.
+
+        Raises:
+            UnreachableError: Kafka did not answer or refused the deletion.
+        """
+        from confluent_kafka import TopicPartition
+
+        try:
+            futures = self._admin.delete_records([TopicPartition(t, p, o) for (t, p), o in before.items()],
+                                                 request_timeout=self.timeout, operation_timeout=self.timeout)
+        except Exception as exc:
+            raise self._unreachable("DeleteRecords", exc) from exc
+        out: dict[TopicPartitionKey, int] = {}
+        for tp, fut in futures.items():
+            res = self._result(fut, f"DeleteRecords({tp.topic}-{tp.partition})", timeout=self.timeout + 5)
+            out[(tp.topic, tp.partition)] = int(getattr(res, "low_watermark", getattr(res, "offset", -1)))
+        return out
+
+    @write
+    def produce(self, topic: str, records: Iterable[ProduceRecord], *, timeout: float = 60.0,
+                config: Mapping[str, Any] | None = None) -> int:
+        """Produce ``records`` to ``topic`` with ``acks=all`` and wait until every one is acknowledged.
+
+        Args:
+            topic: Topic name.
+            records: What to produce; explicit partitions and timestamps are honoured.
+            timeout: Seconds for the final flush.
+            config: Extra librdkafka producer settings (e.g. larger batches for benchmarks).
+
+        Returns:
+            How many records were acknowledged.
+
+        Raises:
+            KafkaOpsError: A record was not acknowledged.
+            UnreachableError: The flush did not complete in time.
+        """
+        from confluent_kafka import Producer
+
+        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+                                "linger.ms": 20, "log_level": 2}
+        conf.update(config or {})
+        producer = Producer(conf)
+        errors: list[str] = []
+        acked = 0
+
+        def on_delivery(err: Any, _msg: Any) -> None:
+            nonlocal acked
+            if err is not None:
+                errors.append(str(err))
+            else:
+                acked += 1
+
+        for r in records:
+            kwargs: dict[str, Any] = {"value": r.value, "on_delivery": on_delivery}
+            if r.partition is not None:
+                kwargs["partition"] = r.partition
+            if r.timestamp_ms is not None:
+                kwargs["timestamp"] = r.timestamp_ms
+            if r.key is not None:
+                kwargs["key"] = r.key
+            while True:
+                try:
+                    producer.produce(topic, **kwargs)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+            producer.poll(0)
+        remaining = producer.flush(timeout)
+        if remaining:
+            raise UnreachableError(f"{remaining} records to {topic} not acknowledged within {timeout:.0f}s")
+        if errors:
+            raise KafkaOpsError(f"{len(errors)} records to {topic} failed: {errors[0]}")
+        return acked

@@ -1,73 +1,339 @@
-"""ZooKeeper through kazoo, for ZooKeeper-mode clusters: broker registrations and the controller.
+"""ZooKeeper through kazoo, for ZooKeeper-mode clusters: broker registrations, the controller, the lock.
 
 ``/brokers/ids/<id>`` is the cluster's own word on whether a broker is alive — the confirmation a stop
 step needs (a stop command's exit code is not enough: Yelp #148). KRaft clusters skip this adapter.
+
+:class:`ZooKeeper` is the one place kafkaops starts a ``KazooClient``, so every use of ZooKeeper fails
+the same way: an unreachable server is one :class:`~kafkaops.errors.UnreachableError` line naming the
+connect string and what kazoo saw (``Connection refused``), reported as soon as kazoo gives up rather
+than after the whole timeout. kazoo's own log lines ("Connection dropped: socket connection broken")
+are captured by a logging handler and never reach the operator's terminal beside our own message:
+during a maintenance ZooKeeper is often briefly away, and a page of library warnings in the middle of a
+run's output reads like a failure.
+
+:class:`ZooKeeperLockBackend` keeps the cluster lock in a **persistent** znode
+``/kafkaops/locks/<cluster>`` (see :mod:`kafkaops.engine.lock` for why the lock is run-scoped: a TTL or
+an ephemeral node would die with the process or the session, and a crashed roll would no longer keep
+others off a cluster already missing a broker).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
-from kafkaops.errors import UnreachableError
+from kafkaops.engine.lock import LockInfo, held_error
+from kafkaops.errors import ConfigError, UnreachableError
+
+T = TypeVar("T")
+
+_HINT = "check ZooKeeper is up and kafka.zookeeper in the inventory"
+
+
+class _KazooLog(logging.Handler):
+    """Keeps kazoo's log lines (connection drops, refused connections) away from the terminal.
+
+    The last lines are kept so that an error can say *why* ZooKeeper did not answer.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: deque[tuple[int, str]] = deque(maxlen=64)
+        self._seq = 0
+        self._mutex = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage().splitlines()[0] if record.getMessage() else ""
+        except Exception:  # a malformed log call inside kazoo must not break the caller
+            return
+        with self._mutex:
+            self._seq += 1
+            self.lines.append((self._seq, text))
+
+    @property
+    def seq(self) -> int:
+        return self._seq
+
+    def since(self, seq: int) -> list[str]:
+        with self._mutex:
+            return [text for n, text in self.lines if n > seq]
+
+
+_kazoo_log = _KazooLog()
+
+
+def _silence_kazoo() -> None:
+    """Route the ``kazoo`` loggers to :data:`_kazoo_log` only (idempotent)."""
+    log = logging.getLogger("kazoo")
+    if _kazoo_log not in log.handlers:
+        log.addHandler(_kazoo_log)
+    log.setLevel(logging.INFO)
+    log.propagate = False  # nor the root logger's handlers, nor logging's last-resort stderr handler
+
+
+def _why(lines: list[str]) -> str:
+    """The most telling thing kazoo logged: ``Connection refused``, ``Cannot resolve ...``."""
+    for text in reversed(lines):
+        if "Connection dropped" in text or "Cannot resolve" in text:
+            return text.rsplit(": ", 1)[-1].strip().lower() if "Connection dropped" in text else text
+    return ""
 
 
 class ZooKeeper:
-    """A short-lived kazoo session; use as a context manager."""
+    """A kazoo session.
 
-    def __init__(self, hosts: str, *, timeout: float = 10.0) -> None:
+    Use it as a context manager for a short look (``with ZooKeeper(hosts) as zk: zk.controller()``), or
+    keep one open (the lock backend): a session that was lost is reopened by the next call.
+
+    Args:
+        hosts: Connect string (``host:port,...``, chroot allowed).
+        timeout: Seconds to connect, and the session timeout.
+        dry_run: The run is a dry-run: methods marked :func:`~kafkaops.systems.guard.write` refuse.
+            (Nothing here changes the cluster today; the lock backend's znode is the runner's business,
+            and a dry-run never takes the lock.)
+    """
+
+    def __init__(self, hosts: str, *, timeout: float = 10.0, dry_run: bool = False) -> None:
         self.hosts = hosts
         self.timeout = timeout
+        self.dry_run = dry_run
         self._zk: Any = None
 
-    def __enter__(self) -> ZooKeeper:
-        from kazoo.client import KazooClient
-        from kazoo.handlers.threading import KazooTimeoutError
+    # --- the session ---------------------------------------------------------------------------
 
-        logging.getLogger("kazoo").setLevel(logging.CRITICAL)
-        self._zk = KazooClient(hosts=self.hosts, timeout=self.timeout, connection_retry={"max_tries": 1})
-        try:
-            self._zk.start(timeout=self.timeout)
-        except KazooTimeoutError as exc:
-            self._zk.close()
-            raise UnreachableError(f"ZooKeeper at {self.hosts} did not answer within {self.timeout:.0f}s",
-                                   hint="check ZooKeeper is up and kafka.zookeeper in the inventory") from exc
+    def open(self) -> ZooKeeper:
+        """Connect (if not connected already).
+
+        Raises:
+            UnreachableError: ZooKeeper did not answer (one line: connect string, timeout, why).
+        """
+        if self._zk is not None and self._zk.connected:
+            return self
+        self.close()
+        from kazoo.client import KazooClient
+
+        _silence_kazoo()
+        mark = _kazoo_log.seq
+        # A few quick tries: a ZooKeeper that has just started (or restarted) accepts a connection and
+        # closes it until it serves sessions; a refused one is still reported in about a second.
+        client = KazooClient(hosts=self.hosts, timeout=self.timeout,
+                             connection_retry={"max_tries": 3, "delay": 0.2, "backoff": 2, "max_jitter": 0.1})
+        with warnings.catch_warnings():
+            # "No chroot path exists": the lock backend creates its path itself (makepath).
+            warnings.simplefilter("ignore")
+            live = client.start_async()
+            deadline = time.monotonic() + self.timeout
+            # kazoo's own start() waits the whole timeout even after its connection loop gave up on a
+            # refused connection; watching that loop says "ZooKeeper is down" in milliseconds.
+            routine = getattr(getattr(client, "_connection", None), "_connection_routine", None)
+            while not live.wait(min(0.05, max(0.0, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    break
+                if routine is not None and hasattr(routine, "is_alive") and not routine.is_alive():
+                    break
+        if not client.connected:
+            _stop(client)
+            why = _why(_kazoo_log.since(mark))
+            raise UnreachableError(
+                f"ZooKeeper at {self.hosts} did not answer"
+                + (f" ({why})" if why else f" within {self.timeout:g}s"),
+                hint=_HINT,
+            )
+        self._zk = client
         return self
+
+    def close(self) -> None:
+        """End the session (idempotent). Persistent znodes, the lock's included, stay."""
+        if self._zk is not None:
+            _stop(self._zk)
+            self._zk = None
+
+    def __enter__(self) -> ZooKeeper:
+        return self.open()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._zk is not None:
-            self._zk.stop()
-            self._zk.close()
+        self.close()
 
     @property
     def client(self) -> Any:
-        return self._zk
+        """The connected ``KazooClient`` (connects if needed)."""
+        return self.open()._zk
+
+    @contextmanager
+    def calling(self, what: str) -> Iterator[Any]:
+        """The connected client, with a lost connection or session mapped to :class:`UnreachableError`."""
+        from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        client = self.client
+        try:
+            yield client
+        except (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError) as exc:
+            self.close()  # the next call reconnects
+            raise UnreachableError(f"ZooKeeper at {self.hosts} went away during {what} "
+                                   f"({type(exc).__name__})", hint=_HINT) from None
+
+    def call(self, what: str, fn: Callable[[Any], T]) -> T:
+        """``fn(client)`` with ZooKeeper's connection errors as :class:`UnreachableError`."""
+        with self.calling(what) as client:
+            return fn(client)
+
+    # --- reads -------------------------------------------------------------------------------------
 
     def registered_brokers(self) -> list[int]:
+        """Broker ids registered under ``/brokers/ids`` (the cluster's own list of live brokers)."""
         from kazoo.exceptions import NoNodeError
 
         try:
-            return sorted(int(b) for b in self._zk.get_children("/brokers/ids"))
+            return sorted(int(b) for b in self.call("a read of /brokers/ids",
+                                                    lambda zk: zk.get_children("/brokers/ids")))
         except NoNodeError:
             return []
 
     def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
+        """The JSON registration of a live broker, ``None`` when it is not registered."""
         from kazoo.exceptions import NoNodeError
 
+        path = f"/brokers/ids/{broker_id}"
         try:
-            data, _ = self._zk.get(f"/brokers/ids/{broker_id}")
+            data, _ = self.call(f"a read of {path}", lambda zk: zk.get(path))
         except NoNodeError:
             return None
         return dict(json.loads(data))
 
     def controller(self) -> int | None:
+        """The controller's broker id, ``None`` during an election."""
         from kazoo.exceptions import NoNodeError
 
         try:
-            data, _ = self._zk.get("/controller")
+            data, _ = self.call("a read of /controller", lambda zk: zk.get("/controller"))
         except NoNodeError:
             return None
         return int(json.loads(data)["brokerid"])
+
+
+def _stop(client: Any) -> None:
+    """Stop and close a kazoo client whatever state it is in (its thread must not outlive us)."""
+    for method in (client.stop, client.close):
+        try:
+            method()
+        except Exception:  # a half-started client may refuse either; nothing is left to clean then
+            pass
+
+
+class ZooKeeperLockBackend:
+    """Cluster locks as persistent znodes ``<root>/<cluster>`` holding a JSON :class:`LockInfo`.
+
+    Same contract as every :class:`~kafkaops.engine.lock.LockBackend`: ``acquire`` is atomic (a
+    ``create`` that fails if the znode exists) and re-entrant for the same run id; ``release`` deletes
+    only the version it read, and only if it still names this run; ``force_unlock`` removes it whoever
+    holds it. These are not dry-run guarded: a dry-run never takes the lock (the runner decides).
+
+    Args:
+        hosts: ZooKeeper connect string (``host:port,...``, chroot allowed).
+        root: Parent path of the lock znodes.
+        timeout: Seconds to connect.
+        zookeeper: A :class:`ZooKeeper` session to use (tests, or to share one).
+    """
+
+    def __init__(self, hosts: str, root: str = "/kafkaops/locks", timeout: float = 10.0,
+                 zookeeper: ZooKeeper | None = None) -> None:
+        self.hosts, self.root, self.timeout = hosts, root.rstrip("/"), timeout
+        self.zookeeper = zookeeper or ZooKeeper(hosts, timeout=timeout)
+
+    def close(self) -> None:
+        """End the session; the lock znodes stay (that is the point)."""
+        self.zookeeper.close()
+
+    def _path(self, cluster: str) -> str:
+        return f"{self.root}/{cluster}"
+
+    def _info(self, cluster: str, data: bytes) -> LockInfo:
+        try:
+            return LockInfo.from_json(data)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(
+                f"the lock znode {self._path(cluster)} on ZooKeeper {self.hosts} is corrupt: {exc}",
+                hint=f"inspect it, then `kafkaops runs unlock {cluster} --force --reason ...`",
+            ) from None
+
+    def acquire(self, info: LockInfo) -> LockInfo:
+        """Take the lock for ``info.run_id`` (its own lock back after a crash).
+
+        Raises:
+            LockHeldError: Another run holds it (naming run, operator, reason, task and start time).
+            UnreachableError: ZooKeeper did not answer.
+        """
+        from kazoo.exceptions import NodeExistsError
+
+        path = self._path(info.cluster)
+        for _ in range(3):
+            try:
+                # Persistent on purpose: the lock must outlive this process and its session.
+                self.zookeeper.call(f"the creation of {path}",
+                                    lambda zk: zk.create(path, info.to_json().encode(), makepath=True))
+                return info
+            except NodeExistsError:
+                current = self.holder(info.cluster)
+                if current is None:  # released between our create and our read: try again
+                    continue
+                if current.run_id == info.run_id:
+                    return current  # a resumed run takes its own lock back
+                raise held_error(current) from None
+        raise UnreachableError(f"the lock znode {path} keeps appearing and disappearing; retry",
+                               hint="another kafkaops is taking and releasing this cluster's lock")
+
+    def release(self, cluster: str, run_id: str) -> bool:
+        """Delete the lock if (and only if) ``run_id`` holds it; whether it did."""
+        from kazoo.exceptions import BadVersionError, NoNodeError
+
+        path = self._path(cluster)
+        try:
+            data, stat = self.zookeeper.call(f"a read of {path}", lambda zk: zk.get(path))
+        except NoNodeError:
+            return False
+        if self._info(cluster, data).run_id != run_id:
+            return False
+        try:
+            # Only the version we read: if someone force-unlocked and another run locked in between,
+            # that run's lock stays.
+            self.zookeeper.call(f"the deletion of {path}", lambda zk: zk.delete(path, version=stat.version))
+        except (NoNodeError, BadVersionError):
+            return False
+        return True
+
+    def holder(self, cluster: str) -> LockInfo | None:
+        """Who holds the lock, ``None`` when nobody does."""
+        from kazoo.exceptions import NoNodeError
+
+        path = self._path(cluster)
+        try:
+            data, _ = self.zookeeper.call(f"a read of {path}", lambda zk: zk.get(path))
+        except NoNodeError:
+            return None
+        return self._info(cluster, data)
+
+    def force_unlock(self, cluster: str) -> LockInfo | None:
+        """Remove the lock whoever holds it; the previous holder (``None``: there was no lock)."""
+        from kazoo.exceptions import NoNodeError
+
+        path = self._path(cluster)
+        try:
+            previous = self.holder(cluster)
+        except ConfigError:  # corrupt: removing it is exactly what the operator asked for
+            previous = None
+        try:
+            self.zookeeper.call(f"the deletion of {path}", lambda zk: zk.delete(path))
+        except NoNodeError:
+            return None
+        return previous

@@ -24,7 +24,7 @@ import pytest
 from kafkaops.health.check import CheckResult, run_post_check
 from kafkaops.health.metadata import Finding, OffsetsSnapshot
 from kafkaops.model import Cluster
-from kafkaops.systems.offsets import ProduceRecord
+from kafkaops.systems.kafka import ProduceRecord
 
 pytestmark = pytest.mark.lab
 
@@ -60,15 +60,15 @@ def _event(i: int, ts_ms: int | None = None) -> str:
 
 
 def _produce(cluster: Cluster, topic: str, records: list[ProduceRecord]) -> int:
-    from kafkaops.systems.offsets import produce
+    from kafkaops.systems.kafka import KafkaAdmin
 
-    return produce(cluster.bootstrap_servers, topic, records)
+    return KafkaAdmin(cluster.bootstrap_servers, timeout=15, cluster=cluster.name).produce(topic, records)
 
 
 def _snapshot(cluster: Cluster) -> OffsetsSnapshot:
-    from kafkaops.systems.offsets import offsets_snapshot
+    from kafkaops.health.check import take_snapshot
 
-    return offsets_snapshot(cluster)
+    return take_snapshot(cluster)
 
 
 def _by_check(result: CheckResult, check: str) -> list[Finding]:
@@ -124,7 +124,7 @@ def test_healthy_topics_pass_via_the_cli(lab_cluster: Cluster, tmp_path: Path) -
 
 def test_deleted_records_are_flagged(lab_cluster: Cluster) -> None:
     """delete_records on one partition after the baseline -> critical log_start_jump on that partition only."""
-    from kafkaops.systems.offsets import delete_records
+    from kafkaops.systems.kafka import KafkaAdmin
 
     uid = _uid()
     topic = f"kotest-{uid}.deleted"
@@ -133,7 +133,7 @@ def test_deleted_records_are_flagged(lab_cluster: Cluster) -> None:
     baseline = _snapshot(lab_cluster)
     end = {p.partition: p.log_end_offset for p in baseline.partitions if p.topic == topic}
     assert end == {0: 100, 1: 100, 2: 100}
-    low = delete_records(lab_cluster.bootstrap_servers, {(topic, 1): 100})
+    low = KafkaAdmin(lab_cluster.bootstrap_servers, timeout=15).delete_records({(topic, 1): 100})
     assert low[(topic, 1)] == 100
 
     result = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid))

@@ -144,10 +144,10 @@ def test_a_maintenance_command_asks_kafka_once_before_planning(refusing_kafka: l
 
 def test_check_and_snapshot_ask_kafka_once(refusing_kafka: list[float]) -> None:
     from kafkaops.errors import UnreachableError
-    from kafkaops.systems.offsets import offsets_snapshot
+    from kafkaops.health.check import take_snapshot
 
     with pytest.raises(UnreachableError):
-        offsets_snapshot(_lab_cluster())
+        take_snapshot(_lab_cluster())
     assert refusing_kafka == [15.0]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kafkaops.errors import CheckFailed, ConfigError
-from kafkaops.health.check import CheckResult, parse_duration, plan_ranges
+from kafkaops.health.check import CheckResult, parse_since, plan_ranges
 from kafkaops.health.data import (
     PartitionStats,
     RateWindow,
@@ -190,14 +190,18 @@ def test_plan_ranges_clamps_to_log_start_and_truncation() -> None:
     assert ("x", 0) not in rs and ("__consumer_offsets", 0) not in rs
 
 
-def test_parse_duration() -> None:
-    assert parse_duration("90s") == 90
-    assert parse_duration("1h30m") == 5400
-    assert parse_duration("2d") == 172800
-    assert parse_duration("45") == 45
-    for bad in ("", "abc", "5x", "0s", "1h abc"):
-        with pytest.raises(ConfigError):
-            parse_duration(bad)
+def test_since_is_parsed_like_every_duration_and_must_be_positive() -> None:
+    assert parse_since("90s") == 90
+    assert parse_since("1h30m") == 5400
+    assert parse_since("2d") == 172800
+    assert parse_since("45") == 45
+    assert parse_since("250ms") == 0.25
+    for bad in ("", "abc", "5x", "1h abc", "-3s"):
+        with pytest.raises(ConfigError, match=f"invalid --since {bad!r}: .* is not a duration"):
+            parse_since(bad)
+    for zero in ("0s", "0"):
+        with pytest.raises(ConfigError, match="must be more than 0"):
+            parse_since(zero)
 
 
 # --- results, exit codes, rendering ------------------------------------------------------------------

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
 from pathlib import Path
 
-from kafkaops.engine.audit import AuditLog, FileSink, MemorySink, TcpSink, redact
+import pytest
+
+from kafkaops.engine import audit
+from kafkaops.engine.audit import AuditLog, FileSink, MemorySink, redact
 
 
 def test_redact_masks_secret_keys_at_any_depth_and_inline() -> None:
@@ -64,33 +65,30 @@ def test_file_sink_writes_json_lines_with_all_fields(tmp_path: Path) -> None:
     assert act["params"] == {"password": "***"}
 
 
-def test_tcp_sink_sends_one_line_per_message_and_best_effort_failures_are_swallowed() -> None:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(5)
-    port = server.getsockname()[1]
-    got: list[bytes] = []
+def test_default_audit_writes_the_file_and_the_installed_network_sinks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = MemorySink()
+    monkeypatch.setattr(audit, "_remote_sinks", None)
+    audit.set_remote_sinks(lambda: [remote])
+    log = audit.default_audit(tmp_path)
+    log.record(run="r", operator="o@h", reason="why", action="depool a", outcome="applied")
+    assert [r["action"] for r in remote.records] == ["depool a"]
+    assert json.loads((tmp_path / "audit.log").read_text())["outcome"] == "applied"
+    audit.set_remote_sinks(None)
+    assert audit.default_audit(tmp_path).best_effort == []
 
-    def serve() -> None:
-        for _ in range(2):
-            conn, _ = server.accept()
-            with conn:
-                got.append(conn.recv(4096))
 
-    t = threading.Thread(target=serve)
-    t.start()
+def test_network_sinks_configured_but_not_installed_are_reported_never_silent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(audit, "_remote_sinks", None)
+    monkeypatch.setenv("KAFKAOPS_AUDIT_WEBHOOK", "http://127.0.0.1:9/hook")
+    monkeypatch.delenv("KAFKAOPS_AUDIT_TCP", raising=False)
     errors: list[str] = []
-    mem = MemorySink()
-    log = AuditLog([mem], [TcpSink("127.0.0.1", port)], on_sink_error=errors.append)
-    log.start(run="r", runbook="reboot", targets=["a", "b"], operator="o@h", reason="why", task=None)
-    log.end(
-        run="r", runbook="reboot", targets=["a", "b"], operator="o@h", reason="why", task=None, passed=False
-    )
-    t.join(5)
-    server.close()
-    assert got == [b"o@h: START - reboot a,b (why)\n", b"o@h: END (FAIL) - reboot a,b (why)\n"]
-    # a dead chat bot must not stop the run
-    dead = AuditLog([mem], [TcpSink("127.0.0.1", port, timeout=0.5)], on_sink_error=errors.append)
-    dead.record(run="r", operator="o", reason="x", action="a", outcome="ok")
-    assert errors and "TcpSink failed" in errors[0]
-    assert len(mem.records) == 3
+    log = audit.default_audit(tmp_path)
+    log.on_sink_error = errors.append
+    log.record(run="r", operator="o@h", reason="why", action="depool a", outcome="applied")
+    assert (tmp_path / "audit.log").read_text().count("\n") == 1  # the authoritative record is written
+    assert len(errors) == 1 and "KAFKAOPS_AUDIT_WEBHOOK set" in errors[0]
+    assert "only in the audit file" in errors[0]

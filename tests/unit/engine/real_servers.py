@@ -1,0 +1,227 @@
+"""Real ZooKeeper and etcd servers for the lock tests, on free loopback ports, in a temp directory.
+
+The lock is what stops two operators from rolling one cluster at once; a fake server would test our
+idea of ZooKeeper and etcd, not theirs (``create`` atomicity, versions, compare-and-delete, what a
+client logs when a server goes away). So these start the real ones — ZooKeeper's
+``ZooKeeperServerMain`` from the Kafka jars ``scripts/install.sh`` resolves, Debian's ``etcd`` — once per
+test session, on 127.0.0.1 and ports the OS hands out (never the lab's 127.0.10.x), and stop them by
+pid. Not skipped when something is missing: CI installs both, and a lock test that silently skips is
+how the ZooKeeper lock went untested. ``KAFKAOPS_TEST_NO_SERVERS=1`` skips them on purpose.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ADDRESS = "127.0.0.1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((ADDRESS, 0))
+        return int(s.getsockname()[1])
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound and released: refused until someone takes it)."""
+    return free_port()
+
+
+@dataclass
+class Server:
+    """A started server: its address, process and log."""
+
+    name: str
+    address: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+
+def _require(what: str, ok: bool) -> None:
+    if ok:
+        return
+    if os.environ.get("KAFKAOPS_TEST_NO_SERVERS"):
+        pytest.skip(f"{what} missing and KAFKAOPS_TEST_NO_SERVERS is set")
+    pytest.fail(f"{what} not found: run scripts/install.sh (or set KAFKAOPS_TEST_NO_SERVERS=1 to skip)",
+                pytrace=False)
+
+
+def _wait(server: Server, ready: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if server.process.poll() is not None:
+            break
+        time.sleep(0.1)
+    server.stop()
+    tail = server.log.read_text(errors="replace")[-2000:] if server.log.exists() else ""
+    pytest.fail(f"{server.name} did not start on {server.address}:\n{tail}", pytrace=False)
+
+
+def start_zookeeper(directory: Path) -> Server:
+    """``org.apache.zookeeper.server.ZooKeeperServerMain`` on 127.0.0.1:<free port>, data in ``directory``."""
+    from kafkaops.lab.paths import kafka_jars
+
+    if os.environ.get("KAFKAOPS_TEST_NO_SERVERS"):
+        pytest.skip("KAFKAOPS_TEST_NO_SERVERS is set")
+    java = shutil.which("java")
+    jars = kafka_jars()
+    _require("java", java is not None)
+    _require(f"the ZooKeeper jar in {jars}", any(jars.glob("zookeeper-*.jar")))
+    assert java is not None
+    directory.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    (directory / "zoo.cfg").write_text(
+        f"dataDir={directory / 'data'}\nclientPort={port}\nclientPortAddress={ADDRESS}\ntickTime=500\n"
+        "maxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+    (directory / "log4j.properties").write_text(
+        "log4j.rootLogger=WARN, file\nlog4j.appender.file=org.apache.log4j.FileAppender\n"
+        f"log4j.appender.file.File={directory / 'zookeeper.log'}\n"
+        "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
+    log = directory / "stdout.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [java, "-Xmx96m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Dzookeeper.admin.enableServer=false",
+             f"-Dlog4j.configuration=file:{directory / 'log4j.properties'}", "-cp", f"{jars}/*",
+             "org.apache.zookeeper.server.ZooKeeperServerMain", str(directory / "zoo.cfg")],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    server = Server("ZooKeeper", f"{ADDRESS}:{port}", proc, log)
+
+    def serving() -> bool:
+        # `ruok` says imok before the server accepts sessions; `srvr` names the mode only once it does.
+        try:
+            with socket.create_connection((ADDRESS, port), timeout=1) as s:
+                s.sendall(b"srvr")
+                return b"Mode: standalone" in s.recv(4096)
+        except OSError:
+            return False
+
+    _wait(server, serving)
+    return server
+
+
+def start_etcd(directory: Path) -> Server:
+    """Debian's ``etcd`` on 127.0.0.1:<free port> (client) and another free port (peer)."""
+    if os.environ.get("KAFKAOPS_TEST_NO_SERVERS"):
+        pytest.skip("KAFKAOPS_TEST_NO_SERVERS is set")
+    etcd = shutil.which("etcd")
+    _require("etcd", etcd is not None)
+    assert etcd is not None
+    directory.mkdir(parents=True, exist_ok=True)
+    client, peer = free_port(), free_port()
+    url = f"http://{ADDRESS}:{client}"
+    log = directory / "etcd.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [etcd, "--name", "locktest", "--data-dir", str(directory / "data"),
+             "--listen-client-urls", url, "--advertise-client-urls", url,
+             "--listen-peer-urls", f"http://{ADDRESS}:{peer}",
+             "--initial-advertise-peer-urls", f"http://{ADDRESS}:{peer}",
+             "--initial-cluster", f"locktest=http://{ADDRESS}:{peer}", "--log-level", "warn"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    server = Server("etcd", url, proc, log)
+
+    def healthy() -> bool:
+        import requests
+
+        try:
+            return requests.get(f"{url}/health", timeout=1).json().get("health") == "true"
+        except (requests.RequestException, ValueError):
+            return False
+
+    _wait(server, healthy)
+    return server
+
+
+@dataclass
+class DroppingProxy:
+    """A TCP proxy in front of a server that can cut every connection at once and stop listening —
+    what a client sees when its server crashes (and ``resume()``: the server is back)."""
+
+    target: tuple[str, int]
+    port: int = field(default_factory=free_port)
+    _listener: socket.socket | None = None
+    _conns: list[socket.socket] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def address(self) -> str:
+        return f"{ADDRESS}:{self.port}"
+
+    def resume(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((ADDRESS, self.port))
+        listener.listen(16)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                conn.close()
+                continue
+            with self._lock:
+                self._conns += [conn, upstream]
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def drop(self) -> None:
+        """Stop listening and cut every open connection."""
+        if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in its thread
+            except OSError:
+                pass
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()

@@ -1,0 +1,96 @@
+"""KafkaAdmin: the one AdminClient of kafkaops — dry-run guards on its writes, and the offsets reads
+folded in from the former ``systems/offsets.py`` (ListOffsets batching, unreadable partitions, the
+offset for a time falling back to the log end)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+
+from kafkaops.systems.guard import DryRunViolation, write_methods
+from kafkaops.systems.kafka import KafkaAdmin, ProduceRecord, TopicSpec
+
+
+@dataclass
+class _Offset:
+    offset: int
+
+
+class FakeAdminClient:
+    """Answers ListOffsets from a table: ``{(topic, partition): {"earliest": n, "latest": n, ts: n}}``;
+    a missing entry fails that partition's future (leader down)."""
+
+    table: ClassVar[dict[tuple[str, int], dict[Any, int]]] = {}
+    calls: ClassVar[list[str]] = []
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.conf = conf
+
+    def list_offsets(self, request: dict[Any, Any], request_timeout: float) -> dict[Any, Future[Any]]:
+        out = {}
+        for tp, spec in request.items():
+            kind = _spec_name(spec)
+            self.calls.append(kind)
+            fut: Future[Any] = Future()
+            answer = self.table.get((tp.topic, tp.partition), {}).get(kind)
+            if answer is None:
+                fut.set_exception(RuntimeError("NOT_LEADER_OR_FOLLOWER"))
+            else:
+                fut.set_result(_Offset(answer))
+            out[tp] = fut
+        return out
+
+
+def _spec_name(spec: Any) -> str:
+    return {"EarliestSpec": "earliest", "LatestSpec": "latest"}.get(type(spec).__name__, "time")
+
+
+@pytest.fixture
+def fake_admin(monkeypatch: pytest.MonkeyPatch) -> type[FakeAdminClient]:
+    import confluent_kafka.admin
+
+    FakeAdminClient.table = {}
+    FakeAdminClient.calls = []
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", FakeAdminClient)
+    return FakeAdminClient
+
+
+def test_every_write_is_guarded_and_refused_in_a_dry_run(fake_admin: type[FakeAdminClient]) -> None:
+    assert write_methods(KafkaAdmin) == ["create_topics", "delete_records", "elect_preferred_leaders", "produce"]
+    admin = KafkaAdmin("127.0.0.1:9", dry_run=True)
+    calls = {
+        "create_topics": lambda: admin.create_topics([TopicSpec("t", 1, 1)]),
+        "delete_records": lambda: admin.delete_records({("t", 0): 10}),
+        "elect_preferred_leaders": lambda: admin.elect_preferred_leaders(),
+        "produce": lambda: admin.produce("t", [ProduceRecord("x")]),
+    }
+    for name, call in calls.items():
+        with pytest.raises(DryRunViolation, match=f"KafkaAdmin.{name} called in a dry-run"):
+            call()
+    assert fake_admin.calls == []  # nothing was asked of Kafka
+
+
+def test_one_admin_client_configuration(fake_admin: type[FakeAdminClient]) -> None:
+    admin = KafkaAdmin("127.0.0.1:9092", timeout=15)
+    conf = admin._admin.conf  # type: ignore[attr-defined]
+    assert conf["bootstrap.servers"] == "127.0.0.1:9092"
+    assert conf["socket.timeout.ms"] == 15000 and conf["reconnect.backoff.ms"] == 20
+
+
+def test_list_offsets_reads_start_and_end_and_marks_unreadable_partitions(
+    fake_admin: type[FakeAdminClient],
+) -> None:
+    fake_admin.table = {("a", 0): {"earliest": 5, "latest": 100}, ("a", 1): {"earliest": 0, "latest": 7}}
+    offsets = KafkaAdmin("127.0.0.1:9").list_offsets([("a", 0), ("a", 1), ("a", 0), ("b", 0)])
+    assert offsets == {("a", 0): (5, 100), ("a", 1): (0, 7), ("b", 0): (None, None)}
+    assert sorted(fake_admin.calls) == ["earliest"] * 3 + ["latest"] * 3  # duplicates asked once
+
+
+def test_offsets_for_times_falls_back_to_the_log_end(fake_admin: type[FakeAdminClient]) -> None:
+    # ("a", 1) has nothing that recent: Kafka answers -1, and the scan starts at its log end; ("a", 2) is unreadable
+    fake_admin.table = {("a", 0): {"time": 42, "latest": 100}, ("a", 1): {"time": -1, "latest": 7}, ("a", 2): {}}
+    found = KafkaAdmin("127.0.0.1:9").offsets_for_times([("a", 0), ("a", 1), ("a", 2)], 1_700_000_000_000)
+    assert found == {("a", 0): 42, ("a", 1): 7, ("a", 2): None}
