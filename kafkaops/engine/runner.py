@@ -305,7 +305,7 @@ class Runner:
                     for key, value in (obj.effects(obs, decision) or {}).items():
                         projection.set(key, value, source)
                 comp = entry.compensate
-                rollback = ""
+                rollback = entry.irreversible
                 if comp is not None:
                     rollback = f"{comp.kind}" + (f": {comp.note}" if comp.note else "")
                 planned.append(
@@ -757,6 +757,7 @@ class Runner:
         result: RunResult,
     ) -> None:
         by_key = {(t.name, s.index): (t, s) for t in bound.targets for s in t.steps}
+        verify: dict[str, tuple[BoundTarget, BoundStep]] = {}
         for st in reversed(state.changed_steps()):
             if st.compensated or (st.target, st.index) not in by_key:
                 continue
@@ -765,9 +766,12 @@ class Runner:
             entry = require_kind(step.kind, step.label)
             comp = entry.compensate
             if comp is None:
-                journal.append("compensate_skipped", reason="no compensation declared", **base)
-                result.notes.append(f"{target.name} {step.label}: no compensation declared; left as is")
+                why = entry.irreversible or "no compensation declared; left as is"
+                journal.append("compensate_skipped", reason=why, **base)
+                result.notes.append(f"{target.name} {step.label}: {why}")
                 continue
+            if comp.verify:
+                verify.setdefault(comp.verify, (target, step))
             comp_entry = require_kind(comp.kind, f"compensation of {step.kind}")
             params = _bind_params(comp_entry, comp.params if comp.params is not None else step.params)
             comp_step = BoundStep(step.index, comp.kind, params, title=f"undo {step.kind}")
@@ -794,6 +798,32 @@ class Runner:
                     f"`kafkaops runs abort {meta.run_id} --rollback --reason ...`; "
                     "what was already undone is not undone twice",
                 ) from exc
+        for kind, (target, step) in verify.items():
+            self._verify_whole(journal, bound, target, step, kind, env, meta)
+
+    def _verify_whole(self, journal: Journal, bound: BoundRunbook, target: BoundTarget, step: BoundStep,
+                      kind: str, env: Any, meta: _Meta) -> None:
+        """After the compensations: prove the whole is as before the run (a step kind the compensations
+        declared), converging like any step — it may wait, or make the last change (an election)."""
+        entry = require_kind(kind, f"rollback check {kind}")
+        params = _bind_params(entry, {})
+        check = BoundStep(step.index, kind, params, title="after the rollback")
+        obj = entry.create(params)
+        ctx = self._ctx(meta, target.name, check, params, env, journal=journal)
+        base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": kind, "compensation": kind}
+        try:
+            decision = self._converge(obj, ctx, journal, meta, base, check, f"rollback check {kind}",
+                                      phase="compensate")
+            self._verify(obj, ctx, self._policy(bound, step), journal, base, target, check)
+        except Exception as exc:
+            journal.append("compensate_failed", error=str(exc), error_type=type(exc).__name__, **base)
+            raise RunFailed(
+                f"rollback of run {meta.run_id}: every change was undone, but the check that the cluster is "
+                f"whole again ({kind}) failed: {exc}",
+                hint=f"look at `kafkaops status {bound.cluster}`; re-running "
+                f"`kafkaops runs abort {meta.run_id} --rollback --reason ...` checks again",
+            ) from exc
+        self.echo(f"rollback check {kind}: " + (decision.reason if isinstance(decision, Noop) else "done"))
 
 
 def _changes_so_far(state: RunState, target: str) -> str:

@@ -53,6 +53,8 @@ class Param:
         required: Whether the runbook must give it (only when there is no default).
         default: Value used when the runbook omits it.
         help: One line for the generated docs.
+        min: Smallest accepted value (``int``, ``float``, ``duration``: seconds).
+        max: Largest accepted value: a wait of "1000d" is a typo, and it would hold a host depooled.
     """
 
     name: str
@@ -60,6 +62,8 @@ class Param:
     required: bool = False
     default: Any = None
     help: str = ""
+    min: float | None = None
+    max: float | None = None
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES:
@@ -74,10 +78,13 @@ class Compensation:
         kind: The compensating step kind, e.g. ``conftool.repool`` for ``conftool.depool``.
         params: Parameters for it; ``None`` passes the original step's bound parameters unchanged.
         note: Rollback note shown in plans and docs.
+        verify: A step kind run once at the end of a rollback that used this compensation, to prove
+            the whole is back as it was (e.g. every broker registered, no URP, preferred leaders).
     """
 
     kind: str
     params: Mapping[str, Any] | None = None
+    verify: str | None = None
     note: str = ""
 
 
@@ -204,6 +211,8 @@ class StepKind:
     params: tuple[Param, ...] = ()
     summary: str = ""
     compensate: Compensation | None = None
+    irreversible: str = ""
+    check: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -228,6 +237,8 @@ def register_step(
     *,
     summary: str | None = None,
     compensate: Compensation | None = None,
+    irreversible: str = "",
+    check: Callable[[Mapping[str, Any]], str | None] | None = None,
     replace: bool = False,
 ) -> StepKind:
     """Register a step kind so runbooks can use it.
@@ -238,6 +249,10 @@ def register_step(
         params: The parameters the kind accepts.
         summary: One line for docs; defaults to the first line of ``cls.__doc__``.
         compensate: How ``runs abort --rollback`` undoes this step.
+        irreversible: For a kind that changes something and cannot be undone: what a rollback leaves
+            and the manual action, if any (shown in plans and in the abort message).
+        check: Validates the bound parameters together (``window`` shorter than ``timeout``); returns
+            what is wrong, or None. Called when the runbook is bound, before anything runs.
         replace: Allow re-registering an existing kind (tests, plugins overriding a built-in).
 
     Returns:
@@ -256,7 +271,8 @@ def register_step(
     if summary is None:
         doc = (getattr(cls, "__doc__", None) or "").strip()
         summary = doc.splitlines()[0] if doc else ""
-    entry = StepKind(kind=kind, factory=cls, params=tuple(params), summary=summary, compensate=compensate)
+    entry = StepKind(kind=kind, factory=cls, params=tuple(params), summary=summary, compensate=compensate,
+                     irreversible=irreversible, check=check)
     _REGISTRY[kind] = entry
     return entry
 
@@ -344,11 +360,22 @@ _FALSE = {"false", "no", "off", "0"}
 
 
 def coerce_param(spec: Param, value: Any) -> Any:
-    """Convert ``value`` to the declared type of ``spec``.
+    """Convert ``value`` to the declared type of ``spec`` and check its bounds.
 
     Raises:
         ValueError: With a message that says what was expected.
     """
+    out = _coerce(spec, value)
+    if spec.type in ("int", "float", "duration") and (spec.min is not None or spec.max is not None):
+        shown = format_duration if spec.type == "duration" else (lambda v: f"{v:g}")
+        if spec.min is not None and out < spec.min:
+            raise ValueError(f"{value!r} is below the minimum {shown(spec.min)}")
+        if spec.max is not None and out > spec.max:
+            raise ValueError(f"{value!r} is above the maximum {shown(spec.max)}")
+    return out
+
+
+def _coerce(spec: Param, value: Any) -> Any:
     t = spec.type
     if t == "any":
         return value

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from kafkaops.engine.context import RunContext
-from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.model import ClusterSnapshot, Host
 from kafkaops.safety import (
@@ -399,19 +399,118 @@ class WaitHealthy(StepBase):
             time.sleep(float(self.params["grace"]))
 
 
+class RestoreBroker(StepBase):
+    """Undo a stop: start the broker if it is down and wait until it is back in every ISR it belongs to."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = env(ctx)
+        host = target_host(ctx)
+        state = _state(_snapshot(ctx), host.broker_id)
+        return Observation({"host": host.name, "broker": host.broker_id, "state": state,
+                            "command": svc.command(host, "kafka_start")},
+                           summary=f"broker {host.broker_id}: {_lead_summary(state)}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["state"]["registered"] and not d["state"]["out_of_isr"]:
+            return Noop(f"broker {d['broker']} is registered and in the ISR of all {d['state']['hosted']} partitions")
+        start = () if d["state"]["registered"] else (f"on {d['host']}: {d['command']}",)
+        return Action(
+            description=("" if d["state"]["registered"] else f"start Kafka on {d['host']}, then ")
+                        + f"wait until broker {d['broker']} is back in all {d['state']['hosted']} ISRs "
+                        f"(timeout {self.params['timeout']:.0f}s)",
+            commands=(*start, "AdminClient metadata: ISR of the broker's partitions, polled"),
+            impact="the broker rejoins; it leads nothing until the closing election",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = env(ctx)
+        host = target_host(ctx)
+        timeout = float(self.params["timeout"])
+        if host.broker_id not in _registered(ctx):
+            svc.change(host, svc.command(host, "kafka_start"), timeout=min(timeout, 300.0))
+
+        def in_sync() -> tuple[bool, str]:
+            snap = _snapshot(ctx)
+            if host.broker_id not in snap.brokers:
+                return False, "not registered yet (starting, or recovering its logs)"
+            missing = partitions_not_in_isr(snap, host.broker_id)
+            return not missing, f"{len(missing)} partition(s) without it in their ISR"
+
+        wait(ctx, in_sync, what=f"broker {host.broker_id} back in every ISR", timeout=timeout, interval=1.0)
+
+
+class ClusterWhole(StepBase):
+    """After a rollback: every inventory broker registered, no URP, every partition led by its preferred
+    replica (one election for the partitions that are not)."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = env(ctx)
+        snap = _snapshot(ctx, configs=True)
+        health = cluster_health(snap)
+        expected = sorted(h.broker_id for h in svc.cluster.hosts)
+        pending = [[p.topic, p.partition] for p in leaders_not_preferred(snap, None)]
+        missing = [b for b in expected if b not in snap.brokers]
+        data = {"missing": missing, "urp": len(health.under_replicated), "offline": len(health.offline),
+                "pending": pending}
+        return Observation(data, summary=f"{len(missing)} broker(s) missing, {data['urp']} URP, "
+                                         f"{len(pending)} partition(s) off their preferred leader")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["missing"] and not d["urp"] and not d["offline"] and not d["pending"]:
+            return Noop("the cluster is whole: every broker registered, no URP, preferred leaders")
+        return Action(
+            description="wait until every broker is registered and no partition is under-replicated, then a "
+                        "preferred-replica election for the partitions off their preferred leader",
+            commands=("AdminClient metadata, polled", "AdminClient.elect_leaders(PREFERRED, ...)"),
+            impact="leaders move back to their preferred replicas",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = env(ctx)
+        expected = sorted(h.broker_id for h in svc.cluster.hosts)
+
+        def whole() -> tuple[bool, str]:
+            snap = _snapshot(ctx, configs=True)
+            health = cluster_health(snap)
+            missing = [b for b in expected if b not in snap.brokers]
+            return (not missing and health.healthy,
+                    f"missing {missing or 'none'}, {len(health.under_replicated)} URP, {len(health.offline)} offline")
+
+        wait(ctx, whole, what="every broker registered and in sync", timeout=float(self.params["timeout"]),
+             interval=1.0)
+        pending = [(p.topic, p.partition) for p in leaders_not_preferred(_snapshot(ctx), None)]
+        if pending:
+            failed = svc.kafka.elect_preferred_leaders(pending)
+            if failed:
+                raise CheckFailed(f"preferred election failed for {names(sorted(failed))}: "
+                                  f"{next(iter(failed.values()))}")
+
+    def verify(self, ctx: RunContext) -> None:
+        pending = leaders_not_preferred(_snapshot(ctx), None)
+        if pending:
+            raise CheckFailed(f"{len(pending)} partition(s) still off their preferred leader")
+
+
 TIMEOUT = Param("timeout", "duration", default=300.0, help="give up after this long")
 register_step("kafka.preflight", Preflight, [
     Param("allow_urp", "bool", default=False, help="proceed despite URP elsewhere (--force)"),
     Param("isr_headroom", "int", default=0, help="require this many ISR replicas above min.insync.replicas"),
 ])
-register_step("kafka.stop_broker", StopBroker, [TIMEOUT])
+register_step("kafka.stop_broker", StopBroker, [TIMEOUT], compensate=Compensation(
+    "kafka.restore_broker", params={}, note="start the broker again and wait until it is back in every ISR",
+    verify="kafka.cluster_whole"))
+register_step("kafka.restore_broker", RestoreBroker, [Param("timeout", "duration", default=1800.0, max=86400)])
+register_step("kafka.cluster_whole", ClusterWhole, [Param("timeout", "duration", default=1800.0, max=86400)])
 register_step("kafka.start_broker", StartBroker, [TIMEOUT])
 register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "duration", default=120.0)])
 register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)])
 ELECTION = [Param("enabled", "bool", default=True, help="false skips the election (--no-election)"),
             Param("at_end", "bool", default=False,
                   help="one election for every partition after the last target (--election-at-end)")]
-register_step("kafka.preferred_election", PreferredElection, ELECTION)
+register_step("kafka.preferred_election", PreferredElection, ELECTION,
+              irreversible="nothing to undo: the election only puts leaders back on their preferred replicas")
 register_step("kafka.verify_leaders", VerifyLeaders, [Param("timeout", "duration", default=120.0), *ELECTION])
 register_step("kafka.wait_healthy", WaitHealthy, [
     Param("stable_for", "duration", default=5.0, help="how long the cluster must stay healthy"),
