@@ -103,3 +103,25 @@ def test_edited_plan_is_refused(make_runner: Callable[..., Runner], world: World
     path.write_text("{not json")
     with pytest.raises(ConfigError, match="not a plan file"):
         load_plan(path)
+
+
+def test_the_terminal_table_prints_observations_as_text_never_markup() -> None:
+    """What a plan shows came from inventories, runbooks and live systems: a topic or a command output
+    containing console markup must appear as typed."""
+    from rich.console import Console
+
+    from kafkaops.cli.plan_render import render_plan
+    from kafkaops.engine.plan import Plan, PlannedStep
+
+    hostile = "[red]pooled=no[/red] [link=http://x]y[/link]"
+    plan = Plan(runbook="r", summary="s", cluster="main", operator="o@h", reason="[bold]why[/bold]", task=None,
+                created_at=0.0, bound={"targets": [{"name": "h[1]"}]},
+                steps=[PlannedStep(target="h[1]", index=1, kind="test.depool", params={}, observed=hostile,
+                                   fingerprint_data={}, action={"description": "[blink]depool[/blink]",
+                                                                "commands": ["confctl [x]"]})],
+                notes=["[i]note[/i]"])
+    console = Console(record=True, width=200)
+    console.print(render_plan(plan))
+    text = console.export_text()
+    for literal in (hostile, "[bold]why[/bold]", "h[1]", "[blink]depool[/blink]", "confctl [x]", "[i]note[/i]"):
+        assert literal in text
