@@ -16,6 +16,12 @@ because a controller election per broker bounce caused outages: WMF T399005, Yel
 (a step run between targets, typically "wait until in sync") replaces the fixed
 sleeps that were either wasteful or unsafe.
 
+A runbook also *declares its command line* (``command:`` and the ``flag``/``choices`` of each parameter):
+the CLI turns the declarations into ``kafkaops run NAME TARGET --param NAME=VALUE`` and into the alias
+``kafkaops NAME TARGET --flag ...``, so a new procedure is one YAML file. The engine only validates and
+carries them (:class:`ParamDecl`, :class:`CommandSpec`, :class:`HookRef`): what a target *is*, and what
+the named hooks of ``select``/``resolve``/``checks`` do, belongs to the layers that know the systems.
+
 The YAML format is documented in ``runbooks/README.md``; ``kafkaops runbooks docs`` renders one Markdown
 page per runbook from the YAML with :func:`render_markdown`, so the docs cannot drift.
 """
@@ -32,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.engine.step import (
+    PARAM_TYPES,
     Param,
     coerce_param,
     format_duration,
@@ -43,7 +50,14 @@ from kafkaops.errors import ConfigError
 
 TEMPLATE_ROOTS = ("host", "target", "cluster", "params")
 ORDERS = ("inventory", "controller_last")
-_TOP_KEYS = {"name", "summary", "description", "parameters", "targets", "steps", "retry"}
+TARGET_KINDS = ("host", "cluster")
+_TOP_KEYS = {"name", "summary", "description", "parameters", "command", "targets", "steps", "retry"}
+_PARAM_KEYS = ("type", "default", "required", "help", "choices", "flag")
+_COMMAND_KEYS = ("alias", "help", "target", "arguments", "checks", "select", "resolve", "conflicts")
+_PARAM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_HOOK_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_LONG_FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
+_SHORT_FLAG = re.compile(r"^-[A-Za-z]$")
 _TARGET_KEYS = {"order", "one_at_a_time", "gate"}
 _LONG_STEP_KEYS = {"step", "params", "title", "retry"}
 _TEMPLATE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
@@ -72,6 +86,68 @@ class TargetsSpec:
 
 
 @dataclass(frozen=True)
+class ParamDecl:
+    """How a runbook parameter is given on the command line (beyond its :class:`Param`).
+
+    Attributes:
+        name: The parameter.
+        flags: The alias's option names (``--force``, ``-s``), long first; empty when the parameter is
+            positional (``command.arguments``) or declared ``flag: false`` (then only
+            ``kafkaops run NAME --param NAME=VALUE`` sets it). A ``bool`` flag is a switch that sets the
+            opposite of the default (``--no-election`` for a default-true ``election``).
+        choices: The values allowed (coerced to the parameter's type); empty: any value of the type.
+        line: Where it is declared (1-based; 0 unknown), for errors found later (by the CLI).
+    """
+
+    name: str
+    flags: tuple[str, ...] = ()
+    choices: tuple[Any, ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class HookRef:
+    """A named hook of ``command.select``/``resolve``/``checks``.
+
+    The engine does not know the hooks (they live with the step kinds, which know the systems); it checks
+    the shape and that every argument names a declared parameter. An argument maps one of the hook's
+    roles to the parameter that plays it: ``{hosts_running_service: {service: svc}}``.
+    """
+
+    name: str
+    args: Mapping[str, str] = field(default_factory=dict)
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """How the procedure is invoked: ``kafkaops run NAME TARGET`` and, with ``alias``, ``kafkaops NAME``.
+
+    Attributes:
+        alias: ``kafkaops NAME`` is a command of its own (the runbook has a ``command:`` block).
+        help: The alias's help text (default: the summary).
+        target: What TARGET names: ``host`` (short name or FQDN) or ``cluster``.
+        arguments: Parameters the alias takes as positional arguments, before TARGET.
+        checks: Hooks run first, before targets are selected (e.g. "Kafka answers").
+        select: Hooks that narrow the targets, in order (e.g. the hosts running the service).
+        resolve: ``(parameter, hook)``: fills the parameter when the command line does not give it.
+        conflicts: Parameter values that may not be given together (``{election: false,
+            election_at_end: true}``), coerced to the parameters' types.
+        line: Where ``command:`` is (0: no block, or unknown).
+    """
+
+    alias: bool = False
+    help: str = ""
+    target: str = "host"
+    arguments: tuple[str, ...] = ()
+    checks: tuple[HookRef, ...] = ()
+    select: tuple[HookRef, ...] = ()
+    resolve: tuple[tuple[str, HookRef], ...] = ()
+    conflicts: tuple[Mapping[str, Any], ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Runbook:
     """A validated runbook."""
 
@@ -85,20 +161,31 @@ class Runbook:
     source: str = ""
     sha256: str = ""
     document: Mapping[str, Any] = field(default_factory=dict)
+    declarations: Mapping[str, ParamDecl] = field(default_factory=dict)
+    command: CommandSpec = field(default_factory=CommandSpec)
 
     @property
     def rolling(self) -> bool:
         return self.targets is not None
+
+    def param(self, name: str) -> Param | None:
+        """The declared parameter ``name``, or None."""
+        return next((p for p in self.parameters if p.name == name), None)
+
+    def declaration(self, name: str) -> ParamDecl:
+        """How parameter ``name`` is given on the command line."""
+        return self.declarations.get(name) or ParamDecl(name)
 
 
 # --- loading ----------------------------------------------------------------------------------------
 
 
 def _line_map(text: str) -> dict[str, Any]:
-    """Line numbers (1-based) of each step and of the gate, from the YAML node tree."""
+    """Line numbers (1-based) from the YAML node tree: of each step, of the gate, and (``paths``) of every
+    key and list item under ``parameters`` and ``command``, by key path (``("command", "resolve", "rev")``)."""
     import yaml
 
-    out: dict[str, Any] = {"steps": [], "gate": 0}
+    out: dict[str, Any] = {"steps": [], "gate": 0, "paths": {}}
     try:
         root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
@@ -112,7 +199,37 @@ def _line_map(text: str) -> dict[str, Any]:
             for k2, v2 in value.value:
                 if k2.value == "gate":
                     out["gate"] = v2.start_mark.line + 1
+        if key.value in ("parameters", "command"):
+            _node_lines(value, (key.value,), key.start_mark.line + 1, out["paths"])
     return out
+
+
+def _node_lines(node: Any, path: tuple[Any, ...], line: int, out: dict[tuple[Any, ...], int]) -> None:
+    import yaml
+
+    out[path] = line
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            _node_lines(v, (*path, k.value), k.start_mark.line + 1, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _node_lines(item, (*path, i), item.start_mark.line + 1, out)
+
+
+class _Where:
+    """``file:line`` of a key path of the document (``file`` alone when the line is unknown)."""
+
+    def __init__(self, source: str, paths: Mapping[tuple[Any, ...], int]) -> None:
+        self.source, self.paths = source, paths
+
+    def line(self, *path: Any) -> int:
+        while path and path not in self.paths:
+            path = path[:-1]
+        return self.paths.get(path, 0) if path else 0
+
+    def __call__(self, *path: Any) -> str:
+        line = self.line(*path)
+        return f"{self.source}:{line}" if line else self.source
 
 
 def load_runbook(path: str | Path, *, check_kinds: bool = True) -> Runbook:
@@ -167,7 +284,8 @@ def parse_runbook(
     if not isinstance(summary, str) or not summary.strip():
         raise ConfigError(f"{source}: missing 'summary'", hint="add a one-line `summary:` for list and docs")
 
-    parameters = _parse_parameters(doc.get("parameters") or {}, source)
+    where = _Where(source, lines.get("paths", {}))
+    parameters, declarations = _parse_parameters(doc.get("parameters") or {}, where)
     param_names = {p.name for p in parameters}
 
     raw_steps = doc.get("steps")
@@ -229,6 +347,8 @@ def parse_runbook(
     if retry is not None:
         _check_retry(retry, f"{source}: retry")
 
+    command, declarations = _parse_command(doc, parameters, declarations, where, rolling=targets is not None)
+
     return Runbook(
         name=name,
         summary=summary.strip(),
@@ -240,37 +360,232 @@ def parse_runbook(
         source=source,
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         document=doc,
+        declarations=declarations,
+        command=command,
     )
 
 
-def _parse_parameters(raw: Any, source: str) -> tuple[Param, ...]:
+def default_flag(param: Param) -> str:
+    """The option a parameter gets when it declares no ``flag``: ``--NAME`` (``_`` -> ``-``); for a bool
+    whose default is true, the switch that turns it off, ``--no-NAME``."""
+    dashed = param.name.replace("_", "-")
+    return f"--no-{dashed}" if param.type == "bool" and param.default is True else f"--{dashed}"
+
+
+def _parse_parameters(raw: Any, where: _Where) -> tuple[tuple[Param, ...], dict[str, ParamDecl]]:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{source}: 'parameters' must be a mapping of name -> {{type, default, help}}")
+        raise ConfigError(f"{where('parameters')}: 'parameters' must be a mapping of name -> {{type, default, help}}")
     out = []
+    decls: dict[str, ParamDecl] = {}
+    owner: dict[str, str] = {}  # flag -> parameter, to refuse duplicates
     for pname, spec in raw.items():
-        where = f"{source}: parameters.{pname}"
+        loc = f"{where('parameters', pname)}: parameters.{pname}"
+        if not isinstance(pname, str) or not _PARAM_NAME.match(pname):
+            raise ConfigError(f"{loc}: bad parameter name {pname!r}",
+                              hint="use lower-case letters, digits and _ (it becomes {params.NAME} and --NAME)")
         if not isinstance(spec, Mapping):
             spec = {"default": spec, "type": _infer_type(spec)}
-        bad = sorted(set(spec) - {"type", "default", "required", "help"})
+        bad = sorted(set(spec) - set(_PARAM_KEYS))
         if bad:
-            raise ConfigError(f"{where}: unknown key(s) {bad}", hint="allowed: type, default, required, help")
+            raise ConfigError(f"{loc}: unknown key(s) {bad}", hint="allowed: " + ", ".join(_PARAM_KEYS))
         try:
             param = Param(
-                name=str(pname),
+                name=pname,
                 type=spec.get("type", "str"),
                 required=bool(spec.get("required", "default" not in spec)),
                 default=spec.get("default"),
                 help=str(spec.get("help", "")),
             )
         except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from exc
+            raise ConfigError(f"{loc}: {exc}", hint="types: " + ", ".join(PARAM_TYPES)) from exc
+        default = None
         if param.default is not None:
             try:
-                coerce_param(param, param.default)
+                default = coerce_param(param, param.default)
             except ValueError as exc:
-                raise ConfigError(f"{where}: bad default: {exc}") from exc
+                raise ConfigError(f"{where('parameters', pname, 'default')}: parameters.{pname}: bad default: "
+                                  f"{exc}") from exc
+        choices = _parse_choices(param, spec.get("choices"), default, where, pname)
+        flags = _parse_flags(param, spec, where, pname, owner)
         out.append(param)
-    return tuple(out)
+        decls[pname] = ParamDecl(pname, flags=flags, choices=choices, line=where.line("parameters", pname))
+    return tuple(out), decls
+
+
+def _parse_choices(param: Param, raw: Any, default: Any, where: _Where, pname: str) -> tuple[Any, ...]:
+    if raw is None:
+        return ()
+    loc = f"{where('parameters', pname, 'choices')}: parameters.{pname}.choices"
+    if param.type in ("bool", "list", "map", "any"):
+        raise ConfigError(f"{loc}: a {param.type} parameter cannot have choices",
+                          hint="choices are for str, int, float and duration parameters")
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{loc}: expected a non-empty list", hint="e.g. choices: [fast, safe]")
+    choices: list[Any] = []
+    for value in raw:
+        try:
+            coerced = coerce_param(param, value)
+        except ValueError as exc:
+            raise ConfigError(f"{loc}: {exc}", hint=f"every choice must be a {param.type}") from exc
+        if coerced in choices:
+            raise ConfigError(f"{loc}: {value!r} is listed twice")
+        choices.append(coerced)
+    if default is not None and default not in choices:
+        raise ConfigError(f"{where('parameters', pname, 'default')}: parameters.{pname}: the default "
+                          f"{param.default!r} is not one of the choices",
+                          hint="add it to choices, or choose a default among " + ", ".join(map(str, raw)))
+    return tuple(choices)
+
+
+def _parse_flags(param: Param, spec: Mapping[str, Any], where: _Where, pname: str,
+                 owner: dict[str, str]) -> tuple[str, ...]:
+    loc = f"{where('parameters', pname, 'flag')}: parameters.{pname}.flag"
+    raw = spec.get("flag", None) if "flag" in spec else default_flag(param)
+    if raw is False or raw is None:
+        return ()
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{loc}: expected an option name or a list of them, got {raw!r}",
+                          hint="e.g. flag: --force, or flag: [--service, -s]; flag: false for none")
+    for name in names:
+        if not (_LONG_FLAG.match(name) or _SHORT_FLAG.match(name)):
+            raise ConfigError(f"{loc}: {name!r} is not an option name",
+                              hint="write --lower-case-words, or - and one letter for a short alias")
+        if name in owner:
+            raise ConfigError(f"{loc}: {name} is already the flag of parameter {owner[name]!r}",
+                              hint="give each parameter its own flag")
+        owner[name] = pname
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{loc}: an option name is listed twice")
+    longs = [n for n in names if n.startswith("--")]
+    if not longs:
+        raise ConfigError(f"{loc}: needs a long option name besides {names[0]}",
+                          hint=f"e.g. flag: [{default_flag(param)}, {names[0]}]")
+    return tuple(longs + [n for n in names if not n.startswith("--")])
+
+
+def _hook_ref(raw: Any, loc: str, params: set[str], line: int) -> HookRef:
+    """``NAME`` or ``{NAME: {ROLE: PARAMETER, ...}}``."""
+    args: Any = {}
+    if isinstance(raw, Mapping) and len(raw) == 1:
+        ((name, args),) = raw.items()
+        args = args if args is not None else {}
+    else:
+        name = raw
+    if not isinstance(name, str) or not _HOOK_NAME.match(name):
+        raise ConfigError(f"{loc}: expected a hook name, or {{hook: {{role: parameter}}}}, got {raw!r}",
+                          hint="hook names are lower_case_words; `kafkaops runbooks hooks` lists them")
+    if not isinstance(args, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in args.items()):
+        raise ConfigError(f"{loc}: {name}: arguments map a role to a parameter name, got {args!r}",
+                          hint=f"e.g. {{{name}: {{service: service}}}}")
+    for role, pname in args.items():
+        if pname not in params:
+            raise ConfigError(f"{loc}: {name}: {role}: {pname!r} names no parameter",
+                              hint="declared: " + (", ".join(sorted(params)) or "none"))
+    return HookRef(name=name, args=dict(args), line=line)
+
+
+def _parse_command(doc: Mapping[str, Any], parameters: tuple[Param, ...], declarations: dict[str, ParamDecl],
+                   where: _Where, *, rolling: bool) -> tuple[CommandSpec, dict[str, ParamDecl]]:
+    """Validate ``command:`` (see :class:`CommandSpec`); positional parameters lose their flags."""
+    raw = doc.get("command")
+    default_target = "cluster" if rolling else "host"
+    if raw is None:
+        return CommandSpec(target=default_target), declarations
+    loc = f"{where('command')}: command"
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{loc}: expected a mapping", hint="e.g. command: {target: host}")
+    bad = sorted(set(raw) - set(_COMMAND_KEYS))
+    if bad:
+        raise ConfigError(f"{loc}: unknown key(s) {bad}", hint="allowed: " + ", ".join(_COMMAND_KEYS))
+    by_name = {p.name: p for p in parameters}
+    names = set(by_name)
+
+    def at(*path: Any) -> str:
+        return f"{where('command', *path)}: command." + ".".join(str(p) for p in path)
+
+    alias = raw.get("alias", True)
+    if not isinstance(alias, bool):
+        raise ConfigError(f"{at('alias')}: expected true or false")
+    help_text = raw.get("help", "")
+    if not isinstance(help_text, str):
+        raise ConfigError(f"{at('help')}: expected text")
+    target = raw.get("target", default_target)
+    if target not in TARGET_KINDS:
+        raise ConfigError(f"{at('target')}: {target!r} is not a target kind",
+                          hint="TARGET names a host (short name or FQDN) or a cluster: " + ", ".join(TARGET_KINDS))
+
+    arguments = raw.get("arguments") or []
+    if not isinstance(arguments, list) or not all(isinstance(a, str) for a in arguments):
+        raise ConfigError(f"{at('arguments')}: expected a list of parameter names", hint="e.g. arguments: [service]")
+    if len(set(arguments)) != len(arguments):
+        raise ConfigError(f"{at('arguments')}: a parameter is listed twice")
+    decls = dict(declarations)
+    for i, name in enumerate(arguments):
+        if name not in names:
+            raise ConfigError(f"{at('arguments', i)}: {name!r} names no parameter",
+                              hint="declared: " + (", ".join(sorted(names)) or "none"))
+        spec = doc["parameters"][name]
+        if isinstance(spec, Mapping) and "flag" in spec:
+            raise ConfigError(f"{where('parameters', name, 'flag')}: parameters.{name}: a positional argument "
+                              "(command.arguments) has no flag", hint="remove its `flag:`")
+        if by_name[name].type in ("bool", "list", "map"):
+            raise ConfigError(f"{at('arguments', i)}: {name!r} is a {by_name[name].type}; positional arguments "
+                              "are str, int, float or duration")
+        decls[name] = ParamDecl(name, flags=(), choices=decls[name].choices, line=decls[name].line)
+
+    def hooks(key: str) -> tuple[HookRef, ...]:
+        value = raw.get(key) or []
+        items = value if isinstance(value, list) else [value]
+        return tuple(_hook_ref(item, at(key, i) if isinstance(value, list) else at(key), names,
+                               where.line("command", key, i) if isinstance(value, list) else where.line("command", key))
+                     for i, item in enumerate(items))
+
+    checks, select = hooks("checks"), hooks("select")
+    raw_resolve = raw.get("resolve") or {}
+    if not isinstance(raw_resolve, Mapping):
+        raise ConfigError(f"{at('resolve')}: expected a mapping of parameter -> hook",
+                          hint="e.g. resolve: {rev: deploy_host_checkout}")
+    resolve = []
+    for pname, ref in raw_resolve.items():
+        if pname not in names:
+            raise ConfigError(f"{at('resolve', pname)}: {pname!r} names no parameter",
+                              hint="declared: " + (", ".join(sorted(names)) or "none"))
+        resolve.append((pname, _hook_ref(ref, at("resolve", pname), names, where.line("command", "resolve", pname))))
+
+    conflicts = []
+    raw_conflicts = raw.get("conflicts") or []
+    if not isinstance(raw_conflicts, list):
+        raise ConfigError(f"{at('conflicts')}: expected a list of {{parameter: value, ...}}",
+                          hint="e.g. conflicts: [{election: false, election_at_end: true}]")
+    for i, combo in enumerate(raw_conflicts):
+        if not isinstance(combo, Mapping) or len(combo) < 2:
+            raise ConfigError(f"{at('conflicts', i)}: expected two or more {{parameter: value}}",
+                              hint="e.g. {election: false, election_at_end: true}")
+        values = {}
+        for pname, value in combo.items():
+            if pname not in names:
+                raise ConfigError(f"{at('conflicts', i)}: {pname!r} names no parameter",
+                                  hint="declared: " + (", ".join(sorted(names)) or "none"))
+            try:
+                values[pname] = coerce_param(by_name[pname], value)
+            except ValueError as exc:
+                raise ConfigError(f"{at('conflicts', i)}: {pname}: {exc}") from exc
+        conflicts.append(values)
+
+    resolved = {p for p, _ in resolve}
+    if alias:
+        for p in parameters:
+            if p.required and p.default is None and not decls[p.name].flags and p.name not in arguments \
+                    and p.name not in resolved:
+                raise ConfigError(
+                    f"{where('parameters', p.name)}: parameters.{p.name}: required, but the alias cannot set it "
+                    "(no flag, not in command.arguments, no resolve hook)",
+                    hint="give it a flag, a default, or a resolve hook")
+    spec = CommandSpec(alias=alias, help=help_text.strip(), target=target, arguments=tuple(arguments),
+                       checks=checks, select=select, resolve=tuple(resolve), conflicts=tuple(conflicts),
+                       line=where.line("command"))
+    return spec, decls
 
 
 def _infer_type(value: Any) -> str:
@@ -401,18 +716,22 @@ def _parse_step(
 # --- discovery ----------------------------------------------------------------------------------------
 
 
+def packaged_runbooks() -> Path:
+    """The ``runbooks/`` directory shipped with kafkaops (next to the package in a checkout)."""
+    return Path(__file__).resolve().parents[2] / "runbooks"
+
+
 def runbook_dirs() -> list[Path]:
-    """Where runbooks live: ``$KAFKAOPS_RUNBOOKS`` (``os.pathsep``-separated), else ``./runbooks`` and the
-    ``runbooks/`` directory next to the installed package (a source checkout)."""
+    """Where runbooks live: ``$KAFKAOPS_RUNBOOKS`` (``os.pathsep``-separated; the CLI's ``--runbooks DIR``
+    sets it), else the packaged ``runbooks/`` directory.
+
+    Never the current directory: a ``./runbooks`` copy (an old checkout, a colleague's edit without the
+    pre-flight) would silently replace the reviewed procedure of the same name.
+    """
     env = os.environ.get("KAFKAOPS_RUNBOOKS")
     if env:
         return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
-    dirs = [Path.cwd() / "runbooks", Path(__file__).resolve().parents[2] / "runbooks"]
-    out: list[Path] = []
-    for d in dirs:
-        if d.is_dir() and d.resolve() not in [o.resolve() for o in out]:
-            out.append(d)
-    return out
+    return [packaged_runbooks()]
 
 
 def runbook_files(dirs: Sequence[Path] | None = None) -> dict[str, Path]:
@@ -423,6 +742,22 @@ def runbook_files(dirs: Sequence[Path] | None = None) -> dict[str, Path]:
             if f.suffix in (".yaml", ".yml"):
                 found.setdefault(f.stem, f)
     return found
+
+
+_RUNBOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def runbook_file(name: str, dirs: Sequence[Path] | None = None) -> Path | None:
+    """The file of the runbook called ``name`` (``NAME.yaml`` or ``NAME.yml``; the first directory wins),
+    without listing or parsing anything: the CLI asks this for every command word it does not know."""
+    if not _RUNBOOK_NAME.match(name) or name.endswith((".yaml", ".yml")):
+        return None
+    for d in dirs if dirs is not None else runbook_dirs():
+        for suffix in (".yaml", ".yml"):
+            f = d / f"{name}{suffix}"
+            if f.is_file():
+                return f
+    return None
 
 
 def find_runbook(name: str, dirs: Sequence[Path] | None = None, *, check_kinds: bool = True) -> Runbook:
@@ -718,6 +1053,10 @@ def _bind_step(spec: StepSpec, ctx: Mapping[str, Any], runbook: Runbook, target:
             out[p.name] = coerce_param(p, p.default)
         elif p.required:  # pragma: no cover - load-time validation catches it
             raise ConfigError(f"{where}: missing required parameter {p.name!r}")
+    if entry.check is not None:
+        problem = entry.check(out)
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
     return BoundStep(
         index=spec.index, kind=spec.kind, params=_jsonable(out), title=spec.title, retry=spec.retry
     )
@@ -747,11 +1086,21 @@ def render_markdown(runbook: Runbook) -> str:
     ]
     if runbook.description:
         out += [runbook.description, ""]
+    out += _command_markdown(runbook)
     if runbook.parameters:
-        out += ["## Parameters", "", "| name | type | default | description |", "|---|---|---|---|"]
+        out += ["## Parameters", "", "| name | type | default | command line | description |", "|---|---|---|---|---|"]
+        resolved = dict(runbook.command.resolve)
         for p in runbook.parameters:
-            default = "*(required)*" if p.required and p.default is None else f"`{_fmt_value(p, p.default)}`"
-            out.append(f"| `{p.name}` | {p.type} | {default} | {p.help} |")
+            decl = runbook.declaration(p.name)
+            if p.name in resolved:
+                default = f"*resolved by `{resolved[p.name].name}`*"
+            elif p.required and p.default is None:
+                default = "*(required)*"
+            else:
+                default = f"`{_fmt_value(p, p.default)}`"
+            kind = p.type + (" (" + " \\| ".join(f"`{_fmt_value(p, c)}`" for c in decl.choices) + ")"
+                             if decl.choices else "")
+            out.append(f"| `{p.name}` | {kind} | {default} | {_option_text(runbook, p)} | {p.help} |")
         out.append("")
     if runbook.targets:
         t = runbook.targets
@@ -792,6 +1141,68 @@ def render_markdown(runbook: Runbook) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def spell(runbook: Runbook, name: str, value: Any, *, alias: bool = True) -> str:
+    """How ``name=value`` is written on the command line: ``--no-election`` (a switch), ``--canary 2``,
+    ``SERVICE`` (a positional argument), or ``--param name=value`` (``kafkaops run``, or no flag)."""
+    param = runbook.param(name)
+    decl = runbook.declaration(name)
+    text = _fmt_value(param, value) if not isinstance(value, bool) else str(value).lower()
+    if alias and runbook.command.alias and param is not None:
+        if name in runbook.command.arguments:
+            return name.upper()
+        if decl.flags:
+            return decl.flags[0] if param.type == "bool" else f"{decl.flags[0]} {text}"
+    return f"--param {name}={text}"
+
+
+def _option_text(runbook: Runbook, p: Param) -> str:
+    if not runbook.command.alias:
+        return f"`--param {p.name}=…`"
+    if p.name in runbook.command.arguments:
+        return f"argument `{p.name.upper()}`"
+    flags = runbook.declaration(p.name).flags
+    return ", ".join(f"`{f}`" for f in flags) if flags else f"`--param {p.name}=…` only"
+
+
+def usage(runbook: Runbook) -> str:
+    """``kafkaops NAME [SERVICE] TARGET`` (the alias), or ``kafkaops run NAME TARGET`` without one."""
+    target = runbook.command.target.upper()
+    if not runbook.command.alias:
+        return f"kafkaops run {runbook.name} {target} [--param NAME=VALUE ...]"
+    args = " ".join(a.upper() for a in runbook.command.arguments)
+    required = [
+        f"{d.flags[0]} {p.name.upper()}" for p in runbook.parameters
+        if (d := runbook.declaration(p.name)).flags and p.required and p.default is None and p.type != "bool"
+        and p.name not in dict(runbook.command.resolve)
+    ]
+    return " ".join(["kafkaops", runbook.name, *([args] if args else []), target, *required, "[OPTIONS]"])
+
+
+def _command_markdown(runbook: Runbook) -> list[str]:
+    c = runbook.command
+    what = "a host (short name or FQDN)" if c.target == "host" else "a cluster of the inventory"
+    out = ["## Command line", "", f"`{usage(runbook)}`" + (
+        f" — or `kafkaops run {runbook.name} {c.target.upper()} --param NAME=VALUE ...`" if c.alias else ""), ""]
+    out.append(f"{c.target.upper()} is {what}" + (
+        ", whose hosts are the targets" if c.target == "cluster" and runbook.rolling else "") + ".")
+
+    def hook(ref: HookRef) -> str:
+        args = ", ".join(f"{k}={v}" for k, v in ref.args.items())
+        return f"`{ref.name}`" + (f" ({args})" if args else "")
+
+    if c.checks:
+        out.append("Checked first: " + ", ".join(hook(h) for h in c.checks) + ".")
+    if c.select:
+        out.append("Targets selected by " + ", then ".join(hook(h) for h in c.select) + ".")
+    if c.resolve:
+        out.append("Resolved when not given: " + ", ".join(f"`{n}` by {hook(h)}" for n, h in c.resolve) + ".")
+    for combo in c.conflicts:
+        out.append("Refused together: " + " with ".join(f"`{spell(runbook, n, v)}`" for n, v in combo.items())
+                   + ".")
+    out.append("")
+    return out
 
 
 def _params_text(s: StepSpec) -> str:

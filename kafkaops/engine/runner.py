@@ -44,7 +44,7 @@ from typing import Any, NoReturn
 from kafkaops.engine.audit import AuditLog, default_audit
 from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext
 from kafkaops.engine.journal import Journal, RunState, StepState, kafkaops_home, new_run_id, process_alive
-from kafkaops.engine.lock import LockBackend, lock_info
+from kafkaops.engine.lock import LockBackend, held_error, lock_info
 from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_observations
 from kafkaops.engine.runbook import BoundRunbook, BoundStep, BoundTarget
 from kafkaops.engine.step import (
@@ -282,14 +282,26 @@ class Runner:
         reason: str = "",
         task: str | None = None,
         notes: tuple[str, ...] = (),
+        owner: str | None = None,
     ) -> Plan:
         """Observe and plan every step, change nothing, and return the :class:`Plan`.
 
         Every step observes the live systems through the projection of what the steps planned before
         it will have changed (their ``effects``): the plan shows what each step will find when it runs.
+
+        The lock is looked at first: while another run holds the cluster, its half-done changes would
+        make every gate refuse with advice to act on the cluster ("start broker 1001..."), which is the
+        last thing a second operator should do. ``owner``: the run that holds the lock itself (apply).
+
+        Raises:
+            LockHeldError: Another run holds the cluster lock (naming it).
         """
         self._check_kinds(bound)
         import time
+
+        holder = self.lock_for(env).holder(bound.cluster)
+        if holder is not None and holder.run_id != owner:
+            raise held_error(holder)
 
         meta = _Meta("", bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names))
         projection = Projection()
@@ -358,7 +370,7 @@ class Runner:
         lock = self.lock_for(env)
         lock.acquire(lock_info(bound.cluster, run_id, operator, why, task or plan.task))
         try:
-            fresh = self.dry_run(bound, env=env, operator=operator, reason=why, task=task)
+            fresh = self.dry_run(bound, env=env, operator=operator, reason=why, task=task, owner=run_id)
             if compute_fingerprint(fresh.steps) != plan.fingerprint:
                 changes = diff_observations(plan.steps, fresh.steps) or ["observations differ"]
                 listed = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")

@@ -8,6 +8,8 @@ Touching the service before the count is zero for a full window is how requests 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
@@ -55,8 +57,13 @@ class WaitZeroSyns(StepBase):
         port, window = _port(self, host), float(self.params["window"])
         template = host.commands.get("syn_capture")
 
+        deadline = time.monotonic() + float(self.params["timeout"])
+
         def quiet() -> tuple[bool, str]:
-            count = count_syns(svc.ssh(host), host, template, port, window)
+            left = deadline - time.monotonic()
+            if left < window:
+                return False, f"less than one {window:.0f}s window left before the timeout"
+            count = count_syns(svc.ssh(host), host, template, port, window, budget=left)
             value = f"{count.syns} new SYN(s) in {window:.0f}s" + (f" from {', '.join(count.sources)}"
                                                                       if count.sources else "")
             return count.quiet, value
@@ -70,8 +77,15 @@ class WaitZeroSyns(StepBase):
             raise CheckFailed(f"SYN gate for {ctx.target} did not record a quiet window")
 
 
+def _window_fits(params: Mapping[str, Any]) -> str | None:
+    if float(params["window"]) >= float(params["timeout"]):
+        return (f"the SYN window ({params['window']:.0f}s) must be shorter than the step's timeout "
+                f"({params['timeout']:.0f}s): not one quiet window could pass")
+    return None
+
+
 register_step("traffic.wait_zero_syns", WaitZeroSyns, [
-    Param("port", "int", default=0, help="service port (default: the host's first service)"),
-    Param("window", "duration", default=10.0, help="how long the count must stay at zero"),
-    Param("timeout", "duration", default=300.0, help="give up (and stop the run) after this long"),
-])
+    Param("port", "int", default=0, min=0, max=65535, help="service port (default: the host's first service)"),
+    Param("window", "duration", default=10.0, min=1, max=3600, help="how long the count must stay at zero"),
+    Param("timeout", "duration", default=300.0, min=1, max=86400, help="give up (and stop the run) after this long"),
+], check=_window_fits)

@@ -52,15 +52,20 @@ def capture_command(host: Host, template: str | None, port: int, window: float) 
     return render(template, host=host, port=port, window=max(1, round(window)))
 
 
-def count_syns(ssh: SshClient, host: Host, template: str | None, port: int, window: float) -> SynWindow:
+def count_syns(ssh: SshClient, host: Host, template: str | None, port: int, window: float,
+               *, budget: float | None = None) -> SynWindow:
     """Count new TCP SYNs to ``host``:``port`` over ``window`` seconds.
+
+    ``budget``: seconds left of the step's timeout; the capture command gets no more than that (plus a
+    few seconds for SSH), so a wait never outlives its step's timeout by a whole capture.
 
     Raises:
         ConfigError: The capture command failed (exit other than 0, or 124 from ``timeout``).
         MalformedAnswer: Its output holds a line that is not a SYN packet (see :func:`parse_syn_count`).
     """
     command = capture_command(host, template, port, window)
-    result = ssh.run(command, timeout=window + 30, check=False)
+    limit = window + 30 if budget is None else max(1.0, min(window + 30, budget + 5))
+    result = ssh.run(command, timeout=limit, check=False)
     # `timeout` ends tcpdump with 124 once the window is over; anything else with no output is an error.
     if result.exit_code not in (0, 124):
         detail = result.stderr.strip().splitlines()

@@ -218,3 +218,19 @@ def test_gate_runs_between_targets_only(make_runner: Callable[..., Runner], worl
     assert [g["target"] for g in gates] == ["h1"]
     assert world.data["pool"] == {"h1": "yes", "h2": "yes"}
     assert world.data["h2.state"] == "rolled"
+
+
+def test_a_held_lock_is_said_before_any_gate_and_planning_changes_nothing(
+        make_runner: Callable[..., Runner], world: World, home: Path) -> None:
+    from kafkaops.engine.lock import FileLockBackend, lock_info
+    from kafkaops.errors import LockHeldError
+
+    lock = FileLockBackend(home / "locks")
+    lock.acquire(lock_info("c1", "20990101-000000-other-0000", "alice@bastion", "her roll", "T9"))
+    world.data["broken"] = True  # a gate that would refuse: the lock must be what the operator hears about
+    bound = rolling([{"test.depool": {}}, {"test.fail": {}}])
+    with pytest.raises(LockHeldError, match="alice@bastion.*her roll, task T9"):
+        make_runner(lock=lock).dry_run(bound, env=world, operator=OP, reason="r")
+    with pytest.raises(LockHeldError):
+        make_runner(lock=lock).start(bound, env=world, operator=OP, reason="r")
+    assert world.applies == {}
