@@ -5,9 +5,9 @@ through the run's :class:`~kafkaops.environment.Environment`; client libraries a
 the adapters.
 """
 
-from kafkaops.steps import canary, conftool, deploy, health, host, kafka, service, traffic
+from kafkaops.steps import canary, conftool, deploy, health, host, kafka, reachability, service, traffic
 
-__all__ = ["canary", "conftool", "deploy", "health", "host", "kafka", "service", "traffic"]
+__all__ = ["canary", "conftool", "deploy", "health", "host", "kafka", "reachability", "service", "traffic"]
 
 
 def register_all() -> None:

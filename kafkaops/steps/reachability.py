@@ -1,0 +1,138 @@
+"""Before the first change: every system the run will touch answers, and they agree on the brokers.
+
+A run that depools a host and stops its broker, then finds at step 5 that ZooKeeper's address is wrong,
+has made an outage it cannot finish. So each target starts by asking, with a short timeout, every system
+its runbook declares — Kafka, ZooKeeper (when the cluster has one), etcd through conftool, SSH to every
+target of the run and the deploy host, the Spark master when the post-check scans — and the plan shows
+these checks. One that does not answer stops the run before any change (exit 4).
+
+Facts are cross-checked between sources: the brokers registered in ZooKeeper (under the configured
+chroot) must be the brokers Kafka's metadata reports, and both must be brokers of the inventory. A wrong
+chroot reads an empty ``/brokers/ids`` and would otherwise "confirm" a stop it never saw; a wrong
+cluster or a stale inventory shows as brokers nobody expects. Either refuses with both lists (exit 3).
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlparse
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.errors import ConfigError, HostKeyError, KafkaOpsError, UnreachableError
+from kafkaops.steps.common import env, target_host
+
+SYSTEMS = ("kafka", "zookeeper", "conftool", "ssh", "deploy_host", "spark")
+
+
+def _spark(master: str, timeout: float) -> str:
+    """A ``spark://host:port`` master must accept a connection; ``local[...]`` runs in this process."""
+    if not master.startswith("spark://"):
+        return f"{master}: runs here"
+    first = master[len("spark://"):].split(",")[0]
+    url = urlparse(f"//{first}")
+    if not url.hostname or not url.port:
+        raise ConfigError(f"spark master {master!r} has no host:port", hint="write spark://HOST:PORT")
+    try:
+        with socket.create_connection((url.hostname, url.port), timeout=timeout):
+            return f"{master}: accepts connections"
+    except OSError as exc:
+        raise UnreachableError(f"Spark master {master} does not accept connections: {exc.strerror or exc}",
+                               hint="start it, or pass --spark-master local[2] (or --no-scan)") from exc
+
+
+class Reachable(StepBase):
+    """Check every system the run will touch answers, and that ZooKeeper, Kafka and the inventory agree."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = env(ctx)
+        host = target_host(ctx)
+        wanted = [str(s) for s in self.params["systems"]]
+        timeout = float(self.params["timeout"])
+        checks: list[dict[str, Any]] = []
+
+        def check(name: str, fn: Callable[[], str]) -> Any:
+            try:
+                checks.append({"system": name, "ok": True, "detail": fn()})
+            except KafkaOpsError as exc:
+                checks.append({"system": name, "ok": False, "detail": exc.message, "hint": exc.hint or "",
+                               "exit_code": exc.exit_code})
+
+        seen: dict[str, list[int]] = {}
+        if "kafka" in wanted:
+            def kafka() -> str:
+                seen["kafka"] = sorted(svc.kafka.metadata(attempts=1).brokers)
+                return f"brokers {seen['kafka']}"
+            check("kafka", kafka)
+        if "zookeeper" in wanted and svc.cluster.zookeeper:
+            def zookeeper() -> str:
+                with svc.zookeeper() as zk:
+                    assert zk is not None
+                    seen["zookeeper"] = zk.registered_brokers()
+                return f"/brokers/ids {seen['zookeeper']}"
+            check("zookeeper", zookeeper)
+        if "conftool" in wanted and svc.cluster.conftool_config and host.conftool_tags:
+            def conftool() -> str:
+                state = svc.conftool.get(host.fqdn, host.conftool_tags)
+                return f"{host.fqdn} pooled={state.pooled}"
+            check("conftool", conftool)
+        if "ssh" in wanted:
+            for name in ctx.targets or (ctx.target,):
+                other = svc.host(name)
+                check(f"ssh {other.name}", functools.partial(_ssh, svc, other, timeout))
+        if "deploy_host" in wanted and svc.cluster.deploy_host is not None:
+            deployer = svc.cluster.deploy_host
+            check(f"ssh {deployer.name}", lambda: _ssh(svc, deployer, timeout))
+        if "spark" in wanted and self.params.get("scan", True):
+            check("spark", lambda: _spark(str(self.params["spark_master"]), timeout))
+
+        inventory = sorted(h.broker_id for h in svc.cluster.hosts)
+        mismatch = ""
+        if "kafka" in seen and "zookeeper" in seen and seen["kafka"] != seen["zookeeper"]:
+            mismatch = (f"ZooKeeper {svc.cluster.zookeeper} lists brokers {seen['zookeeper']} under /brokers/ids "
+                        f"but Kafka's metadata reports {seen['kafka']}")
+        else:
+            strangers = sorted(set(seen.get("kafka", [])) | set(seen.get("zookeeper", [])) - set(inventory))
+            if strangers:
+                mismatch = (f"the cluster has brokers {strangers} that the inventory does not know "
+                            f"(inventory brokers: {inventory})")
+        summary = "; ".join(f"{c['system']}: {'ok' if c['ok'] else 'FAILED'}" for c in checks)
+        return Observation({"checks": checks, "mismatch": mismatch, "inventory": inventory},
+                           summary=summary or "nothing to check")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        failed = [c for c in obs.data["checks"] if not c["ok"]]
+        if failed:
+            first = failed[0]
+            listed = "; ".join(f"{c['system']}: {c['detail']}" for c in failed)
+            cls: type[KafkaOpsError] = {ConfigError.exit_code: ConfigError,
+                                        HostKeyError.exit_code: HostKeyError}.get(first.get("exit_code"),
+                                                                                  UnreachableError)
+            raise cls(f"before any change: {len(failed)} system(s) this run needs did not answer: {listed}",
+                      hint=first.get("hint") or "fix it and run again; nothing was changed")
+        if obs.data["mismatch"]:
+            raise ConfigError(f"before any change: {obs.data['mismatch']}",
+                              hint="check the ZooKeeper address and chroot and the bootstrap servers in the "
+                                   "inventory (a wrong chroot reads an empty /brokers/ids)")
+        return Noop("every system answers: " + "; ".join(f"{c['system']} ({c['detail']})"
+                                                          for c in obs.data["checks"]))
+
+
+def _ssh(svc: Any, host: Any, timeout: float) -> str:
+    command = svc.command(host, "boot_id")
+    result = svc.run(host, command, timeout=timeout, check=False)
+    if result.exit_code != 0:
+        raise UnreachableError(f"{command!r} on {host.name} exited {result.exit_code}",
+                               hint="check the account and the inventory's boot_id template")
+    return "answers"
+
+
+register_step("env.reachable", Reachable, [
+    Param("systems", "list", default=list(SYSTEMS), help="systems to check: " + ", ".join(SYSTEMS)),
+    Param("timeout", "duration", default=10.0, min=1, max=120, help="how long each may take to answer"),
+    Param("scan", "bool", default=True, help="the post-check scans on Spark (then its master must answer)"),
+    Param("spark_master", "str", default="local[2]", help="the post-check's Spark master"),
+])
