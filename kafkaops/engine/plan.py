@@ -6,18 +6,28 @@ step, the exact command or API call, the predicted impact and how to roll it bac
 Markdown for a change review and JSON for tools; the terminal table is the CLI's
 (:mod:`kafkaops.cli.plan_render`), since the engine imports no presentation library.
 
-Like ``terraform plan -out``, a plan can be saved and applied later, but only if the world still looks
-the way it did when it was reviewed: the plan carries a ``fingerprint`` (sha256 over the canonical JSON
-of what every step observed, via ``Observation.fingerprint_data()``). ``kafkaops apply PLAN`` re-observes
-and refuses a stale plan with :class:`~kafkaops.errors.StalePlanError`, naming each observation that
-changed -- approving "depool kafka1003" when kafka1003 has meanwhile become the controller is exactly the
-review that must be redone.
+Like ``terraform plan -out``, a plan can be saved and applied later, but only as it was reviewed and
+only if the world still looks the way it did:
+
+* **Integrity.** The plan carries a ``fingerprint``: sha256 over the hashes of its *sections* — the
+  procedure (the bound runbook: every step, every parameter, the runbook file's hash), the request
+  (cluster, operator, reason, task), the environment (inventory path and the hash of what the run depends
+  on) and the plan as shown (every observation, action, command and rollback). ``load_plan`` recomputes
+  them and refuses an edited plan, naming the section that changed. A fingerprint proves nothing against
+  someone who recomputes it; for plans that cross a trust boundary (written on one machine, applied from
+  another) set ``KAFKAOPS_PLAN_KEY``: plans are then signed (HMAC-SHA256 of the fingerprint) and a plan
+  without a valid signature is refused.
+* **Staleness.** ``kafkaops apply PLAN`` re-observes and refuses a stale plan with
+  :class:`~kafkaops.errors.StalePlanError`, naming each observation that changed -- approving "depool
+  kafka1003" when kafka1003 has meanwhile become the controller is exactly the review that must be redone.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -68,12 +78,19 @@ class Plan:
     bound: Mapping[str, Any]
     steps: list[PlannedStep] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    environment: Mapping[str, Any] = field(default_factory=dict)
     fingerprint: str = ""
+    sections: Mapping[str, str] = field(default_factory=dict)
+    signature: str = ""
     version: int = PLAN_VERSION
 
     def __post_init__(self) -> None:
         if not self.fingerprint:
-            self.fingerprint = compute_fingerprint(self.steps)
+            self.sections = section_hashes(self)
+            self.fingerprint = fingerprint_of(self.sections)
+            key = plan_key()
+            if key:
+                self.signature = sign(self.fingerprint, key)
 
     @property
     def targets(self) -> list[str]:
@@ -94,7 +111,10 @@ class Plan:
             "task": self.task,
             "created_at": self.created_at,
             "targets": self.targets,
+            "environment": dict(self.environment),
             "fingerprint": self.fingerprint,
+            "sections": dict(self.sections),
+            "signature": self.signature,
             "notes": list(self.notes),
             "bound": dict(self.bound),
             "steps": [asdict(s) for s in self.steps],
@@ -116,7 +136,10 @@ class Plan:
             bound=d["bound"],
             steps=steps,
             notes=list(d.get("notes", [])),
-            fingerprint=d.get("fingerprint", ""),
+            environment=dict(d.get("environment") or {}),
+            fingerprint=str(d.get("fingerprint", "")),
+            sections=dict(d.get("sections") or {}),
+            signature=str(d.get("signature", "")),
             version=int(d["version"]),
         )
 
@@ -133,9 +156,75 @@ def _fp_entries(steps: Sequence[PlannedStep]) -> list[Any]:
     return [[s.target, s.index, s.kind, s.fingerprint_data] for s in steps]
 
 
+def _sha(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
 def compute_fingerprint(steps: Sequence[PlannedStep]) -> str:
-    """sha256 over the canonical JSON of (target, step, kind, observed data) for every step."""
-    return hashlib.sha256(canonical_json(_fp_entries(steps)).encode()).hexdigest()
+    """sha256 over the canonical JSON of (target, step, kind, observed data) for every step: what a
+    fresh dry-run must reproduce for a saved plan not to be stale."""
+    return _sha(_fp_entries(steps))
+
+
+#: What each section of a plan covers, in the words an edit refusal uses.
+SECTIONS = {
+    "procedure": "the procedure (steps, their parameters, the runbook file's hash)",
+    "request": "the request (cluster, operator, reason, task)",
+    "environment": "the environment (inventory file and what the run depends on)",
+    "observations": "what the steps observed",
+    "shown": "the plan as shown (actions, commands, impact, rollback, notes)",
+}
+
+
+def section_hashes(plan: Plan) -> dict[str, str]:
+    """sha256 of each section of ``plan`` (see :data:`SECTIONS`)."""
+    return {
+        "procedure": _sha(dict(plan.bound)),
+        "request": _sha({"runbook": plan.runbook, "cluster": plan.cluster, "operator": plan.operator,
+                         "reason": plan.reason, "task": plan.task, "created_at": plan.created_at,
+                         "version": plan.version}),
+        "environment": _sha({k: v for k, v in plan.environment.items() if k != "depends"}
+                            | {"depends": _sha(plan.environment.get("depends"))}),
+        "observations": compute_fingerprint(plan.steps),
+        "shown": _sha({"steps": [asdict(s) for s in plan.steps], "notes": list(plan.notes),
+                       "summary": plan.summary}),
+    }
+
+
+def fingerprint_of(sections: Mapping[str, str]) -> str:
+    return _sha(dict(sections))
+
+
+def plan_key() -> bytes | None:
+    """The key that signs plans crossing a trust boundary (``KAFKAOPS_PLAN_KEY``), if configured."""
+    key = os.environ.get("KAFKAOPS_PLAN_KEY", "")
+    return key.encode() if key else None
+
+
+def sign(fingerprint: str, key: bytes) -> str:
+    return hmac.new(key, fingerprint.encode(), hashlib.sha256).hexdigest()
+
+
+def check_integrity(plan: Plan, where: str) -> None:
+    """Refuse an edited plan, naming what was edited; with ``KAFKAOPS_PLAN_KEY``, an unsigned or
+    wrongly signed one.
+
+    Raises:
+        ConfigError: The plan was edited after it was saved, or its signature is missing or wrong.
+    """
+    now = section_hashes(plan)
+    edited = [SECTIONS[name] for name in SECTIONS if plan.sections.get(name) != now[name]]
+    if edited:
+        raise ConfigError(f"{where}: the plan was edited after it was saved: {'; '.join(edited)} changed",
+                          hint="re-create it with --dry-run --save-plan and review it again")
+    if fingerprint_of(now) != plan.fingerprint:
+        raise ConfigError(f"{where}: the plan's fingerprint does not match its content (edited after it was saved?)",
+                          hint="re-create it with --dry-run --save-plan and review it again")
+    key = plan_key()
+    if key is not None and not hmac.compare_digest(plan.signature, sign(plan.fingerprint, key)):
+        what = "not signed" if not plan.signature else "signed with another key"
+        raise ConfigError(f"{where}: the plan is {what}",
+                          hint="KAFKAOPS_PLAN_KEY is set: only plans made with the same key are applied")
 
 
 def save_plan(plan: Plan, path: str | Path) -> Path:
@@ -167,13 +256,10 @@ def load_plan(path: str | Path) -> Plan:
         raise ConfigError(f"{p}: not a kafkaops plan", hint="create one with --dry-run --save-plan FILE")
     try:
         plan = Plan.from_dict(data)
-    except (KeyError, TypeError) as exc:
-        raise ConfigError(f"{p}: malformed plan: {exc}") from exc
-    if compute_fingerprint(plan.steps) != plan.fingerprint:
-        raise ConfigError(
-            f"{p}: the plan's content does not match its fingerprint (edited after it was saved?)",
-            hint="re-create it with --dry-run --save-plan",
-        )
+        check_integrity(plan, str(p))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{p}: malformed plan: {type(exc).__name__}: {exc}",
+                          hint="re-create it with --dry-run --save-plan") from exc
     return plan
 
 

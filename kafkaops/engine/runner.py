@@ -336,6 +336,7 @@ class Runner:
                     )
                 )
         lock_label = getattr(env, "lock_label", "")
+        identity = env.identity() if callable(getattr(env, "identity", None)) else {}
         return Plan(
             runbook=bound.name,
             summary=bound.summary,
@@ -346,6 +347,7 @@ class Runner:
             created_at=time.time(),
             bound=bound.to_dict(),
             steps=planned,
+            environment=identity,
             notes=[
                 *notes,
                 *([f"lock: {lock_label}"] if lock_label else []),
@@ -371,7 +373,11 @@ class Runner:
         lock.acquire(lock_info(bound.cluster, run_id, operator, why, task or plan.task))
         try:
             fresh = self.dry_run(bound, env=env, operator=operator, reason=why, task=task, owner=run_id)
-            if compute_fingerprint(fresh.steps) != plan.fingerprint:
+            if plan.environment.get("sha256") != fresh.environment.get("sha256"):
+                raise StalePlanError(
+                    f"the plan is stale: the inventory {fresh.environment.get('inventory')} changed since it was "
+                    "made", hint="review a fresh plan: re-run with --dry-run --save-plan FILE")
+            if compute_fingerprint(fresh.steps) != compute_fingerprint(plan.steps):
                 changes = diff_observations(plan.steps, fresh.steps) or ["observations differ"]
                 listed = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
                 raise StalePlanError(

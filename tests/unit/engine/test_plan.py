@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import pytest
 from engine_fakes import World
 
-from kafkaops.engine.plan import load_plan, save_plan
+from kafkaops.engine.plan import Plan, load_plan, save_plan
 from kafkaops.engine.runbook import Target, bind_runbook, parse_runbook
 from kafkaops.engine.runner import Runner
 from kafkaops.errors import ConfigError, StalePlanError
@@ -92,16 +93,73 @@ def test_stale_plan_is_refused_naming_what_changed(
     assert not (home / "locks" / "main.lock").exists()  # lock given back after refusing
 
 
-def test_edited_plan_is_refused(make_runner: Callable[..., Runner], world: World, tmp_path: Path) -> None:
+EDITS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    ("an observation", lambda d: d["steps"][0]["fingerprint_data"].update(pooled="inactive"), "what the steps observed"),
+    ("a step parameter", lambda d: d["bound"]["targets"][0]["steps"][0]["params"].update(window=999),
+     "the procedure"),
+    ("a step added", lambda d: d["bound"]["targets"][0]["steps"].append(dict(d["bound"]["targets"][0]["steps"][0])),
+     "the procedure"),
+    ("the runbook file hash", lambda d: d["bound"].update(sha256="0" * 64), "the procedure"),
+    ("the reason", lambda d: d.update(reason="something else"), "the request"),
+    ("the task", lambda d: d.update(task="T999"), "the request"),
+    ("the cluster", lambda d: d.update(cluster="other"), "the request"),
+    ("the inventory", lambda d: d["environment"].update(inventory="/tmp/other.yaml"), "the environment"),
+    ("a shown command", lambda d: d["steps"][1]["action"]["commands"].append("rm -rf /"), "the plan as shown"),
+    ("a rollback note", lambda d: d["steps"][0].update(rollback="none"), "the plan as shown"),
+]
+
+
+@pytest.mark.parametrize(("what", "edit", "named"), EDITS, ids=[e[0] for e in EDITS])
+def test_an_edited_plan_is_refused_naming_what_was_edited(
+        make_runner: Callable[..., Runner], world: World, tmp_path: Path, what: str,
+        edit: Callable[[dict[str, Any]], None], named: str) -> None:
+    world.data["pool"] = {"h2": "no"}
+    plan = make_runner().dry_run(_bound(), env=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
+    plan.environment = {"inventory": "/inv/lab.yaml", "sha256": "abc", "depends": {"x": 1}}
+    plan.fingerprint = ""
+    plan.__post_init__()
+    path = save_plan(plan, tmp_path / "plan.json")
+    assert load_plan(path).fingerprint == plan.fingerprint
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=f"edited after it was saved: {named}"):
+        load_plan(path)
+
+
+def test_recomputed_section_hashes_do_not_pass_the_fingerprint_and_keys_sign(
+        make_runner: Callable[..., Runner], world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkaops.engine.plan import section_hashes
+
     plan = make_runner().dry_run(_bound(), env=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
     path = save_plan(plan, tmp_path / "plan.json")
     data = json.loads(path.read_text())
-    data["steps"][0]["fingerprint_data"]["pooled"] = "no"
+    data["reason"] = "edited"
+    edited = Plan.from_dict(data)
+    data["sections"] = section_hashes(edited)  # an editor who recomputes the sections...
     path.write_text(json.dumps(data))
-    with pytest.raises(ConfigError, match="does not match its fingerprint"):
+    with pytest.raises(ConfigError, match="fingerprint does not match"):  # ...still fails the fingerprint
         load_plan(path)
+
+    monkeypatch.setenv("KAFKAOPS_PLAN_KEY", "k1")
+    signed = make_runner().dry_run(_bound(), env=world, operator="a@a", reason="kernel")  # type: ignore[arg-type]
+    assert signed.signature
+    save_plan(signed, tmp_path / "signed.json")
+    assert load_plan(tmp_path / "signed.json").signature == signed.signature
+    with pytest.raises(ConfigError, match="not signed"):
+        load_plan(save_plan(plan, tmp_path / "unsigned.json"))
+    monkeypatch.setenv("KAFKAOPS_PLAN_KEY", "k2")
+    with pytest.raises(ConfigError, match="signed with another key"):
+        load_plan(tmp_path / "signed.json")
+
+
+def test_a_plan_that_is_not_a_plan_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
     path.write_text("{not json")
     with pytest.raises(ConfigError, match="not a plan file"):
+        load_plan(path)
+    path.write_text(json.dumps({"version": 1, "runbook": "r", "bound": {}, "steps": [], "created_at": "soon"}))
+    with pytest.raises(ConfigError, match="malformed plan"):
         load_plan(path)
 
 
