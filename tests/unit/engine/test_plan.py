@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from engine_fakes import World
@@ -94,7 +94,8 @@ def test_stale_plan_is_refused_naming_what_changed(
 
 
 EDITS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
-    ("an observation", lambda d: d["steps"][0]["fingerprint_data"].update(pooled="inactive"), "what the steps observed"),
+    ("an observation", lambda d: d["steps"][0]["fingerprint_data"].update(pooled="inactive"),
+     "what the steps observed"),
     ("a step parameter", lambda d: d["bound"]["targets"][0]["steps"][0]["params"].update(window=999),
      "the procedure"),
     ("a step added", lambda d: d["bound"]["targets"][0]["steps"].append(dict(d["bound"]["targets"][0]["steps"][0])),
