@@ -193,8 +193,13 @@ class Environment:
 
     @classmethod
     def from_identity(cls, recorded: Mapping[str, Any], *, accept_changes: bool = False,
-                      **kwargs: Any) -> tuple[Environment, list[str]]:
+                      for_plan: bool = False, **kwargs: Any) -> tuple[Environment, list[str]]:
         """Rebuild the environment a run started with, from its journaled :meth:`identity`.
+
+        Args:
+            recorded: A journaled or planned :meth:`identity`.
+            accept_changes: Go on despite differences (they are returned, for the journal).
+            for_plan: The record is a saved plan's: a changed inventory makes the plan stale (no accept).
 
         Returns:
             The environment and the differences found (empty, or accepted with ``accept_changes``).
@@ -204,9 +209,11 @@ class Environment:
             EnvironmentChanged: It changed in what the run depends on (without ``accept_changes``).
         """
         path = recorded.get("inventory")
+        what = "plan" if for_plan else "run"
         if not path:
-            raise ConfigError("the run did not record its inventory (started by an older kafkaops)",
-                              hint="finish it with that version, or abort it and start a new run")
+            raise ConfigError(f"the {what} did not record its inventory (made by an older kafkaops)",
+                              hint="re-create the plan" if for_plan else
+                              "finish it with that version, or abort it and start a new run")
         if not Path(path).is_file():
             raise ConfigError(f"the run's inventory {path} is gone",
                               hint="restore it (the run acts on the cluster it describes)")
@@ -217,10 +224,11 @@ class Environment:
         changes = environment_changes(recorded, dependencies(env.cluster))
         if changes and not accept_changes:
             listed = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+            since = "the plan was made" if for_plan else "the run started"
             raise EnvironmentChanged(
-                f"the inventory {path} changed since the run started: {listed}",
-                hint="restore it, or pass --accept-inventory-change to go on with the new values "
-                     "(recorded in the journal)")
+                f"the inventory {path} changed since {since}: {listed}",
+                hint="review a fresh plan: re-run with --dry-run --save-plan FILE" if for_plan else
+                "restore it, or pass --accept-inventory-change to go on with the new values (recorded in the journal)")
         return env, changes
 
     def live(self) -> Environment:

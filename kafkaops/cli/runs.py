@@ -260,17 +260,17 @@ def apply_cmd(
     plan_file: Path = typer.Argument(..., help="A plan saved with --dry-run --save-plan."),
     reason: str | None = typer.Option(None, "--reason", help="Override the plan's reason."),
     task: str | None = typer.Option(None, "--task", help="Task/ticket id."),
-    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory file."),
 ) -> None:
-    """Execute a saved plan exactly, refusing if the cluster changed since it was made."""
-    from kafkaops.cli.lookup import environment, find_cluster
+    """Execute a saved plan exactly, on the inventory it was made with; refused if the plan was edited,
+    if that inventory changed, or if the cluster changed since the plan was made."""
     from kafkaops.cli.runbooks import load_plugins
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.plan import load_plan
+    from kafkaops.environment import Environment
 
     load_plugins()
     plan = load_plan(plan_file)
-    env = environment(find_cluster(plan.cluster, inventory))
+    env, _ = Environment.from_identity(plan.environment, for_plan=True)
     try:
         res = _runner().apply_plan(plan, env=env, operator=current_operator(), reason=reason, task=task)
     finally:
