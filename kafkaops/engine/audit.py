@@ -19,7 +19,8 @@ the sinks, every record says so as a best-effort sink failure: an audit line sil
 channel operators watch is worse than a warning.
 
 Secrets never reach a sink, nor the journal: :func:`redact` masks every value whose key matches
-``password|secret|token|key_file`` at any depth.
+``password|secret|token|key_file`` at any depth, and known secret shapes inside strings
+(``password=...``, ``--token ...``, ``Authorization: Bearer ...``) — never free text.
 """
 
 from __future__ import annotations
@@ -38,17 +39,23 @@ from kafkaops.engine.paths import kafkaops_home
 
 REDACTED = "***"
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|key_file|api_key|credential", re.IGNORECASE)
-# key=value / key: value inside free text (command lines, error messages)
+# Known secret *shapes* inside a string (command lines, error messages): ``key=value`` and
+# ``key: value`` with a secret-named key, a ``--password VALUE`` style flag, an HTTP Authorization value.
+# Never plain words: "fix token refresh" is a sentence, and rewriting it would change what a resumed
+# run sends (a deploy message).
 _SECRET_INLINE = re.compile(
-    r"(?i)\b([\w.-]*(?:password|passwd|secret|token|key_file|api_key)[\w.-]*)(\s*[=:]\s*|\s+)(\"[^\"]*\"|'[^']*'|\S+)"
+    r"(?i)(\b[\w.-]*(?:password|passwd|secret|token|key_file|api_key)[\w.-]*\s*[=:]\s*"
+    r"|--[\w-]*(?:password|passwd|secret|token|api-key)[\w-]*[ =]"
+    r"|\bauthorization:\s*(?:bearer|basic)\s+)"
+    r"(\"[^\"]*\"|'[^']*'|\S+)"
 )
 
 
-def redact(value: Any) -> Any:
+def redact(value: Any, *, inline: bool = True) -> Any:
     """Return a copy of ``value`` with secret-looking keys masked, recursively.
 
-    Mapping keys matching ``password|secret|token|key_file`` (case-insensitive) get ``***``; strings get
-    ``password=...``-style fragments masked too.
+    Mapping keys matching ``password|secret|token|key_file`` (case-insensitive) get ``***``; with
+    ``inline``, strings get known secret shapes (``password=...``, ``--token X``) masked too.
     """
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
@@ -56,12 +63,12 @@ def redact(value: Any) -> Any:
             if isinstance(k, str) and _SECRET_KEY.search(k) and v not in (None, ""):
                 out[k] = REDACTED
             else:
-                out[k] = redact(v)
+                out[k] = redact(v, inline=inline)
         return out
     if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
-    if isinstance(value, str) and _SECRET_INLINE.search(value):
-        return _SECRET_INLINE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", value)
+        return [redact(v, inline=inline) for v in value]
+    if inline and isinstance(value, str) and _SECRET_INLINE.search(value):
+        return _SECRET_INLINE.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
     return value
 
 

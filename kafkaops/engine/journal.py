@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterator, Mapping
@@ -37,6 +38,22 @@ from kafkaops.errors import ConfigError
 
 TERMINAL = ("finished", "aborted")
 STEP_DONE = "verified"
+
+
+#: Free-text record fields: the bound runbook a resume executes, the reason, the task.
+VERBATIM = frozenset({"runbook", "reason", "task"})
+
+#: What a run id may be: a name (``new_run_id`` makes ``20261122-181548-reboot-3fa2``), never a path —
+#: ``resume ../../x`` or ``resume /var/x`` must not open (and run the runbook of) a foreign journal.
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is one; a ConfigError otherwise (``../x`` and ``/var/x`` open no journal)."""
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise ConfigError(f"{run_id!r} is not a run id",
+                          hint="run ids look like 20261122-181548-rolling-reboot-ac95; `kafkaops runs list` shows them")
+    return run_id
 
 
 def new_run_id(runbook: str, now: float | None = None) -> str:
@@ -67,7 +84,7 @@ class Journal:
     @classmethod
     def create(cls, run_id: str, home: Path | None = None) -> Journal:
         """Create the run directory and an empty journal (refuses an existing run id)."""
-        d = runs_dir(home) / run_id
+        d = runs_dir(home) / check_run_id(run_id)
         d.parent.mkdir(parents=True, exist_ok=True)
         d.mkdir()
         path = d / cls.FILENAME
@@ -80,8 +97,8 @@ class Journal:
 
     @classmethod
     def open(cls, run_id: str, home: Path | None = None) -> Journal:
-        """Open an existing run's journal; ``ConfigError`` if there is no such run."""
-        path = runs_dir(home) / run_id / cls.FILENAME
+        """Open an existing run's journal; ``ConfigError`` if there is no such run or it is no run id."""
+        path = runs_dir(home) / check_run_id(run_id) / cls.FILENAME
         if not path.exists():
             raise ConfigError(
                 f"no run {run_id!r} under {path.parent.parent}", hint="`kafkaops runs list` shows the runs"
@@ -120,7 +137,10 @@ class Journal:
         assert self._seq is not None
         self._seq += 1
         record: dict[str, Any] = {"seq": self._seq, "ts": round(time.time(), 6), "type": type_}
-        record.update(redact(fields))
+        # The procedure a resume runs and the operator's words are free text: only secret-named keys are
+        # masked there, never words inside them — that would change what a resumed run sends (a deploy
+        # message) or says (the reason).
+        record.update({k: redact(v, inline=k not in VERBATIM) for k, v in fields.items()})
         line = _canonical(record) + "\n"
         if self._needs_newline:
             line = "\n" + line  # isolate a torn last line left by a crash

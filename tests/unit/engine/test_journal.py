@@ -113,3 +113,23 @@ def test_replay_is_pure_function_of_records() -> None:
     st = replay(recs)
     assert [(s.target, s.index) for s in st.changed_steps()] == [("b", 1), ("a", 1)]
     assert st.step("b", 1).compensated and not st.step("a", 1).compensated
+
+
+@pytest.mark.parametrize("run_id", ["../../x", "/var/x", "..", ".", "a/b", "x\n", "", "-rf", "a" * 200])
+def test_a_run_id_is_a_name_never_a_path(tmp_path: Path, run_id: str) -> None:
+    with pytest.raises(ConfigError, match="is not a run id"):
+        Journal.open(run_id, tmp_path)
+    with pytest.raises(ConfigError, match="is not a run id"):
+        Journal.create(run_id, tmp_path)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_free_text_is_journaled_verbatim_and_secret_shapes_are_masked(tmp_path: Path) -> None:
+    j = Journal.create("r1", tmp_path)
+    j.append("run_started", reason="fix token refresh", runbook={"params": {"message": "rotate token: soon"}},
+             command="curl --password hunter2 -H 'Authorization: Bearer abc.def'", note="token=xyz; the token works")
+    (rec,) = j.records()
+    assert rec["reason"] == "fix token refresh"
+    assert rec["runbook"]["params"]["message"] == "rotate token: soon"  # what a resume sends is unaltered
+    assert "hunter2" not in rec["command"] and "abc.def" not in rec["command"]
+    assert rec["note"] == "token=*** the token works"

@@ -229,7 +229,7 @@ def test_a_held_lock_is_said_before_any_gate_and_planning_changes_nothing(
     lock.acquire(lock_info("c1", "20990101-000000-other-0000", "alice@bastion", "her roll", "T9"))
     world.data["broken"] = True  # a gate that would refuse: the lock must be what the operator hears about
     bound = rolling([{"test.depool": {}}, {"test.fail": {}}])
-    with pytest.raises(LockHeldError, match="alice@bastion.*her roll, task T9"):
+    with pytest.raises(LockHeldError, match=r"alice@bastion.*her roll, task T9"):
         make_runner(lock=lock).dry_run(bound, env=world, operator=OP, reason="r")
     with pytest.raises(LockHeldError):
         make_runner(lock=lock).start(bound, env=world, operator=OP, reason="r")
