@@ -36,7 +36,8 @@ class LoadReport:
 
     @property
     def clean(self) -> bool:
-        return self.lost == 0 and self.duplicated == 0 and self.http_failed == 0 and self.produced_acked > 0
+        return (self.lost == 0 and self.duplicated == 0 and self.http_failed == 0 and self.produce_errors == 0
+                and self.produced_acked > 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "clean": self.clean}
@@ -49,6 +50,7 @@ class _Reader(threading.Thread):
 
         self.run_id = run_id.encode()
         self.seen: Counter[int] = Counter()
+        self.lock = threading.Lock()  # the producer's thread reads ``seen`` while this one adds to it
         self.stop = threading.Event()
         self.consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"kafkaops-load-{run_id}",
@@ -88,8 +90,14 @@ class _Reader(threading.Thread):
                 if msg.error() is None and value is not None:
                     run, _, seq = value.partition(b":")
                     if run == self.run_id:
-                        self.seen[int(seq)] += 1
+                        with self.lock:
+                            self.seen[int(seq)] += 1
         self.consumer.close()
+
+    def snapshot(self) -> Counter[int]:
+        """A copy of what was read so far, safe to iterate while the reader goes on."""
+        with self.lock:
+            return Counter(self.seen)
 
 
 def _http(vip: str, stop: threading.Event, rate: float, report: LoadReport, lock: threading.Lock) -> None:
@@ -163,12 +171,13 @@ def run_load(cluster: Cluster, seconds: float, *, rate: float = 200.0, http_rate
     if http_thread is not None:
         http_thread.join()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not acked <= set(reader.seen):
+    while time.monotonic() < deadline and not acked <= set(reader.snapshot()):
         time.sleep(0.2)
     reader.stop.set()
     reader.join(10)
+    seen = reader.snapshot()
     report.produced_acked = len(acked)
-    report.consumed = sum(reader.seen.values())
-    report.lost = len(acked - set(reader.seen))
-    report.duplicated = sum(n - 1 for n in reader.seen.values() if n > 1)
+    report.consumed = sum(seen.values())
+    report.lost = len(acked - set(seen))
+    report.duplicated = sum(n - 1 for n in seen.values() if n > 1)
     return report

@@ -72,11 +72,13 @@ def healthy_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
 def test_rolling_reboot_under_load_keeps_every_invariant(healthy_lab: Cluster, home: Path) -> None:
     cluster = healthy_lab
     boot_ids = {h.name: LabHost.named(h.name).boot_id() for h in cluster.hosts}
+    controller = cluster.by_broker_id(KafkaAdmin(cluster.bootstrap_servers).controller() or -1)
+    assert controller is not None
     with Load(cluster) as load, PoolWatch(cluster) as pools, SynWatch(8085) as syns:
         result = kafkaops(home, cluster, "rolling-reboot", "lab", "--yes", "--reason", "test roll", *FAST)
     assert result.returncode == 0, result.stdout + result.stderr
     assert load.report is not None
-    assert load.report.produced_acked > 1000
+    assert load.report.produced_acked > 1000 and load.report.produce_errors == 0, load.report
     assert load.report.lost == 0 and load.report.duplicated == 0, load.report
     assert load.report.http_failed == 0, load.report.http_errors
     assert pools.samples > 50 and pools.max_depooled == 1
@@ -86,10 +88,9 @@ def test_rolling_reboot_under_load_keeps_every_invariant(healthy_lab: Cluster, h
     assert all(LabHost.named(h.name).boot_id() != boot_ids[h.name] for h in cluster.hosts)
     records = journal(home, run_id)
     order = [r["target"] for r in records if r["type"] == "target_started"]
-    controller = KafkaAdmin(cluster.bootstrap_servers).controller()
-    assert len(order) == 3 and order[-1] != order[0]
+    assert sorted(order) == sorted(h.name for h in cluster.hosts)
+    assert order[-1] == controller.name, f"the controller at the start ({controller.name}) went {order}"
     assert_clean_end(cluster)
-    assert controller is not None
 
 
 def test_sigkill_mid_roll_then_resume(healthy_lab: Cluster, home: Path) -> None:
@@ -113,6 +114,7 @@ def test_sigkill_mid_roll_then_resume(healthy_lab: Cluster, home: Path) -> None:
         resumed = kafkaops(home, cluster, "resume", run_id)
         assert resumed.returncode == 0, f"seed {seed}, killed after {killed_at}: {resumed.stdout}{resumed.stderr}"
     assert load.report is not None and load.report.lost == 0 and load.report.duplicated == 0, load.report
+    assert load.report.produce_errors == 0, load.report
     assert load.report.http_failed == 0, load.report.http_errors
     assert pools.max_depooled <= 1
     stops: dict[str, int] = {}
@@ -185,8 +187,12 @@ def test_held_lock_refuses(healthy_lab: Cluster, home: Path) -> None:
 
 
 def test_dry_run_markdown_shows_live_impact_and_changes_nothing(healthy_lab: Cluster, home: Path) -> None:
+    from kazoo.client import KazooClient
+
     cluster = healthy_lab
     boot = LabHost.named("kafka1002").boot_id()
+    before = collect(cluster)
+    leaders = {(p.topic, p.partition): p.leader for p in KafkaAdmin(cluster.bootstrap_servers).snapshot().partitions}
     result = kafkaops(home, cluster, "reboot", "kafka1002", "--dry-run", "-o", "markdown")
     assert result.returncode == 0, result.stderr
     md = result.stdout
@@ -196,8 +202,21 @@ def test_dry_run_markdown_shows_live_impact_and_changes_nothing(healthy_lab: Clu
     assert "confctl depool --hostname kafka1002.lab.local" in md
     assert "tcpdump" in md
     assert LabHost.named("kafka1002").boot_id() == boot
-    assert all(b["pooled"] == "yes" for b in collect(cluster)["brokers"])
+    after = collect(cluster)
+    assert [(b["host"], b["registered"], b["pooled"]) for b in after["brokers"]] == \
+        [(b["host"], b["registered"], b["pooled"]) for b in before["brokers"]]
+    assert {(p.topic, p.partition): p.leader
+            for p in KafkaAdmin(cluster.bootstrap_servers).snapshot().partitions} == leaders
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+    assert not (home / "audit.log").exists() or not (home / "audit.log").read_text().strip()
+    assert cluster.zookeeper
+    zk = KazooClient(hosts=cluster.zookeeper)
+    zk.start(timeout=15)
+    try:
+        assert zk.exists("/kafkaops/locks/lab") is None
+    finally:
+        zk.stop()
+        zk.close()
 
 
 def test_saved_plan_applies_when_unchanged_and_is_refused_when_stale(healthy_lab: Cluster, home: Path,

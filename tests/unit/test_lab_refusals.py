@@ -50,7 +50,8 @@ def test_missing_java_is_refused(other_lab: Path, monkeypatch: pytest.MonkeyPatc
 def test_non_loopback_lab_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAFKAOPS_LAB_DIR", str(tmp_path / "lab"))
     path = tmp_path / "lab.yaml"
-    path.write_text((REPO / "inventory" / "lab.yaml").read_text().replace("127.0.10.2", "10.0.0.2"))
+    text = (REPO / "inventory" / "lab.yaml").read_text().replace("127.0.10.", "127.0.30.")
+    path.write_text(text.replace("127.0.30.2", "10.0.0.2"))  # never the real lab's addresses
     with pytest.raises(LabError, match="not loopback"):
         lab.up(load_inventory(path))
 
