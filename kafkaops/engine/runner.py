@@ -833,6 +833,7 @@ class Runner:
             decision = self._converge(obj, ctx, journal, meta, base, check, f"rollback check {kind}",
                                       phase="compensate")
             self._verify(obj, ctx, self._policy(bound, step), journal, base, target, check)
+            journal.append("compensate_verified", **base)
         except Exception as exc:
             journal.append("compensate_failed", error=str(exc), error_type=type(exc).__name__, **base)
             raise RunFailed(
