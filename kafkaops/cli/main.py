@@ -3,6 +3,11 @@
 Only the module that owns the command being run is imported and registered (``--help`` registers all),
 and each keeps heavy imports (confluent_kafka, kazoo, paramiko, pyspark) inside functions:
 ``kafkaops --help`` has to stay instant and ``kafkaops status`` fast.
+
+The procedure commands (``reboot``, ``rolling-deploy``, ...) are not written here: they are generated
+from the runbooks that declare a ``command:`` (:mod:`kafkaops.cli.procedures`). The root group asks for
+one only when its name is not a built-in command, and reads only that runbook's file; ``--help`` lists
+them all. ``kafkaops status`` never reads a runbook.
 """
 
 from __future__ import annotations
@@ -10,15 +15,58 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from kafkaops import __version__
+from kafkaops.cli.builtin import COMMAND_MODULES
 from kafkaops.errors import EXIT_CODES, KafkaOpsError
 
 _EPILOG = "Exit codes: " + "; ".join(f"{code} {what}" for code, what in sorted(EXIT_CODES.items()))
 
+
+class KafkaopsGroup(TyperGroup):
+    """The root command group: the built-in commands, plus one command per runbook that declares one."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        from kafkaops.cli.procedures import alias_names
+
+        builtin = super().list_commands(ctx)
+        return [n for n in alias_names() if n not in self.commands] + builtin
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and cmd_name not in COMMAND_MODULES:  # a built-in never falls back to a runbook
+            from kafkaops.cli.procedures import alias_command
+
+            cmd = alias_command(cmd_name)
+        return cmd
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        from typer._click.exceptions import UsageError
+
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            if args and "Did you mean" not in exc.message:
+                import difflib
+
+                from kafkaops.cli.procedures import is_runbook
+
+                if is_runbook(args[0]):
+                    exc.message += (f" Runbook {args[0]} declares no command of its own: "
+                                    f"`kafkaops run {args[0]} TARGET`.")
+                else:
+                    close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=1)
+                    if close:
+                        exc.message = exc.message.rstrip(".") + f". Did you mean {close[0]!r}?"
+            raise
+
+
 app = typer.Typer(
+    cls=KafkaopsGroup,
     name="kafkaops",
     help=(
         "Kafka operators' runbooks as safe, resumable procedures.\n\n"
@@ -39,12 +87,31 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _runbooks(value: list[str] | None) -> list[str] | None:
+    """``--runbooks DIR``: where runbooks are read (``$KAFKAOPS_RUNBOOKS`` for this process and its
+    children), set while the root options are parsed so the command named after them is found there."""
+    if value:
+        from pathlib import Path
+
+        from kafkaops.errors import ConfigError
+
+        for d in value:
+            if not Path(d).is_dir():
+                raise ConfigError(f"{d}: no such runbook directory", hint="check the --runbooks path")
+        os.environ["KAFKAOPS_RUNBOOKS"] = os.pathsep.join(str(Path(d).resolve()) for d in value)
+    return value
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
     inventory: str | None = typer.Option(
         None, "--inventory", "-i", metavar="FILE",
         help="Inventory for every command (else $KAFKAOPS_INVENTORY, else inventory/*.yaml is searched)."),
+    runbooks: list[str] | None = typer.Option(
+        None, "--runbooks", metavar="DIR", callback=_runbooks, is_eager=True,
+        help="Read the runbooks (the procedure commands, `run`, `runbooks`) from DIR instead of those shipped "
+             "with kafkaops (repeatable: the first wins; else $KAFKAOPS_RUNBOOKS)."),
 ) -> None:
     """Kafka operators' runbooks as safe, resumable procedures."""
     if inventory:
@@ -57,43 +124,59 @@ def _root(
         os.environ["KAFKAOPS_INVENTORY"] = str(Path(inventory).resolve())
 
 
-# The module that registers each top-level command. Typer builds every command's click parameters on
-# each start (~1 ms a command, plus the module's imports); `kafkaops status`, which operators and
-# scripts run between every step, should pay only for its own. tests/unit/test_cli_dispatch.py
-# fails when a command is missing here.
-COMMAND_MODULES = {
-    "lab": "lab",
-    "reboot": "maintenance", "restart": "maintenance",
-    "rolling-reboot": "maintenance", "rolling-restart": "maintenance",
-    "status": "status",
-    "runbooks": "runbooks",
-    "runs": "runs", "resume": "runs", "apply": "runs",
-    "check": "check", "snapshot": "check",
-    "restart-service": "services", "rolling-restart-service": "services", "rolling-deploy": "services",
-}
+_VALUED_ROOT_OPTIONS = ("--inventory", "-i", "--runbooks")
 
 
 def requested_command(argv: list[str]) -> str | None:
     """The command word in ``argv`` (after the root options), or None for ``--help``/``--version``."""
     args = iter(argv)
     for arg in args:
-        if arg in ("--inventory", "-i"):
+        if arg in _VALUED_ROOT_OPTIONS:
             next(args, None)
         elif not arg.startswith("-"):
             return arg
     return None
 
 
+def requested_runbooks(argv: list[str]) -> list[str]:
+    """The ``--runbooks DIR`` values among the root options of ``argv``."""
+    out = []
+    args = iter(argv)
+    for arg in args:
+        if arg in _VALUED_ROOT_OPTIONS:
+            value = next(args, None)
+            if arg == "--runbooks" and value is not None:
+                out.append(value)
+        elif arg.startswith("--runbooks="):
+            out.append(arg.split("=", 1)[1])
+        elif not arg.startswith("-"):
+            break
+    return out
+
+
+def _is_procedure(word: str, runbooks: list[str]) -> bool:
+    """Is ``word`` a runbook's name (then its generated command is all ``kafkaops WORD`` needs)?"""
+    from pathlib import Path
+
+    from kafkaops.engine.runbook import runbook_dirs, runbook_file
+
+    dirs = [Path(d) for d in runbooks] if runbooks else runbook_dirs()
+    return runbook_file(word, dirs) is not None
+
+
 _registered: set[str] = set()
 
 
-def register(only: str | None = None) -> typer.Typer:
+def register(only: str | None = None, *, runbooks: list[str] | None = None) -> typer.Typer:
     """Register the command modules on ``app`` (idempotent) and return it: just the module that owns
-    ``only``, or all of them (help, completion, unknown words — click then lists every command or
-    suggests the closest)."""
+    ``only``; none when ``only`` names a runbook (its command is generated by the root group); or all
+    of them (help, completion, unknown words — click then lists every command or suggests the
+    closest)."""
     modules = list(dict.fromkeys(COMMAND_MODULES.values()))  # --help lists them in this order
     if only in COMMAND_MODULES:
         modules = [COMMAND_MODULES[only]]
+    elif only is not None and _is_procedure(only, runbooks or []):
+        modules = []
     for name in modules:
         if name in _registered:
             continue
@@ -104,7 +187,7 @@ def register(only: str | None = None) -> typer.Typer:
 
 def main() -> None:
     """Run the CLI; turn every expected failure into one line on stderr and its documented exit code."""
-    register(only=requested_command(sys.argv[1:]))
+    register(only=requested_command(sys.argv[1:]), runbooks=requested_runbooks(sys.argv[1:]))
     try:
         rc = app(standalone_mode=False)
         if isinstance(rc, int) and rc:  # click returns (not raises) a command's typer.Exit(code) here

@@ -7,44 +7,47 @@ parses the YAML (no step-kind imports) so it stays instant; ``--check`` validate
 
 from __future__ import annotations
 
-import importlib
-import os
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from kafkaops.cli.common import Output, console, err_console, print_json
+from kafkaops.cli.plugins import load_plugins
 
-_PLUGINS = ("kafkaops.steps",)
-
-
-def load_plugins() -> None:
-    """Import the modules that register step kinds.
-
-    ``kafkaops.steps`` registers the built-in step kinds; ``KAFKAOPS_PLUGINS`` (comma-separated module
-    names) adds more.
-    """
-    extra = [m.strip() for m in os.environ.get("KAFKAOPS_PLUGINS", "").split(",") if m.strip()]
-    for name in (*_PLUGINS, *extra):
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and name.startswith(exc.name) and name not in extra:
-                continue
-            raise
-        register_all = getattr(module, "register_all", None)
-        if callable(register_all):
-            register_all()
-
+__all__ = ["check_command", "load_plugins", "register"]
 
 def _dirs(directory: Path | None) -> list[Path] | None:
     return [directory] if directory else None
 
 
+_DIR_HELP = "Runbook directory (default: --runbooks, else $KAFKAOPS_RUNBOOKS, else the runbooks shipped with kafkaops)."
+
+
+def check_command(rb: Any) -> None:
+    """What ``--check`` adds for a runbook's command line: its hooks exist, its flags and its generated
+    command clash with nothing built in (needs the step kinds loaded).
+
+    Raises:
+        ConfigError: Naming the file and line.
+    """
+    from kafkaops.cli.builtin import COMMAND_MODULES
+    from kafkaops.cli.procedures import build_command
+    from kafkaops.errors import ConfigError
+    from kafkaops.steps.selectors import check_refs
+
+    check_refs(rb)
+    build_command(rb, alias=rb.command.alias)
+    if rb.command.alias and rb.name in COMMAND_MODULES:
+        where = f"{rb.source}:{rb.command.line}" if rb.command.line else rb.source
+        raise ConfigError(f"{where}: command: `kafkaops {rb.name}` is a built-in command; the runbook's would be "
+                          "hidden", hint=f"rename the runbook, or set command.alias: false (`kafkaops run {rb.name}`)")
+
+
 def list_cmd(
-    directory: Path | None = typer.Option(None, "--dir", help="Runbook directory (default: ./runbooks)."),
-    check: bool = typer.Option(False, "--check", help="Validate every runbook against the step kinds."),
+    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP),
+    check: bool = typer.Option(False, "--check",
+                               help="Validate every runbook against the step kinds and the command hooks."),
     output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
 ) -> None:
     """List the runbooks."""
@@ -58,12 +61,15 @@ def list_cmd(
     for name, path in runbook_files(_dirs(directory)).items():
         try:
             rb = load_runbook(path, check_kinds=check)
+            if check:
+                check_command(rb)
             rows.append(
                 {
                     "name": name,
                     "summary": rb.summary,
                     "steps": len(rb.steps),
                     "rolling": rb.rolling,
+                    "command": f"kafkaops {name}" if rb.command.alias else f"kafkaops run {name}",
                     "file": str(path),
                     "error": None,
                 }
@@ -76,6 +82,7 @@ def list_cmd(
                     "summary": "",
                     "steps": 0,
                     "rolling": False,
+                    "command": None,
                     "file": str(path),
                     "error": str(exc),
                 }
@@ -89,7 +96,10 @@ def list_cmd(
     else:
         # Plain aligned columns: rich.table would cost ~30 ms of this benchmarked cold start.
         if not rows:
-            err_console.print("no runbooks found (looked in: KAFKAOPS_RUNBOOKS, ./runbooks)")
+            from kafkaops.engine.runbook import runbook_dirs
+
+            where = [str(directory)] if directory else [str(d) for d in runbook_dirs()]
+            err_console.print(f"no runbooks found in {', '.join(where)}", highlight=False, markup=False)
         width = max([len(r["name"]) for r in rows] + [7])
         console.print(f"[bold]{'RUNBOOK'.ljust(width)}  STEPS  ROLLING  SUMMARY[/]", highlight=False)
         for r in rows:
@@ -104,7 +114,7 @@ def list_cmd(
 
 def show_cmd(
     name: str = typer.Argument(..., help="Runbook name (or path to a YAML file)."),
-    directory: Path | None = typer.Option(None, "--dir", help="Runbook directory."),
+    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP),
     output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
 ) -> None:
     """Show one runbook: its steps, parameters, targets and rollback."""
@@ -134,7 +144,7 @@ def show_cmd(
 
 def docs_cmd(
     out: Path = typer.Option(Path("docs/runbooks"), "--out", help="Where to write NAME.md files."),
-    directory: Path | None = typer.Option(None, "--dir", help="Runbook directory."),
+    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP),
     check: bool = typer.Option(False, "--check", help="Write nothing; exit 3 if any page is out of date."),
 ) -> None:
     """Generate docs/runbooks/NAME.md from every runbook's YAML."""
@@ -160,12 +170,37 @@ def docs_cmd(
         err_console.print("runbook docs are up to date")
 
 
+def hooks_cmd(
+    output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
+) -> None:
+    """List the hooks a runbook's command: may name (checks, select, resolve) and the parameters they read."""
+    load_plugins()
+    from kafkaops.steps.selectors import hooks
+
+    rows: list[dict[str, Any]] = [{"name": h.name, "kind": h.kind, "reads": dict(h.roles), "summary": h.summary}
+            for h in sorted(hooks().values(), key=lambda h: ("check", "select", "resolve").index(h.kind))]
+    if output is Output.json:
+        print_json(rows)
+        return
+    lines = ["| hook | kind | reads | what |", "|---|---|---|---|"] if output is Output.markdown else []
+    width = max(len(str(r["name"])) for r in rows)
+    for r in rows:
+        reads = ", ".join(f"{role}" if role == p else f"{role}={p}" for role, p in r["reads"].items()) or "-"
+        if output is Output.markdown:
+            lines.append(f"| `{r['name']}` | {r['kind']} | {reads} | {r['summary']} |")
+        else:
+            lines.append(f"{str(r['name']).ljust(width)}  {r['kind']:7}  reads {reads}: {r['summary']}")
+    console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``runbooks`` command group to the root app."""
     sub = typer.Typer(
-        help="The procedures (runbooks/*.yaml): list, show, generate docs.", no_args_is_help=True
+        help="The procedures (runbooks/*.yaml): list, show, generate docs, the hooks commands use.",
+        no_args_is_help=True,
     )
     sub.command("list")(list_cmd)
     sub.command("show")(show_cmd)
     sub.command("docs")(docs_cmd)
+    sub.command("hooks")(hooks_cmd)
     app.add_typer(sub, name="runbooks")

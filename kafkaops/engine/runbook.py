@@ -52,7 +52,7 @@ TEMPLATE_ROOTS = ("host", "target", "cluster", "params")
 ORDERS = ("inventory", "controller_last")
 TARGET_KINDS = ("host", "cluster")
 _TOP_KEYS = {"name", "summary", "description", "parameters", "command", "targets", "steps", "retry"}
-_PARAM_KEYS = ("type", "default", "required", "help", "choices", "flag")
+_PARAM_KEYS = ("type", "default", "required", "help", "choices", "min", "max", "flag", "flag_help")
 _COMMAND_KEYS = ("alias", "help", "target", "arguments", "checks", "select", "resolve", "conflicts")
 _PARAM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _HOOK_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -96,12 +96,15 @@ class ParamDecl:
             ``kafkaops run NAME --param NAME=VALUE`` sets it). A ``bool`` flag is a switch that sets the
             opposite of the default (``--no-election`` for a default-true ``election``).
         choices: The values allowed (coerced to the parameter's type); empty: any value of the type.
+        flag_help: The flag's help when it should read differently from the parameter's (a switch
+            that turns a default-true parameter off: "Skip the preferred-replica election.").
         line: Where it is declared (1-based; 0 unknown), for errors found later (by the CLI).
     """
 
     name: str
     flags: tuple[str, ...] = ()
     choices: tuple[Any, ...] = ()
+    flag_help: str = ""
     line: int = 0
 
 
@@ -398,6 +401,7 @@ def _parse_parameters(raw: Any, where: _Where) -> tuple[tuple[Param, ...], dict[
             )
         except ValueError as exc:
             raise ConfigError(f"{loc}: {exc}", hint="types: " + ", ".join(PARAM_TYPES)) from exc
+        param = _with_bounds(param, spec, where, pname)
         default = None
         if param.default is not None:
             try:
@@ -407,9 +411,36 @@ def _parse_parameters(raw: Any, where: _Where) -> tuple[tuple[Param, ...], dict[
                                   f"{exc}") from exc
         choices = _parse_choices(param, spec.get("choices"), default, where, pname)
         flags = _parse_flags(param, spec, where, pname, owner)
+        flag_help = spec.get("flag_help", "")
+        if not isinstance(flag_help, str) or (flag_help and not flags):
+            raise ConfigError(f"{where('parameters', pname, 'flag_help')}: parameters.{pname}.flag_help: "
+                              + ("expected text" if not isinstance(flag_help, str) else "the parameter has no flag"))
         out.append(param)
-        decls[pname] = ParamDecl(pname, flags=flags, choices=choices, line=where.line("parameters", pname))
+        decls[pname] = ParamDecl(pname, flags=flags, choices=choices, flag_help=flag_help,
+                                 line=where.line("parameters", pname))
     return tuple(out), decls
+
+
+def _with_bounds(param: Param, spec: Mapping[str, Any], where: _Where, pname: str) -> Param:
+    """``min``/``max`` of an int, float or duration parameter (a duration's in its own notation)."""
+    import dataclasses
+
+    bounds: dict[str, float] = {}
+    for key in ("min", "max"):
+        if key not in spec:
+            continue
+        loc = f"{where('parameters', pname, key)}: parameters.{pname}.{key}"
+        if param.type not in ("int", "float", "duration"):
+            raise ConfigError(f"{loc}: a {param.type} parameter has no {key}",
+                              hint="bounds are for int, float and duration parameters")
+        try:
+            bounds[key] = float(coerce_param(dataclasses.replace(param, type="float" if param.type == "int"
+                                                                 else param.type), spec[key]))
+        except ValueError as exc:
+            raise ConfigError(f"{loc}: {exc}") from exc
+    if "min" in bounds and "max" in bounds and bounds["min"] > bounds["max"]:
+        raise ConfigError(f"{where('parameters', pname)}: parameters.{pname}: min is above max")
+    return dataclasses.replace(param, min=bounds.get("min"), max=bounds.get("max")) if bounds else param
 
 
 def _parse_choices(param: Param, raw: Any, default: Any, where: _Where, pname: str) -> tuple[Any, ...]:
@@ -532,6 +563,9 @@ def _parse_command(doc: Mapping[str, Any], parameters: tuple[Param, ...], declar
         if by_name[name].type in ("bool", "list", "map"):
             raise ConfigError(f"{at('arguments', i)}: {name!r} is a {by_name[name].type}; positional arguments "
                               "are str, int, float or duration")
+        if decls[name].flag_help:
+            raise ConfigError(f"{where('parameters', name, 'flag_help')}: parameters.{name}: a positional argument "
+                              "(command.arguments) has no flag_help", hint="remove it; `help` is shown")
         decls[name] = ParamDecl(name, flags=(), choices=decls[name].choices, line=decls[name].line)
 
     def hooks(key: str) -> tuple[HookRef, ...]:
@@ -1099,7 +1133,7 @@ def render_markdown(runbook: Runbook) -> str:
             else:
                 default = f"`{_fmt_value(p, p.default)}`"
             kind = p.type + (" (" + " \\| ".join(f"`{_fmt_value(p, c)}`" for c in decl.choices) + ")"
-                             if decl.choices else "")
+                             if decl.choices else "") + (f" ({bounds_text(p)})" if bounds_text(p) else "")
             out.append(f"| `{p.name}` | {kind} | {default} | {_option_text(runbook, p)} | {p.help} |")
         out.append("")
     if runbook.targets:
@@ -1141,6 +1175,18 @@ def render_markdown(runbook: Runbook) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def bounds_text(p: Param) -> str:
+    """``≥ 0``, ``≤ 1h``, ``1s..1h``: a parameter's declared bounds, in its own notation ("" without)."""
+    def shown(v: float) -> str:
+        return format_duration(v) if p.type == "duration" else f"{v:g}"
+
+    if p.min is not None and p.max is not None:
+        return f"{shown(p.min)}..{shown(p.max)}"
+    if p.min is not None:
+        return f"≥ {shown(p.min)}"
+    return f"≤ {shown(p.max)}" if p.max is not None else ""
 
 
 def spell(runbook: Runbook, name: str, value: Any, *, alias: bool = True) -> str:

@@ -129,16 +129,19 @@ def test_status_asks_kafka_once_where_a_run_retries(refusing_kafka: list[float])
 
 
 def test_a_maintenance_command_asks_kafka_once_before_planning(refusing_kafka: list[float]) -> None:
+    """reboot declares the `kafka_answers` check; rolling-reboot asks for the controller to order its
+    hosts: either way one metadata try, so a dead cluster is said in one request timeout."""
     from kafkaops.cli.common import Output
-    from kafkaops.cli.maintenance import run_runbook
+    from kafkaops.cli.procedures import run_procedure
+    from kafkaops.engine.runbook import find_runbook
     from kafkaops.errors import UnreachableError
 
     cluster = _lab_cluster()
-    for runbook, hosts in (("reboot", [cluster.hosts[0]]), ("rolling-reboot", list(cluster.hosts))):
+    for runbook, target in (("reboot", cluster.hosts[0].name), ("rolling-reboot", cluster.name)):
         refusing_kafka.clear()
         with pytest.raises(UnreachableError):
-            run_runbook(runbook, cluster, hosts, {}, reason=None, task=None, yes=False, dry_run=True,
-                        output=Output.json, save_plan=None)
+            run_procedure(find_runbook(runbook, check_kinds=False), target, {}, inventory=Path(cluster.source),
+                          reason=None, task=None, yes=False, dry_run=True, output=Output.json, save_plan=None)
         assert refusing_kafka == [10.0], runbook
 
 

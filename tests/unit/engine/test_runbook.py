@@ -177,9 +177,133 @@ def test_markdown_docs_come_from_yaml() -> None:
     assert "the current controller last" in md
     assert "1. **`test.depool`** (services=`{host.services}`, window=`10s`) — Depool a host." in md
     assert "rollback: `test.repool`: repool what was depooled" in md
-    assert "| `flag` | str | `rolled` | value written for each host |" in md
+    assert "| `flag` | str | `rolled` | `--param flag=…` | value written for each host |" in md
+    assert "`kafkaops run roll CLUSTER [--param NAME=VALUE ...]`" in md
 
 
 def test_runbook_files_lists_by_name() -> None:
     files = runbook_files([GOOD])
     assert sorted(files) == ["roll", "simple"]
+
+
+# --- the command-line declarations (parameters' flags and choices, `command:`) -----------------------------
+
+_DECLARED = """\
+name: decl
+summary: s
+parameters:
+  mode: {type: str, default: safe, choices: [safe, fast], help: how}
+  force: {type: bool, default: false, flag: --force}
+  election: {type: bool, default: true}
+  service: {type: str, required: true, flag: [--service, -s]}
+  svc: {type: str, default: x}
+  count: {type: int, default: 1, min: 0}
+  hidden: {type: str, default: h, flag: false}
+command:
+  target: cluster
+  arguments: [svc]
+  select: [pick_hosts, {pick_more: {service: service}}]
+  resolve: {hidden: fill_it}
+  conflicts:
+    - {force: true, mode: fast}
+steps:
+  - test.set: {key: k, value: "{params.mode}"}
+"""
+
+
+def _decl_error(tmp_path: object, text: str) -> str:
+    from pathlib import Path
+
+    p = Path(str(tmp_path)) / "decl.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_runbook(p)
+    assert info.value.exit_code == 3
+    return str(info.value)
+
+
+def test_declarations_are_parsed_and_carried(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from kafkaops.engine.runbook import HookRef, spell, usage
+
+    p = Path(str(tmp_path)) / "decl.yaml"
+    p.write_text(_DECLARED)
+    rb = load_runbook(p)
+    assert rb.declaration("mode").flags == ("--mode",) and rb.declaration("mode").choices == ("safe", "fast")
+    assert rb.declaration("force").flags == ("--force",)
+    assert rb.declaration("election").flags == ("--no-election",)  # default true: the switch turns it off
+    assert rb.declaration("service").flags == ("--service", "-s")
+    assert rb.declaration("svc").flags == ()  # positional
+    assert rb.declaration("hidden").flags == ()
+    assert rb.param("count") is not None and rb.param("count").min == 0  # type: ignore[union-attr]
+    c = rb.command
+    assert (c.alias, c.target, c.arguments) == (True, "cluster", ("svc",))
+    assert c.select == (HookRef("pick_hosts", {}, 14), HookRef("pick_more", {"service": "service"}, 14))
+    assert c.resolve == (("hidden", HookRef("fill_it", {}, 15)),)
+    assert c.conflicts == ({"force": True, "mode": "fast"},)
+    assert spell(rb, "election", False) == "--no-election" and spell(rb, "mode", "fast") == "--mode fast"
+    assert spell(rb, "mode", "fast", alias=False) == "--param mode=fast"
+    assert usage(rb) == "kafkaops decl SVC CLUSTER --service SERVICE [OPTIONS]"
+    md = render_markdown(rb)
+    assert "| `mode` | str (`safe` \\| `fast`) | `safe` | `--mode` | how |" in md
+    assert "Refused together: `--force` with `--mode fast`." in md
+
+
+def test_a_runbook_without_command_has_no_alias_and_default_flags(tmp_path: object) -> None:
+    rb = load_runbook(GOOD / "roll.yaml")
+    assert rb.command.alias is False and rb.command.target == "cluster"  # rolling: TARGET is a cluster
+    assert rb.declaration("flag").flags == ("--flag",)
+    assert load_runbook(GOOD / "simple.yaml").command.target == "host"
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (("mode: {type: str, default: safe, choices: [safe, fast], help: how}",
+      "mode: {type: str, default: safe, choices: [safe, fast], hlep: how}"),
+     "decl.yaml:4: parameters.mode: unknown key(s) ['hlep'] (allowed: type, default"),
+    (("choices: [safe, fast]", "choices: [fast, quick]"),
+     "decl.yaml:4: parameters.mode: the default 'safe' is not one of the choices"),
+    (("count: {type: int, default: 1, min: 0}", "count: {type: int, default: 1, choices: [1, two]}"),
+     "decl.yaml:9: parameters.count.choices: 'two' is not an integer"),
+    (("force: {type: bool, default: false, flag: --force}", "force: {type: bool, default: false, choices: [true]}"),
+     "decl.yaml:5: parameters.force.choices: a bool parameter cannot have choices"),
+    (("flag: --force}", "flag: [--force, -s]}"),
+     "decl.yaml:7: parameters.service.flag: -s is already the flag of parameter 'force'"),
+    (("hidden: {type: str, default: h, flag: false}", "hidden: {type: str, default: h, flag: --mode}"),
+     "decl.yaml:10: parameters.hidden.flag: --mode is already the flag of parameter 'mode'"),
+    (("flag: --force}", "flag: force}"), "decl.yaml:5: parameters.force.flag: 'force' is not an option name"),
+    (("flag: --force}", "flag: -f}"), "decl.yaml:5: parameters.force.flag: needs a long option name besides -f"),
+    (("count: {type: int, default: 1, min: 0}", "count: {type: int, default: -1, min: 0}"),
+     "decl.yaml:9: parameters.count: bad default: -1 is below the minimum 0"),
+    (("  target: cluster", "  target: broker"), "decl.yaml:12: command.target: 'broker' is not a target kind"),
+    (("  arguments: [svc]", "  arguments: [svcs]"), "decl.yaml:13: command.arguments.0: 'svcs' names no parameter"),
+    (("  arguments: [svc]", "  arguments: [service]"),
+     "decl.yaml:7: parameters.service: a positional argument (command.arguments) has no flag"),
+    (("{pick_more: {service: service}}", "{pick_more: {service: services}}"),
+     "decl.yaml:14: command.select.1: pick_more: service: 'services' names no parameter"),
+    (("resolve: {hidden: fill_it}", "resolve: {hiden: fill_it}"),
+     "decl.yaml:15: command.resolve.hiden: 'hiden' names no parameter"),
+    (("resolve: {hidden: fill_it}", "resolve: {hidden: Fill-It}"),
+     "decl.yaml:15: command.resolve.hidden: expected a hook name"),
+    (("    - {force: true, mode: fast}", "    - {force: true, mode: slow}"), None),  # values not among choices are
+    (("    - {force: true, mode: fast}", "    - {force: true}"),                     # allowed (never refused then)
+     "decl.yaml:17: command.conflicts.0: expected two or more {parameter: value}"),
+    (("    - {force: true, mode: fast}", "    - {force: maybe, mode: fast}"),
+     "decl.yaml:17: command.conflicts.0: force: 'maybe' is not a boolean"),
+    (("  target: cluster", "  target: cluster\n  colour: red"), "decl.yaml:11: command: unknown key(s) ['colour']"),
+    (("flag: [--service, -s]}", "flag: false}"),
+     "decl.yaml:7: parameters.service: required, but the alias cannot set it"),
+    (("  mode: {", "  Mode: {"), "decl.yaml:4: parameters.Mode: bad parameter name 'Mode'"),
+])
+def test_bad_declarations_name_file_line_and_fix(tmp_path: object, edit: tuple[str, str], expected: str | None) -> None:
+    old, new = edit
+    assert old in _DECLARED
+    text = _DECLARED.replace(old, new, 1)
+    if expected is None:
+        from pathlib import Path
+
+        (Path(str(tmp_path)) / "decl.yaml").write_text(text)
+        load_runbook(Path(str(tmp_path)) / "decl.yaml")
+        return
+    msg = _decl_error(tmp_path, text)
+    assert expected in msg, msg

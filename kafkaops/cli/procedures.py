@@ -1,0 +1,557 @@
+"""``kafkaops run RUNBOOK TARGET`` and the procedure commands generated from the runbooks.
+
+A procedure is data: its runbook YAML declares the steps *and* the command line — each parameter's
+type, default, choices, help and flag, what TARGET names (a host or a cluster), positional arguments,
+and the named hooks (:mod:`kafkaops.steps.selectors`) that pick the targets and fill parameters the
+operator did not give. From that declaration this module builds, at start-up and only for the command
+being run:
+
+* ``kafkaops run RUNBOOK TARGET [--param NAME=VALUE ...]``, for every runbook (``kafkaops run RUNBOOK
+  --help`` lists its parameters);
+* ``kafkaops RUNBOOK ...`` with the declared flags (``kafkaops reboot HOST --force``), for every runbook
+  with a ``command:`` block: ``reboot``, ``restart``, ``rolling-reboot``, ``rolling-restart``,
+  ``restart-service``, ``rolling-restart-service``, ``rolling-deploy`` are such aliases.
+
+Both end in :func:`run_runbook`, the shape of every state-changing command: plan in a dry-run
+environment, show the plan, ask (``--yes`` to skip, ``--dry-run`` to stop at the plan), run in a live
+environment. Command-line mistakes (an unknown ``--param``, a bad value, contradicting flags, no
+``--reason``) are usage errors (exit 2) found before anything is asked of any system.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from typer._click import Context, HelpFormatter, Parameter
+from typer._click.core import ParameterSource
+from typer._click.exceptions import BadParameter, UsageError
+from typer._click.globals import get_current_context
+from typer._click.types import ParamType
+from typer._types import TyperChoice
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from kafkaops.cli.common import Output, console, err_console
+from kafkaops.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kafkaops.engine.runbook import ParamDecl, Runbook
+    from kafkaops.engine.step import Param
+
+#: Options every procedure command has; a runbook parameter may not take one of these names.
+COMMON_FLAGS = ("--inventory", "-i", "--reason", "-r", "--task", "--yes", "-y", "--dry-run", "--output", "-o",
+                "--save-plan", "--help", "--param")
+TARGET_HELP = {"host": ("HOST", "Host (short name or FQDN)."),
+               "cluster": ("CLUSTER", "Cluster name from the inventory.")}
+_TYPE_NAMES = {"str": "text", "int": "integer", "float": "float", "duration": "duration", "bool": "boolean",
+               "list": "list", "map": "json", "any": "value"}
+
+
+def _echo(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+# --- values ------------------------------------------------------------------------------------------
+
+
+def _text(param: Param, value: Any) -> str:
+    from kafkaops.engine.step import format_duration
+
+    if param.type == "duration" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format_duration(float(value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value)
+
+
+def parse_value(param: Param, decl: ParamDecl, value: Any) -> Any:
+    """A command-line value as the parameter's type (a list is ``a,b`` or JSON, a map JSON), checked
+    against its choices.
+
+    Raises:
+        ValueError: Saying what was expected.
+    """
+    from kafkaops.engine.step import coerce_param
+
+    if isinstance(value, str) and param.type in ("list", "map"):
+        text = value.strip()
+        if text.startswith(("[", "{")):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{value!r} is not valid JSON ({exc.msg})") from None
+        elif param.type == "list":
+            value = [v.strip() for v in text.split(",") if v.strip()]
+    typed = coerce_param(param, value)
+    if decl.choices and typed not in decl.choices:
+        raise ValueError(f"{value!r} is not one of " + ", ".join(_text(param, c) for c in decl.choices))
+    return typed
+
+
+class _ValueType(ParamType):
+    """The click type of a runbook parameter: converts and checks like ``--param`` does."""
+
+    def __init__(self, param: Param, decl: ParamDecl) -> None:
+        self.param, self.decl = param, decl
+        self.name = _TYPE_NAMES.get(param.type, "value")
+
+    def get_metavar(self, param: Parameter, ctx: Context) -> str | None:
+        if self.decl.choices:
+            return "[" + "|".join(_text(self.param, c) for c in self.decl.choices) + "]"
+        return {"list": "A,B,...", "map": "JSON"}.get(self.param.type)
+
+    def convert(self, value: Any, param: Parameter | None, ctx: Context | None) -> Any:
+        try:
+            return parse_value(self.param, self.decl, value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class CommandLineError(UsageError):
+    """A mistake in ``--param`` (or a parameter ``kafkaops run`` needs and did not get): one line on stderr,
+    like every kafkaops error, and the usage exit code (2)."""
+
+    def show(self, file: Any = None) -> None:
+        sys.stderr.write(f"error: {self.format_message()}\n")
+
+
+def parse_params(rb: Runbook, items: list[str]) -> dict[str, Any]:
+    """``--param NAME=VALUE`` items as typed values. Every mistake is a one-line usage error (exit 2)."""
+    out: dict[str, Any] = {}
+    declared = {p.name: p for p in rb.parameters}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise CommandLineError(f"--param {item!r}: expected NAME=VALUE (e.g. --param syn_window=30s)")
+        if name not in declared:
+            close = difflib.get_close_matches(name, sorted(declared), n=1)
+            raise CommandLineError(f"--param {name}: runbook {rb.name} has no parameter {name!r} ("
+                             + (f"did you mean {close[0]!r}? " if close else "")
+                             + f"its parameters: {', '.join(declared) or 'none'})")
+        if name in out:
+            raise CommandLineError(f"--param {name} is given twice")
+        try:
+            out[name] = parse_value(declared[name], rb.declaration(name), text)
+        except ValueError as exc:
+            raise CommandLineError(f"--param {name}={text}: {exc}") from None
+    return out
+
+
+# --- building the commands -------------------------------------------------------------------------
+
+
+def _common_options() -> list[Parameter]:
+    return [
+        TyperOption(param_decls=["--inventory", "-i", "inventory"], metavar="PATH",
+                    help="Inventory file (only this one is searched; default: $KAFKAOPS_INVENTORY, else "
+                         "inventory/*.yaml)."),
+        TyperOption(param_decls=["--reason", "-r", "reason"],
+                    help="Why (required unless --dry-run; goes to the audit log)."),
+        TyperOption(param_decls=["--task", "task"], help="Task or ticket id, e.g. T123456."),
+        TyperOption(param_decls=["--yes", "-y", "yes"], is_flag=True, default=False,
+                    help="Do not ask for confirmation after showing the plan."),
+        TyperOption(param_decls=["--dry-run", "dry_run"], is_flag=True, default=False,
+                    help="Observe and plan for real, show the plan, change nothing."),
+        TyperOption(param_decls=["--output", "-o", "output"], type=TyperChoice([o.value for o in Output]),
+                    default=Output.table.value, show_default=True,
+                    help="Plan format: table, markdown (change review), json."),
+        TyperOption(param_decls=["--save-plan", "save_plan"], metavar="PATH",
+                    help="Write the plan (with its fingerprint) for `kafkaops apply`."),
+    ]
+
+
+def _key(name: str) -> str:
+    return f"p_{name}"
+
+
+def _check_flags(rb: Runbook) -> None:
+    for p in rb.parameters:
+        decl = rb.declaration(p.name)
+        for flag in decl.flags:
+            if flag in COMMON_FLAGS:
+                where = f"{rb.source}:{decl.line}" if decl.line else rb.source
+                raise ConfigError(f"{where}: parameters.{p.name}: {flag} is an option of every procedure command",
+                                  hint="give the parameter another flag (common: " + ", ".join(COMMON_FLAGS) + ")")
+
+
+def _resolved(rb: Runbook) -> set[str]:
+    return {name for name, _ in rb.command.resolve}
+
+
+def _alias_params(rb: Runbook) -> list[Parameter]:
+    """Positional arguments, TARGET, the common options, then every flagged parameter in YAML order."""
+    params: list[Parameter] = []
+    resolved = _resolved(rb)
+    for name in rb.command.arguments:
+        p = rb.param(name)
+        assert p is not None
+        params.append(TyperArgument(param_decls=[_key(name)], metavar=name.upper(),
+                                    type=_ValueType(p, rb.declaration(name)), help=p.help,
+                                    required=p.default is None and name not in resolved,
+                                    default=p.default, show_default=p.default is not None))
+    metavar, target_help = TARGET_HELP[rb.command.target]
+    params.append(TyperArgument(param_decls=["target"], metavar=metavar, required=True, help=target_help))
+    params += _common_options()
+    for p in rb.parameters:
+        decl = rb.declaration(p.name)
+        if not decl.flags:
+            continue
+        if p.type == "bool":  # a switch: sets the opposite of the default (--force, --no-election)
+            params.append(TyperOption(param_decls=[*decl.flags, _key(p.name)], is_flag=True, default=False,
+                                      help=decl.flag_help or p.help))
+            continue
+        required = p.required and p.default is None and p.name not in resolved
+        params.append(TyperOption(param_decls=[*decl.flags, _key(p.name)], type=_ValueType(p, decl),
+                                  required=required, default=p.default, show_default=p.default is not None,
+                                  help=decl.flag_help or p.help))
+    return params
+
+
+class _RunCommand(TyperCommand):
+    """``kafkaops run RUNBOOK``: its help ends with the runbook's parameters (name, type, default, choices)."""
+
+    runbook: Runbook
+
+    def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
+        from kafkaops.engine.runbook import bounds_text
+
+        super().format_options(ctx, formatter)
+        rb = self.runbook
+        resolved = dict(rb.command.resolve)
+        rows = []
+        for p in rb.parameters:
+            decl = rb.declaration(p.name)
+            what: list[str] = [p.type + (f" {bounds_text(p)}" if bounds_text(p) else "")]
+            if decl.choices:
+                what.append("one of " + "|".join(_text(p, c) for c in decl.choices))
+            if p.name in resolved:
+                what.append(f"default: resolved by {resolved[p.name].name}")
+            elif p.default is not None:
+                what.append(f"default: {_text(p, p.default)}")
+            elif p.required:
+                what.append("required")
+            rows.append((p.name, f"{p.help}  [{'; '.join(what)}]" if p.help else f"[{'; '.join(what)}]"))
+        if rows:
+            with formatter.section("Parameters (--param NAME=VALUE)"):
+                formatter.write_dl(rows)
+
+
+def build_command(rb: Runbook, *, alias: bool) -> TyperCommand:
+    """The click command of ``rb``: the alias ``kafkaops NAME`` or ``kafkaops run NAME``."""
+    _check_flags(rb)
+    name = rb.name
+    metavar = TARGET_HELP[rb.command.target][0]
+    if alias:
+        def alias_callback(**kw: Any) -> None:
+            ctx = get_current_context()
+            given: dict[str, Any] = {}
+            for p in rb.parameters:
+                key = _key(p.name)
+                if key not in kw or ctx.get_parameter_source(key) not in (ParameterSource.COMMANDLINE,
+                                                                           ParameterSource.ENVIRONMENT):
+                    continue
+                given[p.name] = (not p.default) if p.type == "bool" else kw[key]
+            run_procedure(rb, kw["target"], given, alias=True, **_common(kw))
+
+        return TyperCommand(name, callback=alias_callback, params=_alias_params(rb), rich_markup_mode=None,
+                            help=rb.command.help or rb.summary,
+                            epilog=f"Runbook {Path(rb.source).name}: `kafkaops run {name} --help` lists its "
+                                   "parameters.")
+
+    def run_callback(**kw: Any) -> None:
+        run_procedure(rb, kw["target"], parse_params(rb, list(kw.get("param") or ())), alias=False, **_common(kw))
+
+    what = "a host (short name or FQDN)" if rb.command.target == "host" else "a cluster of the inventory"
+    cmd = _RunCommand(name, callback=run_callback, rich_markup_mode=None, params=[
+        TyperArgument(param_decls=["target"], metavar=metavar, required=True, help=TARGET_HELP[rb.command.target][1]),
+        *_common_options(),
+        TyperOption(param_decls=["--param", "-p", "param"], multiple=True, metavar="NAME=VALUE",
+                    help="A runbook parameter (repeatable); listed below."),
+    ], help=f"{rb.summary}.\n\n{metavar} is {what}." if not rb.summary.endswith(".") else
+        f"{rb.summary}\n\n{metavar} is {what}.")
+    cmd.runbook = rb
+    return cmd
+
+
+def _common(kw: Mapping[str, Any]) -> dict[str, Any]:
+    return {"inventory": Path(kw["inventory"]) if kw.get("inventory") else None, "reason": kw.get("reason"),
+            "task": kw.get("task"), "yes": bool(kw.get("yes")), "dry_run": bool(kw.get("dry_run")),
+            "output": Output(kw.get("output") or Output.table.value),
+            "save_plan": Path(kw["save_plan"]) if kw.get("save_plan") else None}
+
+
+def _invalid(name: str, error: ConfigError) -> TyperCommand:
+    """A command standing for a runbook that does not load: running it says why (exit 3)."""
+
+    def callback(**_: Any) -> None:
+        raise error
+
+    return TyperCommand(name, callback=callback, rich_markup_mode=None, add_help_option=False,
+                        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+                        help=f"(invalid runbook: {error.message})")
+
+
+@cache
+def _load(path: str) -> Runbook | ConfigError:
+    from kafkaops.engine.runbook import load_runbook
+
+    try:
+        return load_runbook(path, check_kinds=False)
+    except ConfigError as exc:
+        return exc
+
+
+def _dirs() -> list[Path]:
+    from kafkaops.engine.runbook import runbook_dirs
+
+    return runbook_dirs()
+
+
+def alias_names() -> list[str]:
+    """The runbooks that declare a command (``command:``), by name: the generated commands."""
+    from kafkaops.engine.runbook import runbook_files
+
+    out = []
+    for name, path in runbook_files(_dirs()).items():
+        rb = _load(str(path))
+        if not isinstance(rb, ConfigError) and rb.command.alias:
+            out.append(name)
+    return sorted(out)
+
+
+def alias_command(name: str) -> TyperCommand | None:
+    """``kafkaops NAME``: the generated command of runbook NAME, if it declares one (its file alone is
+    read: ``kafkaops reboot`` parses reboot.yaml and nothing else)."""
+    from kafkaops.engine.runbook import runbook_file
+
+    path = runbook_file(name, _dirs())
+    if path is None:
+        return None
+    rb = _load(str(path))
+    if isinstance(rb, ConfigError):
+        return _invalid(name, rb)
+    if not rb.command.alias:
+        return None
+    try:
+        return build_command(rb, alias=True)
+    except ConfigError as exc:
+        return _invalid(name, exc)
+
+
+def is_runbook(name: str) -> bool:
+    from kafkaops.engine.runbook import runbook_file
+
+    return runbook_file(name, _dirs()) is not None
+
+
+class RunGroup(TyperGroup):
+    """``kafkaops run``: one subcommand per runbook, built when named (or listed by ``--help``)."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        from kafkaops.engine.runbook import runbook_files
+
+        return sorted(runbook_files(_dirs()))
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Any:
+        from kafkaops.engine.runbook import runbook_file
+
+        path = runbook_file(cmd_name, _dirs())
+        if path is None:
+            return None
+        rb = _load(str(path))
+        if isinstance(rb, ConfigError):
+            return _invalid(cmd_name, rb)
+        try:
+            return build_command(rb, alias=False)
+        except ConfigError as exc:
+            return _invalid(cmd_name, exc)
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            known = self.list_commands(ctx)
+            close = difflib.get_close_matches(args[0], known, n=1) if args else []
+            exc.message = (f"no runbook named {args[0]!r}" if args else exc.message) + (
+                f"; did you mean {close[0]!r}?" if close else "") + " (`kafkaops run --help` lists them)"
+            raise
+
+
+# --- running -----------------------------------------------------------------------------------------
+
+
+def _confirm(yes: bool) -> Any:
+    """The operator's answer to a step's question (go on after the canary?): yes with --yes, asked on a
+    terminal, else nobody to ask (None: the run pauses there and ``kafkaops resume`` is the answer)."""
+    if yes:
+        return lambda _question: True
+    if sys.stdin.isatty():
+        return lambda question: bool(typer.confirm(question, default=False))
+    return None
+
+
+def _spell(rb: Runbook, name: str, value: Any, alias: bool) -> str:
+    from kafkaops.engine.runbook import spell
+
+    return spell(rb, name, value, alias=alias)
+
+
+def _hint(rb: Runbook, name: str, alias: bool) -> str:
+    decl = rb.declaration(name)
+    if alias and name in rb.command.arguments:
+        return name.upper()
+    return decl.flags[0] if alias and decl.flags else f"--param {name}"
+
+
+def _check_command_line(rb: Runbook, given: Mapping[str, Any], alias: bool) -> None:
+    """Contradicting values and missing parameters: usage errors, before anything else."""
+    from kafkaops.engine.step import coerce_param
+
+    def value(name: str) -> Any:
+        if name in given:
+            return given[name]
+        p = rb.param(name)
+        return coerce_param(p, p.default) if p is not None and p.default is not None else None
+
+    for combo in rb.command.conflicts:
+        if all(value(n) == v for n, v in combo.items()):
+            spelled = [_spell(rb, n, v, alias) for n, v in combo.items()]
+            raise BadParameter(f"{', '.join(spelled[:-1])} and {spelled[-1]} contradict each other",
+                               param_hint=_hint(rb, list(combo)[-1], alias))
+    resolved = _resolved(rb)
+    for p in rb.parameters:
+        if p.required and p.default is None and p.name not in given and p.name not in resolved:
+            raise CommandLineError(f"runbook {rb.name} needs {_hint(rb, p.name, alias)}"
+                             + ("" if alias and rb.declaration(p.name).flags else f"=<{p.type}>")
+                             + (f" ({p.help})" if p.help else ""))
+
+
+def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, inventory: Path | None,
+                  reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output,
+                  save_plan: Path | None, alias: bool = False) -> None:
+    """Invoke ``rb`` on TARGET with the parameters ``given`` on the command line (typed).
+
+    Command-line mistakes first (no reason, contradicting values, a missing parameter, a runbook naming
+    an unknown hook), then the inventory lookup, then the runbook's hooks (checks, target selection,
+    parameter resolution; the first that need a system), then :func:`run_runbook`.
+    """
+    from kafkaops.cli.lookup import environment, find_cluster, find_host
+    from kafkaops.cli.plugins import load_plugins
+
+    if not dry_run and not reason:
+        raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
+                           param_hint="--reason")
+    _check_command_line(rb, given, alias)
+    load_plugins()  # the step kinds, and the hooks beside them
+    from kafkaops.engine.runbook import load_runbook
+    from kafkaops.steps.selectors import InvalidParameter, Invocation, NothingToDo, check_refs, prepare
+
+    if Path(rb.source).is_file():  # the command was built from a quick parse: now check every step
+        rb = load_runbook(rb.source)
+    check_refs(rb)
+    if rb.command.target == "host":
+        cluster, host = find_host(target, inventory)
+        hosts = [host]
+    else:
+        cluster = find_cluster(target, inventory)
+        hosts = list(cluster.hosts) if rb.rolling else []
+    confirm = _confirm(yes)
+    envs: list[Any] = []
+
+    def make_env() -> Any:
+        envs.append(environment(cluster, dry_run=True, confirm=confirm))
+        return envs[-1]
+
+    inv = Invocation(rb, cluster, hosts, given, environment=make_env, say=_echo)
+    try:
+        try:
+            targets, params = prepare(inv)
+        except InvalidParameter as exc:
+            raise BadParameter(exc.message, param_hint=_hint(rb, exc.param, alias)) from None
+        except NothingToDo as exc:
+            _echo(str(exc))
+            return
+        plan_env = inv.env
+        envs.clear()  # run_runbook owns it now
+        run_runbook(rb, cluster, targets, params, reason=reason, task=task, yes=yes, dry_run=dry_run,
+                    output=output, save_plan=save_plan, confirm=confirm, env=plan_env)
+    finally:
+        for e in envs:
+            e.close()
+
+
+def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: dict[str, Any], *,
+                reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output,
+                save_plan: Path | None, confirm: Callable[[str], bool] | None = None, env: Any = None) -> None:
+    """Plan, show, confirm, run: the shape of every state-changing command.
+
+    The plan is always made in a dry-run environment (its adapters refuse every write; ``env`` when the
+    caller already built one for its hooks); the run gets a fresh environment of the same inventory.
+    ``confirm``: how a step asks the operator a question (e.g. after a canary).
+    """
+    from kafkaops.cli.lookup import environment
+    from kafkaops.cli.plan_render import render_plan
+    from kafkaops.cli.plugins import load_plugins
+    from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
+    from kafkaops.engine.audit import current_operator
+    from kafkaops.engine.plan import save_plan as write_plan
+
+    if not dry_run and not reason:
+        raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
+                           param_hint="--reason")
+    load_plugins()
+    rb = find_runbook(runbook) if isinstance(runbook, str) else runbook
+    plan_env = env if env is not None else environment(cluster, dry_run=True, confirm=confirm)
+    try:
+        order = rb.targets.order if rb.targets else "inventory"
+        ordered, notes = plan_env.order_hosts(list(hosts), order)
+        bound = bind_runbook(rb, cluster=cluster, targets=[Target(h.name, host=h) for h in ordered],
+                             params=params)
+        runner = Runner(echo=_echo)
+        operator = current_operator()
+        plan = runner.dry_run(bound, env=plan_env, operator=operator, reason=reason or "", task=task,
+                              notes=tuple(notes))
+    finally:
+        plan_env.close()
+    if output == Output.json:
+        sys.stdout.write(plan.to_json())
+    elif output == Output.markdown:
+        sys.stdout.write(plan.to_markdown())
+    else:
+        console.print(render_plan(plan))
+    if save_plan is not None:
+        write_plan(plan, save_plan)
+        err_console.print(f"plan saved to {save_plan}; run it with `kafkaops apply {save_plan}`")
+    if dry_run:
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise BadParameter("not confirmed: no terminal to ask on; pass --yes after reviewing the plan",
+                               param_hint="--yes")
+        targets = ", ".join(h.name for h in ordered) or bound.cluster
+        typer.confirm(f"Run {rb.name} on {targets}?", abort=True)
+    live = plan_env.live()
+    try:
+        result = runner.start(bound, env=live, operator=operator, reason=reason or "", task=task)
+    finally:
+        live.close()
+    err_console.print(f"journal: {result.journal}", highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``kafkaops run`` (the generated aliases come from the root group, see :mod:`kafkaops.cli.main`)."""
+    sub = typer.Typer(
+        cls=RunGroup, rich_markup_mode=None, no_args_is_help=True,
+        help="Run a runbook on TARGET: `kafkaops run RUNBOOK TARGET [--param NAME=VALUE ...]`. "
+             "`kafkaops run RUNBOOK --help` lists its parameters.",
+    )
+    app.add_typer(sub, name="run")

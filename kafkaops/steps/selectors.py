@@ -1,0 +1,289 @@
+"""Named hooks that turn a command line into a run's targets and parameters (a runbook's ``command:``).
+
+A procedure's command line is declared in its YAML (see ``runbooks/README.md``); what the command
+does *before* planning is declared too, by naming hooks defined here:
+
+* ``checks`` run first (``kafka_answers``: one quick metadata request, so a dead cluster is said in
+  seconds, not after a run's patient retries; ``deploy_message_is_safe``);
+* ``select`` narrows the targets, in order (``hosts_running_service``; ``hosts_not_serving_revision``,
+  so a repeated deploy is a no-op for the hosts it already reached);
+* ``resolve`` fills a parameter the operator did not give (``service_port``, ``first_targets`` for the
+  canary, ``deploy_host_checkout`` for the revision to deploy).
+
+Hooks live here, in the step layer, because they know what the step kinds know (services, the deploy
+host, Kafka); the engine only validates that a runbook names them and the parameters they read, and
+the CLI only calls :func:`prepare`. A new procedure that uses existing hooks and step kinds is one YAML
+file and no Python; a new hook is one decorated function below.
+
+Every hook reads parameters through :meth:`Invocation.param`, which resolves a parameter on demand:
+``hosts_not_serving_revision`` asks for ``rev``, and ``deploy_host_checkout`` runs then, before the
+selection needs it. Each *role* of a hook (``service`` of ``hosts_running_service``) is played by the
+parameter of the same name unless the runbook maps it to another (``{hosts_running_service: {service:
+svc}}``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from kafkaops.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kafkaops.engine.runbook import HookRef, Runbook
+    from kafkaops.environment import Environment
+    from kafkaops.model import Cluster, Host
+
+HookKind = Literal["check", "select", "resolve"]
+
+
+class NothingToDo(Exception):
+    """A selection left no target (every host already serves the revision): say why, change nothing."""
+
+
+class InvalidParameter(Exception):
+    """A parameter's value makes no sense for this invocation (``--canary -1``): a usage error (exit 2)."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Hook:
+    """A registered hook: its kind, function, the roles it reads (role -> default parameter) and summary."""
+
+    name: str
+    kind: HookKind
+    func: Callable[..., Any]
+    roles: Mapping[str, str] = field(default_factory=dict)
+    summary: str = ""
+
+
+_HOOKS: dict[str, Hook] = {}
+
+
+def hook(kind: HookKind, name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a hook. Its keyword-only arguments are its roles; their defaults name the parameter
+    that plays each role unless a runbook maps it to another."""
+
+    def deco(func: Callable[..., Any]) -> Callable[..., Any]:
+        hook_name = name or func.__name__
+        roles = {p.name: str(p.default) for p in inspect.signature(func).parameters.values()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        doc = (func.__doc__ or "").strip()
+        _HOOKS[hook_name] = Hook(hook_name, kind, func, roles, doc.splitlines()[0] if doc else "")
+        return func
+
+    return deco
+
+
+def hooks() -> dict[str, Hook]:
+    """Every registered hook, by name."""
+    return dict(_HOOKS)
+
+
+def check_refs(runbook: Runbook) -> None:
+    """Refuse a runbook naming a hook that does not exist, of the wrong kind, or with an unknown role.
+
+    Raises:
+        ConfigError: Naming the file, the line and the hooks that would fit.
+    """
+    spec = runbook.command
+    refs: list[tuple[HookKind, HookRef]] = [("check", r) for r in spec.checks]
+    refs += [("select", r) for r in spec.select]
+    refs += [("resolve", r) for _, r in spec.resolve]
+    for kind, ref in refs:
+        where = f"{runbook.source}:{ref.line}" if ref.line else runbook.source
+        found = _HOOKS.get(ref.name)
+        if found is None or found.kind != kind:
+            import difflib
+
+            fits = sorted(n for n, h in _HOOKS.items() if h.kind == kind)
+            close = difflib.get_close_matches(ref.name, fits, n=1)
+            what = f"is a {found.kind} hook" if found else "is not a hook"
+            raise ConfigError(f"{where}: command: {ref.name!r} {what}, not a {kind} hook",
+                              hint=(f"did you mean {close[0]!r}? " if close else "")
+                              + f"{kind} hooks: {', '.join(fits) or 'none'}")
+        bad = sorted(set(ref.args) - set(found.roles))
+        if bad:
+            raise ConfigError(f"{where}: command: hook {ref.name} has no role {', '.join(map(repr, bad))}",
+                              hint=f"its roles: {', '.join(found.roles) or 'none'}")
+
+
+class Invocation:
+    """One command line being turned into a run: the cluster, the targets so far, the parameters.
+
+    Args:
+        runbook: The runbook invoked.
+        cluster: The cluster TARGET belongs to (or is).
+        hosts: The targets before selection: the named host, or every host of the cluster (a rolling
+            runbook), or none (a cluster-wide runbook run once).
+        given: Parameters given on the command line, already typed.
+        environment: Builds the run's dry-run :class:`~kafkaops.environment.Environment` on first use
+            (a hook that never needs a system costs no connection); the plan is made in the same one.
+        say: Prints one progress line for the operator.
+    """
+
+    def __init__(self, runbook: Runbook, cluster: Cluster, hosts: Sequence[Host], given: Mapping[str, Any], *,
+                 environment: Callable[[], Environment], say: Callable[[str], None]) -> None:
+        self.runbook = runbook
+        self.cluster = cluster
+        self.hosts: list[Host] = list(hosts)
+        self.target_kind = runbook.command.target
+        self.say = say
+        self._environment = environment
+        self._env: Environment | None = None
+        self._values: dict[str, Any] = dict(given)
+        self._resolvers = dict(runbook.command.resolve)
+        self._resolving: set[str] = set()
+
+    @property
+    def env(self) -> Environment:
+        if self._env is None:
+            self._env = self._environment()
+        return self._env
+
+    def param(self, name: str) -> Any:
+        """The parameter's value: as given, else resolved by its hook (now, once), else its default."""
+        if name in self._values:
+            return self._values[name]
+        ref = self._resolvers.get(name)
+        if ref is not None and name not in self._resolving:
+            self._resolving.add(name)
+            self._values[name] = _call(ref, self)
+            return self._values[name]
+        spec = self.runbook.param(name)
+        if spec is None:  # pragma: no cover - load-time validation names only declared parameters
+            raise ConfigError(f"runbook {self.runbook.name}: no parameter {name!r}")
+        if spec.default is None:
+            return None
+        from kafkaops.engine.step import coerce_param
+
+        return coerce_param(spec, spec.default)
+
+    def values(self) -> dict[str, Any]:
+        """Given and resolved parameters (defaults are the runbook's business when it is bound)."""
+        return dict(self._values)
+
+
+def _call(ref: HookRef, inv: Invocation, *extra: Any) -> Any:
+    found = _HOOKS[ref.name]
+    return found.func(inv, *extra, **{role: ref.args.get(role, param) for role, param in found.roles.items()})
+
+
+def prepare(inv: Invocation) -> tuple[list[Host], dict[str, Any]]:
+    """Run the runbook's hooks: checks, then selections in order, then the resolutions not yet done.
+
+    Returns:
+        The targets and the parameters (given and resolved) to bind the runbook with.
+
+    Raises:
+        NothingToDo: A selection left nothing to do (the caller says so and exits 0).
+        InvalidParameter: A value makes no sense here (a usage error).
+        ConfigError: The runbook names an unknown hook, or a hook refuses (no host runs the service...).
+    """
+    check_refs(inv.runbook)
+    spec = inv.runbook.command
+    for ref in spec.checks:
+        _call(ref, inv)
+    for ref in spec.select:
+        inv.hosts = list(_call(ref, inv, list(inv.hosts)))
+    if inv.runbook.rolling and not inv.hosts:
+        raise NothingToDo(f"no host of {inv.cluster.name} to run {inv.runbook.name} on")
+    for name in dict(spec.resolve):
+        inv.param(name)
+    return inv.hosts, inv.values()
+
+
+# --- checks ------------------------------------------------------------------------------------------
+
+
+@hook("check")
+def kafka_answers(inv: Invocation) -> None:
+    """Ask Kafka for its controller once (one try): a dead cluster is said in one request timeout."""
+    inv.env.kafka.controller(attempts=1)
+
+
+@hook("check")
+def deploy_message_is_safe(inv: Invocation, *, message: str = "message") -> None:
+    """The deploy message is one line of text, not empty (it goes to the deploy log and SAL)."""
+    from kafkaops.steps.deploy_host import check_message
+
+    check_message(str(inv.param(message) or ""))
+
+
+# --- selections ------------------------------------------------------------------------------------------
+
+
+@hook("select")
+def hosts_running_service(inv: Invocation, hosts: list[Host], *, service: str = "service") -> list[Host]:
+    """The hosts that run the service (a named host that does not is refused)."""
+    from kafkaops.steps.service import service_of
+
+    name = str(inv.param(service))
+    if inv.target_kind == "host":
+        for h in hosts:
+            service_of(h, name)  # "kafka1001 has no service 'x' (its services: ...)"
+        return hosts
+    keep = [h for h in hosts if h.service(name) is not None]
+    if not keep:
+        known = sorted({s.name for h in inv.cluster.hosts for s in h.services})
+        raise ConfigError(f"no host of cluster {inv.cluster.name} runs {name!r}",
+                          hint=f"services in {inv.cluster.source}: {', '.join(known) or 'none'}")
+    return keep
+
+
+@hook("select")
+def hosts_not_serving_revision(inv: Invocation, hosts: list[Host], *, service: str = "service",
+                               rev: str = "rev") -> list[Host]:
+    """Leave out the hosts that already serve the revision, healthy (a repeated deploy deploys nothing)."""
+    from kafkaops.steps.deploy_host import revision_matches
+    from kafkaops.steps.service import check_health, service_of
+
+    name, wanted = str(inv.param(service)), str(inv.param(rev))
+    todo = []
+    for h in hosts:
+        check = check_health(h, service_of(h, name))
+        if check.healthy and revision_matches(check.revision, wanted):
+            inv.say(f"{h.name}: already serves {wanted} ({check.line()}): skipped")
+        else:
+            todo.append(h)
+    if not todo:
+        raise NothingToDo(f"nothing to deploy: every host of {inv.cluster.name} running {name} serves {wanted}")
+    return todo
+
+
+# --- resolutions ------------------------------------------------------------------------------------------
+
+
+@hook("resolve")
+def service_port(inv: Invocation, *, service: str = "service") -> int:
+    """The service's port from the inventory (of the first target), for the SYN gate."""
+    from kafkaops.steps.service import service_of
+
+    if not inv.hosts:
+        raise ConfigError(f"runbook {inv.runbook.name}: service_port needs a host target")
+    return int(service_of(inv.hosts[0], str(inv.param(service))).port)
+
+
+@hook("resolve")
+def first_targets(inv: Invocation, *, count: str = "canary_count") -> list[str]:
+    """The first N targets (the canary), N from the count parameter; none when N covers every target."""
+    n = inv.param(count)
+    if not isinstance(n, int) or n < 0:
+        raise InvalidParameter(count, "must be 0 or more")
+    return [h.name for h in inv.hosts[:n]] if n < len(inv.hosts) else []
+
+
+@hook("resolve")
+def deploy_host_checkout(inv: Invocation, *, repo: str = "repo") -> str:
+    """What the deploy host has checked out (the inventory's deploy_revision command)."""
+    from kafkaops.steps.deploy_host import checked_out_revision, deploy_host
+
+    rev = checked_out_revision(inv.env, str(inv.param(repo)))
+    inv.say(f"revision {rev}: what {deploy_host(inv.env).name} has checked out")
+    return rev
