@@ -191,13 +191,11 @@ def _alias_params(rb: Runbook) -> list[Parameter]:
     """Positional arguments, TARGET, the common options, then every flagged parameter in YAML order."""
     params: list[Parameter] = []
     resolved = _resolved(rb)
-    for name in rb.command.arguments:
+    for name in rb.command.arguments:  # always given: an optional one would take TARGET's place
         p = rb.param(name)
         assert p is not None
-        params.append(TyperArgument(param_decls=[_key(name)], metavar=name.upper(),
-                                    type=_ValueType(p, rb.declaration(name)), help=p.help,
-                                    required=p.default is None and name not in resolved,
-                                    default=p.default, show_default=p.default is not None))
+        params.append(TyperArgument(param_decls=[_key(name)], metavar=name.upper(), required=True,
+                                    type=_ValueType(p, rb.declaration(name)), help=p.help))
     metavar, target_help = TARGET_HELP[rb.command.target]
     params.append(TyperArgument(param_decls=["target"], metavar=metavar, required=True, help=target_help))
     params += _common_options()
@@ -276,8 +274,7 @@ def build_command(rb: Runbook, *, alias: bool) -> TyperCommand:
         *_common_options(),
         TyperOption(param_decls=["--param", "-p", "param"], multiple=True, metavar="NAME=VALUE",
                     help="A runbook parameter (repeatable); listed below."),
-    ], help=f"{rb.summary}.\n\n{metavar} is {what}." if not rb.summary.endswith(".") else
-        f"{rb.summary}\n\n{metavar} is {what}.")
+    ], help=f"{rb.summary.rstrip('.')}.\n\n{metavar} is {what}.")
     cmd.runbook = rb
     return cmd
 
