@@ -195,7 +195,11 @@ def main() -> None:
     except KafkaOpsError as exc:
         from kafkaops.cli.common import err_console
 
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        from rich.text import Text
+
+        # The message may carry remote stderr or observed values: text, never console markup
+        # (a "[/usr/...]" must not crash this handler, a "[error]" must not vanish).
+        err_console.print(Text.assemble(("error:", "bold red"), " ", str(exc)), highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -24,9 +25,29 @@ def kafkaops(home: os.PathLike[str] | str, cluster: Cluster, *args: str,
 
 
 def spawn(home: os.PathLike[str] | str, cluster: Cluster, *args: str) -> subprocess.Popen[str]:
-    """Start ``kafkaops ARGS`` in its own process group (so a test can SIGKILL all of it)."""
-    return subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=subprocess.PIPE,
+    """Start ``kafkaops ARGS`` in its own process group (so a test can SIGKILL all of it).
+
+    Its output goes to a file, never to a pipe nobody reads while it runs: a roll prints more than a
+    pipe holds (64 KiB), and a blocked write would hang the run. :func:`output` reads it.
+    """
+    log = tempfile.NamedTemporaryFile("w+", prefix="kafkaops-", suffix=".log", delete=False)  # noqa: SIM115
+    proc = subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=log,
                             stderr=subprocess.STDOUT, text=True, env=_env(home, cluster), start_new_session=True)
+    log.close()
+    _LOGS[proc.pid] = log.name
+    return proc
+
+
+_LOGS: dict[int, str] = {}
+
+
+def output(proc: subprocess.Popen[str]) -> str:
+    """What a :func:`spawn`ed process printed so far (stdout and stderr)."""
+    try:
+        with open(_LOGS[proc.pid], errors="replace") as f:
+            return f.read()
+    except (KeyError, FileNotFoundError):
+        return ""
 
 
 class Load:

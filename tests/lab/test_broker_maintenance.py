@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Load, kafkaops, spawn
+from harness import Load, kafkaops, output, spawn
 from invariants import PoolWatch, SynWatch, journal, only_run, quiet_windows_hold
 
 from kafkaops.cli.status import collect
@@ -109,7 +109,7 @@ def test_sigkill_mid_roll_then_resume(healthy_lab: Cluster, home: Path) -> None:
                 break
             time.sleep(0.05)
         proc.wait(30)
-        assert run_id, f"run finished before the kill point (seed {seed}): {proc.stdout.read() if proc.stdout else ''}"
+        assert run_id, f"run finished before the kill point (seed {seed}): {output(proc)}"
         killed_at = journal(home, run_id)[-1]
         resumed = kafkaops(home, cluster, "resume", run_id)
         assert resumed.returncode == 0, f"seed {seed}, killed after {killed_at}: {resumed.stdout}{resumed.stderr}"

@@ -95,10 +95,11 @@ def test_inventory_on_the_subcommand_decides_the_lock_held_for_the_whole_run(
     zk = KazooClient(hosts=cluster.zookeeper)
     zk.start(timeout=15)
     try:
+        log = open(tmp_path / "run.log", "w")  # noqa: SIM115 - a file, never an unread pipe
         proc = subprocess.Popen(
             [sys.executable, "-m", "kafkaops.cli.main", "restart", "kafka1002", "-i", inventory, "--yes",
              "--reason", "lock test", *FAST],
-            cwd=elsewhere, env=_bare_env(home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=elsewhere, env=_bare_env(home), stdout=log, stderr=subprocess.STDOUT, text=True)
         samples, missing, holders = 0, [], set()
         while proc.poll() is None:
             records = _records(home)
@@ -110,8 +111,8 @@ def test_inventory_on_the_subcommand_decides_the_lock_held_for_the_whole_run(
                 else:
                     holders.add(json.loads(zk.get("/kafkaops/locks/lab")[0])["run_id"])
             time.sleep(0.1)
-        out = proc.stdout.read() if proc.stdout else ""
-        assert proc.returncode == 0, out
+        log.close()
+        assert proc.returncode == 0, (tmp_path / "run.log").read_text()
         run_id = only_run(home)
         assert samples >= 20, samples
         assert not missing, f"the ZooKeeper lock was absent while the run was at {missing}"
@@ -177,18 +178,18 @@ def test_dry_run_of_a_roll_shows_the_state_earlier_hosts_leave(pooled_lab: Clust
     # nothing" has nothing to wait for; after the reboot the broker is back but out of sync.
     for host in order:
         stopped = steps[(host, "kafka.verify_not_leader")]
-        assert f"{host} step 5 (kafka.stop_broker)" in stopped["observed"], stopped
+        assert f"{host} step 6 (kafka.stop_broker)" in stopped["observed"], stopped
         assert stopped["noop_reason"] and "leads nothing" in stopped["noop_reason"]
         sync = steps[(host, "kafka.wait_in_sync")]
-        assert sync["action"] is not None and f"{host} step 7 (host.reboot)" in sync["observed"]
+        assert sync["action"] is not None and f"{host} step 8 (host.reboot)" in sync["observed"]
         repool = steps[(host, "conftool.repool")]
         assert repool["action"] is not None and "pooled=no" in repool["observed"]
     # The second and third hosts see the first host's steps: its repool and its election.
     for host, earlier in ((second, first), (third, second)):
         depool = steps[(host, "conftool.depool")]
-        assert f"{earlier} step 11 (conftool.repool)" in depool["observed"], depool
+        assert f"{earlier} step 12 (conftool.repool)" in depool["observed"], depool
         preflight = steps[(host, "kafka.preflight")]
-        assert f"{earlier} step 9 (kafka.preferred_election)" in preflight["observed"], preflight
+        assert f"{earlier} step 10 (kafka.preferred_election)" in preflight["observed"], preflight
     # Nothing changed.
     assert {h.name: LabHost.named(h.name).boot_id() for h in cluster.hosts} == boots
     data = collect(cluster)

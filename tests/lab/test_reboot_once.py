@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import kafkaops, spawn
+from harness import kafkaops, output, spawn
 from invariants import journal, only_run
 
 from kafkaops.cli.status import collect
@@ -71,7 +71,7 @@ def _kill_when(home: Path, cluster: Cluster, condition: Callable[[], bool]) -> s
             break
         time.sleep(0.05)
     proc.wait(30)
-    out = proc.stdout.read() if proc.stdout else ""
+    out = output(proc)
     assert proc.returncode == -signal.SIGKILL, f"not killed (exit {proc.returncode}): {out}"
     return only_run(home)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import requests
-from harness import Load, kafkaops, spawn
+from harness import Load, kafkaops, output, spawn
 from invariants import PoolWatch, journal, only_run
 
 from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
@@ -136,7 +136,7 @@ def test_sigkill_mid_deploy_then_resume_deploys_each_target_once(svc_lab: Cluste
                 break
             time.sleep(0.05)
         proc.wait(30)
-        assert killed, f"the run ended before deploying to {victim}: {proc.stdout.read() if proc.stdout else ''}"
+        assert killed, f"the run ended before deploying to {victim}: {output(proc)}"
         run_id = only_run(home)
         assert pooled(cluster)[victim] == "no"
         resumed = kafkaops(home, cluster, "resume", run_id)
@@ -161,7 +161,7 @@ def test_bad_revision_stops_after_the_canary_and_the_printed_rollback_restores(s
     out = result.stdout + result.stderr
     assert result.returncode == 11, out
     run_id = only_run(home)
-    assert f"stopped at {canary.name} step 4 (deploy.verify_revision)" in out
+    assert f"stopped at {canary.name} step 5 (deploy.verify_revision)" in out
     assert f"`kafkaops resume {run_id}`" in out
     prev = before[canary.name]["revision"]
     assert f"labdeploy -l {canary.fqdn} --rev {prev}" in out
@@ -183,11 +183,11 @@ def test_bad_revision_stops_after_the_canary_and_the_printed_rollback_restores(s
 
 def _in_process(cluster: Cluster, home: Path, runbook: str, hosts: list[Host], params: dict[str, Any],
                 **runner: Any) -> tuple[Runner, Any, Any]:
-    from kafkaops.cli.wiring import register_all
-    from kafkaops.steps.services import Services
+    from kafkaops.cli.plugins import load_plugins
+    from kafkaops.environment import Environment
 
-    register_all()
-    services = Services(cluster, home=home)
+    load_plugins()
+    services = Environment(cluster, home=home)
     bound = bind_runbook(find_runbook(runbook), cluster=cluster, targets=[Target(h.name, host=h) for h in hosts],
                          params=params)
     return Runner(home=home, handle_sigint=False, **runner), services, bound
@@ -209,15 +209,15 @@ def test_error_lines_in_the_log_after_the_restart_fail_the_scan_and_name_the_lin
                                           {"service": "eventbus", "syn_window": "2s", "log_window": "0s"},
                                           hook=bad_event_after_health_check)
     with pytest.raises(RunFailed) as failed:
-        runner.start(bound, services=services, operator="test", reason="log scan test")
+        runner.start(bound, env=services, operator="test", reason="log scan test")
     message = str(failed.value)
-    assert "step 5 (service.scan_log)" in message
+    assert "step 6 (service.scan_log)" in message
     assert "[Failed processing event]" in message and "invalid JSON" in message
     assert re.search(r"\[0 out of \\d\+ events were accepted\] .*0 out of 1 events were accepted", message), message
     assert f"{host.name} stays depooled" in message
     assert pooled(cluster)[host.name] == "no"
     # Someone looked: resuming scans again, ignores the lines already reported, finds no new one, repools.
-    result = Runner(home=home, handle_sigint=False).resume(only_run(home), services=services)
+    result = Runner(home=home, handle_sigint=False).resume(only_run(home), env=services)
     assert result.status == "finished"
     assert pooled(cluster)[host.name] == "yes"
 
@@ -230,7 +230,7 @@ def test_canary_pauses_the_roll_until_resumed(svc_lab: Cluster, home: Path) -> N
                                            "syn_window": "2s", "log_window": "0s"})
     services.confirm = lambda question: False  # the operator says "not yet"
     with pytest.raises(Interrupted, match=f"canary {re.escape(cluster.hosts[0].name)} done"):
-        runner.start(bound, services=services, operator="test", reason="canary test")
+        runner.start(bound, env=services, operator="test", reason="canary test")
     now = {h.name: info(h)["pid"] for h in cluster.hosts}
     assert now[cluster.hosts[0].name] != pids[cluster.hosts[0].name]
     assert all(now[h.name] == pids[h.name] for h in cluster.hosts[1:]), "went past the canary"

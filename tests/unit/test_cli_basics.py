@@ -168,3 +168,23 @@ def test_a_reader_that_goes_away_is_not_a_bug() -> None:
             os.close(write_end)
         assert result.returncode == STDOUT_CLOSED, (args, result.stderr)
         assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_error_text_is_printed_as_text_never_as_markup(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Remote stderr such as ``[/usr/lib/...]`` crashed the error handler (MarkupError); ``[error]`` vanished."""
+    from kafkaops.cli import main as cli_main
+    from kafkaops.errors import CheckFailed
+
+    def boom(*_: Any, **__: Any) -> None:
+        raise CheckFailed("sudo: [/usr/lib/sudo] refused; [error] [bold]not bold[/bold]")
+
+    monkeypatch.setattr(cli_main, "register", lambda **_: None)
+    monkeypatch.setattr(cli_main, "app", boom)
+    monkeypatch.setattr(sys, "argv", ["kafkaops", "status", "lab"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main.main()
+    assert exit_info.value.code == CheckFailed.exit_code
+    err = capsys.readouterr().err
+    assert "[/usr/lib/sudo] refused; [error] [bold]not bold[/bold]" in err
+    assert "internal error" not in err

@@ -158,7 +158,8 @@ def test_service_runbooks_bind_against_the_lab_and_production_inventories() -> N
         bound = bind_runbook(find_runbook("rolling-deploy"), cluster=cluster, targets=targets,
                              params={**common, "rev": "r2", "message": "deploy r2"})
         kinds = [s.kind for s in bound.targets[0].steps]
-        assert kinds == ["conftool.depool", "traffic.wait_zero_syns", "deploy.deploy", "deploy.verify_revision",
+        assert kinds == ["env.reachable", "conftool.depool", "traffic.wait_zero_syns", "deploy.deploy",
+                         "deploy.verify_revision",
                          "service.scan_log", "conftool.repool", "canary.confirm"]
         assert [s.kind for s in bound.targets[-1].steps][-1] == "conftool.repool"  # no gate after the last
         bound = bind_runbook(find_runbook("rolling-restart-service"), cluster=cluster, targets=targets, params=common)
