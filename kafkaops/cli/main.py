@@ -193,9 +193,9 @@ def main() -> None:
         if isinstance(rc, int) and rc:  # click returns (not raises) a command's typer.Exit(code) here
             sys.exit(rc)
     except KafkaOpsError as exc:
-        from kafkaops.cli.common import err_console
-
         from rich.text import Text
+
+        from kafkaops.cli.common import err_console
 
         # The message may carry remote stderr or observed values: text, never console markup
         # (a "[/usr/...]" must not crash this handler, a "[error]" must not vanish).
