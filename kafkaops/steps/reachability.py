@@ -26,6 +26,8 @@ from kafkaops.errors import ConfigError, HostKeyError, KafkaOpsError, Unreachabl
 from kafkaops.steps.common import env, target_host
 
 SYSTEMS = ("kafka", "zookeeper", "conftool", "ssh", "deploy_host", "spark")
+#: Checked unless a runbook says otherwise: what a broker maintenance touches.
+DEFAULT_SYSTEMS = ("kafka", "zookeeper", "conftool", "ssh", "spark")
 
 
 def _spark(master: str, timeout: float) -> str:
@@ -95,7 +97,7 @@ class Reachable(StepBase):
             mismatch = (f"ZooKeeper {svc.cluster.zookeeper} lists brokers {seen['zookeeper']} under /brokers/ids "
                         f"but Kafka's metadata reports {seen['kafka']}")
         else:
-            strangers = sorted(set(seen.get("kafka", [])) | set(seen.get("zookeeper", [])) - set(inventory))
+            strangers = sorted((set(seen.get("kafka", [])) | set(seen.get("zookeeper", []))) - set(inventory))
             if strangers:
                 mismatch = (f"the cluster has brokers {strangers} that the inventory does not know "
                             f"(inventory brokers: {inventory})")
@@ -122,16 +124,13 @@ class Reachable(StepBase):
 
 
 def _ssh(svc: Any, host: Any, timeout: float) -> str:
-    command = svc.command(host, "boot_id")
-    result = svc.run(host, command, timeout=timeout, check=False)
-    if result.exit_code != 0:
-        raise UnreachableError(f"{command!r} on {host.name} exited {result.exit_code}",
-                               hint="check the account and the inventory's boot_id template")
+    """An authenticated SSH session to ``host`` (host key checked); the connection is kept for the run."""
+    svc.ssh(host).connect()
     return "answers"
 
 
 register_step("env.reachable", Reachable, [
-    Param("systems", "list", default=list(SYSTEMS), help="systems to check: " + ", ".join(SYSTEMS)),
+    Param("systems", "list", default=list(DEFAULT_SYSTEMS), help="systems to check, of: " + ", ".join(SYSTEMS)),
     Param("timeout", "duration", default=10.0, min=1, max=120, help="how long each may take to answer"),
     Param("scan", "bool", default=True, help="the post-check scans on Spark (then its master must answer)"),
     Param("spark_master", "str", default="local[2]", help="the post-check's Spark master"),
