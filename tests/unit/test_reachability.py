@@ -87,6 +87,6 @@ def test_a_failed_or_disagreeing_system_refuses_naming_it(env: FakeEnv, error: t
 
 
 def test_a_spark_master_that_does_not_listen_refuses_unless_no_scan() -> None:
-    with pytest.raises(UnreachableError, match="Spark master spark://127.0.0.1:9 does not accept"):
+    with pytest.raises(UnreachableError, match=r"Spark master spark://127\.0\.0\.1:9 does not accept"):
         _plan(FakeEnv(), spark_master="spark://127.0.0.1:9")
     assert "spark" not in _plan(FakeEnv(), spark_master="spark://127.0.0.1:9", scan=False).reason
