@@ -216,29 +216,58 @@ def abort_cmd(
     _echo(f"run {run_id} aborted" + (f"; rolled back {res.compensated} change(s)" if rollback else ""))
 
 
+def lock_diagnosis(holder: Any) -> tuple[bool, str]:
+    """Whether the run holding a lock is gone for good, and what it is: an *orphaned* lock (its run
+    finished or was aborted, or never journaled ``run_started`` — a crash between taking the lock and
+    starting, or between finishing and releasing) is safe to remove; a paused, failed or crashed run
+    still owns its cluster (resume or abort it instead)."""
+    from kafkaops.engine.journal import Journal, check_run_id, display_status
+    from kafkaops.errors import ConfigError
+
+    try:
+        state = Journal.open(check_run_id(holder.run_id)).replay()
+    except ConfigError:
+        return True, f"run {holder.run_id} has no journal on this host (it never started, or ran elsewhere)"
+    if not state.started:
+        return True, f"run {holder.run_id} never journaled its start"
+    if state.terminal:
+        return True, f"run {holder.run_id} is {state.status}: the lock outlived it"
+    return False, (f"run {holder.run_id} is {display_status(state)}: resume it (`kafkaops resume {holder.run_id}`) "
+                   f"or abort it (`kafkaops runs abort {holder.run_id} --reason ...`) instead")
+
+
 def unlock_cmd(
     cluster: str = typer.Argument(..., help="Cluster name."),
-    force: bool = typer.Option(False, "--force", help="Required: removes the lock whatever run holds it."),
+    force: bool = typer.Option(False, "--force", help="Required to remove the lock."),
     reason: str = typer.Option(..., "--reason", help="Why the holding run is gone (audited)."),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory file."),
 ) -> None:
-    """Remove a cluster lock whose run is gone for good (audited)."""
+    """Diagnose a cluster's lock and, with --force, remove it (audited).
+
+    An orphaned lock (its run finished or was aborted, or never started) is said to be safe to remove;
+    a lock whose run is paused, failed or crashed is the run's: resume or abort it instead (--force still
+    removes it, for a run that is gone for good)."""
     from kafkaops.cli.lookup import environment, find_cluster
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.lock import force_unlock
     from kafkaops.errors import ConfigError
 
-    if not force:
-        raise ConfigError(
-            f"refusing to unlock {cluster} without --force",
-            hint="a run-scoped lock is only removed by hand when its run is gone; check `kafkaops runs list`",
-        )
     env = environment(find_cluster(cluster, inventory))
     try:
+        holder = env.lock.holder(cluster)
+        if holder is None:
+            _echo(f"cluster {cluster} is not locked ({env.lock_label})")
+            return
+        orphaned, why = lock_diagnosis(holder)
+        if not force:
+            raise ConfigError(f"cluster {cluster} is locked by {holder.describe()}; {why}",
+                              hint=f"`kafkaops runs unlock {cluster} --force --reason ...` removes it"
+                              + (" (safe: orphaned)" if orphaned else " (only if that run is gone for good)"))
         previous = force_unlock(cluster, reason, operator=current_operator(), backend=env.lock)
     finally:
         env.close()
-    _echo(f"removed the lock of {previous.describe()}" if previous else f"cluster {cluster} was not locked")
+    _echo(f"removed the lock of {previous.describe()}" + (f" ({why})" if previous else "")
+          if previous else f"cluster {cluster} was not locked")
 
 
 def resume_cmd(

@@ -126,11 +126,21 @@ def test_apply_plan_via_cli(home: Path, factory: World, tmp_path: Path) -> None:
     assert factory.data == {"a": 1}
 
 
-def test_unlock_needs_force_and_reason(home: Path, factory: World) -> None:
-    be = FileLockBackend(home / "locks")
-    be.acquire(lock_info("main", "ghost", "c@c", "crashed", None))
+def test_unlock_diagnoses_the_lock_and_needs_force(home: Path, factory: World) -> None:
+    run_id = _failed_run(home, factory)  # a failed run keeps its lock: it is the run's, not orphaned
+    factory.lock.force_unlock("main")
+    factory.lock.acquire(lock_info("main", run_id, "alice@a", "kernel", None))
     res = cli.invoke(app, ["runs", "unlock", "main", "--reason", "gone"])
-    assert isinstance(res.exception, ConfigError) and "without --force" in str(res.exception)
+    assert isinstance(res.exception, ConfigError)
+    assert f"run {run_id} is failed: resume it" in str(res.exception), str(res.exception)
+    assert "only if that run is gone for good" in str(res.exception)
+    factory.lock.force_unlock("main")
+
+    be = FileLockBackend(home / "locks")
+    be.acquire(lock_info("main", "ghost", "c@c", "crashed", None))  # took the lock, crashed before starting
+    res = cli.invoke(app, ["runs", "unlock", "main", "--reason", "gone"])
+    assert isinstance(res.exception, ConfigError)
+    assert "has no journal on this host" in str(res.exception) and "(safe: orphaned)" in str(res.exception)
     assert be.holder("main") is not None
     res = cli.invoke(app, ["runs", "unlock", "main", "--force", "--reason", "host died"])
     assert res.exit_code == 0, res.output
