@@ -39,6 +39,22 @@ class _BackendErrors(logging.Handler):
 _backend_errors = _BackendErrors()
 
 
+_URLLIB3_CHAIN = re.compile(r"\(Caused by (\w+)\(.*?: (?:\[Errno \d+\] )?([^'\"()]+)")
+
+
+def summarise(error: BaseException | str, limit: int = 160) -> str:
+    """One short line for a library error: urllib3's retry chains ("HTTPConnectionPool(host=..., port=...):
+    Max retries exceeded with url: ... (Caused by NewConnectionError('<urllib3.connection...>: Failed to
+    establish a new connection: [Errno 111] Connection refused'))", 1.6 KB in a repool failure) become
+    "NewConnectionError: Connection refused"."""
+    text = str(error)
+    caused = _URLLIB3_CHAIN.search(text)
+    if caused:
+        text = f"{caused.group(1)}: {caused.group(2).strip()}"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class Conftool:
     """Pool state through the real conftool library; writes refuse themselves in a dry-run."""
 
@@ -86,12 +102,12 @@ class Conftool:
             raise self._unreachable(exc) from exc
         if _backend_errors.messages:
             raise UnreachableError(f"etcd did not answer for {fqdn} ({self.config_path}): "
-                                   f"{_backend_errors.messages[0]}",
+                                   f"{summarise(_backend_errors.messages[0])}",
                                    hint="check etcd is up and the hosts in the conftool config")
         return obj
 
     def _unreachable(self, exc: BaseException) -> UnreachableError:
-        return UnreachableError(f"conftool/etcd did not answer ({self.config_path}): {exc}",
+        return UnreachableError(f"conftool/etcd did not answer ({self.config_path}): {summarise(exc)}",
                                 hint="check etcd is up and the hosts in the conftool config")
 
     def get(self, fqdn: str, tags: Mapping[str, str]) -> PoolState:

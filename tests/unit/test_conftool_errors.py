@@ -19,3 +19,16 @@ def test_dead_etcd_is_unreachable_not_a_missing_host(tmp_path: Path, capfd: pyte
     with pytest.raises(UnreachableError, match=r"etcd did not answer for kafka1001\.example"):
         Conftool(str(config)).get("kafka1001.example", TAGS)
     assert "Backend error" not in capfd.readouterr().err  # the library's own log line stays off the terminal
+
+
+def test_library_error_chains_are_summarised_in_one_short_line() -> None:
+    from kafkaops.systems.conftool import summarise
+
+    chain = ("HTTPConnectionPool(host='127.0.10.11', port=2999): Max retries exceeded with url: "
+             "/v2/keys/conftool/v1/pools/eqiad/kafka_main/eventbus/kafka1001.lab.local?recursive=true "
+             "(Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f3e>: Failed to "
+             "establish a new connection: [Errno 111] Connection refused'))")
+    line = summarise(chain)
+    assert line == "NewConnectionError: Failed to establish a new connection: [Errno 111] Connection refused"
+    assert summarise("a\nb  c") == "a b c"
+    assert len(summarise("x" * 5000)) == 160
