@@ -12,7 +12,7 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed
+from kafkaops.errors import CheckFailed, ConfigError
 from kafkaops.model import ClusterSnapshot, Host
 from kafkaops.safety import (
     cluster_health,
@@ -163,6 +163,12 @@ class StopBroker(StepBase):
         svc = env(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
+        if host.broker_id not in _registered(ctx):
+            # Only a source that saw the broker before the stop can confirm the stop: an empty
+            # /brokers/ids (a wrong chroot) would "confirm" a stop it never saw.
+            raise ConfigError(f"broker {host.broker_id} runs on {host.name} but the cluster does not list it as "
+                              "registered: its stop could not be confirmed", hint="check the inventory's "
+                              "zookeeper (address and chroot) and bootstrap_servers")
         svc.change(host, svc.command(host, "kafka_stop"), timeout=timeout)
         wait(ctx, lambda: _unregistered(ctx, host), what=f"broker {host.broker_id} unregistered", timeout=timeout)
 
