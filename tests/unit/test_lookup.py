@@ -32,7 +32,7 @@ def test_a_name_defined_twice_is_an_error_naming_both_files(two: tuple[Path, Pat
 
 def test_inventory_restricts_every_lookup_to_that_file(two: tuple[Path, Path]) -> None:
     a, b = two
-    cluster, host = find_host("kafka1001", b)
+    cluster, _host = find_host("kafka1001", b)
     assert (cluster.name, cluster.source) == ("other", str(b))
     with pytest.raises(UnknownHostError, match=f"unknown host 'kafka2003' in {a}"):
         find_host("kafka2003", a)  # defined in b only: not found through -i a
@@ -41,7 +41,7 @@ def test_inventory_restricts_every_lookup_to_that_file(two: tuple[Path, Path]) -
 
 
 def test_the_root_option_restricts_lookups_too(two: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    a, b = two
+    a, _b = two
     monkeypatch.setenv("KAFKAOPS_INVENTORY", str(a))  # what `kafkaops -i a.yaml ...` sets
     assert find_host("kafka1001")[0].source == str(a)
     with pytest.raises(UnknownHostError):
