@@ -109,6 +109,8 @@ class LabHost:
         pid = self.pid(unit)
         if pid is None:
             return False
+        if unit == "kafka":
+            self.record("kafka-stop", pid=pid)
         procs.terminate([pid], timeout=STOP_TIMEOUT[unit], sig=sig)
         return True
 
