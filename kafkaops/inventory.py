@@ -61,10 +61,14 @@ class _Doc:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read inventory: {exc.strerror}",
                               hint="pass --inventory FILE or set KAFKAOPS_INVENTORY") from exc
+        except UnicodeDecodeError as exc:
+            line = exc.object[:exc.start].count(b"\n") + 1
+            raise ConfigError(f"{path}:{line}: cannot read inventory: not UTF-8 text "
+                              f"(byte {exc.object[exc.start]:#04x})", hint="save it as UTF-8") from exc
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 5x faster
         try:
             node = yaml.compose(text, Loader=loader)
