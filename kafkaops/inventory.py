@@ -84,9 +84,15 @@ class _Doc:
     def _index(self, node: yaml.Node, prefix: str) -> None:
         self.lines[prefix] = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
             for key, value in node.value:
                 path = f"{prefix}.{key.value}" if prefix else str(key.value)
-                self.lines[path] = key.start_mark.line + 1
+                line = key.start_mark.line + 1
+                if path in seen:  # YAML loaders keep the last silently: two hosts would become one
+                    raise ConfigError(f"{self.path}:{line}: {path}: defined twice (first at line {seen[path]})",
+                                      hint="a key may appear once per mapping: remove or rename one")
+                seen[path] = line
+                self.lines[path] = line
                 self._index(value, path)
         elif isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):

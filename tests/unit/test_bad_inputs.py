@@ -260,7 +260,6 @@ CASES = [
 NOT_FIXED: dict[str, str] = {
     "restart-service-log-window-1000d": "log_window, health_timeout (service runbooks), stable_for and grace "
                                         "(rolling-reboot/-restart) declare no max: the fix belongs in runbooks/*.yaml",
-    "inventory-duplicate-host-name": "bug: YAML keeps the last of two keys: a host defined twice is merged",
     "reboot-blank-reason": "bug: a blank --reason passes, the run asks Kafka (missing: 2)",
     "run-blank-reason": "bug: a blank --reason passes, the run asks Kafka (missing: 2)",
     "rolling-deploy-blank-reason": "bug: a blank --reason passes, the run asks ZooKeeper (missing: 2)",
