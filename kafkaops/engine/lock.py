@@ -71,12 +71,12 @@ class LockInfo:
 
 def held_error(info: LockInfo) -> LockHeldError:
     """The refusal every backend raises when another run holds the lock: who, since when, why, and the
-    three ways out (wait or resume, abort, force-unlock a run that is gone)."""
+    ways out that do not touch the cluster behind that run's back (wait; its owner resumes or aborts it;
+    ``runs unlock`` without ``--force`` says whether the lock is orphaned)."""
     return LockHeldError(
         f"cluster {info.cluster} is locked by {info.describe()}",
-        hint=f"wait for it, resume it (`kafkaops resume {info.run_id}`), abort it "
-        f"(`kafkaops runs abort {info.run_id} --reason ...`), or if that run is gone for good "
-        f"`kafkaops runs unlock {info.cluster} --force --reason ...`",
+        hint=f"wait for it to finish, or ask {info.operator} (`kafkaops runs show {info.run_id}`); "
+        f"`kafkaops runs unlock {info.cluster} --reason ...` tells whether that run is gone and its lock orphaned",
     )
 
 

@@ -152,11 +152,15 @@ def test_a_system_that_does_not_answer_refuses_before_any_change(
 
 
 def test_a_dead_etcd_refuses_before_any_change(lab: Cluster, home: Path, tmp_path: Path) -> None:
+    """conftool's config (and its etcdrc, which python-etcd reads first) pointed at a closed port."""
     assert lab.conftool_config
-    config = Path(lab.conftool_config).read_text()
-    assert "2379" in config
+    config = Path(lab.conftool_config)
+    etcdrc = config.parent / "etcdrc"
+    dead_rc = tmp_path / "etcdrc"
+    dead_rc.write_text(etcdrc.read_text().replace("2379", "2999"))
     dead = tmp_path / "conftool.yaml"
-    dead.write_text(config.replace("2379", "2999"))
+    dead.write_text(config.read_text().replace("2379", "2999").replace(str(etcdrc), str(dead_rc)))
+    assert "2999" in dead.read_text() and str(dead_rc) in dead.read_text()
     line = next(x for x in Path(lab.source).read_text().splitlines() if x.strip().startswith("config:"))
     inventory = _broken_inventory(lab, tmp_path, line, f"  config: {dead}")
     before = _world(lab)

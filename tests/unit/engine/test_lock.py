@@ -106,7 +106,8 @@ def test_acquire_is_reentrant_and_refuses_another_run_naming_the_holder(new_back
     msg = str(info.value)
     assert "cluster main is locked by run run-A by alice@admin1 since 2023-11-14T22:13:20Z" in msg
     assert "(reason: reboot for kernel, task T42)" in msg
-    assert "kafkaops resume run-A" in msg and "kafkaops runs unlock main --force" in msg
+    assert "kafkaops runs show run-A" in msg and "kafkaops runs unlock main --reason" in msg
+    assert "--force" not in msg and "resume" not in msg  # nothing that acts behind the holder's back
     assert info.value.exit_code == 7
     assert be.holder("main") == ALICE
 

@@ -1,0 +1,93 @@
+"""The kill sweep's short version (the whole sweep is bench/kill_sweep.py): SIGKILL a reboot at a few
+journal boundaries — the depool's intent, inside the SYN gate, right after the stop — resume, and
+check the cluster is whole and nothing happened twice, counted from the lab host's own event log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import kafkaops, output, spawn
+from invariants import only_run
+
+from kafkaops.cli.status import collect
+from kafkaops.lab.host import LabHost
+from kafkaops.model import Cluster
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+HOST = "kafka1003"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
+    yield lab_cluster
+    if (home / "runs").exists():
+        for run in sorted(p.name for p in (home / "runs").iterdir() if p.is_dir()):
+            kafkaops(home, lab_cluster, "runs", "abort", run, "--rollback", "--reason", "test clean-up")
+    host = LabHost.named(HOST)
+    if not host.is_up():
+        host.power_on()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not collect(lab_cluster)["healthy"]:
+        time.sleep(1)
+
+
+def _records(home: Path) -> list[dict[str, Any]]:
+    runs = list((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
+    out = []
+    for line in runs[0].read_text().splitlines() if runs else []:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            break
+    return out
+
+
+def _at(record_type: str, kind: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda r: r["type"] == record_type and r.get("kind") == kind
+
+
+POINTS = {
+    "depool intent": (_at("step_applying", "conftool.depool"), 0.0),
+    "inside the SYN gate": (_at("step_applying", "traffic.wait_zero_syns"), 1.0),
+    "right after the stop": (_at("step_applied", "kafka.stop_broker"), 0.0),
+}
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_killed_at_a_journal_boundary_the_resume_ends_whole_and_does_nothing_twice(
+        lab: Cluster, home: Path, point: str) -> None:
+    reached, delay = POINTS[point]
+    host = LabHost.named(HOST)
+    counts = {e: len(host.events(e)) for e in ("kafka-stop", "reboot-command", "boot")}
+    proc = spawn(home, lab, "reboot", HOST, "--yes", "--reason", f"kill sweep: {point}", "--syn-window", "3s",
+                 "--no-scan")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(reached(r) for r in _records(home)):
+            time.sleep(delay)
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL, output(proc)
+    resumed = kafkaops(home, lab, "resume", only_run(home))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert {e: len(host.events(e)) - n for e, n in counts.items()} == \
+        {"kafka-stop": 1, "reboot-command": 1, "boot": 1}
+    data = collect(lab)
+    assert data["healthy"] and all(b["pooled"] == "yes" for b in data["brokers"]), data
+    assert data["preferred_leader_ratio"] == 1.0, data
