@@ -444,7 +444,7 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
     from kafkaops.cli.lookup import environment, find_cluster, find_host
     from kafkaops.cli.plugins import load_plugins
 
-    if not dry_run and not reason:
+    if not dry_run and not (reason or "").strip():  # a blank reason (--reason "$EMPTY") is none
         raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
                            param_hint="--reason")
     _check_command_line(rb, given, alias)
@@ -502,7 +502,7 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.plan import save_plan as write_plan
 
-    if not dry_run and not reason:
+    if not dry_run and not (reason or "").strip():  # a blank reason (--reason "$EMPTY") is none
         raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
                            param_hint="--reason")
     load_plugins()
