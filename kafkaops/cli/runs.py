@@ -177,6 +177,13 @@ def _runner() -> Any:
     return Runner(echo=_echo)
 
 
+def _reason(value: str | None) -> str | None:
+    """A required ``--reason``: a blank one (``--reason "$EMPTY"``) is refused like a missing one (exit 2)."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a blank reason says nothing: say why (it is audited)")
+    return value
+
+
 AcceptOpt = typer.Option(False, "--accept-inventory-change",
                          help="Go on although the inventory changed since the run started (the differences "
                               "are recorded in the journal).")
@@ -199,7 +206,7 @@ def _run_environment(run_id: str, *, accept: bool) -> tuple[Any, list[str]]:
 
 def abort_cmd(
     run_id: str = typer.Argument(..., help="Run id."),
-    reason: str = typer.Option(..., "--reason", help="Why the run is abandoned (audited)."),
+    reason: str = typer.Option(..., "--reason", callback=_reason, help="Why the run is abandoned (audited)."),
     rollback: bool = typer.Option(False, "--rollback", help="Undo what this run changed (and nothing more)."),
     accept: bool = AcceptOpt,
 ) -> None:
@@ -239,7 +246,7 @@ def lock_diagnosis(holder: Any) -> tuple[bool, str]:
 def unlock_cmd(
     cluster: str = typer.Argument(..., help="Cluster name."),
     force: bool = typer.Option(False, "--force", help="Required to remove the lock."),
-    reason: str = typer.Option(..., "--reason", help="Why the holding run is gone (audited)."),
+    reason: str = typer.Option(..., "--reason", callback=_reason, help="Why the holding run is gone (audited)."),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory file."),
 ) -> None:
     """Diagnose a cluster's lock and, with --force, remove it (audited).
@@ -287,7 +294,7 @@ def resume_cmd(
 
 def apply_cmd(
     plan_file: Path = typer.Argument(..., help="A plan saved with --dry-run --save-plan."),
-    reason: str | None = typer.Option(None, "--reason", help="Override the plan's reason."),
+    reason: str | None = typer.Option(None, "--reason", help="Override the plan's reason (blank: keep it)."),
     task: str | None = typer.Option(None, "--task", help="Task/ticket id."),
 ) -> None:
     """Execute a saved plan exactly, on the inventory it was made with; refused if the plan was edited,
@@ -301,7 +308,8 @@ def apply_cmd(
     plan = load_plan(plan_file)
     env, _ = Environment.from_identity(plan.environment, for_plan=True)
     try:
-        res = _runner().apply_plan(plan, env=env, operator=current_operator(), reason=reason, task=task)
+        res = _runner().apply_plan(plan, env=env, operator=current_operator(),
+                                   reason=reason if reason and reason.strip() else None, task=task)
     finally:
         env.close()
     _echo(f"run {res.run_id} {res.status}")

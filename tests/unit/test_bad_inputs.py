@@ -260,9 +260,6 @@ CASES = [
 NOT_FIXED: dict[str, str] = {
     "restart-service-log-window-1000d": "log_window, health_timeout (service runbooks), stable_for and grace "
                                         "(rolling-reboot/-restart) declare no max: the fix belongs in runbooks/*.yaml",
-    "runs-abort-blank-reason": "bug: blank --reason exit 3 (no run), missing 2",
-    "runs-unlock-blank-reason": "bug: blank --reason asks ZooKeeper (exit 4), missing 2",
-    "apply-blank-reason": "bug: blank --reason exit 3, missing (the plan's reason) goes on",
     "check-since-negative": "bug: exit 3 for a command-line mistake",
     "check-since-1000d": "bug: accepted, Kafka asked (exit 4 after 15 s)",
     "check-since-not-a-duration": "bug: exit 3 for a command-line mistake",
