@@ -48,7 +48,7 @@ def _run_row(state: Any) -> dict[str, Any]:
 
 def list_cmd(
     output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
-    limit: int = typer.Option(20, "--limit", "-n", help="Show at most this many runs (0 = all)."),
+    limit: int = typer.Option(20, "--limit", "-n", min=0, help="Show at most this many runs (0 = all)."),
 ) -> None:
     """List runs, newest first (a running run whose process is gone shows as crashed)."""
     from kafkaops.engine.journal import list_runs
