@@ -252,6 +252,9 @@ def load_plan(path: str | Path) -> Plan:
         raise ConfigError(f"{p}: cannot read plan: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{p}: not a plan file (invalid JSON at line {exc.lineno})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not a plan file (not UTF-8 text)",
+                          hint="create one with --dry-run --save-plan FILE") from exc
     if not isinstance(data, dict) or "bound" not in data or "steps" not in data:
         raise ConfigError(f"{p}: not a kafkaops plan", hint="create one with --dry-run --save-plan FILE")
     try:

@@ -269,7 +269,6 @@ NOT_FIXED: dict[str, str] = {
     "check-spark-conf-not-key-value": "bug: exit 3 for a command-line mistake",
     "rolling-deploy-hostile-rev": "bug: refused only after the target hosts and ZooKeeper were asked",
     "rolling-deploy-hostile-repo": "bug: refused only after the target hosts and ZooKeeper were asked",
-    "apply-plan-not-utf8": "bug: internal error (UnicodeDecodeError)",
     "reboot-save-plan-unwritable": "bug: the dry-run asks Kafka first; then an internal error (OSError)",
     "rolling-deploy-save-plan-directory": "bug: the dry-run asks the cluster first; then an internal error",
     "snapshot-out-unwritable": "bug: Kafka asked first; then an internal error (OSError)",
