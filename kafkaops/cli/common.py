@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 if TYPE_CHECKING:
@@ -62,6 +63,31 @@ def stdout_closed() -> NoReturn:
 
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     raise SystemExit(STDOUT_CLOSED)
+
+
+def check_writable(path: Path, what: str, option: str, *, parents: bool = False) -> None:
+    """Refuse an output file that could not be written before any work is done — not after a dry-run
+    against the cluster or a scan whose result would be lost: a ConfigError (exit 3) naming the path.
+
+    ``parents``: the writer creates missing directories (else the file's directory must exist). The
+    probe is an anonymous temporary file: nothing is left behind.
+    """
+    import errno
+    import tempfile
+
+    from kafkaops.errors import ConfigError
+
+    where = path.parent
+    while parents and not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        with tempfile.TemporaryFile(dir=where):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write {what}: {exc.strerror or exc}",
+                          hint=f"pass another {option}") from None
 
 
 def print_text(text: str) -> None:

@@ -37,7 +37,7 @@ from typer._click.types import ParamType
 from typer._types import TyperChoice
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from kafkaops.cli.common import Output, console, err_console
+from kafkaops.cli.common import Output, check_writable, console, err_console
 from kafkaops.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -448,6 +448,8 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
         raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
                            param_hint="--reason")
     _check_command_line(rb, given, alias)
+    if save_plan is not None:  # before the dry-run asks anything: its plan must not be lost at the end
+        check_writable(save_plan, "the plan", "--save-plan PATH", parents=True)
     load_plugins()  # the step kinds, and the hooks beside them
     from kafkaops.engine.runbook import load_runbook
     from kafkaops.steps.selectors import InvalidParameter, Invocation, NothingToDo, check_refs, prepare

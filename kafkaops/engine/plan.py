@@ -24,6 +24,7 @@ only if the world still looks the way it did:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -232,10 +233,16 @@ def save_plan(plan: Plan, path: str | Path) -> Path:
     import os
 
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(plan.to_json(), encoding="utf-8")
-    os.replace(tmp, p)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(plan.to_json(), encoding="utf-8")
+        os.replace(tmp, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise ConfigError(f"{p}: cannot write the plan: {exc.strerror or exc}",
+                          hint="pass another --save-plan PATH") from exc
     return p
 
 

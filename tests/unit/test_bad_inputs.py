@@ -233,10 +233,10 @@ CASES = [
          "changed since the plan was made: bootstrap_servers"),
     # --- unwritable outputs: refused before anything is observed, as a configuration error ------------------
     Case("reboot-save-plan-unwritable", ("reboot", "kafka1001", "--dry-run", "--save-plan", "/proc/x/plan.json"),
-         CONFIG, "/proc/x/plan.json: cannot write"),
+         CONFIG, "/proc/x/plan.json: cannot write the plan: No such file or directory"),
     Case("rolling-deploy-save-plan-directory",
          ("rolling-deploy", "lab", "-s", "eventbus", "-m", "m", "--rev", "r1", "--dry-run", "--save-plan", "{world}"),
-         CONFIG, "is a directory"),
+         CONFIG, "cannot write the plan: Is a directory"),
     Case("snapshot-out-unwritable", ("snapshot", "lab", "-o", "/proc/x/snap.json"), CONFIG,
          "/proc/x/snap.json: cannot write"),
     Case("snapshot-out-directory", ("snapshot", "lab", "-o", "{world}"), CONFIG, "is a directory"),
@@ -269,8 +269,6 @@ NOT_FIXED: dict[str, str] = {
     "check-spark-conf-not-key-value": "bug: exit 3 for a command-line mistake",
     "rolling-deploy-hostile-rev": "bug: refused only after the target hosts and ZooKeeper were asked",
     "rolling-deploy-hostile-repo": "bug: refused only after the target hosts and ZooKeeper were asked",
-    "reboot-save-plan-unwritable": "bug: the dry-run asks Kafka first; then an internal error (OSError)",
-    "rolling-deploy-save-plan-directory": "bug: the dry-run asks the cluster first; then an internal error",
     "snapshot-out-unwritable": "bug: Kafka asked first; then an internal error (OSError)",
     "snapshot-out-directory": "bug: Kafka asked first; then an internal error (OSError)",
     "check-chart-unwritable": "bug: the whole check runs first; then an internal error",
@@ -422,6 +420,21 @@ def test_bad_input(case: Case, world: Path, tmp_path: Path) -> None:
     assert case.says in lines[0], shown
     assert _tree(world) == before, "an input file changed"
     assert _tree(tmp_path) == {}, f"the case left state behind: {sorted(_tree(tmp_path))}"
+
+
+def test_a_plan_that_cannot_be_written_is_a_configuration_error(world: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI refuses an unwritable --save-plan before the dry-run; should writing fail anyway (the
+    disk filled meanwhile), it is still one line and exit 3, and no half-written file is left."""
+    from kafkaops.engine.plan import load_plan, save_plan
+    from kafkaops.errors import ConfigError
+
+    monkeypatch.delenv("KAFKAOPS_PLAN_KEY", raising=False)
+    plan = load_plan(world / "plan.json")
+    for bad in (Path("/proc/x/plan.json"), tmp_path):
+        with pytest.raises(ConfigError, match="cannot write the plan"):
+            save_plan(plan, bad)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_table_covers_every_command() -> None:
