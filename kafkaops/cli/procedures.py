@@ -448,6 +448,9 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
         raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
                            param_hint="--reason")
     _check_command_line(rb, given, alias)
+    from kafkaops.templates import check_values
+
+    check_values(given)  # a revision, a repository: refused (exit 3) before any system is asked
     if save_plan is not None:  # before the dry-run asks anything: its plan must not be lost at the end
         check_writable(save_plan, "the plan", "--save-plan PATH", parents=True)
     load_plugins()  # the step kinds, and the hooks beside them

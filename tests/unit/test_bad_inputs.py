@@ -267,8 +267,6 @@ NOT_FIXED: dict[str, str] = {
     "check-bad-topics-regex": "bug: exit 3 for a command-line mistake",
     "check-since-and-baseline": "bug: exit 3 for a command-line mistake",
     "check-spark-conf-not-key-value": "bug: exit 3 for a command-line mistake",
-    "rolling-deploy-hostile-rev": "bug: refused only after the target hosts and ZooKeeper were asked",
-    "rolling-deploy-hostile-repo": "bug: refused only after the target hosts and ZooKeeper were asked",
     "snapshot-out-unwritable": "bug: Kafka asked first; then an internal error (OSError)",
     "snapshot-out-directory": "bug: Kafka asked first; then an internal error (OSError)",
     "check-chart-unwritable": "bug: the whole check runs first; then an internal error",
