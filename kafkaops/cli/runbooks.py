@@ -149,6 +149,7 @@ def docs_cmd(
 ) -> None:
     """Generate docs/runbooks/NAME.md from every runbook's YAML."""
     from kafkaops.engine.runbook import load_runbook, render_markdown, runbook_files
+    from kafkaops.errors import ConfigError
 
     load_plugins()
     stale = []
@@ -160,8 +161,12 @@ def docs_cmd(
             continue
         stale.append(str(target))
         if not check:
-            out.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"{target}: cannot write the runbook page: {exc.strerror or exc}",
+                                  hint="pass another --out DIR") from None
             err_console.print(f"wrote {target}")
     if check and stale:
         err_console.print(f"[red]out of date:[/] {', '.join(stale)} (run `kafkaops runbooks docs`)")

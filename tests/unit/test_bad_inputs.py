@@ -242,7 +242,8 @@ CASES = [
     Case("snapshot-out-directory", ("snapshot", "lab", "-o", "{world}"), CONFIG, "is a directory"),
     Case("check-chart-unwritable", ("check", "lab", "--no-scan", "--chart", "/proc/x/chart.png"), CONFIG,
          "/proc/x/chart.png: cannot write"),
-    Case("runbooks-docs-out-unwritable", ("runbooks", "docs", "--out", "/proc/x"), CONFIG, "/proc/x"),
+    Case("runbooks-docs-out-unwritable", ("runbooks", "docs", "--out", "/proc/x"), CONFIG,
+         "/proc/x/reboot.md: cannot write the runbook page: No such file or directory"),
     # --- runbooks -----------------------------------------------------------------------------------
     Case("runbooks-show-unknown", ("runbooks", "show", "nosuch"), CONFIG, "no runbook named 'nosuch'"),
     Case("runbooks-show-path", ("runbooks", "show", "../../etc/passwd"), CONFIG, "no runbook named"),
@@ -270,7 +271,6 @@ NOT_FIXED: dict[str, str] = {
     "snapshot-out-unwritable": "bug: Kafka asked first; then an internal error (OSError)",
     "snapshot-out-directory": "bug: Kafka asked first; then an internal error (OSError)",
     "check-chart-unwritable": "bug: the whole check runs first; then an internal error",
-    "runbooks-docs-out-unwritable": "bug: internal error (FileNotFoundError)",
     "runbooks-list-missing-dir": "bug: exit 0 (\"no runbooks found\")",
     "runbooks-docs-check-missing-dir": "bug: exit 0 (\"up to date\"): a CI check passes on a typo",
 }
