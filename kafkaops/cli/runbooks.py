@@ -18,7 +18,14 @@ from kafkaops.cli.plugins import load_plugins
 __all__ = ["check_command", "load_plugins", "register"]
 
 def _dirs(directory: Path | None) -> list[Path] | None:
-    return [directory] if directory else None
+    """``--dir``: that directory, which must be one (a typo would list no runbooks, and pass a docs --check)."""
+    if directory is None:
+        return None
+    if not directory.is_dir():
+        from kafkaops.errors import ConfigError
+
+        raise ConfigError(f"{directory}: no such runbook directory", hint="check the --dir path")
+    return [directory]
 
 
 _DIR_HELP = "Runbook directory (default: --runbooks, else $KAFKAOPS_RUNBOOKS, else the runbooks shipped with kafkaops)."

@@ -271,8 +271,6 @@ NOT_FIXED: dict[str, str] = {
     "snapshot-out-unwritable": "bug: Kafka asked first; then an internal error (OSError)",
     "snapshot-out-directory": "bug: Kafka asked first; then an internal error (OSError)",
     "check-chart-unwritable": "bug: the whole check runs first; then an internal error",
-    "runbooks-list-missing-dir": "bug: exit 0 (\"no runbooks found\")",
-    "runbooks-docs-check-missing-dir": "bug: exit 0 (\"up to date\"): a CI check passes on a typo",
 }
 
 
