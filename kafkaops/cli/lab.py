@@ -127,9 +127,9 @@ def host_boot(host: str = typer.Argument(..., help="Lab host, short name or FQDN
 
 @app.command()
 def load(
-    seconds: float = typer.Option(10.0, "--seconds", "-s", help="How long to produce."),
-    rate: float = typer.Option(200.0, help="Kafka messages per second (acks=all, idempotent)."),
-    http_rate: float = typer.Option(10.0, help="HTTP events per second through the VIP (0 to skip)."),
+    seconds: float = typer.Option(10.0, "--seconds", "-s", min=0, help="How long to produce."),
+    rate: float = typer.Option(200.0, min=0, help="Kafka messages per second (acks=all, idempotent)."),
+    http_rate: float = typer.Option(10.0, min=0, help="HTTP events per second through the VIP (0 to skip)."),
     inventory: Path | None = InventoryOpt,
     output: TableOrJson = OutputOpt,
 ) -> None:

@@ -264,7 +264,6 @@ NOT_FIXED: dict[str, str] = {
     "check-since-negative": "bug: exit 3 for a command-line mistake",
     "check-since-1000d": "bug: accepted, Kafka asked (exit 4 after 15 s)",
     "check-since-not-a-duration": "bug: exit 3 for a command-line mistake",
-    "lab-load-negative-seconds": "bug: not checked (exit 12, the lab is not up)",
     "check-bad-topics-regex": "bug: exit 3 for a command-line mistake",
     "check-since-and-baseline": "bug: exit 3 for a command-line mistake",
     "check-spark-conf-not-key-value": "bug: exit 3 for a command-line mistake",
