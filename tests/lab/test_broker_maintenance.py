@@ -10,7 +10,6 @@ import os
 import random
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,11 +27,6 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 FAST = ["--syn-window", "3s", "--stable-for", "3s"]
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def assert_clean_end(cluster: Cluster) -> None:
     data = collect(cluster)
     assert data["healthy"], data
@@ -41,32 +35,11 @@ def assert_clean_end(cluster: Cluster) -> None:
 
 
 @pytest.fixture
-def healthy_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
-    """Every test starts and ends with a healthy, fully pooled lab (ends: restored if a test broke it).
-
-    A failed run keeps its cluster lock and may leave its host depooled (by design: it is resumable), so
-    clean-up aborts any unfinished run with rollback, as an operator would.
-    """
-    from kafkaops.systems.conftool import Conftool
-
-    assert lab_cluster.conftool_config
-    conftool = Conftool(lab_cluster.conftool_config)
-    for h in lab_cluster.hosts:
-        conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
-    yield lab_cluster
-    if (home / "runs").exists():
-        for run in sorted(p.name for p in (home / "runs").iterdir() if p.is_dir()):
-            kafkaops(home, lab_cluster, "runs", "abort", run, "--rollback", "--reason", "test clean-up")
-    for h in lab_cluster.hosts:
-        host = LabHost.named(h.name)
-        if not host.is_up():
-            host.power_on()
-        host.start("kafka")
-        conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not collect(lab_cluster)["healthy"]:
-        time.sleep(1)
-    KafkaAdmin(lab_cluster.bootstrap_servers).elect_preferred_leaders()
+def healthy_lab(pooled_lab: Cluster) -> Cluster:
+    """Every test starts and ends with a healthy, fully pooled lab (see conftest.py): a failed run keeps
+    its lock and may leave its host depooled (by design: it is resumable), so clean-up aborts it with
+    rollback, as an operator would."""
+    return pooled_lab
 
 
 def test_rolling_reboot_under_load_keeps_every_invariant(healthy_lab: Cluster, home: Path) -> None:

@@ -17,13 +17,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from harness import kafkaops, spawn
-from invariants import journal, only_run
+from invariants import journal, live_journal, only_run
 
 from kafkaops.cli.status import collect
 from kafkaops.lab.host import LabHost
@@ -34,53 +32,10 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 FAST = ["--syn-window", "2s", "--no-scan"]
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def pooled_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
-    """Healthy and pooled before and after; unfinished runs of the test are rolled back."""
-    from kafkaops.systems.conftool import Conftool
-
-    assert lab_cluster.conftool_config
-    conftool = Conftool(lab_cluster.conftool_config)
-    for h in lab_cluster.hosts:
-        conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
-    yield lab_cluster
-    if (home / "runs").exists():
-        for run in sorted(p.name for p in (home / "runs").iterdir() if p.is_dir()):
-            kafkaops(home, lab_cluster, "runs", "abort", run, "--rollback", "--reason", "test clean-up",
-                     "--accept-inventory-change")
-    for h in lab_cluster.hosts:
-        host = LabHost.named(h.name)
-        if not host.is_up():
-            host.power_on()
-        host.start("kafka")
-        conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not collect(lab_cluster)["healthy"]:
-        time.sleep(1)
-
-
 def _bare_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "KAFKAOPS_INVENTORY"}
     env["KAFKAOPS_HOME"] = str(home)
     return env
-
-
-def _records(home: Path) -> list[dict[str, Any]]:
-    runs = list((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
-    if not runs:
-        return []
-    out = []
-    for line in runs[0].read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:  # a line being written
-            break
-    return out
 
 
 def test_inventory_on_the_subcommand_decides_the_lock_held_for_the_whole_run(
@@ -102,7 +57,7 @@ def test_inventory_on_the_subcommand_decides_the_lock_held_for_the_whole_run(
             cwd=elsewhere, env=_bare_env(home), stdout=log, stderr=subprocess.STDOUT, text=True)
         samples, missing, holders = 0, [], set()
         while proc.poll() is None:
-            records = _records(home)
+            records = live_journal(home)
             if records and records[-1]["type"] not in ("finished",):
                 started = zk.exists("/kafkaops/locks/lab")
                 samples += 1
@@ -136,7 +91,7 @@ def test_resume_refuses_a_changed_bootstrap_and_accepts_it_explicitly(
                  *FAST)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if any(r["type"] == "step_verified" and r["kind"] == "conftool.depool" for r in _records(home)):
+        if any(r["type"] == "step_verified" and r["kind"] == "conftool.depool" for r in live_journal(home)):
             os.killpg(proc.pid, signal.SIGKILL)
             break
         time.sleep(0.05)

@@ -5,18 +5,16 @@ the cluster.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from harness import kafkaops, output, spawn
-from invariants import journal, only_run
+from invariants import journal, live_journal, only_run
 
 from kafkaops.cli.status import collect
 from kafkaops.lab.host import LabHost
@@ -24,34 +22,13 @@ from kafkaops.model import Cluster
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
+
+@pytest.fixture
+def lab(pooled_lab: Cluster) -> Cluster:
+    """The lab, pooled and healthy, restored after the test (see conftest.py)."""
+    return pooled_lab
+
 FAST = ["--syn-window", "2s", "--no-scan"]
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
-    from kafkaops.systems.conftool import Conftool
-
-    assert lab_cluster.conftool_config
-    conftool = Conftool(lab_cluster.conftool_config)
-    for h in lab_cluster.hosts:
-        conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
-    yield lab_cluster
-    if (home / "runs").exists():
-        for run in sorted(p.name for p in (home / "runs").iterdir() if p.is_dir()):
-            kafkaops(home, lab_cluster, "runs", "abort", run, "--rollback", "--reason", "test clean-up",
-                     "--accept-inventory-change")
-    for h in lab_cluster.hosts:
-        host = LabHost.named(h.name)
-        if not host.is_up():
-            host.power_on()
-        host.start("kafka")
-        conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
-    _wait_healthy(lab_cluster)
 
 
 def _wait_healthy(cluster: Cluster, timeout: float = 120) -> dict[str, Any]:
@@ -70,22 +47,11 @@ def _world(cluster: Cluster) -> dict[str, Any]:
             "boots": {h.name: LabHost.named(h.name).boot_id() for h in cluster.hosts}}
 
 
-def _records(home: Path) -> list[dict[str, Any]]:
-    runs = list((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
-    out = []
-    for line in runs[0].read_text().splitlines() if runs else []:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            break
-    return out
-
-
 def _kill_after(home: Path, cluster: Cluster, kind: str, *args: str) -> str:
     proc = spawn(home, cluster, *args)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
-        if any(r["type"] == "step_verified" and r["kind"] == kind for r in _records(home)):
+        if any(r["type"] == "step_verified" and r["kind"] == kind for r in live_journal(home)):
             os.killpg(proc.pid, signal.SIGKILL)
             break
         time.sleep(0.05)
@@ -177,7 +143,7 @@ def test_a_second_operator_during_a_roll_hears_who_holds_the_cluster(lab: Cluste
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not any(
-                r["type"] == "step_verified" and r["kind"] == "kafka.stop_broker" for r in _records(home)):
+                r["type"] == "step_verified" and r["kind"] == "kafka.stop_broker" for r in live_journal(home)):
             time.sleep(0.1)
         run_id = only_run(home)
         other = kafkaops(tmp_path / "other-home", lab, "restart", "kafka1002", "--yes", "--reason", "second")

@@ -5,17 +5,16 @@ check the cluster is whole and nothing happened twice, counted from the lab host
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from harness import kafkaops, output, spawn
-from invariants import only_run
+from invariants import live_journal, only_run
 
 from kafkaops.cli.status import collect
 from kafkaops.lab.host import LabHost
@@ -23,37 +22,13 @@ from kafkaops.model import Cluster
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
+
+@pytest.fixture
+def lab(pooled_lab: Cluster) -> Cluster:
+    """The lab, pooled and healthy, restored after the test (see conftest.py)."""
+    return pooled_lab
+
 HOST = "kafka1003"
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
-    yield lab_cluster
-    if (home / "runs").exists():
-        for run in sorted(p.name for p in (home / "runs").iterdir() if p.is_dir()):
-            kafkaops(home, lab_cluster, "runs", "abort", run, "--rollback", "--reason", "test clean-up")
-    host = LabHost.named(HOST)
-    if not host.is_up():
-        host.power_on()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not collect(lab_cluster)["healthy"]:
-        time.sleep(1)
-
-
-def _records(home: Path) -> list[dict[str, Any]]:
-    runs = list((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
-    out = []
-    for line in runs[0].read_text().splitlines() if runs else []:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            break
-    return out
 
 
 def _at(record_type: str, kind: str) -> Callable[[dict[str, Any]], bool]:
@@ -77,7 +52,7 @@ def test_killed_at_a_journal_boundary_the_resume_ends_whole_and_does_nothing_twi
                  "--no-scan")
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
-        if any(reached(r) for r in _records(home)):
+        if any(reached(r) for r in live_journal(home)):
             time.sleep(delay)
             os.killpg(proc.pid, signal.SIGKILL)
             break

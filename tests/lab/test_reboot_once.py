@@ -8,17 +8,15 @@ boot id. Killed after the boot id changed, the resume sends no reboot command at
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from harness import kafkaops, output, spawn
-from invariants import journal, only_run
+from invariants import journal, live_journal, only_run
 
 from kafkaops.cli.status import collect
 from kafkaops.lab.host import LabHost
@@ -31,35 +29,11 @@ FAST = ["--syn-window", "2s", "--no-scan"]
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def slow_host(lab_cluster: Cluster, home: Path) -> Iterator[LabHost]:
+def slow_host(pooled_lab: Cluster) -> Iterator[LabHost]:
+    """HOST takes 20 s to shut down (the knob is cleared by ``pooled_lab`` afterwards)."""
     host = LabHost.named(HOST)
     host.set_knob("slow_shutdown", 20)
     yield host
-    host.set_knob("slow_shutdown", None)
-    if (home / "runs").exists():
-        for run in sorted(p.name for p in (home / "runs").iterdir() if p.is_dir()):
-            kafkaops(home, lab_cluster, "runs", "abort", run, "--rollback", "--reason", "test clean-up")
-    if not host.is_up():
-        host.power_on()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not collect(lab_cluster)["healthy"]:
-        time.sleep(1)
-
-
-def _records(home: Path) -> list[dict[str, Any]]:
-    runs = list((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
-    out = []
-    for line in runs[0].read_text().splitlines() if runs else []:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            break
-    return out
 
 
 def _kill_when(home: Path, cluster: Cluster, condition: Callable[[], bool]) -> str:
@@ -80,7 +54,7 @@ def test_killed_right_after_the_reboot_command_the_resume_does_not_send_it_again
         lab_cluster: Cluster, slow_host: LabHost, home: Path) -> None:
     commands, boots = len(slow_host.events("reboot-command")), len(slow_host.events("boot"))
     run_id = _kill_when(home, lab_cluster, lambda: any(
-        r["type"] == "event" and r["event"] == "reboot_sent" for r in _records(home)))
+        r["type"] == "event" and r["event"] == "reboot_sent" for r in live_journal(home)))
     assert slow_host.is_up() and slow_host.system_state() == "stopping"  # old boot id, SSH up
     resumed = kafkaops(home, lab_cluster, "resume", run_id)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
