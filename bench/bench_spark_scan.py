@@ -5,9 +5,10 @@ batches, lz4), then reads exactly the same offset ranges three ways:
 
 * ``kcat -C ... -e`` to /dev/null (librdkafka in C, the floor for "just read it"),
 * one Python process with confluent-kafka's ``Consumer.consume(10000)`` (what a naive checker does),
-* the post-check's Spark scan (``kafkaops.health.spark_job.run_scan``), with a new session (its start
-  included; for the first size also the JVM's), and again warm (session reused: the per-scan cost on a
-  long-lived driver).
+* the post-check's Spark scan (``kafkaops.health.spark_job.run_scan``) with each reader of
+  ``--readers`` (``fast``: ours, ``builtin``: Spark's ``kafka`` source; both by default), with a new
+  session (its start included; for the first size also the JVM's), and again warm (session reused: the
+  per-scan cost on a long-lived driver). Both readers must count the same records.
 
 Two floors explain where the scan's time goes (``--skip floors`` leaves them out):
 
@@ -47,15 +48,14 @@ from kafkaops.health.data import ScanRange  # noqa: E402
 from kafkaops.health.spark_job import ScanSpec, run_scan  # noqa: E402
 from kafkaops.health.spark_job import spark_session as scan_session  # noqa: E402
 from kafkaops.inventory import load_inventory  # noqa: E402
-from kafkaops.lab.paths import cache_dir  # noqa: E402
 from kafkaops.systems.kafka import KafkaAdmin, TopicSpec  # noqa: E402
 
 
 def spark_session() -> Any:
-    """The scan's session plus Spark's Kafka connector (for the source floor); our kafka-clients first."""
-    connector = [str(j) for j in sorted((cache_dir() / "jars" / "spark").glob("*.jar"))
-                 if not j.name.startswith("kafka-clients-")]
-    return scan_session(conf={"spark.jars": ",".join(scan_jar.spark_jars() + connector)})
+    """The scan's session: it carries both readers (ours and Spark's Kafka connector, our kafka-clients
+    first), which the source floor uses too."""
+    scan_jar.spark_jars()  # the fast reader must be built: this bench measures it
+    return scan_session()
 
 
 def ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
@@ -150,13 +150,15 @@ def time_spark_source(bootstrap: str, topic: str, end: dict[int, int], spark: An
     return elapsed
 
 
-def time_spark(bootstrap: str, topic: str, end: dict[int, int], spark: Any = None) -> tuple[float, int]:
+def time_spark(bootstrap: str, topic: str, end: dict[int, int], spark: Any = None,
+               reader: str = "fast") -> tuple[float, int]:
     ranges = tuple(ScanRange(topic, p, 0, e, 0) for p, e in sorted(end.items()))
     t = time.monotonic()
-    res = run_scan(ScanSpec(bootstrap, ranges), spark=spark)
+    res = run_scan(ScanSpec(bootstrap, ranges, reader=reader), spark=spark)
     elapsed = time.monotonic() - t
     bad = [s for s in res.partitions.values() if s.missing]
-    assert not bad, f"the scan missed records: {bad[:2]}"
+    assert not bad, f"the {reader} reader missed records: {bad[:2]}"
+    assert res.records == sum(end.values()), (reader, res.records, sum(end.values()))
     return elapsed, res.records
 
 
@@ -168,6 +170,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000000", help="comma-separated record counts to scan")
     ap.add_argument("--replication", type=int, default=1)
     ap.add_argument("--skip", default="", help="comma-separated: kcat,confluent,floors,spark")
+    ap.add_argument("--readers", default="fast,builtin", help="the scan's readers to measure (fast, builtin)")
     args = ap.parse_args()
     if not shutil.which("kcat"):
         raise SystemExit("kcat is not installed")
@@ -199,8 +202,8 @@ def main() -> None:
                 return time_confluent(b, args.topic, e)[0]
 
             runs.append(("confluent-kafka, 1 process", confluent))
-        if "spark" not in skip:
-            def cold(e: dict[int, int] = end) -> float:
+        for reader in [r for r in args.readers.split(",") if r] if "spark" not in skip else []:
+            def cold(e: dict[int, int] = end, reader: str = reader) -> float:
                 # A fresh session: getOrCreate would hand back the warm one of an earlier size.
                 nonlocal spark
                 if spark is not None:
@@ -208,19 +211,19 @@ def main() -> None:
                     spark = None
                 t = time.monotonic()
                 s = spark_session()
-                time_spark(b, args.topic, e, s)
+                time_spark(b, args.topic, e, s, reader)
                 s.stop()
                 return time.monotonic() - t
 
-            def warm(e: dict[int, int] = end) -> float:
+            def warm(e: dict[int, int] = end, reader: str = reader) -> float:
                 nonlocal spark
                 if spark is None:
                     spark = spark_session()
-                    time_spark(b, args.topic, {0: min(e[0], 1000)}, spark)  # warm up the JVM and the connector
-                return time_spark(b, args.topic, e, spark)[0]
+                time_spark(b, args.topic, {0: min(e[0], 1000)}, spark, reader)  # warm up the JVM and the reader
+                return time_spark(b, args.topic, e, spark, reader)[0]
 
-            runs.append(("Spark scan local[2], new session (start incl.)", cold))
-            runs.append(("Spark scan local[2], warm session", warm))
+            runs.append((f"Spark scan local[2], {reader} reader, new session (start incl.)", cold))
+            runs.append((f"Spark scan local[2], {reader} reader, warm session", warm))
         if "floors" not in skip:
             def java(e: dict[int, int] = end) -> float:
                 return time_java_consumer(b, args.topic, e)

@@ -7,6 +7,7 @@ stays instant.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -17,6 +18,13 @@ from kafkaops.model import Cluster
 
 _InventoryOpt = typer.Option(None, "--inventory", "-i",
                              help="Inventory file (default: $KAFKAOPS_INVENTORY, else inventory/lab.yaml).")
+
+
+class Reader(StrEnum):
+    """The scan's Kafka reader (``kafkaops.health.scan_jar``): the same report either way."""
+
+    fast = "fast"
+    builtin = "builtin"
 
 
 def _cluster(name: str, inventory: Path | None) -> Cluster:
@@ -42,6 +50,9 @@ def check(
     spark_master: str = typer.Option("local[2]", "--spark-master",
                                      help="Spark master URL: local[N], spark://HOST:7077, yarn."),
     spark_conf: list[str] = typer.Option([], "--spark-conf", help="Extra Spark setting KEY=VALUE (repeatable)."),
+    reader: Reader = typer.Option(Reader.fast, "--reader",
+                                  help="Kafka reader of the scan: fast (ours, columnar) or builtin (Spark's kafka "
+                                       "source). Same report; fast falls back to builtin when not built."),
     no_scan: bool = typer.Option(False, "--no-scan", help="Metadata checks only (no Spark)."),
     output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
     chart: Path | None = typer.Option(None, "--chart", help="Write a PNG of produce rate and URP across the run."),
@@ -70,6 +81,8 @@ def check(
     result = run_post_check(
         cluster, base, topics_regex=topics, spark_master=spark_master, window=None,
         since=parse_since(since) if since else None, scan=not no_scan, spark_conf=conf, urp_samples=samples,
+        reader=reader.value, notify=lambda line: err_console.print(line, highlight=False, markup=False,
+                                                                    soft_wrap=True),
     )
     if chart is not None:
         render_chart(result, chart)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkaops.engine.step import parse_duration
-from kafkaops.errors import CheckFailed, ConfigError
+from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError
 from kafkaops.health.data import (
     RateWindow,
     ScanRange,
@@ -37,10 +37,12 @@ from kafkaops.health.metadata import (
     SEVERITY_RANK,
     Finding,
     OffsetsSnapshot,
+    PartitionOffsets,
     healthy,
     metadata_findings,
     worst_severity,
 )
+from kafkaops.health.retention import LogProbe, RetentionConfig, edge_target
 from kafkaops.model import Cluster
 
 if TYPE_CHECKING:
@@ -222,8 +224,58 @@ def _admin(cluster: Cluster, timeout: float) -> KafkaAdmin:
     return KafkaAdmin(cluster.bootstrap_servers, timeout=timeout, cluster=cluster.name, attempts=1)
 
 
+#: The topic configs that tell retention from loss (:mod:`kafkaops.health.retention`).
+RETENTION_SETTINGS = ("retention.ms", "retention.bytes", "message.timestamp.type")
+
+
+def _retention(admin: KafkaAdmin, topics: Sequence[str]) -> dict[str, RetentionConfig]:
+    settings = admin.topic_settings(topics, RETENTION_SETTINGS)
+    out = {}
+    for t, values in settings.items():
+        cfg = RetentionConfig.from_settings(values)
+        if cfg is not None:
+            out[t] = cfg
+    return out
+
+
+def read_probes(admin: KafkaAdmin, snap: OffsetsSnapshot, keys: Sequence[tuple[str, int]],
+                edge_retention: Mapping[str, RetentionConfig], *, full: bool = True) -> OffsetsSnapshot:
+    """``snap`` with a :class:`~kafkaops.health.retention.LogProbe` for the partitions ``keys``.
+
+    ``full`` (a baseline): the first record with a timestamp, the edge (first record younger than
+    ``retention.ms`` of ``edge_retention`` at the snapshot's time) and the newest record, three batched
+    ``ListOffsets``. Otherwise (the check, for the partitions whose log start moved) only the edge.
+    A partition whose answers are incomplete gets no probe (it is then judged by the former rule).
+    """
+    wanted = set(keys)
+    parts = [p for p in snap.partitions if (p.topic, p.partition) in wanted and p.log_start_offset is not None
+             and p.log_end_offset is not None]
+    taken_ms = int(snap.taken_at * 1000)
+
+    def target(p: PartitionOffsets) -> int | None:
+        cfg = edge_retention.get(p.topic)
+        return edge_target(taken_ms, cfg.retention_ms) if cfg is not None else None
+
+    with_records = [p for p in parts if (p.log_end_offset or 0) > (p.log_start_offset or 0)]
+    nonempty = {(p.topic, p.partition) for p in with_records}
+    first = admin.offset_timestamps({(p.topic, p.partition): 0 for p in with_records}) if full else {}
+    edges = admin.offset_timestamps({(p.topic, p.partition): t for p in with_records
+                                     if (t := target(p)) is not None})
+    newest = admin.offset_timestamps({(p.topic, p.partition): "max" for p in with_records}) if full else {}
+    probes: dict[tuple[str, int], LogProbe] = {}
+    for p in parts:
+        key, edge_ms = (p.topic, p.partition), target(p)
+        if p.topic not in edge_retention:
+            continue
+        if key in nonempty and ((full and key not in first) or (edge_ms is not None and key not in edges)):
+            continue  # not read: no probe rather than a wrong one
+        probes[key] = LogProbe(first=first.get(key), edge_ms=edge_ms, edge=edges.get(key), newest=newest.get(key))
+    return replace(snap, partitions=tuple(replace(p, probe=probes[(p.topic, p.partition)])
+                                          if (p.topic, p.partition) in probes else p for p in snap.partitions))
+
+
 def take_snapshot(cluster: Cluster, *, timeout: float = 15.0, topics: Sequence[str] | None = None,
-                  admin: KafkaAdmin | None = None) -> OffsetsSnapshot:
+                  admin: KafkaAdmin | None = None, probes: bool = True) -> OffsetsSnapshot:
     """An :class:`~kafkaops.health.metadata.OffsetsSnapshot` of ``cluster`` now: the baseline a run takes
     before it changes anything (``kafkaops snapshot``), and the "now" the post-check compares with it.
 
@@ -232,6 +284,11 @@ def take_snapshot(cluster: Cluster, *, timeout: float = 15.0, topics: Sequence[s
         timeout: Seconds per request (when ``admin`` is not given).
         topics: Restrict offsets (not metadata) to these topics; ``None`` for all.
         admin: The Kafka adapter to use (a run's); default: one built for ``cluster``.
+        probes: Also read each topic's retention settings and the timestamps around each partition's
+            log start (:func:`read_probes`, one DescribeConfigs and three ListOffsets more; and the
+            sizes of the partitions whose topic has a ``retention.bytes``), so a later check can tell
+            retention from loss. A baseline wants them; the check's own "now"
+            reads what it needs itself. Failing to read them leaves them out (never fails the snapshot).
 
     Returns:
         Replica state from metadata, log start/end offsets per partition, topic configs, broker DCs.
@@ -244,7 +301,56 @@ def take_snapshot(cluster: Cluster, *, timeout: float = 15.0, topics: Sequence[s
     wanted = set(topics) if topics is not None else None
     keys = [(p.topic, p.partition) for p in snap.partitions if wanted is None or p.topic in wanted]
     broker_dc = {h.broker_id: h.dc for h in cluster.hosts}
-    return OffsetsSnapshot.from_cluster_snapshot(snap, admin.list_offsets(keys), broker_dc)
+    out = OffsetsSnapshot.from_cluster_snapshot(snap, admin.list_offsets(keys), broker_dc)
+    if probes and keys:
+        try:
+            retention = _retention(admin, sorted({t for t, _ in keys}))
+            out = read_probes(admin, replace(out, retention=retention), keys, retention)
+        except KafkaOpsError:
+            return out
+        out = _with_sizes(admin, out, [k for k in keys if k[0] in retention and retention[k[0]].retention_bytes >= 0])
+    return out
+
+
+def _with_sizes(admin: KafkaAdmin, snap: OffsetsSnapshot, keys: Sequence[tuple[str, int]]) -> OffsetsSnapshot:
+    """``snap`` with the size of each probed partition of ``keys`` (best effort: ``DescribeLogDirs``)."""
+    try:
+        sizes = admin.partition_sizes(keys) if keys else {}
+    except KafkaOpsError:
+        sizes = {}
+    if not sizes:
+        return snap
+    return replace(snap, partitions=tuple(
+        replace(p, probe=replace(p.probe, size_bytes=sizes[(p.topic, p.partition)]))
+        if p.probe is not None and (p.topic, p.partition) in sizes else p for p in snap.partitions))
+
+
+def probe_removals(admin: Callable[[], KafkaAdmin], before: OffsetsSnapshot, now: OffsetsSnapshot) -> OffsetsSnapshot:
+    """``now`` with what the check needs to judge each log start that moved since ``before``: the
+    topics' retention settings now, each such partition's edge (at the baseline's ``retention.ms``)
+    and, when ``retention.bytes`` is set, its size. Failing to read them leaves them out (the judgement
+    then says it could not tell). ``admin`` builds the adapter, only when a log start moved."""
+    now_by_key = {(p.topic, p.partition): p for p in now.partitions}
+    moved = []
+    for b in before.partitions:
+        n = now_by_key.get((b.topic, b.partition))
+        if (b.probe is not None and n is not None and n.probe is None and b.log_start_offset is not None
+                and n.log_start_offset is not None and n.log_start_offset > b.log_start_offset):
+            moved.append((b.topic, b.partition))
+    if not moved:
+        return now
+    topics = sorted({t for t, _ in moved})
+    try:
+        kafka = admin()
+        current = _retention(kafka, topics)
+        cfg = {t: c for t in topics if (c := before.retention.get(t) or current.get(t)) is not None}
+        probed = read_probes(kafka, replace(now, retention={**now.retention, **current}), moved, cfg, full=False)
+        # retention.bytes is judged by the partition's size now (best effort: DescribeLogDirs).
+        by_size = [k for k in moved if k[0] in cfg and (cfg[k[0]].retention_bytes >= 0 or (
+            k[0] in current and current[k[0]].retention_bytes >= 0))]
+    except KafkaOpsError:
+        return now
+    return _with_sizes(kafka, probed, by_size)
 
 
 def _urp(snap: OffsetsSnapshot) -> int:
@@ -271,6 +377,8 @@ def run_post_check(
     timeout: float = 15.0,
     snapshot_now: Callable[[], OffsetsSnapshot] | None = None,
     admin: KafkaAdmin | None = None,
+    reader: str = "fast",
+    notify: Callable[[str], None] | None = None,
 ) -> CheckResult:
     """Run the whole post-check against ``cluster``.
 
@@ -290,12 +398,17 @@ def run_post_check(
         timeout: Seconds per Kafka request.
         snapshot_now: Override how "now" is snapshotted (tests).
         admin: The Kafka adapter (a run's); default: one built for ``cluster`` on first use.
+        reader: The scan's Kafka reader: ``fast`` (our columnar source) or ``builtin`` (Spark's
+            ``kafka`` source); both give the same report. ``fast`` falls back to ``builtin`` when it is
+            not built, with a one-line notice (see ``notify``).
+        notify: Where that notice goes (a runbook step: its progress line); default: stderr.
 
     Returns:
         The result; ``result.exit_code`` is 0 when healthy, 9 when not.
 
     Raises:
-        ConfigError: Bad regex, or the baseline is of another cluster.
+        ConfigError: Bad regex, unknown reader, no reader installed, or the baseline is of another
+            cluster.
         UnreachableError: Kafka or the Spark job failed.
     """
     kafka: KafkaAdmin | None = admin
@@ -306,6 +419,9 @@ def run_post_check(
             kafka = _admin(cluster, timeout)
         return kafka
 
+    from kafkaops.health.scan_jar import check_reader
+
+    check_reader(reader)
     pattern = None
     if topics_regex:
         try:
@@ -314,9 +430,11 @@ def run_post_check(
             raise ConfigError(f"invalid --topics regex {topics_regex!r}: {exc}") from None
     if baseline is not None and baseline.cluster and cluster.name and baseline.cluster != cluster.name:
         raise ConfigError(f"the baseline is of cluster {baseline.cluster!r}, not {cluster.name!r}")
-    now_full = snapshot_now() if snapshot_now else take_snapshot(cluster, admin=kafka_admin())
+    now_full = snapshot_now() if snapshot_now else take_snapshot(cluster, admin=kafka_admin(), probes=False)
     now = filter_topics(now_full, pattern)
     before = filter_topics(baseline, pattern) if baseline is not None else None
+    if before is not None:
+        now = probe_removals(kafka_admin, before, now)
     keys = [(p.topic, p.partition) for p in now.partitions if p.log_end_offset is not None]
 
     if before is not None:
@@ -347,8 +465,9 @@ def run_post_check(
             event_topics=frozenset(r.topic for r in ranges if events.match(r.topic)),
             thresholds=thresholds,
             scan_time_ms=int(now.taken_at * 1000),
+            reader=reader,
         )
-        scan_result = run_scan(spec, master=spark_master, conf=spark_conf)
+        scan_result = run_scan(spec, master=spark_master, conf=spark_conf, notify=notify)
         compacted = [t for t, c in now.topics.items() if "compact" in c.cleanup_policy]
         stats = list(scan_result.partitions.values())
         findings += data_findings(stats, compacted=compacted, thresholds=thresholds)

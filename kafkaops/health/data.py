@@ -153,6 +153,8 @@ class ScanResult:
         seconds: Wall time of the Spark job (session start excluded).
         master: The Spark master it ran on.
         scan_time_ms: When the scan started (the "now" of the future-timestamp check).
+        reader: The reader that read the records (``fast`` or ``builtin``; the figures are the same).
+        reader_notice: Why the reader is not the one asked for (the fast reader not built), if so.
     """
 
     partitions: dict[Key, PartitionStats] = field(default_factory=dict)
@@ -161,10 +163,14 @@ class ScanResult:
     seconds: float = 0.0
     master: str = ""
     scan_time_ms: int = 0
+    reader: str = "fast"
+    reader_notice: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "master": self.master,
+            "reader": self.reader,
+            "reader_notice": self.reader_notice,
             "records": self.records,
             "seconds": round(self.seconds, 3),
             "partitions": [s.to_dict() for _, s in sorted(self.partitions.items())],

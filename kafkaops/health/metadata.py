@@ -24,11 +24,16 @@ Why each check exists:
 * **truncation** (critical, "lost data"): a partition whose log end offset is *below* the baseline's
   lost acknowledged records, typically an unclean leader election or a replica that became leader
   with a shorter log.
-* **log start jump** (critical): the log start offset reached or passed the baseline's log end, i.e.
-  every record the partition held at the baseline (and perhaps records produced since) was deleted
-  during the run. Retention normally trims a segment or two of old data in a maintenance window;
-  this is ``delete_records``, a retention misconfiguration or a wiped log directory. A smaller but
-  large advance (by default more than half of what the baseline retained) is a warning.
+* **log start jump / log start advanced**: the log start offset moved during the run. Retention
+  removes whole segments of records older than ``retention.ms`` (or beyond ``retention.bytes``);
+  anything else — ``delete_records``, a wiped log directory, a retention lowered to purge — is loss,
+  whatever its size. :mod:`kafkaops.health.retention` tells them apart from the topic's retention
+  settings and the record timestamps the snapshots read around the log start: retention is quiet,
+  a proven loss is critical (``log_start_jump`` when it reached the baseline's end, else
+  ``log_start_advanced``), a removal retention explains only under an unlikely production gap is a
+  warning, one that cannot be judged (no timestamps, size unknown) is info. Baselines without those
+  facts (older snapshot files) fall back to the former rule: critical past the baseline's end, a
+  warning above half of what the baseline held.
 * **broker missing**: a broker registered at the baseline, or named in a replica list, is not
   registered now.
 
@@ -48,6 +53,7 @@ from typing import Any, Literal
 
 from kafkaops import safety
 from kafkaops.errors import ConfigError
+from kafkaops.health.retention import LogProbe, RetentionConfig, Verdict, judge_log_start
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
 
 __all__ = [
@@ -90,6 +96,8 @@ class PartitionOffsets:
             (e.g. the partition was offline).
         log_end_offset: Next offset to be written, the high watermark (``ListOffsets`` LATEST);
             ``None`` if unknown.
+        probe: Timestamps around the log start (:class:`~kafkaops.health.retention.LogProbe`), read
+            for baselines to tell retention from loss; ``None`` when not read.
     """
 
     topic: str
@@ -99,10 +107,11 @@ class PartitionOffsets:
     isr: tuple[int, ...]
     log_start_offset: int | None
     log_end_offset: int | None
+    probe: LogProbe | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The partition's object in the snapshot file."""
-        return {
+        d: dict[str, Any] = {
             "topic": self.topic,
             "partition": self.partition,
             "leader": self.leader,
@@ -111,6 +120,9 @@ class PartitionOffsets:
             "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset,
         }
+        if self.probe is not None:
+            d["probe"] = self.probe.to_dict()
+        return d
 
 
 @dataclass(frozen=True)
@@ -128,15 +140,21 @@ class OffsetsSnapshot:
           "controller": 1001,                # or null
           "broker_dc": {"1001": "eqiad"},    # optional, from the inventory (per-DC checks)
           "topics": {"eqiad.x": {"min_insync_replicas": 2, "replication_factor": 3,
-                                 "cleanup_policy": "delete"}},
+                                 "cleanup_policy": "delete",
+                                 "retention_ms": 604800000, "retention_bytes": -1,    # optional
+                                 "timestamp_type": "CreateTime"}},                    # optional
           "partitions": [
             {"topic": "eqiad.x", "partition": 0, "leader": 1001, "replicas": [1001, 1002, 1003],
-             "isr": [1001, 1002, 1003], "log_start_offset": 0, "log_end_offset": 4242}
+             "isr": [1001, 1002, 1003], "log_start_offset": 0, "log_end_offset": 4242,
+             "probe": {"first": [0, 1735000000000], "edge_ms": 1735084800000,      # optional
+                       "edge": [17, 1735084801234], "newest": [4241, 1735689599000]}}
           ]
         }
 
     ``leader`` is ``null`` for an offline partition; offsets are ``null`` when they could not be
-    read. Partitions are listed in the order the cluster reported them.
+    read. Partitions are listed in the order the cluster reported them. The retention settings and
+    ``probe`` (``[offset, timestamp ms]`` pairs, see :class:`~kafkaops.health.retention.LogProbe`)
+    tell retention from loss; files without them are read too (the former rule applies).
     """
 
     cluster: str
@@ -146,6 +164,7 @@ class OffsetsSnapshot:
     partitions: tuple[PartitionOffsets, ...]
     topics: Mapping[str, TopicConfig] = field(default_factory=dict)
     broker_dc: Mapping[int, str] = field(default_factory=dict)
+    retention: Mapping[str, RetentionConfig] = field(default_factory=dict)
 
     @cached_property
     def cluster_snapshot(self) -> ClusterSnapshot:
@@ -203,16 +222,21 @@ class OffsetsSnapshot:
             "brokers": list(self.brokers),
             "controller": self.controller,
             "broker_dc": {str(b): dc for b, dc in self.broker_dc.items()},
-            "topics": {
-                name: {
-                    "min_insync_replicas": cfg.min_insync_replicas,
-                    "replication_factor": cfg.replication_factor,
-                    "cleanup_policy": cfg.cleanup_policy,
-                }
-                for name, cfg in self.topics.items()
-            },
+            "topics": {name: self._topic_dict(name, cfg) for name, cfg in self.topics.items()},
             "partitions": [p.to_dict() for p in self.partitions],
         }
+
+    def _topic_dict(self, name: str, cfg: TopicConfig) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "min_insync_replicas": cfg.min_insync_replicas,
+            "replication_factor": cfg.replication_factor,
+            "cleanup_policy": cfg.cleanup_policy,
+        }
+        ret = self.retention.get(name)
+        if ret is not None:
+            d.update(retention_ms=ret.retention_ms, retention_bytes=ret.retention_bytes,
+                     timestamp_type=ret.timestamp_type)
+        return d
 
     def to_json(self, indent: int | None = None) -> str:
         """Serialise to the documented file format."""
@@ -259,6 +283,11 @@ class OffsetsSnapshot:
                 )
                 for name, cfg in doc.get("topics", {}).items()
             }
+            retention = {
+                name: RetentionConfig(int(cfg["retention_ms"]), int(cfg.get("retention_bytes", -1)),
+                                      str(cfg.get("timestamp_type", "CreateTime")))
+                for name, cfg in doc.get("topics", {}).items() if cfg.get("retention_ms") is not None
+            }
             brokers = tuple(int(b) for b in doc["brokers"])
             controller = doc.get("controller")
             broker_dc = {int(b): str(dc) for b, dc in doc.get("broker_dc", {}).items()}
@@ -277,11 +306,12 @@ class OffsetsSnapshot:
                         tuple(p["isr"]),
                         p.get("log_start_offset"),
                         p.get("log_end_offset"),
+                        LogProbe.from_dict(p["probe"]) if p.get("probe") is not None else None,
                     )
                 )
         except KeyError as exc:
             raise ConfigError(f"{source}: {where}: missing field {exc}") from None
-        except (TypeError, ValueError, AttributeError) as exc:
+        except (TypeError, ValueError, AttributeError, IndexError) as exc:
             raise ConfigError(f"{source}: {where}: malformed: {exc}") from None
         return cls(
             cluster=cluster,
@@ -291,6 +321,7 @@ class OffsetsSnapshot:
             partitions=tuple(parts),
             topics=topics,
             broker_dc=broker_dc,
+            retention=retention,
         )
 
     def write(self, path: str | Path) -> None:
@@ -379,6 +410,8 @@ def metadata_findings(
     leader_skew_threshold: float = 1.5,
     start_advance_fraction: float = 0.5,
     broker_dc: Mapping[int, str] | None = None,
+    clock_tolerance_s: float = 60.0,
+    gap_tolerance_s: float = 3600.0,
 ) -> list[Finding]:
     """Compare a baseline snapshot with now and report every metadata problem.
 
@@ -390,9 +423,13 @@ def metadata_findings(
             partitions it is the preferred leader of (and for the cluster-wide ratio).
         leader_skew_threshold: Warn when max / mean leaders per registered broker exceeds this.
             Skipped when there are fewer leaders than brokers (skew is meaningless then).
-        start_advance_fraction: Warn when a log start offset advanced by more than this fraction of
-            the records the baseline held (records between its start and end offsets).
+        start_advance_fraction: Without the facts to tell retention from loss (a baseline file of an
+            older kafkaops), warn when a log start offset advanced by more than this fraction of the
+            records the baseline held (records between its start and end offsets).
         broker_dc: Broker id -> DC mapping; defaults to ``now.broker_dc`` then ``before.broker_dc``.
+        clock_tolerance_s: Retention vs loss: slack for the brokers' clocks against ours.
+        gap_tolerance_s: Retention vs loss: longest production gap at the retention cutoff taken as
+            normal (:mod:`kafkaops.health.retention`).
 
     Returns:
         Findings, most severe first, then by check, topic and partition.
@@ -529,7 +566,8 @@ def metadata_findings(
 
     # Offsets against the baseline.
     if before is not None:
-        _offset_findings(before, now, start_advance_fraction, add)
+        _offset_findings(before, now, start_advance_fraction, add, int(clock_tolerance_s * 1000),
+                         int(gap_tolerance_s * 1000))
 
     findings.sort(
         key=lambda f: (
@@ -547,6 +585,8 @@ def _offset_findings(
     now: OffsetsSnapshot,
     start_advance_fraction: float,
     add: Callable[[Finding], None],
+    clock_tolerance_ms: int = 60_000,
+    gap_tolerance_ms: int = 3_600_000,
 ) -> None:
     now_by_key = {(p.topic, p.partition): p for p in now.partitions}
     get = now_by_key.get
@@ -579,6 +619,19 @@ def _offset_findings(
             )
         if b_start is None or n_start is None or n_start <= b_start:
             continue
+        cfg = before.retention.get(b.topic) or now.retention.get(b.topic)
+        if b.probe is not None and cfg is not None and b_end is not None and n_end is not None:
+            topic_cfg = before.topics.get(b.topic) or now.topics.get(b.topic)
+            verdict = judge_log_start(
+                before_start=b_start, before_end=b_end, before_ms=int(before.taken_at * 1000),
+                before_probe=b.probe, now_start=n_start, now_end=n_end, now_ms=int(now.taken_at * 1000),
+                now_probe=n.probe, cleanup_policy=topic_cfg.cleanup_policy if topic_cfg else "delete",
+                config=cfg, config_now=now.retention.get(b.topic), clock_tolerance_ms=clock_tolerance_ms,
+                gap_tolerance_ms=gap_tolerance_ms)
+            finding = _removal_finding(b, b_start, b_end, n_start, verdict)
+            if finding is not None:
+                add(finding)
+            continue
         deleted = n_start - b_start
         held = (b_end - b_start) if b_end is not None else 0
         if b_end is not None and held > 0 and n_start >= b_end:
@@ -607,3 +660,30 @@ def _offset_findings(
                     deleted,
                 )
             )
+
+
+def _removal_finding(p: PartitionOffsets, b_start: int, b_end: int, n_start: int, verdict: Verdict) -> Finding | None:
+    """The finding for a log start that moved ``b_start -> n_start``, by what moved it (nothing for retention)."""
+    if verdict.kind == "retention":
+        return None
+    removed = n_start - b_start
+    held = b_end - b_start
+    check = "log_start_jump" if n_start >= b_end else "log_start_advanced"
+    what = f"records {b_start}..{n_start - 1} ({removed} record{'s' if removed != 1 else ''}"
+    if check == "log_start_jump" and held > 0:
+        since = n_start - b_end
+        what += f": all {held} records held at the baseline" + (f" and {since} produced since" if since else "") + ")"
+    elif check == "log_start_jump":
+        what += ", produced during the run)"
+    else:
+        what += f", {_pct(removed / held)} of what the baseline held)"
+    moved = f"log start offset moved {b_start} -> {n_start}: {what}"
+    if verdict.kind == "loss":
+        head = "unexpected deletion" if check == "log_start_jump" else "lost data"
+        return Finding("critical", check, p.topic, p.partition,
+                       f"{head}: {moved} removed, which retention would not have removed: {verdict.reason}", removed)
+    if verdict.kind == "unexplained":
+        return Finding("warning", check, p.topic, p.partition,
+                       f"{moved} removed, and retention does not explain it: {verdict.reason}", removed)
+    return Finding("info", check, p.topic, p.partition,
+                   f"{moved} removed; retention or a deletion, cannot tell: {verdict.reason}", removed)

@@ -58,7 +58,7 @@ def _scan_line(result: CheckResult) -> str:
         return "data scan: skipped"
     s = result.scan
     return (f"data scan: {s.records:,} records of {len(result.ranges)} partitions on {s.master} "
-            f"in {s.seconds:.1f} s")
+            f"({s.reader} reader) in {s.seconds:.1f} s")
 
 
 def render_markdown(result: CheckResult) -> str:

@@ -1,9 +1,16 @@
-"""The scan's Spark data source (``jvm/KafkaRangeSource.java``): build it, and the jars a session ships.
+"""The scan's readers: our Spark data source (``jvm/KafkaRangeSource.java``), build it; Spark's built-in
+``kafka`` source; which one a scan uses, and the jars a session ships.
 
-Why our own reader and not Spark's Kafka source: that source builds a seven-column row per record
-and measured ~3x kcat on 10M records here by itself; this one hands Spark column vectors of the three
-or five values the kernel reads, one consumer per task over a balanced group of partitions
-(``docs/health-check.md``, "Performance").
+Two readers give the same figures (``docs/health-check.md``, "Readers"):
+
+* ``fast`` (default): our columnar source. Spark's Kafka source builds a seven-column row per record
+  and measured ~3x kcat on 10M records here by itself; this one hands Spark column vectors of the
+  three or five values the kernel reads, one consumer per task over a balanced group of partitions.
+* ``builtin``: Spark's standard ``kafka`` source (the connector jars ``scripts/install.sh`` caches in
+  ``jars/spark``), one task per partition. Nothing of ours runs in the JVM: the reference the fast
+  reader is compared with, and the fallback when the fast reader is not built.
+
+:func:`choose_reader` decides (pure); :func:`resolve_reader` looks at what is installed.
 
 The jar is compiled locally against the installed pyspark and the cached ``kafka-clients`` (no
 Maven artifact to trust or pin) and named after the source's hash, so an edited source is never
@@ -19,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from kafkaops.errors import ConfigError
@@ -27,6 +35,12 @@ from kafkaops.lab.paths import cache_dir, kafka_jars
 SOURCE = Path(__file__).resolve().parent / "jvm" / "KafkaRangeSource.java"
 #: The class Spark loads: ``spark.read.format(DATA_SOURCE)``.
 DATA_SOURCE = "org.kafkaops.scan.KafkaRangeSource"
+#: Spark's own Kafka source: ``spark.read.format(BUILTIN_SOURCE)``.
+BUILTIN_SOURCE = "kafka"
+#: The readers a scan can use (``--reader``); the first is the default.
+READERS = ("fast", "builtin")
+BUILD_COMMAND = "python -m kafkaops.health.scan_jar"
+JDK_PACKAGE = "openjdk-17-jdk-headless"
 
 
 def jar_path() -> Path:
@@ -56,6 +70,114 @@ def spark_jars() -> list[str]:
     return [str(jar), str(kafka_clients_jar())]
 
 
+def connector_jars() -> list[Path]:
+    """Spark's Kafka connector (sql-kafka, token provider, commons-pool2, its kafka-clients), cached by
+    ``scripts/install.sh`` in ``$KAFKAOPS_CACHE/jars/spark``; empty when not installed."""
+    return sorted((cache_dir() / "jars" / "spark").glob("*.jar"))
+
+
+def _fast_jars() -> tuple[list[str], str | None]:
+    """The fast reader's jars, or why it cannot run (``"kafkaops-scan-<hash>.jar missing"``)."""
+    jar = jar_path()
+    if not jar.is_file():
+        return [], f"{jar.name} missing"
+    found = sorted(kafka_jars().glob("kafka-clients-*.jar"))
+    if not found:
+        return [], f"kafka-clients missing from {kafka_jars()}"
+    return [str(jar), str(found[-1])], None
+
+
+def session_jars() -> list[str]:
+    """``spark.jars`` of a scan session: every reader that is installed, so one session (and one JVM:
+    PySpark launches it once per process, with the first session's jars) serves both readers.
+
+    Our kafka-clients goes first and the connector's own copy is left out when ours is there (one
+    client version on the classpath; the connector runs with it, as the benchmark does).
+
+    Raises:
+        ConfigError: Neither reader is installed.
+    """
+    jars, _ = _fast_jars()
+    connector = connector_jars()
+    if jars:
+        connector = [j for j in connector if not j.name.startswith("kafka-clients-")]
+    jars += [str(j) for j in connector]
+    if not jars:
+        raise ConfigError("no Kafka reader for Spark is installed (neither the scan reader nor Spark's Kafka "
+                          "connector)", hint="run scripts/install.sh")
+    return jars
+
+
+@dataclass(frozen=True)
+class ReaderChoice:
+    """Which reader a scan uses, and why.
+
+    Attributes:
+        requested: What was asked for (``fast`` or ``builtin``).
+        reader: What reads (``builtin`` when ``fast`` was asked for and is not built).
+        notice: One line for the operator when the choice differs from the request: why, and how to
+            build the fast reader; ``None`` otherwise.
+    """
+
+    requested: str
+    reader: str
+    notice: str | None = None
+
+
+def check_reader(name: str) -> str:
+    """``name`` if it is a reader (``fast``, ``builtin``); a :class:`ConfigError` otherwise."""
+    if name not in READERS:
+        raise ConfigError(f"unknown scan reader {name!r}", hint=f"use one of: {', '.join(READERS)}")
+    return name
+
+
+def choose_reader(requested: str, *, fast_missing: str | None, connector: bool, javac: bool) -> ReaderChoice:
+    """Decide which reader a scan uses (pure: the caller says what is installed).
+
+    ``fast`` without its jar falls back to ``builtin`` with a one-line notice that says why (the jar
+    is not built; without ``javac``, also that building it needs a JDK) and how to build it. The
+    fallback reads the same records and gives the same report, only slower.
+
+    Args:
+        requested: ``fast`` or ``builtin``.
+        fast_missing: Why the fast reader cannot run (``"kafkaops-scan-<hash>.jar missing"``), or
+            ``None`` when it is built.
+        connector: Whether Spark's Kafka connector (the built-in reader) is installed.
+        javac: Whether a JDK compiler is on ``PATH`` (to say how to build the fast reader).
+
+    Returns:
+        The choice.
+
+    Raises:
+        ConfigError: Unknown reader, or no installed reader can do it.
+    """
+    check_reader(requested)
+    if requested == "builtin":
+        if not connector:
+            raise ConfigError("Spark's Kafka connector (the built-in reader) is not installed "
+                              f"(no spark-sql-kafka jar in {cache_dir() / 'jars' / 'spark'})",
+                              hint="run scripts/install.sh, or use --reader fast")
+        return ReaderChoice(requested, "builtin")
+    if fast_missing is None:
+        return ReaderChoice(requested, "fast")
+    how = (f"build it with `{BUILD_COMMAND}`" if javac else
+           f"building it needs a JDK (no javac here: apt-get install {JDK_PACKAGE}), then `{BUILD_COMMAND}`")
+    if not connector:
+        raise ConfigError(f"the fast scan reader is not built ({fast_missing}) and Spark's Kafka connector is "
+                          "not installed either", hint=f"run scripts/install.sh, or {how}")
+    return ReaderChoice(requested, "builtin",
+                        f"notice: the fast scan reader is not built ({fast_missing}): scanning with Spark's "
+                        f"built-in Kafka source instead (same report, slower); {how}")
+
+
+def resolve_reader(requested: str) -> ReaderChoice:
+    """:func:`choose_reader` with what is installed here (the jar, the connector, ``javac``)."""
+    _, missing = _fast_jars()
+    return choose_reader(requested, fast_missing=missing,
+                         connector=any(j.name.startswith("spark-sql-kafka") for j in connector_jars()),
+                         javac=shutil.which("javac") is not None)
+
+
 def build(*, force: bool = False) -> Path:
     """Compile the source into :func:`jar_path` unless it is there already.
 
@@ -68,7 +190,7 @@ def build(*, force: bool = False) -> Path:
     javac, jar = shutil.which("javac"), shutil.which("jar")
     if not javac or not jar:
         raise ConfigError("javac not found: building the scan reader needs a JDK",
-                          hint="apt-get install openjdk-17-jdk-headless")
+                          hint=f"apt-get install {JDK_PACKAGE}")
     try:
         import pyspark
     except ImportError as exc:

@@ -6,12 +6,15 @@ The same code runs on ``local[2]`` for the lab and a small cluster, and on any s
 master (``--spark-master``) when the fleet is large; the driver stays small (it only collects one
 summary per partition).
 
-How: our columnar Kafka reader (:mod:`kafkaops.health.scan_jar`) reads exact offset ranges per
-partition (pinned, so the scan is reproducible and never races the producers), in as many tasks as the
-cluster has cores, each task one consumer over a group of partitions balanced by record count; JSON
-parsing of event topics is done in the JVM (``from_json``), then one pass per task through
-:mod:`kafkaops.health.scan_kernel` (``mapInArrow``: no shuffle, no sort). Deleted or compacted
-records do not fail the job: holes are what we are looking for, and the kernel counts them.
+How: a reader reads exact offset ranges per partition (pinned, so the scan is reproducible and never
+races the producers): by default our columnar Kafka reader (:mod:`kafkaops.health.scan_jar`, reader
+``fast``), in as many tasks as the cluster has cores, each task one consumer over a group of
+partitions balanced by record count; or Spark's built-in ``kafka`` source (reader ``builtin``, one
+task per partition), which is also the fallback when ours is not built. Both hand the same columns
+to the rest of the job, which does not know which one read: JSON parsing of event topics in the JVM
+(``from_json``), then one pass per task through :mod:`kafkaops.health.scan_kernel` (``mapInArrow``:
+no shuffle, no sort). Deleted or compacted records do not fail the job: holes are what we are
+looking for, and the kernel counts them.
 
 It can also be submitted on its own (``spark-submit kafkaops/health/spark_job.py --spec SPEC.json
 --out RESULT.json``) when the driver must run inside the cluster (YARN cluster mode).
@@ -27,8 +30,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +66,7 @@ class ScanSpec:
         thresholds: Tolerances used by the kernel.
         scan_time_ms: The scan's "now" (future-timestamp check).
         kafka_options: Extra ``kafka.*`` consumer options for the source.
+        reader: ``fast`` (our columnar source) or ``builtin`` (Spark's ``kafka`` source).
     """
 
     bootstrap: str
@@ -71,6 +75,7 @@ class ScanSpec:
     thresholds: Thresholds = field(default_factory=Thresholds)
     scan_time_ms: int = 0
     kafka_options: Mapping[str, str] = field(default_factory=dict)
+    reader: str = "fast"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +85,7 @@ class ScanSpec:
             "thresholds": asdict(self.thresholds),
             "scan_time_ms": self.scan_time_ms,
             "kafka_options": dict(self.kafka_options),
+            "reader": self.reader,
         }
 
     @classmethod
@@ -94,6 +100,7 @@ class ScanSpec:
             thresholds=Thresholds(**th),
             scan_time_ms=int(d.get("scan_time_ms", 0)),
             kafka_options=dict(d.get("kafka_options", {})),
+            reader=scan_jar.check_reader(str(d.get("reader", "fast"))),
         )
 
 
@@ -103,7 +110,8 @@ def _loopback(master: str) -> bool:
 
 def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | None = None,
                   app_name: str = "kafkaops-check") -> Any:
-    """A quiet, small-driver SparkSession with the scan's Kafka reader on ``spark.jars``.
+    """A quiet, small-driver SparkSession with the scan's Kafka readers on ``spark.jars`` (both, when both
+    are installed: :func:`kafkaops.health.scan_jar.session_jars`).
 
     Args:
         master: ``local[N]``, ``spark://host:7077``, ``yarn``...
@@ -125,7 +133,7 @@ def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | Non
         log_conf.write_text(_LOG4J2)
     java_opts = f"-Dlog4j2.configurationFile={log_conf}"
     settings: dict[str, str] = {
-        "spark.jars": ",".join(scan_jar.spark_jars()),
+        "spark.jars": ",".join(scan_jar.session_jars()),
         # In local mode the executors live in the driver JVM: it needs the executor's share too.
         "spark.driver.memory": "1g" if master.startswith("local") else "512m",
         "spark.executor.memory": "1g",
@@ -180,6 +188,9 @@ def task_groups(ranges: Sequence[ScanRange], tasks: int) -> list[list[ScanRange]
 
 def _source(spark: Any, spec: ScanSpec, ranges: Sequence[ScanRange], tid: Mapping[str, int], *,
             events: bool) -> Any:
+    """The reader's DataFrame: ``key``, ``offset``, ``ts`` (+ ``ts_type``, ``value`` for event topics)."""
+    if spec.reader == "builtin":
+        return _builtin_source(spark, spec, ranges, tid, events=events)
     groups = task_groups(ranges, int(spark.sparkContext.defaultParallelism))
     encoded = "|".join(";".join(f"{r.topic}:{r.partition}:{r.start}:{r.end}:"
                                 f"{scan_kernel.make_key(tid[r.topic], r.partition)}" for r in g) for g in groups)
@@ -190,6 +201,44 @@ def _source(spark: Any, spec: ScanSpec, ranges: Sequence[ScanRange], tid: Mappin
     for k, v in spec.kafka_options.items():
         reader = reader.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
     return reader.load()
+
+
+def _builtin_source(spark: Any, spec: ScanSpec, ranges: Sequence[ScanRange], tid: Mapping[str, int], *,
+                    events: bool) -> Any:
+    """Spark's own Kafka source over the same pinned ranges, shaped like ours.
+
+    Its rows (topic, partition, offset, a ``timestamp`` column, ``timestampType``, key, value...) become
+    the fast reader's columns: ``key`` is the kernel's packed topic id and partition, ``ts`` the
+    record's milliseconds (``-1`` for a record without a timestamp, as ours), ``ts_type`` 1 for
+    LogAppendTime and 0 otherwise. ``failOnDataLoss=false``: records deleted or compacted away are
+    skipped, as ours skips them, and become holes in the kernel's figures instead of a failed job.
+    One task per partition, each reading its range in offset order (what the kernel needs).
+    """
+    from pyspark.sql import functions as F
+
+    assign: dict[str, list[int]] = {}
+    starting: dict[str, dict[str, int]] = {}
+    ending: dict[str, dict[str, int]] = {}
+    for r in ranges:
+        assign.setdefault(r.topic, []).append(r.partition)
+        starting.setdefault(r.topic, {})[str(r.partition)] = r.start
+        ending.setdefault(r.topic, {})[str(r.partition)] = r.end
+    reader = (spark.read.format(scan_jar.BUILTIN_SOURCE)
+              .option("kafka.bootstrap.servers", spec.bootstrap)
+              .option("assign", json.dumps({t: sorted(ps) for t, ps in assign.items()}))
+              .option("startingOffsets", json.dumps(starting))
+              .option("endingOffsets", json.dumps(ending))
+              .option("failOnDataLoss", "false"))
+    for k, v in spec.kafka_options.items():
+        reader = reader.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
+    df = reader.load()
+    ids = F.create_map(*[x for t in sorted(assign) for x in (F.lit(t), F.lit(tid[t]))])
+    key = F.shiftleft(ids[F.col("topic")].cast("long"), 32).bitwiseOR(F.col("partition").cast("long"))
+    cols = [key.alias("key"), F.col("offset"), F.unix_millis(F.col("timestamp")).alias("ts")]
+    if events:
+        cols += [F.when(F.col("timestampType") == 1, F.lit(1)).otherwise(F.lit(0)).cast("int").alias("ts_type"),
+                 F.col("value")]
+    return df.select(*cols)
 
 
 def _columns(df: Any, *, events: bool) -> Any:
@@ -213,26 +262,43 @@ def _columns(df: Any, *, events: bool) -> Any:
     )
 
 
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def run_scan(spec: ScanSpec, *, master: str = DEFAULT_MASTER, spark: Any = None,
-             conf: Mapping[str, str] | None = None) -> ScanResult:
+             conf: Mapping[str, str] | None = None, notify: Callable[[str], None] | None = None) -> ScanResult:
     """Scan the ranges of ``spec`` on Spark and merge the figures.
 
+    The reader is ``spec.reader``. With a new session, a ``fast`` reader that is not built falls back
+    to ``builtin`` (:func:`kafkaops.health.scan_jar.resolve_reader`): ``notify`` gets the one-line
+    notice and the result records it. A session passed in is used as it is (its jars are the caller's:
+    ``spark-submit --jars``).
+
     Args:
-        spec: What to read and the tolerances.
+        spec: What to read, with which reader, and the tolerances.
         master: Spark master (ignored when ``spark`` is given).
         spark: An existing session to reuse (it is then not stopped).
         conf: Extra Spark settings for a new session.
+        notify: Where the fallback notice goes (default: a line on stderr).
 
     Returns:
         The merged figures; partitions with an empty range get zero counts without being read.
 
     Raises:
+        ConfigError: Unknown reader, or no reader installed.
         UnreachableError: The job failed (Kafka unreachable from the executors, a lost executor...).
     """
     th = spec.thresholds
     to_read = [r for r in spec.ranges if r.end > r.start]
     scan_time = spec.scan_time_ms or int(time.time() * 1000)
-    result = ScanResult(master=master, scan_time_ms=scan_time)
+    result = ScanResult(master=master, scan_time_ms=scan_time, reader=scan_jar.check_reader(spec.reader))
+    if spark is None and to_read:
+        choice = scan_jar.resolve_reader(spec.reader)
+        if choice.notice:
+            (notify or _stderr)(choice.notice)
+        spec = replace(spec, reader=choice.reader)
+        result.reader, result.reader_notice = choice.reader, choice.notice
     if not to_read:
         result.partitions, result.minutes = merge_segments([], spec.ranges, back_tolerance_ms=0)
         return result
@@ -267,7 +333,7 @@ def run_scan(spec: ScanSpec, *, master: str = DEFAULT_MASTER, spark: Any = None,
         raise
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UnreachableError(f"the Spark scan on {master} failed: {first[:400]}",
+        raise UnreachableError(f"the Spark scan on {master} ({spec.reader} reader) failed: {first[:400]}",
                                hint="check the Spark master and that executors reach the brokers") from exc
     finally:
         result.seconds = time.monotonic() - started

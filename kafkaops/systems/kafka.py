@@ -20,6 +20,9 @@ Known sharp edge: confluent-kafka 2.16 ``elect_leaders(...)`` raises SystemError
 
 from __future__ import annotations
 
+import itertools
+import socket
+import struct
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -271,6 +274,91 @@ class KafkaAdmin:
             found.update(self._list_offsets({k: OffsetSpec.latest() for k in missing}))
         return found
 
+    def offset_timestamps(self, request: Mapping[TopicPartitionKey, int | str]
+                          ) -> dict[TopicPartitionKey, tuple[int, int] | None]:
+        """Which record answers a timestamp query, with that record's own timestamp (read-only).
+
+        ``ListOffsets`` by timestamp finds the first record whose timestamp is >= the given epoch ms
+        (searching from the log start; records without a timestamp never match), and ``"max"`` the
+        record with the largest timestamp (Kafka 3.0+). The post-check reads the timestamps around a
+        partition's log start with it, to tell retention from other removals.
+
+        Args:
+            request: ``{(topic, partition): epoch ms >= 0, or "max"}``.
+
+        Returns:
+            ``{(topic, partition): (offset, timestamp)}``; ``None`` when no record matches (none that
+            recent, an empty log). Partitions that could not be read are left out.
+
+        Raises:
+            UnreachableError: The request could not be sent at all.
+        """
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not request:
+            return {}
+        specs = {TopicPartition(t, p): OffsetSpec.max_timestamp() if v == "max" else OffsetSpec.for_timestamp(int(v))
+                 for (t, p), v in request.items()}
+        try:
+            futures = self._admin.list_offsets(specs, request_timeout=self.timeout)
+        except Exception as exc:
+            raise self._unreachable("ListOffsets", exc) from exc
+        out: dict[TopicPartitionKey, tuple[int, int] | None] = {}
+        deadline = time.monotonic() + self.timeout + 5
+        for tp, fut in futures.items():
+            try:
+                info = fut.result(timeout=max(0.1, deadline - time.monotonic()))
+            except Exception:
+                continue  # leader down, or unknown: left out
+            offset, ts = int(info.offset), int(getattr(info, "timestamp", -1))
+            out[(tp.topic, tp.partition)] = (offset, ts) if offset >= 0 else None
+        return out
+
+    def topic_settings(self, topics: Iterable[str], names: Sequence[str]) -> dict[str, dict[str, str]]:
+        """The effective values of the topic configs ``names`` (``retention.ms``...), one batched
+        DescribeConfigs (read-only). Topics that could not be described are left out."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        wanted = sorted(set(topics))
+        if not wanted:
+            return {}
+        futures = self._admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in wanted],
+                                               request_timeout=self.timeout)
+        out: dict[str, dict[str, str]] = {}
+        for res, fut in futures.items():
+            try:
+                entries = fut.result(timeout=self.timeout)
+            except Exception:
+                continue
+            out[res.name] = {n: str(entries[n].value) for n in names if n in entries and entries[n].value is not None}
+        return out
+
+    def partition_sizes(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        """Bytes on disk of each partition's leader replica (``DescribeLogDirs`` v1, read-only).
+
+        The AdminClient has no DescribeLogDirs, so this speaks the protocol itself to each leader,
+        over the listener the metadata advertises (PLAINTEXT, as every connection of this adapter).
+        The post-check needs it to judge ``retention.bytes``. Best effort: a broker that does not
+        answer, or answers with an error, leaves its partitions out.
+        """
+        md = self.metadata()
+        by_leader: dict[int, list[TopicPartitionKey]] = {}
+        for t, p in dict.fromkeys(partitions):
+            topic = md.topics.get(t)
+            meta = topic.partitions.get(p) if topic is not None else None
+            if meta is not None and meta.leader in md.brokers:
+                by_leader.setdefault(meta.leader, []).append((t, p))
+        out: dict[TopicPartitionKey, int] = {}
+        for leader, keys in by_leader.items():
+            broker = md.brokers[leader]
+            try:
+                sizes = describe_log_dirs(broker.host, int(broker.port), keys, timeout=self.timeout)
+            except (OSError, ValueError, struct.error):
+                continue
+            out.update({k: sizes[k] for k in keys if k in sizes})
+        return out
+
     @write
     def delete_records(self, before: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int]:
         """Delete every record below the given offset of each partition (Kafka ``DeleteRecords``).
@@ -354,3 +442,73 @@ class KafkaAdmin:
         if errors:
             raise KafkaOpsError(f"{len(errors)} records to {topic} failed: {errors[0]}")
         return acked
+
+
+_CORRELATION = itertools.count(1)
+
+
+def describe_log_dirs(host: str, port: int, partitions: Sequence[TopicPartitionKey], *,
+                      timeout: float = 10.0) -> dict[TopicPartitionKey, int]:
+    """One ``DescribeLogDirs`` v1 request to one broker: the size of its replica of each partition.
+
+    v1 is the oldest version Kafka 4 still serves and the newest without tagged fields: a fixed
+    layout of big-endian integers and int16-length strings. Future replicas (a move between log
+    dirs in progress) are left out.
+
+    Raises:
+        OSError: Connection failed or closed early.
+        ValueError: The broker answered with an error, or not DescribeLogDirs.
+    """
+    topics: dict[str, list[int]] = {}
+    for t, p in partitions:
+        topics.setdefault(t, []).append(p)
+    corr = next(_CORRELATION) & 0x7FFFFFFF
+    client = b"kafkaops"
+    body = struct.pack(">hhih", 35, 1, corr, len(client)) + client + struct.pack(">i", len(topics))
+    for t, ps in topics.items():
+        name = t.encode()
+        body += struct.pack(">h", len(name)) + name + struct.pack(">i", len(ps)) + b"".join(
+            struct.pack(">i", p) for p in ps)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+
+        def read(n: int) -> bytes:
+            buf = b""
+            while len(buf) < n:
+                chunk = sock.recv(n - len(buf))
+                if not chunk:
+                    raise OSError("connection closed by the broker")
+                buf += chunk
+            return buf
+
+        (size,) = struct.unpack(">i", read(4))
+        data = read(size)
+    pos = 0
+
+    def take(fmt: str) -> Any:
+        nonlocal pos
+        values = struct.unpack_from(fmt, data, pos)
+        pos += struct.calcsize(fmt)
+        return values[0]
+
+    def string() -> str:
+        nonlocal pos
+        n = take(">h")
+        text = data[pos:pos + n].decode()
+        pos += n
+        return text
+
+    if take(">i") != corr:
+        raise ValueError("DescribeLogDirs: answer to another request")
+    take(">i")  # throttle time
+    out: dict[TopicPartitionKey, int] = {}
+    for _ in range(take(">i")):
+        error = take(">h")
+        string()  # the log dir
+        for _ in range(take(">i")):
+            topic = string()
+            for _ in range(take(">i")):
+                partition, size_bytes, _lag, future = take(">i"), take(">q"), take(">q"), take(">?")
+                if not error and not future:
+                    out[(topic, partition)] = out.get((topic, partition), 0) + size_bytes
+    return out

@@ -2,7 +2,9 @@
 
 Every test creates its own topics (unique names) and restricts the check to them with ``--topics``,
 so tests do not depend on each other or on what else runs in the lab. One test stops a broker; it
-restarts it and restores preferred leadership before it returns.
+restarts it and restores preferred leadership before it returns. Both scan readers (``fast``, ours,
+and ``builtin``, Spark's ``kafka`` source) give the same report, locally and on a standalone Spark
+master; records deleted with DeleteRecords are loss, records the broker's retention removed are not.
 """
 
 from __future__ import annotations
@@ -144,6 +146,142 @@ def test_deleted_records_are_flagged(lab_cluster: Cluster) -> None:
     assert _failing(result) == [("critical", "log_start_jump", topic, 1)]
 
 
+def test_delete_records_to_the_middle_is_loss_naming_partition_and_offsets(lab_cluster: Cluster) -> None:
+    """Half of one partition deleted between the baseline and the check: critical, whatever its size.
+
+    The former rule ("more than half of what the baseline held") let exactly this pass."""
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    uid = _uid()
+    topic = f"kotest-{uid}.middle"
+    _create(lab_cluster, topic)
+    _produce(lab_cluster, topic, [ProduceRecord(f"r{i}", partition=i % 3) for i in range(300)])
+    baseline = _snapshot(lab_cluster)
+    probes = {p.partition: p.probe for p in baseline.partitions if p.topic == topic}
+    assert all(pr is not None and pr.edge is not None and pr.edge[0] == 0 for pr in probes.values()), probes
+    assert baseline.retention[topic].retention_ms == 7 * 24 * 3600 * 1000  # the lab broker's 168 h
+    low = KafkaAdmin(lab_cluster.bootstrap_servers, timeout=15).delete_records({(topic, 2): 50})
+    assert low[(topic, 2)] == 50
+    _produce(lab_cluster, topic, [ProduceRecord(f"after{i}", partition=i % 3) for i in range(30)])
+
+    result = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid))
+    assert result.exit_code == 9
+    assert _failing(result) == [("critical", "log_start_advanced", topic, 2)]
+    (f,) = _by_check(result, "log_start_advanced")
+    assert f.value == 50
+    assert f.message.startswith("lost data: log start offset moved 0 -> 50: records 0..49 (50 records")
+    assert "the record at offset 0" in f.message
+    # The data half does not report the same records again: the scan starts at the new log start.
+    assert result.scan is not None and sum(s.count for s in result.scan.partitions.values()) == 30
+    assert all(s.missing == 0 for s in result.scan.partitions.values())
+
+
+def _broker_setting(cluster: Cluster, name: str) -> str | None:
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    broker = str(cluster.hosts[0].broker_id)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 2})
+    (fut,) = admin.describe_configs([ConfigResource(ResourceType.BROKER, broker)], request_timeout=15).values()
+    entry = fut.result(timeout=20).get(name)
+    return None if entry is None else entry.value
+
+
+@pytest.mark.parametrize("policy", ["compact,delete", "delete"])
+def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) -> None:
+    """Tiny retention.ms and segment.ms: the broker removes every segment between the baseline and the
+    check (records produced after the baseline too), the log start moves past the baseline's end, and
+    the check stays quiet.
+
+    Who removes them: for ``compact,delete`` the log cleaner, every ``log.cleaner.backoff.ms`` (15 s);
+    for ``delete`` only the retention task, every ``log.retention.check.interval.ms`` (5 min by default,
+    too slow for a test: that variant runs when the lab's brokers check more often).
+    """
+    if policy == "delete":
+        interval = _broker_setting(lab_cluster, "log.retention.check.interval.ms")
+        if interval is None or int(interval) > 10_000:
+            pytest.skip(f"the lab's brokers apply retention every {interval} ms (needs "
+                        "log.retention.check.interval.ms=5000 in kafkaops/lab/configs.py's server.properties)")
+    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+
+    uid = _uid()
+    topic = f"kotest-{uid}.retained"
+    admin = KafkaAdmin(lab_cluster.bootstrap_servers, timeout=15, cluster=lab_cluster.name)
+    admin.create_topics([TopicSpec(topic, 1, 3, (("cleanup.policy", policy), ("retention.ms", "5000"),
+                                                 ("segment.ms", "1000")))])
+    _create(lab_cluster, topic, partitions=1)  # waits for the leader and a full ISR
+    started = time.monotonic()
+    n = 0
+    for _ in range(3):  # three segments: each burst comes more than segment.ms after the one before
+        _produce(lab_cluster, topic, [ProduceRecord(f"v{n + i}", partition=0, key=f"k{n + i}") for i in range(10)])
+        n += 10
+        time.sleep(1.2)
+    baseline = _snapshot(lab_cluster)
+    (b,) = [p for p in baseline.partitions if p.topic == topic]
+    assert (b.log_start_offset, b.log_end_offset) == (0, 30) and b.probe is not None
+    _produce(lab_cluster, topic, [ProduceRecord(f"v{n + i}", partition=0, key=f"k{n + i}") for i in range(10)])
+    # Then nothing more: a compacting cleaner would merge fresh records into the old segments' timestamps.
+    deadline = time.monotonic() + 45
+    start = 0
+    while time.monotonic() < deadline:
+        start = admin.list_offsets([(topic, 0)])[(topic, 0)][0] or 0
+        if start >= 40:
+            break
+        time.sleep(1)
+    assert start >= 40, f"the broker removed nothing in 45 s (log start {start})"
+
+    result = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid))
+    assert _failing(result) == [], result.findings
+    assert [f for f in result.findings if f.check.startswith("log_start")] == []
+    assert result.exit_code == 0
+    assert time.monotonic() - started < 60
+
+
+def test_size_retention_is_not_loss_and_delete_records_under_it_is(lab_cluster: Cluster) -> None:
+    """retention.bytes: the broker cutting the oldest segments is quiet (the partition keeps about
+    retention.bytes); DeleteRecords on the same topic is flagged, though the records were young."""
+    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+
+    uid = _uid()
+    topic = f"kotest-{uid}.sized"
+    admin = KafkaAdmin(lab_cluster.bootstrap_servers, timeout=15, cluster=lab_cluster.name)
+    admin.create_topics([TopicSpec(topic, 1, 3, (("cleanup.policy", "compact,delete"), ("retention.bytes", "3000"),
+                                                 ("segment.bytes", "1000")))])
+    _create(lab_cluster, topic, partitions=1)
+    n = 0
+
+    def burst() -> None:  # about one segment (segment.bytes 1000)
+        nonlocal n
+        _produce(lab_cluster, topic, [ProduceRecord("x" * 60 + f"{n + i:08d}", partition=0, key=f"k{n + i:06d}")
+                                      for i in range(8)])
+        n += 8
+
+    for _ in range(2):
+        burst()
+    baseline = _snapshot(lab_cluster)
+    (b,) = [p for p in baseline.partitions if p.topic == topic]
+    assert b.probe is not None and b.probe.size_bytes and baseline.retention[topic].retention_bytes == 3000
+    for _ in range(6):
+        burst()
+    deadline = time.monotonic() + 45
+    while time.monotonic() < deadline and (admin.list_offsets([(topic, 0)])[(topic, 0)][0] or 0) < 16:
+        time.sleep(1)  # the log cleaner applies retention.bytes every 15 s on a compact,delete topic
+    start = admin.list_offsets([(topic, 0)])[(topic, 0)][0] or 0
+    assert start >= 16, f"the broker removed nothing by size in 45 s (log start {start})"
+    result = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid), scan=False)
+    assert [f for f in result.findings if f.check.startswith("log_start")] == [], result.findings
+
+    again = _snapshot(lab_cluster)
+    (b2,) = [p for p in again.partitions if p.topic == topic]
+    assert b2.log_end_offset is not None
+    cut = b2.log_end_offset - 4
+    admin.delete_records({(topic, 0): cut})
+    result = run_post_check(lab_cluster, again, topics_regex=_topic_rx(uid), scan=False)
+    (f,) = [f for f in result.failing if f.check == "log_start_advanced"]
+    print(f"DeleteRecords under retention.bytes: {f.severity}: {f.message}")
+    assert f.severity in ("critical", "warning") and (f.topic, f.partition) == (topic, 0)
+    assert f"log start offset moved {b2.log_start_offset} -> {cut}" in f.message and "retention.bytes=3000" in f.message
+
+
 def test_stopped_broker_is_flagged_as_urp(lab_cluster: Cluster) -> None:
     """kafka1003 stopped -> under_replicated on every partition (and the broker missing); back -> passes."""
     from kafkaops.lab.host import LabHost
@@ -245,6 +383,86 @@ def test_out_of_order_timestamps_and_invalid_json(lab_cluster: Cluster) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# Both readers: the same report on the same data
+# --------------------------------------------------------------------------------------------------
+
+
+def _stage_for_readers(cluster: Cluster, uid: str) -> tuple[OffsetsSnapshot, OffsetsSnapshot]:
+    """Faults for every data check on a baseline, a partition with deleted records and a compacted topic:
+    returns (baseline, now), "now" taken once so both readers read exactly the same ranges."""
+    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+
+    order, events, plain = f"kotest-{uid}.order", f"eqiad.kotest-{uid}.json", f"kotest-{uid}.plain"
+    compacted = f"kotest-{uid}.compacted"
+    _create(cluster, order, events, plain)
+    admin = KafkaAdmin(cluster.bootstrap_servers, timeout=15, cluster=cluster.name)
+    admin.create_topics([TopicSpec(compacted, 3, 3, (("cleanup.policy", "compact"),))])
+    _create(cluster, compacted)
+    _produce(cluster, plain, [ProduceRecord(f"p{i}", partition=i % 3) for i in range(120)])
+    baseline = _snapshot(cluster)
+    _stage_order_and_json_faults(cluster, uid)
+    _produce(cluster, plain, [ProduceRecord(f"q{i}", partition=i % 3) for i in range(90)])
+    _produce(cluster, compacted, [ProduceRecord(f"c{i}", partition=i % 3, key=f"k{i % 7}") for i in range(60)])
+    admin.delete_records({(plain, 1): 60})  # into the run's records: the scan starts past the deletion
+    return baseline, _snapshot(cluster)
+
+
+def _counts(result: CheckResult) -> dict[tuple[str, int], int]:
+    assert result.scan is not None
+    return {k: s.count for k, s in sorted(result.scan.partitions.items())}
+
+
+def test_both_readers_give_the_same_report(lab_cluster: Cluster) -> None:
+    uid = _uid()
+    baseline, now = _stage_for_readers(lab_cluster, uid)
+    runs = {reader: run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid), snapshot_now=lambda: now,
+                                   reader=reader) for reader in ("fast", "builtin")}
+    fast, builtin = runs["fast"], runs["builtin"]
+    assert fast.scan is not None and builtin.scan is not None
+    assert (fast.scan.reader, builtin.scan.reader) == ("fast", "builtin")
+    assert fast.scan.reader_notice is None and builtin.scan.reader_notice is None
+    counts = _counts(fast)
+    assert counts[(f"kotest-{uid}.plain", 0)] == 30 and counts[(f"kotest-{uid}.plain", 1)] == 10
+    assert counts[(f"kotest-{uid}.compacted", 0)] > 0
+    assert _counts(builtin) == counts
+    assert builtin.scan.to_dict()["partitions"] == fast.scan.to_dict()["partitions"]
+    assert builtin.scan.minutes == fast.scan.minutes
+    assert _comparable(builtin) == _comparable(fast)
+    assert {c for _, c, *_ in _comparable(fast)} >= {"timestamp_order", "invalid_json", "missing_meta_dt",
+                                                     "log_start_jump"}
+    print(f"scan seconds: fast {fast.scan.seconds:.2f}, builtin {builtin.scan.seconds:.2f}")
+
+
+def test_fallback_to_builtin_when_the_fast_reader_is_not_built(lab_cluster: Cluster, tmp_path: Path) -> None:
+    """A machine with Spark's Kafka connector but no compiled reader (no JDK): ``kafkaops check`` says so
+    in one line, scans with the built-in source in a JVM that has no trace of ours, and reports as usual."""
+    from kafkaops.lab.paths import cache_dir
+
+    cache = tmp_path / "cache"
+    (cache / "jars").mkdir(parents=True)
+    (cache / "jars" / "spark").symlink_to(cache_dir() / "jars" / "spark")
+    uid = _uid()
+    topic = f"kotest-{uid}.fallback"
+    _create(lab_cluster, topic)
+    base = tmp_path / "base.json"
+    _snapshot(lab_cluster).write(base)
+    _produce(lab_cluster, topic, [ProduceRecord(f"r{i}", partition=i % 3) for i in range(90)])
+    env = {**os.environ, "KAFKAOPS_CACHE": str(cache)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkaops.cli.main", "check", lab_cluster.name, "-i", lab_cluster.source,
+         "--baseline", str(base), "--topics", _topic_rx(uid), "--output", "json"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    notices = [line for line in proc.stderr.splitlines() if line.startswith("notice:")]
+    assert len(notices) == 1, proc.stderr
+    assert "fast scan reader is not built" in notices[0] and "python -m kafkaops.health.scan_jar" in notices[0]
+    doc = json.loads(proc.stdout)
+    assert doc["scan"]["reader"] == "builtin" and doc["scan"]["reader_notice"] == notices[0]
+    assert {(p["topic"], p["partition"]): p["count"] for p in doc["scan"]["partitions"]} == {
+        (topic, 0): 30, (topic, 1): 30, (topic, 2): 30}
+
+
+# --------------------------------------------------------------------------------------------------
 # A real Spark standalone cluster (master + worker from the installed pyspark) on 127.0.0.1
 # --------------------------------------------------------------------------------------------------
 
@@ -327,19 +545,19 @@ def _comparable(result: CheckResult) -> list[tuple[object, ...]]:
 
 
 def test_standalone_cluster_gives_the_same_findings_as_local(lab_cluster: Cluster, spark_standalone: str) -> None:
+    """Local and standalone, fast and built-in reader: one report."""
     uid = _uid()
-    order, events = f"kotest-{uid}.order", f"eqiad.kotest-{uid}.json"
-    _create(lab_cluster, order, events)
-    baseline = _snapshot(lab_cluster)
-    _stage_order_and_json_faults(lab_cluster, uid)
-    now = _snapshot(lab_cluster)  # the same "now" for both runs: identical offset ranges
+    baseline, now = _stage_for_readers(lab_cluster, uid)  # the same "now" for every run: identical ranges
 
     local = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid), snapshot_now=lambda: now)
-    remote = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid), spark_master=spark_standalone,
-                            snapshot_now=lambda: now)
-    assert local.scan is not None and remote.scan is not None
-    assert local.scan.master.startswith("local") and remote.scan.master == spark_standalone
+    remote = {reader: run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid), spark_master=spark_standalone,
+                                     snapshot_now=lambda: now, reader=reader) for reader in ("fast", "builtin")}
+    assert local.scan is not None and local.scan.master.startswith("local")
     assert {c for _, c, *_ in _comparable(local)} >= {"timestamp_order", "invalid_json", "missing_meta_dt"}
-    assert _comparable(remote) == _comparable(local)
-    assert remote.scan.to_dict()["partitions"] == local.scan.to_dict()["partitions"]
-    assert remote.exit_code == local.exit_code == 9
+    for reader, result in remote.items():
+        assert result.scan is not None
+        assert (result.scan.master, result.scan.reader) == (spark_standalone, reader)
+        assert _counts(result) == _counts(local), reader
+        assert _comparable(result) == _comparable(local), reader
+        assert result.scan.to_dict()["partitions"] == local.scan.to_dict()["partitions"], reader
+        assert result.exit_code == local.exit_code == 9
