@@ -45,6 +45,7 @@ num.replica.fetchers=1
 num.recovery.threads.per.data.dir=1
 log.segment.bytes=67108864
 log.retention.hours=168
+log.retention.check.interval.ms=5000
 """
 
 

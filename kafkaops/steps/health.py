@@ -10,7 +10,9 @@ is not done while the cluster is worse than before it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
@@ -114,7 +116,9 @@ class PostCheck(StepBase):
         ctx.progress(f"  post-check: Spark scan of the data written since the baseline ({self.params['spark_master']})")
         result = run_post_check(svc.cluster, baseline, spark_master=str(self.params["spark_master"]),
                                 topics_regex=str(self.params["topics"]) or None,
-                                urp_samples=svc.urp_samples(ctx.run_id))
+                                urp_samples=svc.urp_samples(ctx.run_id),
+                                reader=str(self.params["reader"]),
+                                notify=lambda line: ctx.progress(f"  post-check: {line}"))
         path = _baseline_path(ctx)
         if path is not None:
             from kafkaops.health.report import render_chart, render_markdown
@@ -133,10 +137,20 @@ class PostCheck(StepBase):
             raise
 
 
+def _reader_known(params: Mapping[str, Any]) -> str | None:
+    """A typo in the reader fails when the runbook is bound, not after the maintenance."""
+    from kafkaops.health.scan_jar import READERS
+
+    reader = str(params.get("reader", "fast"))
+    return None if reader in READERS else f"reader {reader!r}: use one of {', '.join(READERS)}"
+
+
 register_step("health.baseline", Baseline, [])
 register_step("health.post_check", PostCheck, [
     Param("timeout", "duration", default=300.0, help="how long the cluster may take to become healthy"),
     Param("scan", "bool", default=True, help="compare with the baseline and scan the data on Spark (--no-scan)"),
     Param("spark_master", "str", default="local[2]", help="local[N], spark://host:7077 or yarn"),
     Param("topics", "str", default="", help="only topics matching this regex (default: all)"),
-])
+    Param("reader", "str", default="fast",
+          help="the scan's Kafka reader: fast (ours) or builtin (Spark's kafka source); same report"),
+], check=_reader_known)
