@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from kafkaops.cli.common import Output, console, err_console, print_json
+from kafkaops.cli.common import CommandLineError, Output, console, err_console, print_json
 from kafkaops.errors import ConfigError
 from kafkaops.model import Cluster
 
@@ -60,27 +60,40 @@ def check(
     """Topic-health post-check: metadata against the baseline, then a Spark scan of the data.
 
     Exit 0 when healthy, 9 when any finding is critical or a warning (each one names topic, partition,
-    check and how bad), 3 on a configuration error, 4 when Kafka or Spark failed.
+    check and how bad), 2 on a command-line mistake, 3 on a configuration error, 4 when Kafka or Spark
+    failed.
     """
+    import re
+
     from kafkaops.health.check import URP_SAMPLES, parse_since, read_urp_samples, run_post_check
     from kafkaops.health.metadata import OffsetsSnapshot
     from kafkaops.health.report import render_chart, render_markdown, render_table
 
+    # Command-line mistakes first (exit 2), before the inventory is read or Kafka asked.
     if since and baseline:
-        raise ConfigError("--since and --baseline are exclusive", hint="a baseline already says where to start")
+        raise CommandLineError("--since and --baseline are exclusive (a baseline already says where to start)")
     conf = {}
     for item in spark_conf:
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--spark-conf {item!r}: expected KEY=VALUE")
+        if not sep or not key.strip():
+            raise CommandLineError(f"--spark-conf {item!r}: expected KEY=VALUE")
         conf[key.strip()] = value.strip()
+    if topics:
+        try:
+            re.compile(topics)
+        except re.error as exc:
+            raise CommandLineError(f"--topics {topics!r}: invalid regex: {exc}") from None
+    try:
+        since_s = parse_since(since) if since else None
+    except ConfigError as exc:
+        raise CommandLineError(exc.message) from None
     cluster = _cluster(cluster_name, inventory)
     base = OffsetsSnapshot.read(baseline) if baseline else None
     # A run's baseline.json has the URP samples of that run beside it: the chart shows the run.
     samples = read_urp_samples(baseline.parent / URP_SAMPLES) if baseline else []
     result = run_post_check(
         cluster, base, topics_regex=topics, spark_master=spark_master, window=None,
-        since=parse_since(since) if since else None, scan=not no_scan, spark_conf=conf, urp_samples=samples,
+        since=since_s, scan=not no_scan, spark_conf=conf, urp_samples=samples,
         reader=reader.value, notify=lambda line: err_console.print(line, highlight=False, markup=False,
                                                                     soft_wrap=True),
     )

@@ -9,6 +9,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
+from typer._click.exceptions import UsageError
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -54,6 +56,14 @@ class TableOrJson(StrEnum):
 
     table = "table"
     json = "json"
+
+
+class CommandLineError(UsageError):
+    """A command-line mistake the option's type cannot see (``--param``, a regex, exclusive options):
+    one line on stderr, like every kafkaops error, and the usage exit code (2)."""
+
+    def show(self, file: Any = None) -> None:
+        sys.stderr.write(f"error: {self.format_message()}\n")
 
 
 def stdout_closed() -> NoReturn:

@@ -37,7 +37,7 @@ from typer._click.types import ParamType
 from typer._types import TyperChoice
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from kafkaops.cli.common import Output, check_writable, console, err_console
+from kafkaops.cli.common import CommandLineError, Output, check_writable, console, err_console
 from kafkaops.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -113,14 +113,6 @@ class _ValueType(ParamType):
             return parse_value(self.param, self.decl, value)
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
-
-
-class CommandLineError(UsageError):
-    """A mistake in ``--param`` (or a parameter ``kafkaops run`` needs and did not get): one line on stderr,
-    like every kafkaops error, and the usage exit code (2)."""
-
-    def show(self, file: Any = None) -> None:
-        sys.stderr.write(f"error: {self.format_message()}\n")
 
 
 def parse_params(rb: Runbook, items: list[str]) -> dict[str, Any]:

@@ -261,12 +261,7 @@ CASES = [
 NOT_FIXED: dict[str, str] = {
     "restart-service-log-window-1000d": "log_window, health_timeout (service runbooks), stable_for and grace "
                                         "(rolling-reboot/-restart) declare no max: the fix belongs in runbooks/*.yaml",
-    "check-since-negative": "bug: exit 3 for a command-line mistake",
     "check-since-1000d": "bug: accepted, Kafka asked (exit 4 after 15 s)",
-    "check-since-not-a-duration": "bug: exit 3 for a command-line mistake",
-    "check-bad-topics-regex": "bug: exit 3 for a command-line mistake",
-    "check-since-and-baseline": "bug: exit 3 for a command-line mistake",
-    "check-spark-conf-not-key-value": "bug: exit 3 for a command-line mistake",
     "snapshot-out-unwritable": "bug: Kafka asked first; then an internal error (OSError)",
     "snapshot-out-directory": "bug: Kafka asked first; then an internal error (OSError)",
     "check-chart-unwritable": "bug: the whole check runs first; then an internal error",
