@@ -43,8 +43,8 @@ def check(
     inventory: Path | None = _InventoryOpt,
     topics: str | None = typer.Option(None, "--topics", help="Only topics matching this regex (re.search)."),
     since: str | None = typer.Option(None, "--since",
-                                     help="Check what was produced in this last duration (15m, 1h30m; "
-                                          "default 10m when no --baseline)."),
+                                     help="Check what was produced in this last duration (15m, 1h30m; at "
+                                          "most 30d; default 10m when no --baseline)."),
     baseline: Path | None = typer.Option(None, "--baseline",
                                          help="Compare with this `kafkaops snapshot` file (taken before the run)."),
     spark_master: str = typer.Option("local[2]", "--spark-master",

@@ -50,12 +50,17 @@ if TYPE_CHECKING:
 
 __all__ = ["CheckResult", "filter_topics", "parse_since", "plan_ranges", "run_post_check", "take_snapshot"]
 
+#: The longest ``--since``: "1000d" is a typo, and a scan reaching past every retention reads nothing more.
+MAX_SINCE = 30 * 86400.0
+
+
 def parse_since(text: str) -> float:
     """``--since``: how far back the check looks without a baseline (``90s``, ``15m``, ``1h30m``, ``2d``;
-    a bare number is seconds), parsed like every duration of kafkaops (runbooks included).
+    a bare number is seconds; at most 30 days), parsed like every duration of kafkaops (runbooks included).
 
     Raises:
-        ConfigError: Not a duration, or not a positive one (a window of nothing checks nothing).
+        ConfigError: Not a duration, not a positive one (a window of nothing checks nothing), or longer
+            than :data:`MAX_SINCE`.
     """
     try:
         seconds = parse_duration(text)
@@ -63,6 +68,8 @@ def parse_since(text: str) -> float:
         raise ConfigError(f"invalid --since {text!r}: {exc}", hint="use e.g. 90s, 15m, 1h30m, 2d") from None
     if seconds <= 0:
         raise ConfigError(f"invalid --since {text!r}: must be more than 0", hint="use e.g. 90s, 15m, 1h30m, 2d")
+    if seconds > MAX_SINCE:
+        raise ConfigError(f"invalid --since {text!r}: at most 30d", hint="use e.g. 90s, 15m, 1h30m, 2d")
     return seconds
 
 

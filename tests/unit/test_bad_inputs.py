@@ -261,7 +261,6 @@ CASES = [
 NOT_FIXED: dict[str, str] = {
     "restart-service-log-window-1000d": "log_window, health_timeout (service runbooks), stable_for and grace "
                                         "(rolling-reboot/-restart) declare no max: the fix belongs in runbooks/*.yaml",
-    "check-since-1000d": "bug: accepted, Kafka asked (exit 4 after 15 s)",
     "snapshot-out-unwritable": "bug: Kafka asked first; then an internal error (OSError)",
     "snapshot-out-directory": "bug: Kafka asked first; then an internal error (OSError)",
     "check-chart-unwritable": "bug: the whole check runs first; then an internal error",
