@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from kafkaops.cli.common import CommandLineError, Output, console, err_console, print_json
+from kafkaops.cli.common import CommandLineError, Output, check_writable, console, err_console, print_json
 from kafkaops.errors import ConfigError
 from kafkaops.model import Cluster
 
@@ -87,6 +87,8 @@ def check(
         since_s = parse_since(since) if since else None
     except ConfigError as exc:
         raise CommandLineError(exc.message) from None
+    if chart is not None:  # not after the scan: its chart would be lost
+        check_writable(chart, "the chart", "--chart PATH")
     cluster = _cluster(cluster_name, inventory)
     base = OffsetsSnapshot.read(baseline) if baseline else None
     # A run's baseline.json has the URP samples of that run beside it: the chart shows the run.
@@ -98,7 +100,11 @@ def check(
                                                                     soft_wrap=True),
     )
     if chart is not None:
-        render_chart(result, chart)
+        try:
+            render_chart(result, chart)
+        except OSError as exc:
+            raise ConfigError(f"{chart}: cannot write the chart: {exc.strerror or exc}",
+                              hint="pass another --chart PATH") from None
     if output == Output.json:
         print_json(result.to_dict())
     elif output == Output.markdown:
@@ -118,9 +124,14 @@ def snapshot(
     """Write end/start offsets, leaders, ISR and configs per partition: the baseline of a run."""
     from kafkaops.health.check import take_snapshot
 
+    check_writable(out, "the snapshot", "--out PATH")  # before Kafka is asked
     cluster = _cluster(cluster_name, inventory)
     snap = take_snapshot(cluster)
-    snap.write(out)
+    try:
+        snap.write(out)
+    except OSError as exc:
+        raise ConfigError(f"{out}: cannot write the snapshot: {exc.strerror or exc}",
+                          hint="pass another --out PATH") from None
     urp = sum(1 for p in snap.partitions if len(p.isr) < len(p.replicas))
     console.print(f"snapshot of {cluster.name}: {len(snap.partitions)} partitions, {len(snap.brokers)} brokers, "
                   f"{urp} under-replicated -> {out}", highlight=False)

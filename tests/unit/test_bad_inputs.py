@@ -238,10 +238,11 @@ CASES = [
          ("rolling-deploy", "lab", "-s", "eventbus", "-m", "m", "--rev", "r1", "--dry-run", "--save-plan", "{world}"),
          CONFIG, "cannot write the plan: Is a directory"),
     Case("snapshot-out-unwritable", ("snapshot", "lab", "-o", "/proc/x/snap.json"), CONFIG,
-         "/proc/x/snap.json: cannot write"),
-    Case("snapshot-out-directory", ("snapshot", "lab", "-o", "{world}"), CONFIG, "is a directory"),
+         "/proc/x/snap.json: cannot write the snapshot: No such file or directory"),
+    Case("snapshot-out-directory", ("snapshot", "lab", "-o", "{world}"), CONFIG,
+         "cannot write the snapshot: Is a directory"),
     Case("check-chart-unwritable", ("check", "lab", "--no-scan", "--chart", "/proc/x/chart.png"), CONFIG,
-         "/proc/x/chart.png: cannot write"),
+         "/proc/x/chart.png: cannot write the chart: No such file or directory"),
     Case("runbooks-docs-out-unwritable", ("runbooks", "docs", "--out", "/proc/x"), CONFIG,
          "/proc/x/reboot.md: cannot write the runbook page: No such file or directory"),
     # --- runbooks -----------------------------------------------------------------------------------
@@ -261,9 +262,6 @@ CASES = [
 NOT_FIXED: dict[str, str] = {
     "restart-service-log-window-1000d": "log_window, health_timeout (service runbooks), stable_for and grace "
                                         "(rolling-reboot/-restart) declare no max: the fix belongs in runbooks/*.yaml",
-    "snapshot-out-unwritable": "bug: Kafka asked first; then an internal error (OSError)",
-    "snapshot-out-directory": "bug: Kafka asked first; then an internal error (OSError)",
-    "check-chart-unwritable": "bug: the whole check runs first; then an internal error",
 }
 
 
