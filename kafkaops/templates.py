@@ -77,16 +77,36 @@ def placeholders_in_quotes(template: str) -> list[str]:
     return out
 
 
+#: The values each command template may use besides ``{host.…}`` and ``{cluster.…}``: a template naming
+#: anything else fails when the inventory loads, not when a rollback first renders it.
+PLACEHOLDERS: dict[str, frozenset[str]] = {
+    "service_restart": frozenset({"service"}), "service_status": frozenset({"service"}),
+    "service_pid": frozenset({"service"}), "service_log": frozenset({"service", "since"}),
+    "syn_capture": frozenset({"port", "window"}),
+    "deploy": frozenset({"rev", "message", "repo", "deploy_host"}), "deploy_revision": frozenset({"repo"}),
+}
+_ALWAYS = frozenset({"host", "cluster"})
+
+
 def check_template(name: str, template: str) -> str | None:
-    """Why ``template`` is unsafe, or None. Placeholders must stand outside quotes: kafkaops quotes them."""
+    """Why ``template`` is unsafe or wrong, or None. Placeholders must stand outside quotes (kafkaops
+    quotes them) and name values this template is given; no private attributes."""
     inside = placeholders_in_quotes(template)
     if inside:
         return (f"command template {name!r} puts {', '.join(inside)} inside its own quotes; write the "
                 "placeholder bare (kafkaops shell-quotes every value)")
     try:
-        list(string.Formatter().parse(template))
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
     except ValueError as exc:
         return f"command template {name!r} is malformed: {exc} (write {{{{ and }}}} for literal braces)"
+    allowed = _ALWAYS | PLACEHOLDERS.get(name, frozenset())
+    for field in fields:
+        root = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if root not in allowed:
+            return (f"command template {name!r} uses {{{field}}}, which it is not given "
+                    f"(it may use: {', '.join('{' + a + '}' for a in sorted(allowed))})")
+        if "._" in field or "[" in field or field.startswith("_"):
+            return f"command template {name!r} uses {{{field}}}: only plain attributes such as {{host.fqdn}}"
     return None
 
 

@@ -259,10 +259,7 @@ CASES = [
 
 #: Mistakes the product still gets wrong, by case id: strict xfails, so that a fix turns its case into a
 #: failure until the case is taken off this list.
-NOT_FIXED: dict[str, str] = {
-    "restart-service-log-window-1000d": "log_window, health_timeout (service runbooks), stable_for and grace "
-                                        "(rolling-reboot/-restart) declare no max: the fix belongs in runbooks/*.yaml",
-}
+NOT_FIXED: dict[str, str] = {}
 
 
 # --- the shared inputs ---------------------------------------------------------------------------------------

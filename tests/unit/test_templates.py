@@ -143,3 +143,14 @@ def test_the_deploy_command_refuses_a_hostile_rollback_revision() -> None:
     assert shlex.split(ok)[-1] == "it's \"fine\"; really"
     with pytest.raises(ConfigError, match="is not a revision"):
         deploy_command(env, target, rev="r1; rm -rf ~ #", message="m", repo="")
+
+
+@pytest.mark.parametrize(("name", "template", "said"), [
+    ("kafka_stop", "systemctl stop {nosuch}", "uses {nosuch}, which it is not given"),
+    ("reboot", "echo {rev}", "uses {rev}, which it is not given"),
+    ("kafka_stop", "x {host.__class__.__init__}", "only plain attributes"),
+    ("kafka_stop", "x {host[0]}", "only plain attributes"),
+])
+def test_a_template_naming_what_it_is_not_given_is_refused_at_load(name: str, template: str, said: str) -> None:
+    problem = check_template(name, template)
+    assert problem is not None and said in problem
