@@ -93,14 +93,14 @@ def test_a_template_quoting_its_own_placeholder_is_refused(template: str) -> Non
     assert problem is not None and "inside its own quotes" in problem
 
 
-@pytest.mark.parametrize("template", [
-    "labdeploy --rev {rev} {message}",
-    "tcpdump dst host {host.address} and '(tcp[tcpflags] & tcp-syn) != 0'",
-    "echo {{literal}} {x}",
-    "systemctl restart {service}.service",
+@pytest.mark.parametrize(("name", "template"), [
+    ("deploy", "labdeploy --rev {rev} {message}"),
+    ("syn_capture", "tcpdump dst host {host.address} and dst port {port} and '(tcp[tcpflags] & tcp-syn) != 0'"),
+    ("kafka_stop", "echo {{literal}} {host.fqdn}"),
+    ("service_restart", "systemctl restart {service}.service"),
 ])
-def test_bare_placeholders_and_quoted_literals_are_fine(template: str) -> None:
-    assert check_template("x", template) is None
+def test_bare_placeholders_and_quoted_literals_are_fine(name: str, template: str) -> None:
+    assert check_template(name, template) is None
 
 
 def test_an_inventory_whose_template_quotes_a_placeholder_fails_to_load_naming_the_line(tmp_path: Path) -> None:
