@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything kafkaops and its lab need, idempotently, on a fresh Debian machine:
-#   Debian packages (etcd, OpenSSH server, tcpdump, kcat, a JDK, Maven),
+#   Debian packages (etcd, OpenSSH server, tcpdump, kcat, ab, a JDK, Maven),
 #   the project with its extras (pip), the jars (Maven Central, cached outside git): Kafka 3.9 broker
 #   + CLI tools + log4j binding, Spark's Kafka connector matching pyspark, and the post-check's own
 #   Spark reader, compiled here against pyspark.
@@ -12,7 +12,8 @@ CACHE=${KAFKAOPS_CACHE:-$HOME/.cache/kafkaops}
 say() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
 
 # 1. Debian packages -------------------------------------------------------------------------------
-debs=(etcd-server etcd-client openssh-server openssh-client tcpdump kcat openjdk-17-jdk-headless maven procps iproute2)
+debs=(etcd-server etcd-client openssh-server openssh-client tcpdump kcat openjdk-17-jdk-headless maven procps iproute2
+      apache2-utils)  # apache2-utils: ab, for `kafkaops service bench` (the runbook's throughput test)
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
