@@ -26,7 +26,9 @@ from kafkaops.model import Cluster, Host, Service, SshEndpoint
 REQUIRED_COMMANDS = ("kafka_stop", "kafka_start", "kafka_status", "reboot", "boot_id")
 #: Templates a runbook may use when present.
 OPTIONAL_COMMANDS = ("service_restart", "service_status", "deploy", "syn_capture", "service_log",
-                     "service_pid", "deploy_revision", "system_state")
+                     "service_pid", "deploy_revision", "system_state", "kafka_log", "failed_events_read")
+#: What ``environment:`` may say: a lab needs no --yes for a benchmark; production is the default.
+ENVIRONMENTS = ("production", "lab")
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 
@@ -151,6 +153,22 @@ class _Reader:
             raise self.doc.error(self.key(name), f"expected an integer, got {value!r}")
         return value
 
+    def number(self, name: str) -> float:
+        if not self.has(name):
+            raise self.doc.error(self.key(name), "missing required key")
+        value = self.data[name]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.doc.error(self.key(name), f"expected a number, got {value!r}")
+        return float(value)
+
+    def boolean(self, name: str, default: bool) -> bool:
+        if not self.has(name):
+            return default
+        value = self.data[name]
+        if not isinstance(value, bool):
+            raise self.doc.error(self.key(name), f"expected true or false, got {value!r}")
+        return value
+
     def sub(self, name: str, *, required: bool = True) -> _Reader | None:
         if not self.has(name):
             if required:
@@ -196,7 +214,16 @@ def _services(r: _Reader | None) -> dict[str, Service]:
     for name in r.data:
         s = r.sub(str(name))
         assert s is not None
-        s.allow("port", "log_file", "error_patterns", "health_path", "vip")
+        s.allow("port", "log_file", "error_patterns", "health_path", "vip", "events_path", "failed_events_log",
+                "baseline", "active")
+        baseline_rps, baseline_note = None, None
+        b = s.sub("baseline", required=False)
+        if b is not None:
+            b.allow("requests_per_second", "note")
+            baseline_rps = b.number("requests_per_second")
+            if baseline_rps <= 0:
+                raise r.doc.error(b.key("requests_per_second"), f"expected a positive number, got {baseline_rps}")
+            baseline_note = b.text("note", required=False)
         for pattern_index, pattern in enumerate(s.str_list("error_patterns")):
             try:
                 re.compile(pattern)
@@ -209,8 +236,20 @@ def _services(r: _Reader | None) -> dict[str, Service]:
             error_patterns=tuple(s.str_list("error_patterns")),
             health_path=s.text("health_path", required=False),
             vip=s.text("vip", required=False),
+            events_path=_path(s, "events_path"),
+            failed_events_log=s.text("failed_events_log", required=False),
+            baseline_rps=baseline_rps,
+            baseline_note=baseline_note,
+            active=s.boolean("active", True),
         )
     return out
+
+
+def _path(r: _Reader, name: str) -> str | None:
+    value = r.text(name, required=False)
+    if value is not None and not value.startswith("/"):
+        raise r.doc.error(r.key(name), f"expected a path starting with '/', got {value!r}")
+    return value
 
 
 def _check_templates(doc: _Doc, path: str, commands: Mapping[str, str]) -> None:
@@ -260,14 +299,30 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     p = Path(path) if path else default_inventory()
     doc = _Doc(p)
     top = _Reader(doc, doc.data if doc.data is not None else {}, "")
-    top.allow("cluster", "kafka", "conftool", "ssh", "commands", "services", "hosts", "deploy_host")
+    top.allow("cluster", "environment", "kafka", "conftool", "ssh", "commands", "services", "hosts", "deploy_host",
+              "checkpoints")
+    environment = top.text("environment", "production") or "production"
+    if environment not in ENVIRONMENTS:
+        raise doc.error("environment", f"expected one of {', '.join(ENVIRONMENTS)}, got {environment!r}")
+    checkpoints = top.str_map("checkpoints")
+    for name, text in checkpoints.items():
+        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", name):
+            raise doc.error(f"checkpoints.{name}", "a checkpoint name is lower-case letters, digits, - and _ "
+                            "(it is typed on the command line: --confirmed NAME)")
+        if not text.strip():
+            raise doc.error(f"checkpoints.{name}", "say what the operator confirms, e.g. "
+                            "'the Services team has paused ChangeProp'")
     cluster_name = top.text("cluster") or ""
     kafka = top.sub("kafka")
     assert kafka is not None
     kafka.allow("bootstrap_servers", "zookeeper")
     conftool = top.sub("conftool", required=False)
+    pool_weight = 10
     if conftool is not None:
-        conftool.allow("etcd", "config")
+        conftool.allow("etcd", "config", "weight")
+        pool_weight = conftool.integer("weight", 10)
+        if pool_weight <= 0:
+            raise doc.error("conftool.weight", f"expected a positive weight, got {pool_weight}")
     ssh_r = top.sub("ssh", required=False)
     ssh_defaults = _ssh(ssh_r, "", None) if ssh_r is not None else None
     commands = top.str_map("commands")
@@ -313,6 +368,9 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
         commands=commands,
         deploy_host=deploy_host,
         source=str(p),
+        environment=environment,
+        pool_weight=pool_weight,
+        checkpoints=checkpoints,
     )
 
 

@@ -32,6 +32,16 @@ class Service:
     error_patterns: tuple[str, ...] = ()
     health_path: str | None = None
     vip: str | None = None  # the load-balanced address clients use (pybal/LVS service IP)
+    events_path: str | None = None  # where it accepts events (POST), e.g. /v1/events
+    # The host's log of events it failed to produce (EventError records); may hold {host.name}.
+    failed_events_log: str | None = None
+    baseline_rps: float | None = None  # recorded throughput (requests/s) to compare a bench with
+    baseline_note: str | None = None  # where and how that baseline was measured
+    active: bool = True  # False: this DC's VIP is not the one clients are sent to (the passive site)
+
+    def failed_events_log_on(self, host: str) -> str | None:
+        """The failed-events log's path on ``host`` (its ``{host.name}`` filled in)."""
+        return self.failed_events_log.replace("{host.name}", host) if self.failed_events_log else None
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,10 @@ class Cluster:
     commands: Mapping[str, str] = field(default_factory=dict)  # command templates
     deploy_host: Host | None = None
     source: str = ""  # the inventory file it came from
+    environment: str = "production"  # "lab": a local lab, where a benchmark needs no --yes
+    pool_weight: int = 10  # the weight every pooled host is expected to have (conftool.weight)
+    # Manual checkpoints a runbook may require (name -> what the operator confirms), e.g. changeprop.
+    checkpoints: Mapping[str, str] = field(default_factory=dict)
 
     def host(self, name: str) -> Host | None:
         """Find a host by short name or FQDN."""

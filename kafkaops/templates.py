@@ -53,6 +53,15 @@ def render(template: str, **values: Any) -> str:
                           hint="placeholders: " + ", ".join(sorted(values))) from exc
 
 
+def placeholders(template: str) -> set[str]:
+    """The root names ``template`` uses (``{host.fqdn}`` → ``host``); empty for a malformed one."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+    except ValueError:
+        return set()
+    return {re.split(r"[.\[]", f, maxsplit=1)[0] for f in fields}
+
+
 def placeholders_in_quotes(template: str) -> list[str]:
     """Placeholders that stand inside quotes the template wrote itself (``'dst host {host.address}'``)."""
     out, quote, i = [], "", 0
@@ -82,7 +91,8 @@ def placeholders_in_quotes(template: str) -> list[str]:
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "service_restart": frozenset({"service"}), "service_status": frozenset({"service"}),
     "service_pid": frozenset({"service"}), "service_log": frozenset({"service", "since"}),
-    "syn_capture": frozenset({"port", "window"}),
+    "syn_capture": frozenset({"port", "window", "vip"}),
+    "kafka_log": frozenset({"since"}), "failed_events_read": frozenset({"path"}),
     "deploy": frozenset({"rev", "message", "repo", "deploy_host"}), "deploy_revision": frozenset({"repo"}),
 }
 _ALWAYS = frozenset({"host", "cluster"})

@@ -16,16 +16,16 @@ import typer
 from kafkaops.cli.common import Output, console, print_json, print_text
 
 
-def _pool_states(cluster: Any) -> tuple[dict[str, str], str]:
-    """{host fqdn: pooled} from etcd, or ({}, why not): status still answers when etcd does not."""
+def _pool_states(cluster: Any) -> tuple[dict[str, Any], str]:
+    """{host fqdn: PoolState} from etcd, or ({}, why not): status still answers when etcd does not."""
     from kafkaops.errors import KafkaOpsError
     from kafkaops.systems.conftool import read_pools
 
-    pools: dict[str, str] = {}
+    pools: dict[str, Any] = {}
     try:
         for tags in {tuple(sorted(h.conftool_tags.items())) for h in cluster.hosts if h.conftool_tags}:
             for state in read_pools(cluster.conftool_config, dict(tags)):
-                pools[state.host] = state.pooled
+                pools[state.host] = state
     except KafkaOpsError as exc:
         return {}, str(exc)
     return pools, ""
@@ -75,7 +75,9 @@ def collect(cluster: Any) -> dict[str, Any]:
             "registered": h.broker_id in snap.brokers, "controller": snap.controller == h.broker_id,
             "leaders": health.leaders_by_broker.get(h.broker_id, 0),
             "preferred_ratio": round(health.preferred_ratio_by_broker.get(h.broker_id, 1.0), 4),
-            "pooled": pools.get(h.fqdn, "unknown" if pool_error or not cluster.conftool_config else "absent"),
+            "pooled": pools[h.fqdn].pooled if h.fqdn in pools else (
+                "unknown" if pool_error or not cluster.conftool_config else "absent"),
+            "weight": pools[h.fqdn].weight if h.fqdn in pools else None,
         })
     return {
         # "healthy" is a promise that every gate would pass: not without knowing min ISR.
@@ -87,7 +89,7 @@ def collect(cluster: Any) -> dict[str, Any]:
         "under_min_isr": [partition_name(p) for p in health.under_min_isr],
         "at_min_isr": [partition_name(p) for p in health.at_min_isr],
         "preferred_leader_ratio": round(health.preferred_leader_ratio, 4),
-        "leaders_by_dc": dict(health.leaders_by_dc), "brokers": brokers,
+        "leaders_by_dc": dict(health.leaders_by_dc), "brokers": brokers, "pool_weight": cluster.pool_weight,
         "unregistered_replica_brokers": list(health.unregistered_replica_brokers),
         "pool_error": pool_error,
         "min_isr_error": min_isr_error,
@@ -107,13 +109,21 @@ def _counts(data: dict[str, Any]) -> list[tuple[str, int]]:
             ("under min ISR", len(data["under_min_isr"])), ("at min ISR", len(data["at_min_isr"]))]
 
 
-_COLUMNS = ("host", "broker", "dc/rack", "registered", "leaders", "preferred", "pooled")
+_COLUMNS = ("host", "broker", "dc/rack", "registered", "leaders", "preferred", "pooled", "weight")
 
 
 def _rows(data: dict[str, Any]) -> list[tuple[str, ...]]:
     return [(b["host"], f"{b['broker_id']}{' ctrl' if b['controller'] else ''}", f"{b['dc']}/{b['rack']}",
-             "yes" if b["registered"] else "no", str(b["leaders"]), f"{b['preferred_ratio']:.0%}", b["pooled"])
+             "yes" if b["registered"] else "no", str(b["leaders"]), f"{b['preferred_ratio']:.0%}", b["pooled"],
+             _weight(b.get("weight"), data.get("pool_weight")))
             for b in data["brokers"]]
+
+
+def _weight(weight: int | None, expected: int | None) -> str:
+    """The pool weight, flagged when it is not the inventory's (the runbook expects every host at 10)."""
+    if weight is None:
+        return "-"
+    return f"{weight}" if weight == expected else f"{weight} (expected {expected})"
 
 
 def _notes(data: dict[str, Any]) -> list[tuple[str, str]]:

@@ -50,8 +50,11 @@ def _observe(step: StepBase, ctx: RunContext) -> tuple[Host, dict[str, Any], str
         peers = [s for s in svc.conftool.list({k: v for k, v in tags.items()}) if s.host != host.fqdn]
         peer_pooled = {p.host: _pooled(ctx, p.host, name, p.pooled) for p in peers}
         keys += [pool_key(host.fqdn, name), fact_key(_fact(host, name))] + [pool_key(p, name) for p in peer_pooled]
+        weights = {host.fqdn: state.weight, **{p.host: p.weight for p in peers}}
         states[name] = {
             "pooled": _pooled(ctx, host.fqdn, name, state.pooled), "weight": state.weight,
+            "expected_weight": svc.cluster.pool_weight,
+            "off_weight": {h: w for h, w in sorted(weights.items()) if w != svc.cluster.pool_weight},
             "before_run": projected_fact(ctx, _fact(host, name)),
             "peers_pooled": sorted(p for p, v in peer_pooled.items() if v == "yes"),
             "peers_depooled": sorted(p for p, v in peer_pooled.items() if v != "yes"),
@@ -89,6 +92,16 @@ class Depool(StepBase):
                                     f"{'is' if len(out) == 1 else 'are'} already out of the pool",
                                     hint="finish or roll back that maintenance first (kafkaops runs list); "
                                     "kafkaops takes one host out at a time")
+            # The runbook's "you should see every host weight: 10": a pooled host at weight 0 takes no
+            # traffic, so it is as good as out; any other weight means someone is steering load by hand.
+            off = states[s].get("off_weight") or {}
+            if off:
+                expected = states[s]["expected_weight"]
+                raise SafetyRefusal(f"refusing to depool {host} from {s}: "
+                                    + ", ".join(f"{h} has weight {w}" for h, w in off.items())
+                                    + f" (every host is expected at weight {expected})",
+                                    hint="restore the weight (confctl select 'name=HOST' set/weight=N) or set "
+                                    "conftool.weight in the inventory if the pool is sized differently")
         impact = "; ".join(f"{s}: new connections go to {len(states[s]['peers_pooled'])} other host(s)"
                            + (f", {len(states[s]['peers_depooled'])} already depooled"
                               if states[s]["peers_depooled"] else "") for s in todo)

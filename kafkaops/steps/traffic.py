@@ -18,11 +18,20 @@ from kafkaops.model import Host
 from kafkaops.steps.common import env, target_host, wait
 
 
-def _port(step: StepBase, host: Host) -> int:
+def _service(step: StepBase, host: Host) -> tuple[int, str | None]:
+    """The gated port and its service address (VIP): the ``port`` parameter, else the host's first
+    service. ``(0, None)`` when the host runs no load-balanced service: there is no traffic to drain."""
     port = int(step.params.get("port") or 0)
-    if port:
-        return port
-    return host.services[0].port if host.services else 0
+    service = next((s for s in host.services if s.port == port), None) if port else (
+        host.services[0] if host.services else None)
+    if service is not None:
+        return service.port, service.vip
+    return port, None
+
+
+def _no_port(host: Host) -> str:
+    return (f"{host.name} runs no load-balanced service (no services: in the inventory), so no client connects "
+            f"to it through the balancer: no SYN gate")
 
 
 class WaitZeroSyns(StepBase):
@@ -30,18 +39,21 @@ class WaitZeroSyns(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
-        port = _port(self, host)
-        template = host.commands.get("syn_capture")
+        port, vip = _service(self, host)
+        window = float(self.params["window"])
+        if not port:
+            return Observation({"host": host.name, "port": 0, "skip": _no_port(host)}, summary=_no_port(host))
         from kafkaops.systems.traffic import capture_command
 
-        window = float(self.params["window"])
         data = {"host": host.name, "port": port, "window": window, "timeout": self.params["timeout"],
-                "command": capture_command(host, template, port, window)}
+                "command": capture_command(host, host.commands.get("syn_capture"), port, window, vip=vip)}
         # A capture takes a whole window; planning does not need one (the host is still pooled then).
         return Observation(data, summary=f"{host.name}:{port} (captured when the step runs)")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
+        if not d["port"]:
+            return Noop(d["skip"])
         return Action(
             description=f"wait until {d['host']}:{d['port']} gets no new SYN for {d['window']:.0f}s "
                         f"(timeout {d['timeout']:.0f}s)",
@@ -54,7 +66,7 @@ class WaitZeroSyns(StepBase):
 
         svc = env(ctx)
         host = target_host(ctx)
-        port, window = _port(self, host), float(self.params["window"])
+        (port, vip), window = _service(self, host), float(self.params["window"])
         template = host.commands.get("syn_capture")
 
         deadline = time.monotonic() + float(self.params["timeout"])
@@ -63,7 +75,7 @@ class WaitZeroSyns(StepBase):
             left = deadline - time.monotonic()
             if left < window:
                 return False, f"less than one {window:.0f}s window left before the timeout"
-            count = count_syns(svc.ssh(host), host, template, port, window, budget=left)
+            count = count_syns(svc.ssh(host), host, template, port, window, budget=left, vip=vip)
             value = f"{count.syns} new SYN(s) in {window:.0f}s" + (f" from {', '.join(count.sources)}"
                                                                       if count.sources else "")
             return count.quiet, value
@@ -73,6 +85,8 @@ class WaitZeroSyns(StepBase):
         svc.facts(ctx.run_id).set(f"syn_gate_passed/{host.name}", time.time())
 
     def verify(self, ctx: RunContext) -> None:
+        if not _service(self, target_host(ctx))[0]:
+            return  # no service port: nothing was gated (the plan said so)
         if env(ctx).facts(ctx.run_id).get(f"syn_gate_passed/{ctx.target}") is None:
             raise CheckFailed(f"SYN gate for {ctx.target} did not record a quiet window")
 

@@ -43,17 +43,23 @@ class SynWindow:
         return self.syns == 0
 
 
-def capture_command(host: Host, template: str | None, port: int, window: float) -> str:
+def capture_command(host: Host, template: str | None, port: int, window: float, *, vip: str | None = None) -> str:
+    """The host's ``syn_capture`` template rendered for one window. ``{vip}`` is the service address
+    (the runbook's ``tcpdump dst eventbus.svc.eqiad.wmnet and port 8085``): a template naming it needs
+    the service's ``vip`` in the inventory."""
     if not template:
         raise ConfigError(f"no syn_capture command template for {host.name}",
                           hint="add commands.syn_capture (a tcpdump command) to the inventory")
-    from kafkaops.templates import render
+    from kafkaops.templates import placeholders, render
 
-    return render(template, host=host, port=port, window=max(1, round(window)))
+    if "vip" in placeholders(template) and not vip:
+        raise ConfigError(f"commands.syn_capture uses {{vip}} but the service on {host.name}:{port} has no vip",
+                          hint="add services.<name>.vip (the load-balanced address) to the inventory")
+    return render(template, host=host, port=port, window=max(1, round(window)), vip=vip or "")
 
 
 def count_syns(ssh: SshClient, host: Host, template: str | None, port: int, window: float,
-               *, budget: float | None = None) -> SynWindow:
+               *, budget: float | None = None, vip: str | None = None) -> SynWindow:
     """Count new TCP SYNs to ``host``:``port`` over ``window`` seconds.
 
     ``budget``: seconds left of the step's timeout; the capture command gets no more than that (plus a
@@ -63,7 +69,7 @@ def count_syns(ssh: SshClient, host: Host, template: str | None, port: int, wind
         ConfigError: The capture command failed (exit other than 0, or 124 from ``timeout``).
         MalformedAnswer: Its output holds a line that is not a SYN packet (see :func:`parse_syn_count`).
     """
-    command = capture_command(host, template, port, window)
+    command = capture_command(host, template, port, window, vip=vip)
     limit = window + 30 if budget is None else max(1.0, min(window + 30, budget + 5))
     result = ssh.run(command, timeout=limit, check=False)
     # `timeout` ends tcpdump with 124 once the window is over; anything else with no output is an error.

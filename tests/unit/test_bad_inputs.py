@@ -91,7 +91,7 @@ CASES = [
     Case("lab-host-reboot-unknown-no-lab", ("lab", "host", "reboot", "nosuch1001"), LAB, "no lab at"),
     Case("lab-host-crash-no-lab", ("lab", "host", "crash", "kafka1001"), LAB, "no lab at"),
     # --- malformed inventories ---------------------------------------------------------------------------
-    Case("inventory-bad-indentation", ("status", "lab"), CONFIG, "bad-indent.yaml:8: invalid YAML",
+    Case("inventory-bad-indentation", ("status", "lab"), CONFIG, "bad-indent.yaml:9: invalid YAML",
          inventory="bad-indent.yaml"),
     Case("inventory-tab-indentation", ("reboot", "kafka1001", "--dry-run"), CONFIG, "invalid YAML",
          inventory="tabs.yaml"),

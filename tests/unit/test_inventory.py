@@ -31,7 +31,7 @@ def test_lab_inventory_loads(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_production_example_loads() -> None:
     cluster = load_inventory(REPO / "inventory" / "eqiad-main.example.yaml")
     assert cluster.name == "main-eqiad"
-    assert [h.fqdn for h in cluster.hosts] == [f"kafka100{i}.eqiad.wmnet" for i in (1, 2, 3)]
+    assert [h.fqdn for h in cluster.hosts] == [f"kafka100{i}.eqiad.wmnet" for i in (1, 2)]
     assert cluster.commands["kafka_stop"].startswith("sudo -n systemctl")
     assert "scap deploy -l {host.fqdn}" in cluster.commands["deploy"]
     assert cluster.deploy_host is not None and cluster.deploy_host.name == "deploy1002"

@@ -14,7 +14,7 @@ from kafkaops.inventory import load_inventory
 from kafkaops.templates import check_repo, check_revision, check_template, render
 
 REPO = Path(__file__).resolve().parents[2]
-INVENTORIES = [REPO / "inventory" / "lab.yaml", REPO / "inventory" / "eqiad-main.example.yaml"]
+INVENTORIES = sorted((REPO / "inventory").glob("*.yaml"))
 
 HOSTILE = [
     "x; id > /tmp/pwned",
