@@ -123,7 +123,7 @@ def _weight(weight: int | None, expected: int | None) -> str:
     """The pool weight, flagged when it is not the inventory's (the runbook expects every host at 10)."""
     if weight is None:
         return "-"
-    return f"{weight}" if weight == expected else f"{weight} (expected {expected})"
+    return f"{weight}" if weight == expected else f"{weight}!"
 
 
 def _notes(data: dict[str, Any]) -> list[tuple[str, str]]:
@@ -141,6 +141,10 @@ def _notes(data: dict[str, Any]) -> list[tuple[str, str]]:
         out.append(("min ISR unknown (counted as 1)", data["min_isr_error"]))
     if data["pool_error"]:
         out.append(("pool state unavailable", data["pool_error"]))
+    off = [b for b in data["brokers"] if b.get("weight") is not None and b["weight"] != data.get("pool_weight")]
+    if off:
+        out.append(("pool weight", ", ".join(f"{b['host']} at {b['weight']}" for b in off)
+                    + f" (expected {data.get('pool_weight')}: a maintenance refuses to depool until it is restored)"))
     return out
 
 
@@ -157,7 +161,8 @@ def _render(data: dict[str, Any]) -> None:
         table.add_column(col)
     for row in _rows(data):
         table.add_row(*row[:3], row[3] if row[3] == "yes" else f"[red]{row[3]}[/]", *row[4:6],
-                      row[6] if row[6] == "yes" else f"[yellow]{row[6]}[/]")
+                      row[6] if row[6] == "yes" else f"[yellow]{row[6]}[/]",
+                      f"[red]{row[7]}[/]" if row[7].endswith("!") else row[7])
     console.print(table)
     console.print("leaders per DC: " + ", ".join(f"{dc} {n}" for dc, n in sorted(data["leaders_by_dc"].items())))
     for label, text in _notes(data):

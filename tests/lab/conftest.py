@@ -40,7 +40,7 @@ def pooled_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
         if not host.is_up():
             host.power_on()
         host.start("kafka")
-        conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
+        conftool.ensure(h.fqdn, h.conftool_tags, pooled="yes", weight=lab_cluster.pool_weight)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not collect(lab_cluster)["healthy"]:
         time.sleep(1)
