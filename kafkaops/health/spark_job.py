@@ -29,8 +29,10 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,7 @@ from kafkaops.errors import ConfigError, KafkaOpsError, UnreachableError
 from kafkaops.health import scan_jar, scan_kernel
 from kafkaops.health.data import ScanRange, ScanResult, Thresholds, merge_segments, segments_from_json
 
-__all__ = ["DEFAULT_MASTER", "ScanSpec", "run_scan", "spark_session", "task_groups"]
+__all__ = ["DEFAULT_MASTER", "ScanSpec", "prestart", "run_scan", "spark_session", "task_groups"]
 
 DEFAULT_MASTER = "local[2]"
 
@@ -108,10 +110,54 @@ def _loopback(master: str) -> bool:
     return master.startswith("local") or any(h in master for h in ("127.0.0.1", "localhost"))
 
 
+#: Sessions being started in the background, by (master, extra settings): see :func:`prestart`.
+_WARMING: dict[tuple[str, tuple[tuple[str, str], ...]], Future[Any]] = {}
+_WARMING_LOCK = threading.Lock()
+
+
+def _warm_key(master: str, conf: Mapping[str, str] | None) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return master, tuple(sorted((conf or {}).items()))
+
+
+def prestart(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | None = None,
+             on_error: Callable[[str], None] | None = None) -> bool:
+    """Start the post-check's Spark session now, on a background thread, so the scan at the end of a
+    maintenance only scans.
+
+    Starting the driver JVM and the session takes 10-20 s of a 2-core host; a maintenance spends far
+    longer than that waiting on brokers, so the start is hidden behind the roll (issue 14). The session
+    is handed to the first :func:`spark_session` call for the same master and settings. A start that
+    fails calls ``on_error`` at once with the reason — the run says so while the operator can still act,
+    not at its end — and the post-check's own :func:`spark_session` call raises it again.
+
+    Returns:
+        True when this call started it (False: already starting or started).
+    """
+    key = _warm_key(master, conf)
+    with _WARMING_LOCK:
+        if key in _WARMING:
+            return False
+        future: Future[Any] = Future()
+        _WARMING[key] = future
+
+    def start() -> None:
+        try:
+            future.set_result(_new_session(master, conf=conf, app_name="kafkaops-check"))
+        except BaseException as exc:  # handed to the post-check, which raises it
+            future.set_exception(exc)
+            if on_error is not None:
+                first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+                on_error(f"Spark did not start on {master}: {first}")
+
+    threading.Thread(target=start, name="kafkaops-spark-prestart", daemon=True).start()
+    return True
+
+
 def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | None = None,
                   app_name: str = "kafkaops-check") -> Any:
     """A quiet, small-driver SparkSession with the scan's Kafka readers on ``spark.jars`` (both, when both
-    are installed: :func:`kafkaops.health.scan_jar.session_jars`).
+    are installed: :func:`kafkaops.health.scan_jar.session_jars`) — the one :func:`prestart` began, when
+    it began one for this master and these settings (waiting for it to finish starting).
 
     Args:
         master: ``local[N]``, ``spark://host:7077``, ``yarn``...
@@ -121,7 +167,17 @@ def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | Non
     Returns:
         The session (call ``.stop()`` when done).
     """
+    with _WARMING_LOCK:
+        warm = _WARMING.pop(_warm_key(master, conf), None)
+    if warm is not None:
+        return warm.result()
+    return _new_session(master, conf=conf, app_name=app_name)
+
+
+def _new_session(master: str, *, conf: Mapping[str, str] | None, app_name: str) -> Any:
     try:
+        from pyspark import SparkConf, SparkContext
+        from pyspark.java_gateway import launch_gateway
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ConfigError("pyspark is not installed", hint="pip install 'kafkaops[spark]'") from exc
@@ -150,22 +206,19 @@ def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | Non
         settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                          "spark.pyspark.python": sys.executable})
     settings.update(conf or {})
+    spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name).setAll(list(settings.items()))
+    # The driver JVM's own output (start-up chatter, log4j before our config applies) goes to a log file
+    # given to the JVM process itself, never by redirecting *our* stderr: a session started in the
+    # background must not swallow the run's progress lines (errors still reach us through py4j).
+    with SparkContext._lock:
+        if SparkContext._gateway is None:
+            with open(log_dir / "spark-driver.log", "ab") as log:
+                SparkContext._ensure_initialized(gateway=launch_gateway(
+                    spark_conf, popen_kwargs={"stdout": log, "stderr": log}), conf=spark_conf)
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in settings.items():
         builder = builder.config(k, v)
-    # The JVM inherits stderr when it is launched: point it at a log file for that moment, so the
-    # operator's terminal shows the report, not JVM start-up chatter (errors still reach us via py4j).
-    log_file = log_dir / "spark-driver.log"
-    saved = os.dup(2)
-    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        sys.stderr.flush()
-        os.dup2(fd, 2)
-        spark = builder.getOrCreate()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(fd)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

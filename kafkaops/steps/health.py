@@ -32,7 +32,9 @@ def _baseline_path(ctx: RunContext) -> Path | None:
 
 
 class Baseline(StepBase):
-    """Take the baseline snapshot the post-check compares against (once per run)."""
+    """Take the baseline snapshot the post-check compares against (once per run), and start the post-check's
+    Spark session in the background: the JVM's 10-20 s start hides behind the maintenance, the scan at the
+    end only scans, and a Spark that cannot start is said now, while the operator can still act."""
 
     def observe(self, ctx: RunContext) -> Observation:
         taken = env(ctx).facts(ctx.run_id).get(_BASELINE)
@@ -50,6 +52,13 @@ class Baseline(StepBase):
 
         svc = env(ctx)
         path = _baseline_path(ctx)
+        if self.params["scan"]:
+            from kafkaops.health.spark_job import prestart
+
+            master = str(self.params["spark_master"])
+            prestart(master, on_error=lambda why: ctx.progress(
+                f"  post-check: {why} - the maintenance goes on, but its closing scan will fail unless Spark is "
+                "fixed by then (Ctrl-C pauses the run at a safe point)"))
         snap = take_snapshot(svc.cluster, admin=svc.kafka)
         if path is not None:
             snap.write(path)
@@ -145,7 +154,10 @@ def _reader_known(params: Mapping[str, Any]) -> str | None:
     return None if reader in READERS else f"reader {reader!r}: use one of {', '.join(READERS)}"
 
 
-register_step("health.baseline", Baseline, [])
+register_step("health.baseline", Baseline, [
+    Param("scan", "bool", default=False, help="start the post-check's Spark session now, in the background"),
+    Param("spark_master", "str", default="local[2]", help="local[N], spark://host:7077 or yarn"),
+])
 register_step("health.post_check", PostCheck, [
     Param("timeout", "duration", default=300.0, help="how long the cluster may take to become healthy"),
     Param("scan", "bool", default=True, help="compare with the baseline and scan the data on Spark (--no-scan)"),
