@@ -16,4 +16,5 @@ COMMAND_MODULES = {
     "run": "procedures",
     "runbooks": "runbooks",
     "lab": "lab",
+    "failed-events": "failed_events",
 }

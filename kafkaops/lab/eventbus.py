@@ -1,10 +1,18 @@
 """An eventbus-like HTTP service (the runbook's eventlogging-service-eventbus) for one lab host.
 
 ``POST /v1/events`` takes one event or a JSON list, produces each to Kafka topic ``<dc>.<meta.stream>``
-with ``acks=all`` and answers only after the brokers acknowledged: 201 all accepted, 207 some, 400 none.
-Failures are appended to the host's ``failed_events.log`` (rawEvent kept for replay) and logged with the
+with ``acks=all`` and answers only after the brokers acknowledged: 201 all accepted, 207 some; none
+accepted is 400 when the events were at fault (invalid JSON, no ``meta.stream``, unknown topic) and 500
+when Kafka was (a timeout, a broker error): the client may retry a 500, never a 400.
+Failures are appended to the host's ``failed_events.log`` as ``{"rawEvent": <the event as JSON text>,
+"message": ..., "dt": epoch}`` (rawEvent kept for replay: ``kafkaops failed-events``) and logged with the
 same phrases as the production service ("Failed processing event", "0 out of 1 events were accepted"),
 so the log-scanning step of the HTTP-proxy runbook has something real to find.
+
+The host knob ``eventbus_produce_fails`` (``LabHost.set_knob``; ``kafkaops lab host knob``), when
+non-zero, makes every produce fail with a Kafka-like error: the failed-events log fills as it does in a
+Kafka outage, for rehearsing ``kafkaops failed-events list`` and ``replay``. It is read at request time
+(the knobs file is re-read only when its mtime changes), so setting or clearing it needs no restart.
 ``GET /_info`` reports host, revision, boot id and pid. SIGTERM drains in-flight requests, then exits.
 
 The revision is the one deployed in ``<host>/srv/eventbus/REVISION`` when the process *started* (the
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -28,6 +37,10 @@ from typing import Any
 from kafkaops.lab.host import LabHost
 
 PRODUCE_TIMEOUT = 10.0
+#: The knob that makes every produce fail (see the module docstring).
+PRODUCE_FAILS_KNOB = "eventbus_produce_fails"
+#: What a produce failure says while the knob is set: librdkafka's words for a Kafka outage.
+KNOB_ERROR = 'KafkaError{code=_MSG_TIMED_OUT,val=-192,str="Local: Message timed out"}'
 
 
 class _Service:
@@ -54,10 +67,26 @@ class _Service:
         broken = release / "BROKEN"
         self.broken = (broken.read_text().strip() or "broken release") if broken.exists() else ""
 
+        self._knobs: tuple[tuple[int, int], dict[str, float]] = ((-1, -1), {})
+
     def _poll(self) -> None:
         while not self._stop.is_set():
             self.producer.poll(0.1)
 
+    def produce_fails(self) -> bool:
+        """The ``eventbus_produce_fails`` knob, read again only when the knobs file changed (a stat per
+        request, not a JSON parse)."""
+        try:
+            st = os.stat(self.host.dirs.root / "knobs.json")
+            stamp = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = (0, 0)
+        if stamp != self._knobs[0]:
+            try:
+                self._knobs = (stamp, self.host.knobs() if stamp != (0, 0) else {})
+            except ValueError:  # a knobs file being written: keep the previous answer until it is whole
+                return bool(self._knobs[1].get(PRODUCE_FAILS_KNOB))
+        return bool(self._knobs[1].get(PRODUCE_FAILS_KNOB))
 
     def log(self, line: str) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime()) + f".{int(time.time() * 1000) % 1000:03d}"
@@ -66,18 +95,27 @@ class _Service:
             sys.stdout.flush()
 
     def fail(self, raw: Any, why: str) -> None:
+        """Log and append one EventError; ``raw`` is the event (or, unparsable, the body's text as is)."""
         self.log(f"Failed processing event: {why}")
-        record = {"rawEvent": json.dumps(raw), "message": why, "dt": time.time()}
+        record = {"rawEvent": raw if isinstance(raw, str) else json.dumps(raw), "message": why, "dt": time.time()}
         with self.log_lock, open(self.host.dirs.log / "failed_events.log", "a") as f:
             f.write(json.dumps(record) + "\n")
 
-    def produce(self, events: list[Any]) -> int:
-        """Produce every valid event and wait for the acks; return how many were accepted."""
+    def produce(self, events: list[Any]) -> tuple[int, int]:
+        """Produce every valid event and wait for the acks; return how many were accepted, and how many
+        failed for Kafka's reasons (not the event's)."""
         pending: list[tuple[Any, threading.Event, list[str]]] = []
+        kafka_failed = 0
+        fails = self.produce_fails()
         for event in events:
-            stream = event.get("meta", {}).get("stream") if isinstance(event, dict) else None
+            meta = event.get("meta") if isinstance(event, dict) else None
+            stream = meta.get("stream") if isinstance(meta, dict) else None
             if not isinstance(stream, str) or not stream:
                 self.fail(event, "event lacks meta.stream")
+                continue
+            if fails:
+                self.fail(event, KNOB_ERROR)
+                kafka_failed += 1
                 continue
             done, err = threading.Event(), list[str]()
 
@@ -89,7 +127,11 @@ class _Service:
             try:
                 self.producer.produce(f"{self.host.host.dc}.{stream}", json.dumps(event).encode(),
                                       on_delivery=on_delivery)
-            except Exception as exc:  # BufferError, KafkaException (unknown topic...)
+            except BufferError as exc:
+                self.fail(event, str(exc) or "producer queue full")
+                kafka_failed += 1
+                continue
+            except Exception as exc:  # KafkaException (unknown topic...): the event's topic is at fault
                 self.fail(event, str(exc))
                 continue
             pending.append((event, done, err))
@@ -97,11 +139,13 @@ class _Service:
         for event, done, err in pending:
             if not done.wait(PRODUCE_TIMEOUT + 2):
                 self.fail(event, "timed out waiting for Kafka acknowledgement")
+                kafka_failed += 1
             elif err:
                 self.fail(event, err[0])
+                kafka_failed += 0 if "UNKNOWN_TOPIC" in err[0] else 1
             else:
                 accepted += 1
-        return accepted
+        return accepted, kafka_failed
 
     def close(self) -> None:
         self.producer.flush(5)
@@ -152,10 +196,10 @@ def _handler(service: _Service) -> type[BaseHTTPRequestHandler]:
                 self._reply(400, {"error": "invalid JSON"}, started)
                 return
             events = body if isinstance(body, list) else [body]
-            accepted = service.produce(events)
+            accepted, kafka_failed = service.produce(events)
             if accepted < len(events):
                 service.log(f"{accepted} out of {len(events)} events were accepted.")
-            code = 201 if accepted == len(events) else (207 if accepted else 400)
+            code = 201 if accepted == len(events) else (207 if accepted else 500 if kafka_failed else 400)
             self._reply(code, {"accepted": accepted, "total": len(events)}, started)
 
     return Handler

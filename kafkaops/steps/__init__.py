@@ -5,9 +5,21 @@ through the run's :class:`~kafkaops.environment.Environment`; client libraries a
 the adapters.
 """
 
-from kafkaops.steps import canary, conftool, deploy, health, host, kafka, reachability, service, traffic
+from kafkaops.steps import (
+    canary,
+    conftool,
+    deploy,
+    health,
+    host,
+    kafka,
+    reachability,
+    replay,
+    service,
+    traffic,
+)
 
-__all__ = ["canary", "conftool", "deploy", "health", "host", "kafka", "reachability", "service", "traffic"]
+__all__ = ["canary", "conftool", "deploy", "health", "host", "kafka", "reachability", "replay", "service",
+           "traffic"]
 
 
 def register_all() -> None:

@@ -1,0 +1,214 @@
+"""Sending events again (Kafka producer, eventbus HTTP) and finding them in a topic: the replay's adapters.
+
+A failed-events replay writes to production, so the writes here are marked :func:`write` and refuse
+themselves in a dry-run, like every adapter's. Two ways out, as the runbook describes:
+
+* :class:`EventProducer`: produce to ``<dc>.<stream>`` directly, as ``eventlogging-replay`` does —
+  ``acks=all`` and an idempotent producer (no duplicate from librdkafka's own retries), one producer
+  for the whole replay, each batch waited for so that the caller can record what was acknowledged.
+* :class:`EventPoster`: POST each event to eventbus's own endpoint on one host (the runbook's curl loop),
+  so that eventbus validates and produces it.
+
+The idempotent producer cannot help across processes: a replay killed between a send and its record
+restarts with a new producer id. So the caller records its intent first, and on resume asks
+:func:`find_values` whether the destination already holds the event — a read-only scan from the time of
+the intent to the end of each partition.
+
+Outcomes are classified, not raised: ``sent`` (acknowledged), ``rejected`` (Kafka or eventbus refused
+*this event*: unknown topic, too large, HTTP 4xx — sending it again cannot help, it goes to the report)
+and ``uncertain`` (a timeout, a broken connection, HTTP 5xx: it may or may not have been written, so the
+caller leaves its intent open and the resume checks the topic).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaops.errors import UnreachableError
+from kafkaops.systems.guard import write
+
+SENT, REJECTED, UNCERTAIN = "sent", "rejected", "uncertain"
+
+#: librdkafka error names that say the event itself (or its topic) is refused: never retried.
+_REJECTING = {"_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART", "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE",
+              "INVALID_RECORD", "CORRUPT_MESSAGE", "TOPIC_AUTHORIZATION_FAILED", "INVALID_TOPIC_EXCEPTION",
+              "_INVALID_ARG", "RECORD_LIST_TOO_LARGE", "POLICY_VIOLATION"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one event: :data:`SENT`, :data:`REJECTED` or :data:`UNCERTAIN`, and why."""
+
+    status: str
+    detail: str = ""
+
+
+class EventProducer:
+    """One idempotent ``acks=all`` producer for a replay (built lazily, closed by :meth:`close`)."""
+
+    def __init__(self, bootstrap_servers: str, *, timeout: float = 30.0, dry_run: bool = False) -> None:
+        self.bootstrap = bootstrap_servers
+        self.timeout = timeout
+        self.dry_run = dry_run
+        self._producer: Any = None
+
+    def _get(self) -> Any:
+        if self._producer is None:
+            from confluent_kafka import Producer
+
+            self._producer = Producer({
+                "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+                "linger.ms": 5, "message.timeout.ms": int(self.timeout * 1000),
+                "client.id": "kafkaops-failed-events-replay", "log_level": 2,
+            })
+        return self._producer
+
+    @write
+    def produce(self, batch: Sequence[tuple[str, bytes]]) -> list[Outcome]:
+        """Produce each ``(topic, value)`` and wait for every acknowledgement (or its error).
+
+        Returns:
+            One :class:`Outcome` per record, in order.
+        """
+        from confluent_kafka import KafkaException
+
+        producer = self._get()
+        outcomes: list[Outcome | None] = [None] * len(batch)
+
+        def delivered(i: int) -> Callable[[Any, Any], None]:
+            def on_delivery(err: Any, _msg: Any) -> None:
+                outcomes[i] = Outcome(SENT) if err is None else _classify(err)
+            return on_delivery
+
+        for i, (topic, value) in enumerate(batch):
+            while True:
+                try:
+                    producer.produce(topic, value, on_delivery=delivered(i))
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+                except KafkaException as exc:
+                    outcomes[i] = _classify(exc.args[0] if exc.args else exc)
+                    break
+            producer.poll(0)
+        deadline = time.monotonic() + self.timeout + 5
+        while any(o is None for o in outcomes) and time.monotonic() < deadline:
+            producer.poll(0.1)
+        return [o if o is not None else Outcome(UNCERTAIN, "no acknowledgement in time") for o in outcomes]
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(5)
+            self._producer = None
+
+
+def _classify(err: Any) -> Outcome:
+    name = err.name() if hasattr(err, "name") else type(err).__name__
+    text = err.str() if hasattr(err, "str") else str(err)
+    if name in _REJECTING or (hasattr(err, "fatal") and err.fatal()):
+        return Outcome(REJECTED, f"Kafka refused it: {name}: {text}")
+    return Outcome(UNCERTAIN, f"Kafka: {name}: {text}")
+
+
+class EventPoster:
+    """POSTs events to one eventbus instance (its own address, never the VIP: the replay from a host's
+    log goes back through that host, as the runbook's curl loop does)."""
+
+    def __init__(self, *, timeout: float = 15.0, dry_run: bool = False) -> None:
+        self.timeout = timeout
+        self.dry_run = dry_run
+        self._session: Any = None
+
+    @write
+    def post(self, url: str, body: bytes) -> Outcome:
+        """POST one event; 2xx: sent, 4xx: rejected (eventbus refused the event), else uncertain."""
+        import requests
+
+        if self._session is None:
+            self._session = requests.Session()
+        try:
+            r = self._session.post(url, data=body, timeout=self.timeout,
+                                   headers={"Content-Type": "application/json"})
+        except requests.RequestException as exc:
+            return Outcome(UNCERTAIN, f"POST {url}: {type(exc).__name__}")
+        text = r.text[:200].replace("\n", " ")
+        if 200 <= r.status_code < 300:
+            return Outcome(SENT, f"HTTP {r.status_code}")
+        if 400 <= r.status_code < 500:
+            return Outcome(REJECTED, f"eventbus answered HTTP {r.status_code}: {text}")
+        return Outcome(UNCERTAIN, f"eventbus answered HTTP {r.status_code}: {text}")
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+
+def replay_adapters(env: Any) -> tuple[EventProducer, EventPoster]:
+    """The producer and the poster of a replay, built for the run's environment: its cluster's bootstrap
+    servers, and its dry-run switch (steps never read it; the adapters refuse writes themselves)."""
+    dry = bool(env.dry_run)
+    return EventProducer(env.cluster.bootstrap_servers, dry_run=dry), EventPoster(dry_run=dry)
+
+
+def find_values(bootstrap_servers: str, topics: Sequence[str], since_ms: int, *, timeout: float = 60.0
+                ) -> Iterator[tuple[str, bytes]]:
+    """Every record value of ``topics`` written since ``since_ms`` (record timestamp), up to the end
+    each partition had when the scan started. Read-only: an assigned consumer of a throw-away group,
+    nothing committed.
+
+    Raises:
+        UnreachableError: Kafka did not answer, or the scan did not reach the end in ``timeout``.
+    """
+    from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"kafkaops-replay-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "enable.partition.eof": False, "log_level": 2})
+    deadline = time.monotonic() + timeout
+    try:
+        try:
+            request = []
+            for topic in topics:
+                meta = consumer.list_topics(topic, timeout=min(timeout, 10))
+                tmeta = meta.topics.get(topic)
+                if tmeta is None or tmeta.error is not None:
+                    continue  # no such topic: nothing of ours can be in it
+                request += [TopicPartition(topic, p, since_ms) for p in tmeta.partitions]
+            if not request:
+                return
+            starts = consumer.offsets_for_times(request, timeout=min(timeout, 10))
+            assigned, ends = [], {}
+            for tp in starts:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition),
+                                                            timeout=min(timeout, 10))
+                start = high if tp.offset in (OFFSET_END, -1) or tp.offset < 0 else tp.offset
+                if start < high:
+                    assigned.append(TopicPartition(tp.topic, tp.partition, start))
+                    ends[(tp.topic, tp.partition)] = high
+        except KafkaException as exc:
+            raise UnreachableError(f"Kafka at {bootstrap_servers} did not answer while looking for replayed "
+                                   f"events: {exc}", hint="check the brokers are up; then resume") from exc
+        if not assigned:
+            return
+        consumer.assign(assigned)
+        while ends:
+            if time.monotonic() > deadline:
+                raise UnreachableError(f"could not read {', '.join(sorted({t for t, _ in ends}))} to its end in "
+                                       f"{timeout:.0f}s while looking for replayed events",
+                                       hint="check the brokers are up; then resume")
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error() is not None:
+                continue
+            key = (str(msg.topic()), int(msg.partition() or 0))
+            if key not in ends:
+                continue
+            yield key[0], msg.value() or b""
+            if int(msg.offset() or 0) + 1 >= ends[key]:
+                del ends[key]
+    finally:
+        consumer.close()
