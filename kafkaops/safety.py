@@ -24,6 +24,13 @@ Why the gates look the way they do (lessons from the anchor tools):
   naming the topics, so the operator decides (lower ``min.insync.replicas``, raise RF, or
   ``--force --reason``) instead of a wait loop that never ends.
 * **Controller last** in a roll (:func:`rolling_order`).
+* **Leader spread is judged per broker against its own preferred partitions** (:func:`leader_spread`),
+  Kafka's ``leader.imbalance.per.broker.percentage``: of the partitions a broker is preferred leader of
+  (``replicas[0]``), the share it does not lead. Not max - min leaders per broker: with an uneven
+  replica assignment (a broker preferred for 40 partitions, another for 10) the counts differ by design,
+  and a max - min rule either refuses a cluster that is exactly as designed or needs a slack so wide it
+  misses a broker leading nothing. The per-broker share is 0 % on a cluster led as assigned, whatever
+  the assignment, and 100 % for the broker a maintenance left leading nothing (Strimzi #5564).
 
 Performance: a snapshot of 1,000 brokers / 500,000 partitions is analysed in well under two seconds.
 All per-partition work happens in one pass that is cached per snapshot object (a rolling plan asks
@@ -44,12 +51,17 @@ from kafkaops.errors import SafetyRefusal
 from kafkaops.model import Cluster, ClusterSnapshot, PartitionState
 
 __all__ = [
+    "DEFAULT_MAX_LEADER_IMBALANCE",
+    "BrokerLeadership",
     "HealthSummary",
+    "LeaderSpread",
     "PreflightResult",
     "StopImpact",
     "Violation",
     "broker_dc_map",
     "cluster_health",
+    "election_candidates",
+    "leader_spread",
     "leaders_not_preferred",
     "partition_name",
     "partitions_not_in_isr",
@@ -63,6 +75,9 @@ __all__ = [
 DEFAULT_MIN_ISR = 1
 #: DC label for brokers missing from the broker -> DC mapping.
 UNKNOWN_DC = "unknown"
+#: Kafka's broker default for ``leader.imbalance.per.broker.percentage``: the share of its preferred
+#: partitions a broker may not lead before Kafka's own auto-rebalance (when enabled) steps in.
+DEFAULT_MAX_LEADER_IMBALANCE = 10
 
 
 # --------------------------------------------------------------------------------------------------
@@ -315,10 +330,11 @@ def cluster_health(snapshot: ClusterSnapshot, broker_dc: Mapping[int, str] | Non
     """
     s = _scan(snapshot)
     registered = tuple(sorted(set(snapshot.brokers)))
-    leaders_by_broker = {b: 0 for b in registered}
-    for b, n in s.leaders.items():
-        leaders_by_broker[b] = n
-    ratio_by_broker = {b: s.preferred_led.get(b, 0) / total for b, total in s.preferred_total.items()}
+    # Leaders per broker and the preferred ratio come from the same figures the pre-flight's spread gate
+    # judges (leader_spread), so `kafkaops status` and a refusal never disagree.
+    spread = leader_spread(snapshot)
+    leaders_by_broker = {b.broker_id: b.leaders for b in spread.brokers if b.live or b.leaders}
+    ratio_by_broker = {b.broker_id: b.preferred_led / b.preferred for b in spread.brokers if b.preferred}
 
     ratio_by_dc: dict[str, float] = {}
     leaders_by_dc: dict[str, int] = {}
@@ -354,6 +370,165 @@ def cluster_health(snapshot: ClusterSnapshot, broker_dc: Mapping[int, str] | Non
         leaders_by_dc=leaders_by_dc,
         unregistered_replica_brokers=tuple(sorted(s.replica_brokers - set(registered))),
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Leader spread
+# --------------------------------------------------------------------------------------------------
+
+
+def _pct(part: int, whole: int) -> str:
+    """``8.3%``, ``100%``: a share for a message, one decimal only when it is not whole."""
+    value = 100.0 * part / whole if whole else 0.0
+    return f"{value:.1f}".rstrip("0").rstrip(".") + "%"
+
+
+@dataclass(frozen=True)
+class BrokerLeadership:
+    """One broker's leadership, now and as assigned.
+
+    Attributes:
+        broker_id: The broker.
+        live: Registered right now. A broker that is down leads nothing by necessity; the URP and
+            registration gates speak for it, the spread gate does not.
+        leaders: Partitions it leads now (any, preferred or not).
+        preferred: Partitions it is preferred leader of (first in their replica list).
+        preferred_led: Of those, how many it leads now.
+    """
+
+    broker_id: int
+    live: bool
+    leaders: int
+    preferred: int
+    preferred_led: int
+
+    @property
+    def not_led(self) -> int:
+        """Partitions it is preferred leader of but does not lead (another replica does, or none)."""
+        return self.preferred - self.preferred_led
+
+    @property
+    def imbalance(self) -> float:
+        """``not_led / preferred`` (0.0 for a broker preferred for nothing): Kafka's per-broker ratio."""
+        return self.not_led / self.preferred if self.preferred else 0.0
+
+    def exceeds(self, max_imbalance: int) -> bool:
+        """More than ``max_imbalance`` percent of its preferred partitions led elsewhere (as Kafka's
+        controller compares: strictly above; integer arithmetic, so 10 % of 10 partitions is 1, not 1.0000001)."""
+        return self.not_led * 100 > max_imbalance * self.preferred
+
+    def describe(self) -> str:
+        """``1002 leads 0 of the 12 partitions it is preferred leader of (100% off)``."""
+        return (f"broker {self.broker_id} leads {self.preferred_led} of the {self.preferred} partitions it is "
+                f"preferred leader of ({_pct(self.not_led, self.preferred)} off)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"broker_id": self.broker_id, "live": self.live, "leaders": self.leaders,
+                "preferred": self.preferred, "preferred_led": self.preferred_led,
+                "imbalance_pct": round(100.0 * self.imbalance, 1)}
+
+
+@dataclass(frozen=True)
+class LeaderSpread:
+    """Leaders per broker against the assignment, and which brokers are past the allowed imbalance.
+
+    Attributes:
+        brokers: Every registered broker, and every broker some partition prefers or is led by, by id.
+        max_imbalance: The allowed share (percent) of a broker's preferred partitions led elsewhere
+            (``max_leader_imbalance``; Kafka's ``leader.imbalance.per.broker.percentage``, default 10).
+    """
+
+    brokers: tuple[BrokerLeadership, ...]
+    max_imbalance: int = DEFAULT_MAX_LEADER_IMBALANCE
+
+    def over(self, exempt: Iterable[int] = ()) -> tuple[BrokerLeadership, ...]:
+        """Live brokers past the allowed imbalance, except ``exempt`` ones (those the run itself is
+        about to restore: the target of a reboot, brokers rolled earlier whose election is deferred)."""
+        skip = set(exempt)
+        return tuple(b for b in self.brokers
+                     if b.live and b.broker_id not in skip and b.exceeds(self.max_imbalance))
+
+    def within(self, exempt: Iterable[int] = ()) -> bool:
+        """No live (non-exempt) broker past the allowed imbalance."""
+        return not self.over(exempt)
+
+    def line(self) -> str:
+        """Leaders now vs preferred, per live broker: ``1001 16/12, 1002 0/12 (100% off), 1003 8/12``.
+
+        ``16/12`` reads "leads 16 partitions, is preferred leader of 12"; the share off is shown only for a
+        broker not leading all of its preferred partitions.
+        """
+        parts = []
+        for b in self.brokers:
+            if not b.live and not b.leaders:
+                continue
+            off = f" ({_pct(b.not_led, b.preferred)} off)" if b.not_led else ""
+            parts.append(f"{b.broker_id} {b.leaders}/{b.preferred}{off}" + ("" if b.live else " (down)"))
+        return ", ".join(parts) or "no brokers"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"max_imbalance_pct": self.max_imbalance, "brokers": [b.to_dict() for b in self.brokers],
+                "over": [b.broker_id for b in self.over()]}
+
+
+def leader_spread(snapshot: ClusterSnapshot, max_imbalance: int = DEFAULT_MAX_LEADER_IMBALANCE) -> LeaderSpread:
+    """Leaders per broker now vs as assigned (the seed runbook's "brokers distributed uniformly among
+    the partition Leaders" before a stop, and "the host is again among the partition leaders" after the
+    election), from the same one-pass scan as :func:`cluster_health`.
+
+    Why Kafka's per-broker measure and not max - min leaders: the assignment decides what "uniform"
+    means. A topic created with 5 partitions on 3 brokers, or a broker added later with fewer
+    partitions, gives brokers different preferred counts by design; a max - min (or max / mean) rule
+    refuses such a cluster when it is led exactly as assigned, and the slack needed to accept it would
+    also accept a small broker leading nothing. Per broker, "of the partitions you should lead, how many
+    do you not" is 0 % for every broker of a cluster led as assigned, whatever the layout, and 100 % for
+    a broker a maintenance left leading nothing (Strimzi #5564). It is also what Kafka's controller
+    itself compares against ``leader.imbalance.per.broker.percentage`` when auto-rebalance is on, so
+    operators already know the number.
+
+    Args:
+        snapshot: The cluster as observed (or projected).
+        max_imbalance: Allowed share, in percent, of a broker's preferred partitions led elsewhere.
+
+    Returns:
+        A :class:`LeaderSpread`.
+    """
+    s = _scan(snapshot)
+    live = set(snapshot.brokers)
+    ids = sorted(live | set(s.preferred_total) | set(s.leaders))
+    return LeaderSpread(
+        brokers=tuple(BrokerLeadership(broker_id=b, live=b in live, leaders=s.leaders.get(b, 0),
+                                       preferred=s.preferred_total.get(b, 0),
+                                       preferred_led=s.preferred_led.get(b, 0)) for b in ids),
+        max_imbalance=max_imbalance,
+    )
+
+
+def election_candidates(snapshot: ClusterSnapshot, broker_id: int | None = None
+                        ) -> tuple[list[PartitionState], list[PartitionState]]:
+    """Split :func:`leaders_not_preferred` into what a preferred-replica election can move now and what it
+    cannot.
+
+    A partition can go back to its preferred leader only when that replica is registered and in the
+    ISR; Kafka answers ``PREFERRED_LEADER_NOT_AVAILABLE`` for the others. A cluster-wide election
+    (``--election-scope cluster``) therefore asks only for the first list and reports the second,
+    instead of failing on a partition whose preferred replica is lagging or down.
+
+    Args:
+        snapshot: The cluster as observed (or projected).
+        broker_id: Only partitions whose preferred leader is this broker; ``None`` for all.
+
+    Returns:
+        ``(electable, blocked)``, each in snapshot order.
+    """
+    live = set(snapshot.brokers)
+    electable: list[PartitionState] = []
+    blocked: list[PartitionState] = []
+    for p in leaders_not_preferred(snapshot, broker_id):
+        (electable if p.replicas[0] in live and p.replicas[0] in p.isr else blocked).append(p)
+    return electable, blocked
 
 
 # --------------------------------------------------------------------------------------------------
@@ -520,7 +695,7 @@ class Violation:
     Attributes:
         code: Stable name: ``broker_not_registered``, ``offline_partitions``, ``under_min_isr``,
             ``under_replicated``, ``stop_takes_offline``, ``stop_below_min_isr``,
-            ``rf_not_above_min_isr``.
+            ``rf_not_above_min_isr``, ``leader_imbalance``.
         message: One line saying what is wrong, naming (a truncated list of) partitions.
         partitions: Every partition concerned, as ``topic-N``.
         topics: Topics concerned (for ``rf_not_above_min_isr``).
@@ -557,12 +732,14 @@ class PreflightResult:
         violations: Why it is refused (empty = allowed).
         warnings: Non-blocking notes (URP allowed by ``--force``, broker is the controller...).
         impact: The simulated stop (leaders that move, partitions that lose a replica) for the plan.
+        spread: Leaders per broker now vs as assigned (``None`` when the spread gate was not asked for).
     """
 
     broker_id: int
     violations: tuple[Violation, ...]
     warnings: tuple[str, ...]
     impact: StopImpact
+    spread: LeaderSpread | None = None
 
     @property
     def ok(self) -> bool:
@@ -612,6 +789,7 @@ class PreflightResult:
             "violations": [v.to_dict() for v in self.violations],
             "warnings": list(self.warnings),
             "impact": self.impact.to_dict(),
+            "spread": self.spread.to_dict() if self.spread is not None else None,
         }
 
 
@@ -629,7 +807,13 @@ def _violation(
 
 
 def preflight(
-    snapshot: ClusterSnapshot, broker_id: int, *, allow_urp: bool = False, isr_headroom: int = 0
+    snapshot: ClusterSnapshot,
+    broker_id: int,
+    *,
+    allow_urp: bool = False,
+    isr_headroom: int = 0,
+    max_leader_imbalance: int | None = None,
+    leader_exempt: Iterable[int] = (),
 ) -> PreflightResult:
     """The availability gate before stopping ``broker_id`` (runbook step ``kafka.preflight``).
 
@@ -638,12 +822,26 @@ def preflight(
     one of its partitions offline or below ``min.insync.replicas + isr_headroom``. Topics whose RF is
     <= min ISR (+ headroom) get their own *permanent* violation so a retry loop stops and asks.
 
+    With ``max_leader_imbalance``, also refuses when leadership is skewed (the seed runbook's "brokers
+    distributed uniformly among the partition Leaders" before the stop): some live broker leads less
+    than ``100 - max_leader_imbalance`` percent of the partitions it is preferred leader of (see
+    :func:`leader_spread` for why this measure). Stopping a broker on top of a skew piles its leaders
+    onto brokers that may already lead more than their share, and the run could not tell the skew it
+    found from one it made. The broker to stop is exempt (the run's own election restores it: this is
+    how a broker an earlier maintenance left leading nothing is repaired), and so are
+    ``leader_exempt`` (brokers rolled earlier in the same run whose election is deferred or skipped).
+    No ``--force`` passes it: the override is the threshold itself, ``--max-leader-imbalance 100``,
+    so the plan and the journal say what was accepted.
+
     Args:
         snapshot: The cluster as observed.
         broker_id: The broker about to be stopped.
         allow_urp: Accept cluster-wide under-replicated partitions (``--force``); the per-broker
             min-ISR gate still applies.
         isr_headroom: See :func:`stop_impact`.
+        max_leader_imbalance: Allowed share (percent, 0-100) of a live broker's preferred partitions
+            led elsewhere; ``None`` skips the spread gate.
+        leader_exempt: Brokers the spread gate does not judge besides ``broker_id``.
 
     Returns:
         A :class:`PreflightResult`; call :meth:`PreflightResult.raise_if_refused` to enforce it.
@@ -734,11 +932,39 @@ def preflight(
                 hint="raise the replication factor or lower min.insync.replicas of those topics",
             )
         )
+    spread = None
+    if max_leader_imbalance is not None:
+        spread = leader_spread(snapshot, max_leader_imbalance)
+        exempt = {broker_id, *leader_exempt}
+        over = spread.over(exempt)
+        if over:
+            worst = sorted(over, key=lambda b: (-b.imbalance, b.broker_id))
+            violations.append(
+                Violation(
+                    code="leader_imbalance",
+                    message=(
+                        f"leadership is skewed past {max_leader_imbalance}% per broker: "
+                        + "; ".join(b.describe() for b in worst)
+                        + f" (leaders now/preferred: {spread.line()})"
+                    ),
+                    hint=(
+                        "restore the preferred leaders first (a maintenance of "
+                        + ", ".join(f"broker {b.broker_id}" for b in worst)
+                        + " ends with its election; or run a preferred-replica election), or accept this "
+                        "spread with --max-leader-imbalance N"
+                    ),
+                )
+            )
+        mine = [b for b in spread.brokers if b.live and b.broker_id in exempt and b.exceeds(max_leader_imbalance)]
+        for b in mine:
+            why = ("the target: its election in this run restores it" if b.broker_id == broker_id
+                   else "rolled earlier in this run: the closing election restores it")
+            warnings.append(f"{b.describe()} ({why})")
     if impact.is_controller:
         warnings.append(f"broker {broker_id} is the active controller: stopping it triggers an election")
 
     return PreflightResult(
-        broker_id=broker_id, violations=tuple(violations), warnings=tuple(warnings), impact=impact
+        broker_id=broker_id, violations=tuple(violations), warnings=tuple(warnings), impact=impact, spread=spread
     )
 
 

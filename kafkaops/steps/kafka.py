@@ -15,7 +15,11 @@ from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param,
 from kafkaops.errors import CheckFailed, ConfigError
 from kafkaops.model import ClusterSnapshot, Host
 from kafkaops.safety import (
+    DEFAULT_MAX_LEADER_IMBALANCE,
+    LeaderSpread,
     cluster_health,
+    election_candidates,
+    leader_spread,
     leaders_not_preferred,
     partition_name,
     partitions_not_in_isr,
@@ -68,15 +72,37 @@ def _lead_summary(state: Any) -> str:
             f"out of ISR in {len(state['out_of_isr'])} of {state['hosted']} partitions")
 
 
+def _earlier_brokers(ctx: RunContext) -> list[int]:
+    """Brokers of the targets this run handled before the current one (a roll goes one at a time)."""
+    if ctx.target not in ctx.targets:
+        return []
+    svc = env(ctx)
+    return [svc.host(t).broker_id for t in ctx.targets[:ctx.targets.index(ctx.target)]]
+
+
+def _spread_text(spread: LeaderSpread) -> str:
+    return f"leaders now/preferred per broker: {spread.line()} (max {spread.max_imbalance}% off)"
+
+
 class Preflight(StepBase):
-    """Refuse when the cluster is unhealthy or stopping this broker would drop a partition below min ISR."""
+    """Refuse when the cluster is unhealthy, leadership is skewed, or stopping this broker would drop a
+    partition below min ISR.
+
+    The leader-spread gate is the seed runbook's "brokers distributed uniformly among the partition
+    Leaders" before the stop, measured per broker against its own preferred partitions (see
+    :func:`kafkaops.safety.leader_spread`). Brokers rolled earlier in the same run are not judged: with
+    ``--election-at-end`` or ``--no-election`` they lead nothing by this run's design.
+    """
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
         snap = _snapshot(ctx, configs=True)
         result = preflight(snap, host.broker_id, allow_urp=bool(self.params["allow_urp"]),
-                           isr_headroom=int(self.params["isr_headroom"]))
+                           isr_headroom=int(self.params["isr_headroom"]),
+                           max_leader_imbalance=int(self.params["max_leader_imbalance"]),
+                           leader_exempt=_earlier_brokers(ctx))
         impact = result.impact
+        assert result.spread is not None
         data = {
             "broker": host.broker_id, "host": host.name, "ok": result.ok,
             "violations": [v.to_dict() for v in result.violations], "warnings": list(result.warnings),
@@ -84,6 +110,7 @@ class Preflight(StepBase):
             "state": _state(snap, host.broker_id),
             "moves": len(impact.leadership_moves), "loses_isr": len(impact.loses_isr_replica),
             "rf_not_above_min_isr": list(impact.rf_not_above_min_isr),
+            "spread": result.spread.to_dict(), "leaders": _spread_text(result.spread),
         }
         return Observation(data, summary=f"broker {host.broker_id}: {_lead_summary(data['state'])}"
                                          + provenance(ctx, broker_keys(ctx)))
@@ -95,9 +122,11 @@ class Preflight(StepBase):
         if not d["ok"]:
             raise SafetyRefusal(d["message"], hint=d["hint"])
         notes = [f"{d['moves']} leader(s) will move off {d['broker']}",
-                 f"{d['loses_isr']} partition(s) drop one replica from their ISR while it is down"]
+                 f"{d['loses_isr']} partition(s) drop one replica from their ISR while it is down",
+                 d["leaders"]]
         notes += d["warnings"]
-        return Noop("gates pass (no offline, no under-min-ISR, no URP; stop keeps min ISR): " + "; ".join(notes))
+        return Noop("gates pass (no offline, no under-min-ISR, no URP; stop keeps min ISR; leaders spread as "
+                    "assigned): " + "; ".join(notes))
 
 
 class StopBroker(StepBase):
@@ -286,52 +315,116 @@ class WaitInSync(_BrokerStateStep):
 
 
 def _election_mode(step: StepBase, ctx: RunContext) -> str:
-    """``off``; ``broker`` (this broker's partitions, after each host); ``deferred`` (at_end, not the last
-    target yet); ``all`` (at_end on the last target: one election for the whole cluster)."""
+    """Which election this step runs for the current target.
+
+    ``off`` (--no-election); ``broker`` (after each host, the partitions this broker is preferred leader
+    of: the default scope); ``cluster`` (after each host, every partition: ``--election-scope cluster``,
+    the seed's ``kafka preferred-replica-election``); ``deferred`` (``--election-at-end``, not the last
+    target yet); ``all`` (``--election-at-end`` on the last target: one election for the whole cluster).
+    """
     if not step.params["enabled"]:
         return "off"
-    if not step.params["at_end"]:
-        return "broker"
-    return "all" if not ctx.targets or ctx.target == ctx.targets[-1] else "deferred"
+    if step.params["at_end"]:
+        return "all" if not ctx.targets or ctx.target == ctx.targets[-1] else "deferred"
+    return "cluster" if step.params.get("scope", "broker") == "cluster" else "broker"
+
+
+_WHOLE = ("cluster", "all")  # modes that elect every partition of the cluster
+
+
+def _skipped(mode: str, ctx: RunContext) -> str:
+    """Why no election runs now, and until when the host stays without its leaders."""
+    if mode == "off":
+        return "--no-election: until an election is run by hand"
+    last = ctx.targets[-1] if ctx.targets else "the last target"
+    return f"--election-at-end: until the election after {last}"
+
+
+def _leaderless(d: Any) -> str:
+    """``kafka1002 is repooled while leading nothing (0 of the 12 partitions it is preferred leader of)``."""
+    leading = "nothing" if not d["leads"] else f"only {d['leads']} partition(s)"
+    return (f"{d['host']} is repooled while leading {leading} ({d['preferred_led']} of the {d['preferred']} "
+            f"partitions it is preferred leader of; the others stay led by other brokers, {d['until']})")
+
+
+def _leadership(ctx: RunContext, snap: ClusterSnapshot, broker: int, mode: str) -> dict[str, Any]:
+    """The target's leadership now, for the plain statement of a skipped election."""
+    spread = {b.broker_id: b for b in leader_spread(snap).brokers}
+    me = spread.get(broker)
+    return {"leads": me.leaders if me else 0, "preferred": me.preferred if me else 0,
+            "preferred_led": me.preferred_led if me else 0,
+            "until": _skipped(mode, ctx) if mode in ("off", "deferred") else ""}
 
 
 class PreferredElection(StepBase):
-    """Run a preferred-replica election for the partitions this broker should lead."""
+    """Run a preferred-replica election: for the partitions this broker should lead (scope ``broker``),
+    or for every partition of the cluster (scope ``cluster``, and the closing election of
+    ``--election-at-end``).
+
+    Why ``broker`` is the default, where the seed runs a cluster-wide ``kafka preferred-replica-election``:
+    a reboot of one host should move only the leaders that host gave away. A cluster-wide election also
+    moves partitions that are off their preferred leader for reasons this run knows nothing of (a broker
+    someone drained on purpose, a reassignment in progress), each move a round of NOT_LEADER errors and
+    metadata refreshes for their clients. The pre-flight already refused a skewed cluster, so after a
+    ``broker`` election the cluster is led as it was found, this host included; ``cluster`` is there for
+    the seed's behaviour and for repairing a skew the pre-flight was told to accept.
+
+    A cluster-wide election asks only for partitions whose preferred replica is registered and in the
+    ISR (Kafka refuses the others); the plan names those it leaves.
+    """
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
         snap = _snapshot(ctx)
         mode = _election_mode(self, ctx)
-        broker = None if mode == "all" else host.broker_id
-        preferred = [p for p in snap.partitions if broker is None or p.preferred_leader == broker]
-        pending = [partition_name(p) for p in leaders_not_preferred(snap, broker)]
+        broker = None if mode in _WHOLE else host.broker_id
+        electable, blocked = election_candidates(snap, broker)
+        total = len(snap.partitions) if broker is None else \
+            sum(1 for p in snap.partitions if p.preferred_leader == broker)
+        data: dict[str, Any] = {
+            "host": host.name, "broker": host.broker_id, "mode": mode, "total": total,
+            "todo": [[p.topic, p.partition] for p in electable], "blocked": [partition_name(p) for p in blocked],
+            **_leadership(ctx, snap, host.broker_id, mode),
+        }
+        if mode == "cluster":  # who leads its preferred partitions once it ran (the projection of later steps)
+            data["in_sync"] = [b for b in snap.brokers if not partitions_not_in_isr(snap, b)]
         whose = "the cluster's" if broker is None else f"broker {host.broker_id}'s"
-        return Observation({"host": host.name, "broker": host.broker_id, "mode": mode,
-                            "preferred": [[p.topic, p.partition] for p in preferred], "pending": pending},
-                           summary=f"{len(preferred) - len(pending)} of {whose} {len(preferred)} partitions "
-                                   "led by their preferred leader" + provenance(ctx, broker_keys(ctx)))
+        pending = len(electable) + len(blocked)
+        return Observation(data, summary=f"{total - pending} of {whose} {total} partitions "
+                                         "led by their preferred leader" + provenance(ctx, broker_keys(ctx)))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
         if d["mode"] == "off":
-            return Noop("preferred-replica election disabled (--no-election)")
+            return Noop("preferred-replica election disabled (--no-election): " + _leaderless(d))
         if d["mode"] == "deferred":
-            return Noop("preferred-replica election deferred to the end of the roll (--election-at-end)")
-        todo = [tp for tp in d["preferred"] if f"{tp[0]}-{tp[1]}" in d["pending"]]
+            return Noop("preferred-replica election deferred to the end of the roll (--election-at-end): "
+                        + _leaderless(d))
+        todo = d["todo"]
+        blocked = d.get("blocked") or []
+        left = (f"; {len(blocked)} partition(s) whose preferred replica is not in their ISR stay as they are: "
+                f"{names(blocked)}") if blocked else ""
         if not todo:
-            return Noop(f"all {len(d['preferred'])} partitions already led by their preferred leader")
+            return Noop(f"all {d['total'] - len(blocked)} electable partitions already led by their preferred "
+                        "leader" + left)
         listed = names([f"{t}-{p}" for t, p in todo])
-        whose = "of the whole cluster" if d["mode"] == "all" else f"whose preferred leader is {d['broker']}"
+        whose = {"all": "of the whole cluster (--election-at-end)",
+                 "cluster": "of the whole cluster (--election-scope cluster)"}.get(
+                     d["mode"], f"whose preferred leader is {d['broker']}")
         return Action(
             description=f"preferred-replica election for {len(todo)} partition(s) {whose}",
             commands=(f"AdminClient.elect_leaders(PREFERRED, [{listed}])",),
-            impact=f"{len(todo)} leader(s) move back to their preferred replica",
+            impact=f"{len(todo)} leader(s) move back to their preferred replica" + left,
             data={"partitions": todo},
         )
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
         if obs.data["mode"] == "all":
             return {CLUSTER_ELECTED: True}
+        if obs.data["mode"] == "cluster":
+            # Not CLUSTER_ELECTED: that fact would also hand leadership to a host stopped and restarted
+            # later in the roll, before its own election. Each broker in sync now is elected now.
+            return {broker_key(b): ELECTED for b in obs.data["in_sync"]}
         return {broker_key(obs.data["broker"]): ELECTED}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
@@ -343,38 +436,61 @@ class PreferredElection(StepBase):
 
 
 class VerifyLeaders(StepBase):
-    """Wait until the broker leads every partition whose preferred leader it is."""
+    """Wait until the broker leads its preferred partitions again and every live broker is within the
+    allowed leader imbalance (the seed's "the host is again among the partition leaders").
+
+    Strict where an election can act: every partition of the election's scope whose preferred replica
+    is in its ISR must be led by it. Within ``max_leader_imbalance`` everywhere else: a partition whose
+    preferred replica is lagging cannot move back now and must not fail a roll, but a broker left
+    leading too little of its share (or another broker's skew appearing meanwhile) does.
+    """
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
         mode = _election_mode(self, ctx)
-        pending = [partition_name(p) for p in
-                   leaders_not_preferred(_snapshot(ctx), None if mode == "all" else host.broker_id)]
-        return Observation({"broker": host.broker_id, "pending": pending, "mode": mode},
-                           summary=f"broker {host.broker_id}: {len(pending)} preferred partition(s) led elsewhere"
-                                   + provenance(ctx, broker_keys(ctx)))
+        snap = _snapshot(ctx)
+        pending, spread = self._check(snap, host.broker_id, mode)
+        data = {"broker": host.broker_id, "host": host.name, "mode": mode, "pending": pending,
+                "over": [b.describe() for b in spread.over()], "leaders": _spread_text(spread)}
+        return Observation(data, summary=f"broker {host.broker_id}: {len(pending)} preferred partition(s) led "
+                                         f"elsewhere; {_spread_text(spread)}" + provenance(ctx, broker_keys(ctx)))
+
+    def _check(self, snap: ClusterSnapshot, broker: int, mode: str) -> tuple[list[str], LeaderSpread]:
+        if mode in _WHOLE:
+            electable, _ = election_candidates(snap, None)
+            pending = [partition_name(p) for p in electable]
+        else:
+            pending = [partition_name(p) for p in leaders_not_preferred(snap, broker)]
+        return pending, leader_spread(snap, int(self.params["max_leader_imbalance"]))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
         if d["mode"] in ("off", "deferred"):
-            return Noop("leadership check skipped with the election (" + ("--no-election)" if d["mode"] == "off"
-                                                                         else "deferred to the end of the roll)"))
-        if not d["pending"]:
-            return Noop(f"broker {d['broker']} leads all of its preferred partitions")
-        return Action(description=f"wait until broker {d['broker']} leads its preferred partitions"
-                                  f" ({len(d['pending'])} pending)",
+            return Noop("leadership check skipped with the election (" + ("--no-election" if d["mode"] == "off"
+                        else "deferred to the end of the roll") + "): " + d.get("leaders", ""))
+        over = d.get("over") or []
+        if not d["pending"] and not over:
+            done = ("every electable partition is led by its preferred leader" if d["mode"] in _WHOLE
+                    else f"broker {d['broker']} leads all of its preferred partitions")
+            return Noop(f"{done}; {d.get('leaders', '')}")
+        what = ("every electable partition is led by its preferred leader" if d["mode"] in _WHOLE
+                else f"broker {d['broker']} leads its preferred partitions")
+        return Action(description=f"wait until {what} ({len(d['pending'])} pending) and every live broker is "
+                                  f"within the leader imbalance" + (f" ({'; '.join(over)})" if over else ""),
                       commands=("AdminClient metadata: leaders, polled",), impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         host = target_host(ctx)
-
-        broker = None if _election_mode(self, ctx) == "all" else host.broker_id
+        mode = _election_mode(self, ctx)
 
         def led() -> tuple[bool, str]:
-            pending = leaders_not_preferred(_snapshot(ctx), broker)
-            return not pending, f"{len(pending)} pending"
+            pending, spread = self._check(_snapshot(ctx), host.broker_id, mode)
+            over = spread.over()
+            return not pending and not over, (f"{len(pending)} pending; {_spread_text(spread)}"
+                                              + (f"; {'; '.join(b.describe() for b in over)}" if over else ""))
 
-        wait(ctx, led, what=f"broker {host.broker_id} leading its preferred partitions",
+        wait(ctx, led, what=f"broker {host.broker_id} leading its preferred partitions, every broker within "
+                            f"{int(self.params['max_leader_imbalance'])}% of its preferred leadership",
              timeout=float(self.params["timeout"]))
 
 
@@ -500,9 +616,14 @@ class ClusterWhole(StepBase):
 
 
 TIMEOUT = Param("timeout", "duration", default=300.0, help="give up after this long")
+MAX_LEADER_IMBALANCE = Param(
+    "max_leader_imbalance", "int", default=DEFAULT_MAX_LEADER_IMBALANCE, min=0, max=100,
+    help="refuse / fail when a live broker does not lead more than this percentage of the partitions it is "
+         "preferred leader of (Kafka's leader.imbalance.per.broker.percentage; 100 accepts any spread)")
 register_step("kafka.preflight", Preflight, [
     Param("allow_urp", "bool", default=False, help="proceed despite URP elsewhere (--force)"),
     Param("isr_headroom", "int", default=0, help="require this many ISR replicas above min.insync.replicas"),
+    MAX_LEADER_IMBALANCE,
 ])
 register_step("kafka.stop_broker", StopBroker, [TIMEOUT], compensate=Compensation(
     "kafka.restore_broker", params={}, note="start the broker again and wait until it is back in every ISR",
@@ -512,12 +633,24 @@ register_step("kafka.cluster_whole", ClusterWhole, [Param("timeout", "duration",
 register_step("kafka.start_broker", StartBroker, [TIMEOUT])
 register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "duration", default=120.0)])
 register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)])
+ELECTION_SCOPES = ("broker", "cluster")
 ELECTION = [Param("enabled", "bool", default=True, help="false skips the election (--no-election)"),
             Param("at_end", "bool", default=False,
-                  help="one election for every partition after the last target (--election-at-end)")]
-register_step("kafka.preferred_election", PreferredElection, ELECTION,
+                  help="one election for every partition after the last target (--election-at-end)"),
+            Param("scope", "str", default="broker",
+                  help="after each target, elect the partitions it is preferred leader of (broker) or every "
+                       "partition (cluster, --election-scope cluster)")]
+
+
+def _check_scope(params: Any) -> str | None:
+    scope = params.get("scope", "broker")
+    return None if scope in ELECTION_SCOPES else f"scope {scope!r} is not one of {', '.join(ELECTION_SCOPES)}"
+
+
+register_step("kafka.preferred_election", PreferredElection, ELECTION, check=_check_scope,
               irreversible="nothing to undo: the election only puts leaders back on their preferred replicas")
-register_step("kafka.verify_leaders", VerifyLeaders, [Param("timeout", "duration", default=120.0), *ELECTION])
+register_step("kafka.verify_leaders", VerifyLeaders, [Param("timeout", "duration", default=120.0), *ELECTION,
+                                                      MAX_LEADER_IMBALANCE], check=_check_scope)
 register_step("kafka.wait_healthy", WaitHealthy, [
     Param("stable_for", "duration", default=5.0, help="how long the cluster must stay healthy"),
     Param("timeout", "duration", default=1800.0),

@@ -115,7 +115,7 @@ def test_election_mode(enabled: bool, at_end: bool, target: str, expected: str) 
 
 
 def test_election_only_for_partitions_not_led_by_their_preferred_leader() -> None:
-    obs = Observation({"host": "a", "broker": 1, "mode": "broker", "dry_run": False,
-                       "preferred": [["t", 0], ["t", 1]], "pending": ["t-1"]})
+    obs = Observation({"host": "a", "broker": 1, "mode": "broker", "total": 2, "todo": [["t", 1]], "blocked": [],
+                       "leads": 1, "preferred": 2, "preferred_led": 1, "until": ""})
     decision = step("kafka.preferred_election").plan(obs)
     assert isinstance(decision, Action) and decision.data["partitions"] == [["t", 1]]
