@@ -85,8 +85,7 @@ def _spread_text(spread: LeaderSpread) -> str:
 
 
 class Preflight(StepBase):
-    """Refuse when the cluster is unhealthy, leadership is skewed, or stopping this broker would drop a
-    partition below min ISR.
+    """Refuse when the cluster is unhealthy or skewed, or stopping this broker would drop a partition below min ISR.
 
     The leader-spread gate is the seed runbook's "brokers distributed uniformly among the partition
     Leaders" before the stop, measured per broker against its own preferred partitions (see
@@ -357,9 +356,10 @@ def _leadership(ctx: RunContext, snap: ClusterSnapshot, broker: int, mode: str) 
 
 
 class PreferredElection(StepBase):
-    """Run a preferred-replica election: for the partitions this broker should lead (scope ``broker``),
-    or for every partition of the cluster (scope ``cluster``, and the closing election of
-    ``--election-at-end``).
+    """Run a preferred-replica election for the partitions this broker should lead, or for the whole cluster.
+
+    Scope ``broker`` (the default) elects the partitions this broker is preferred leader of; scope
+    ``cluster`` and the closing election of ``--election-at-end`` elect every partition.
 
     Why ``broker`` is the default, where the seed runs a cluster-wide ``kafka preferred-replica-election``:
     a reboot of one host should move only the leaders that host gave away. A cluster-wide election also
@@ -436,8 +436,10 @@ class PreferredElection(StepBase):
 
 
 class VerifyLeaders(StepBase):
-    """Wait until the broker leads its preferred partitions again and every live broker is within the
-    allowed leader imbalance (the seed's "the host is again among the partition leaders").
+    """Wait until the broker leads its preferred partitions again and the leader spread is within bounds.
+
+    The seed's "the host is again among the partition leaders", and every live broker within the allowed
+    leader imbalance.
 
     Strict where an election can act: every partition of the election's scope whose preferred replica
     is in its ISR must be led by it. Within ``max_leader_imbalance`` everywhere else: a partition whose
