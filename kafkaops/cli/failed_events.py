@@ -249,6 +249,9 @@ def replay_failed_events(target: str, *, service: str | None, since: str | None,
         check_writable(save_plan, "the plan", "--save-plan PATH", parents=True)
     params = {"service": name, "since": since_s, "topic": topic or "", "via": via, "rate": rate_v,
               "report": str(report)}
+    from kafkaops.cli.plugins import load_plugins
+
+    load_plugins()  # the step kinds, before the runbook is loaded (it names them)
     run_runbook(find_runbook("failed-events-replay"), cluster, hosts, params, reason=reason, task=task, yes=yes,
                 dry_run=dry_run, output=output, save_plan=save_plan)
     if dry_run:

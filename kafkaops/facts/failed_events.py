@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -344,15 +344,20 @@ class ReplaySelection:
     per_topic: dict[str, int] = field(default_factory=dict)
 
 
-def replay_items(events: Sequence[FailedEvent], *, dc: str) -> ReplaySelection:
+def replay_items(events: Sequence[FailedEvent], *, dc: str, topics: Collection[str] | None = None) -> ReplaySelection:
     """The distinct events of ``events``, each with its destination topic (``<dc>.<stream>``) or the
-    reason it cannot be sent, and the count per destination (``(rejected)`` for the unsendable)."""
+    reason it cannot be sent, and the count per destination (``(rejected)`` for the unsendable).
+
+    ``topics``: the topics the cluster has; an event for another is not sent (producing to a topic that
+    does not exist waits out the producer's timeout, and would be created where auto-creation is on)."""
     items = []
     per_topic: dict[str, int] = {}
     distinct = unique(events)
     for e in distinct:
         topic = destination_topic(dc, e.stream) if e.stream else None
         problem = e.problem or ("" if topic else f"{dc}.{e.stream} is not a valid Kafka topic name")
+        if not problem and topics is not None and topic not in topics:
+            problem = f"topic {topic} does not exist"
         items.append(ReplayItem(e.key, e, topic if not problem else None, problem))
         label = topic if not problem and topic else "(rejected: not sendable)"
         per_topic[label] = per_topic.get(label, 0) + 1

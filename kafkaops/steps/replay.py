@@ -215,7 +215,7 @@ def _select(ctx: RunContext, svc: Environment, host: Host, service: Service, par
         pattern = re.compile(str(params["topic"])) if params["topic"] else None
         since = float(params["since"]) or None
         chosen, missing = select(log.events, since=since, topic=pattern, now=time.time()), []
-    sel = replay_items(chosen, dc=host.dc)
+    sel = replay_items(chosen, dc=host.dc, topics=set(svc.kafka.metadata().topics))
     return _Selection(path, log, list(sel.items), dict(sel.per_topic), sel.records, sel.duplicates,
                       worklist is not None, missing)
 
@@ -276,7 +276,8 @@ class ReplayFailedEvents(StepBase):
                     f"line(s), {d['duplicates']} duplicate(s) sent once)"]
         for topic, n in d["per_topic"].items():
             if topic.startswith("(rejected"):
-                commands.append(f"{n} event(s) not sendable (not JSON, no stream, bad topic) -> report {d['report']}")
+                commands.append(f"{n} event(s) not sendable (not JSON, no stream, no such topic) -> report "
+                                f"{d['report']}")
             else:
                 commands.append(f"{topic}: {n} event(s) -> {how}"
                                 + (f" (eventbus produces to {topic})" if d["via"] == "http" else ""))

@@ -151,6 +151,10 @@ def test_replay_items_send_each_event_once_and_count_per_destination() -> None:
                              "eqiad.mediawiki.revision-create": 1}
     assert [i.topic for i in sel.items if not i.problem] == ["eqiad.mediawiki.revision-create",
                                                               "eqiad.mediawiki.page-delete"]
+    known = replay_items(events, dc="eqiad", topics={"eqiad.mediawiki.revision-create"})
+    assert [i.problem for i in known.items if i.event.stream == "mediawiki.page-delete"] == [
+        "topic eqiad.mediawiki.page-delete does not exist"]
+    assert known.per_topic["(rejected: not sendable)"] == 3
 
 
 # --- the replay's ledger and plan ---------------------------------------------------------------------
@@ -196,7 +200,7 @@ def test_the_plan_shows_counts_per_destination_and_the_report() -> None:
     assert isinstance(action, Action)
     assert action.description.startswith("replay 4 failed event(s) of kafka1001 via kafka at most 50/s")
     assert "eqiad.mediawiki.revision-create: 1 event(s) -> produce (acks=all, idempotent producer)" in action.commands
-    assert "2 event(s) not sendable (not JSON, no stream, bad topic) -> report /tmp/r.jsonl" in action.commands
+    assert "2 event(s) not sendable (not JSON, no stream, no such topic) -> report /tmp/r.jsonl" in action.commands
     assert "writes up to 2 event(s)" in action.impact
     http = step.plan(_obs(via="http", destination="http://127.0.10.1:8085/v1/events"))
     assert isinstance(http, Action)
