@@ -94,6 +94,16 @@ class LabError(KafkaOpsError):
     exit_code = 12
 
 
+class NotConfirmed(KafkaOpsError):
+    """A manual checkpoint ("sync with the Services team first") was not confirmed by the operator.
+
+    Its own code, not a usage error: a script that gets it needs a human, not a corrected command line.
+    ``--yes`` never confirms a checkpoint: it answers "run the plan", not "I talked to the Services team".
+    """
+
+    exit_code = 13
+
+
 class Interrupted(KafkaOpsError):
     """The operator pressed Ctrl-C; the run paused at a safe point and can be resumed."""
 
@@ -117,6 +127,7 @@ EXIT_CODES: dict[int, str] = {
     WaitTimeout.exit_code: "a wait timed out",
     RunFailed.exit_code: "the run stopped at a safe point after a failure (resumable)",
     LabError.exit_code: "the local lab cannot start or is in the wrong state",
+    NotConfirmed.exit_code: "a manual checkpoint was not confirmed (pass --confirmed NAME once it holds)",
     Interrupted.exit_code: "interrupted by the operator; the run is paused and resumable",
     STDOUT_CLOSED: "stdout was closed before the output was written (e.g. piped into `head`)",
 }

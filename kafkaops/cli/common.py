@@ -112,3 +112,42 @@ def print_text(text: str) -> None:
 def print_json(data: Any) -> None:
     """Write ``data`` as JSON on stdout (no rich markup, so pipes get clean JSON)."""
     print_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def checkpoint_prompt() -> Any:
+    """How a step asks a manual checkpoint's question: a yes/no prompt on a terminal, else None
+    (nobody to ask: only ``--confirmed NAME`` passes it). Never answered by ``--yes``."""
+    if not sys.stdin.isatty():
+        return None
+
+    def ask(question: str) -> bool:
+        import typer
+
+        return bool(typer.confirm(question, default=False))
+
+    return ask
+
+
+def confirm_checkpoints(needed: list[tuple[str, str]], given: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """Every manual checkpoint a plan asks for, confirmed before the run starts, and how each was.
+
+    ``needed``: (name, text) pairs (:func:`kafkaops.steps.confirm.pending_checkpoints`); ``given``: the
+    ``--confirmed NAME`` values. A checkpoint not given is asked on a terminal (showing its text); with no
+    terminal, or answered no, the run does not start: :class:`~kafkaops.errors.NotConfirmed` (exit 13),
+    one line naming the checkpoint and the flag. ``--yes`` plays no part: it does not confirm one.
+    """
+    from kafkaops.errors import NotConfirmed
+
+    out = dict.fromkeys(given, "--confirmed")
+    ask = checkpoint_prompt()
+    for name, text in needed:
+        if name in out:
+            continue
+        if ask is None:
+            raise NotConfirmed(f"checkpoint {name!r} is not confirmed: {text}",
+                               hint=f"once it holds, pass --confirmed {name} (--yes does not confirm a checkpoint)")
+        if not ask(f"Checkpoint {name}: {text}. Confirmed?"):
+            raise NotConfirmed(f"checkpoint {name!r} was not confirmed at the prompt: {text}",
+                               hint=f"once it holds, answer yes or pass --confirmed {name}")
+        out[name] = "prompt"
+    return out

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 #: Options every procedure command has; a runbook parameter may not take one of these names.
 COMMON_FLAGS = ("--inventory", "-i", "--reason", "-r", "--task", "--yes", "-y", "--dry-run", "--output", "-o",
-                "--save-plan", "--help", "--param")
+                "--save-plan", "--help", "--param", "--confirmed")
 TARGET_HELP = {"host": ("HOST", "Host (short name or FQDN)."),
                "cluster": ("CLUSTER", "Cluster name from the inventory.")}
 _TYPE_NAMES = {"str": "text", "int": "integer", "float": "float", "duration": "duration", "bool": "boolean",
@@ -158,6 +158,9 @@ def _common_options() -> list[Parameter]:
                     help="Plan format: table, markdown (change review), json."),
         TyperOption(param_decls=["--save-plan", "save_plan"], metavar="PATH",
                     help="Write the plan (with its fingerprint) for `kafkaops apply`."),
+        TyperOption(param_decls=["--confirmed", "confirmed"], multiple=True, metavar="NAME",
+                    help="A manual checkpoint of the inventory that holds (e.g. changeprop: the Services team "
+                         "was told); repeatable. --yes does not confirm one; without it a terminal asks."),
     ]
 
 
@@ -275,7 +278,8 @@ def _common(kw: Mapping[str, Any]) -> dict[str, Any]:
     return {"inventory": Path(kw["inventory"]) if kw.get("inventory") else None, "reason": kw.get("reason"),
             "task": kw.get("task"), "yes": bool(kw.get("yes")), "dry_run": bool(kw.get("dry_run")),
             "output": Output(kw.get("output") or Output.table.value),
-            "save_plan": Path(kw["save_plan"]) if kw.get("save_plan") else None}
+            "save_plan": Path(kw["save_plan"]) if kw.get("save_plan") else None,
+            "confirmed": tuple(kw.get("confirmed") or ())}
 
 
 def _invalid(name: str, error: ConfigError) -> TyperCommand:
@@ -426,7 +430,7 @@ def _check_command_line(rb: Runbook, given: Mapping[str, Any], alias: bool) -> N
 
 def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, inventory: Path | None,
                   reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output,
-                  save_plan: Path | None, alias: bool = False) -> None:
+                  save_plan: Path | None, alias: bool = False, confirmed: tuple[str, ...] = ()) -> None:
     """Invoke ``rb`` on TARGET with the parameters ``given`` on the command line (typed).
 
     Command-line mistakes first (no reason, contradicting values, a missing parameter, a runbook naming
@@ -477,7 +481,7 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
         plan_env = inv.env
         envs.clear()  # run_runbook owns it now
         run_runbook(rb, cluster, targets, params, reason=reason, task=task, yes=yes, dry_run=dry_run,
-                    output=output, save_plan=save_plan, confirm=confirm, env=plan_env)
+                    output=output, save_plan=save_plan, confirm=confirm, env=plan_env, confirmed=confirmed)
     finally:
         for e in envs:
             e.close()
@@ -485,12 +489,15 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
 
 def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: dict[str, Any], *,
                 reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output,
-                save_plan: Path | None, confirm: Callable[[str], bool] | None = None, env: Any = None) -> None:
+                save_plan: Path | None, confirm: Callable[[str], bool] | None = None, env: Any = None,
+                confirmed: tuple[str, ...] = ()) -> None:
     """Plan, show, confirm, run: the shape of every state-changing command.
 
     The plan is always made in a dry-run environment (its adapters refuse every write; ``env`` when the
     caller already built one for its hooks); the run gets a fresh environment of the same inventory.
-    ``confirm``: how a step asks the operator a question (e.g. after a canary).
+    ``confirm``: how a step asks the operator a question (e.g. after a canary). ``confirmed``: the
+    ``--confirmed NAME`` checkpoints; every checkpoint the plan asks for must be confirmed (there, or at a
+    terminal prompt) before the run starts, or nothing starts (exit 13).
     """
     from kafkaops.cli.lookup import environment
     from kafkaops.cli.plan_render import render_plan
@@ -527,6 +534,11 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
         err_console.print(f"plan saved to {save_plan}; run it with `kafkaops apply {save_plan}`")
     if dry_run:
         return
+    from kafkaops.cli.common import checkpoint_prompt, confirm_checkpoints
+    from kafkaops.steps.confirm import pending_checkpoints
+
+    checkpoints = confirm_checkpoints(pending_checkpoints(plan.steps), confirmed)  # before any lock or change
+    runner.confirmed, runner.ask = checkpoints, checkpoint_prompt()
     if not yes:
         if not sys.stdin.isatty():
             raise BadParameter("not confirmed: no terminal to ask on; pass --yes after reviewing the plan",

@@ -171,10 +171,11 @@ def show_cmd(
         )
 
 
-def _runner() -> Any:
+def _runner(confirmed: dict[str, str] | None = None) -> Any:
+    from kafkaops.cli.common import checkpoint_prompt
     from kafkaops.engine.runner import Runner
 
-    return Runner(echo=_echo)
+    return Runner(echo=_echo, confirmed=confirmed or {}, ask=checkpoint_prompt())
 
 
 def _reason(value: str | None) -> str | None:
@@ -183,6 +184,11 @@ def _reason(value: str | None) -> str | None:
         raise typer.BadParameter("a blank reason says nothing: say why (it is audited)")
     return value
 
+
+ConfirmedOpt = typer.Option(
+    [], "--confirmed", metavar="NAME",
+    help="A manual checkpoint of the inventory that holds (e.g. changeprop); repeatable. --yes never confirms "
+         "one; without it a terminal asks.")
 
 AcceptOpt = typer.Option(False, "--accept-inventory-change",
                          help="Go on although the inventory changed since the run started (the differences "
@@ -280,13 +286,18 @@ def unlock_cmd(
 def resume_cmd(
     run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`)."),
     accept: bool = AcceptOpt,
+    confirmed: list[str] = ConfirmedOpt,
 ) -> None:
-    """Continue a paused, failed or crashed run where it stopped, on the inventory it started with."""
+    """Continue a paused, failed or crashed run where it stopped, on the inventory it started with.
+
+    A checkpoint the run already confirmed is not asked again; one it has not reached yet needs
+    --confirmed NAME (or a terminal to ask on), else the run pauses there (exit 13)."""
     from kafkaops.engine.audit import current_operator
 
     env, changes = _run_environment(run_id, accept=accept)
     try:
-        res = _runner().resume(run_id, env=env, operator=current_operator(), accepted_changes=changes)
+        res = _runner(dict.fromkeys(confirmed, "--confirmed")).resume(
+            run_id, env=env, operator=current_operator(), accepted_changes=changes)
     finally:
         env.close()
     _echo(f"run {res.run_id} {res.status}")
@@ -296,19 +307,24 @@ def apply_cmd(
     plan_file: Path = typer.Argument(..., help="A plan saved with --dry-run --save-plan."),
     reason: str | None = typer.Option(None, "--reason", help="Override the plan's reason (blank: keep it)."),
     task: str | None = typer.Option(None, "--task", help="Task/ticket id."),
+    confirmed: list[str] = ConfirmedOpt,
 ) -> None:
     """Execute a saved plan exactly, on the inventory it was made with; refused if the plan was edited,
-    if that inventory changed, or if the cluster changed since the plan was made."""
+    if that inventory changed, or if the cluster changed since the plan was made. Every manual checkpoint
+    the plan asks for must be confirmed (--confirmed NAME, or at a terminal prompt) first."""
+    from kafkaops.cli.common import confirm_checkpoints
     from kafkaops.cli.runbooks import load_plugins
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.plan import load_plan
     from kafkaops.environment import Environment
+    from kafkaops.steps.confirm import pending_checkpoints
 
     load_plugins()
     plan = load_plan(plan_file)
+    checkpoints = confirm_checkpoints(pending_checkpoints(plan.steps), confirmed)  # before anything is asked
     env, _ = Environment.from_identity(plan.environment, for_plan=True)
     try:
-        res = _runner().apply_plan(plan, env=env, operator=current_operator(),
+        res = _runner(checkpoints).apply_plan(plan, env=env, operator=current_operator(),
                                    reason=reason if reason and reason.strip() else None, task=task)
     finally:
         env.close()

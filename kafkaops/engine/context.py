@@ -109,6 +109,10 @@ class RunContext:
         record: Journal an event of this step (``record("reboot_sent", outcome=...)``): what a step did
             that the runner cannot see, such as a command sent whose effect shows only later. Discarded
             while planning.
+        confirmed: The manual checkpoints the operator confirmed for this invocation, each with how
+            (``--confirmed`` on the command line, or at the terminal prompt). ``--yes`` never adds one.
+        ask: Asks the operator a checkpoint's question on a terminal; ``None`` when there is nobody to
+            ask (no TTY): a checkpoint not in ``confirmed`` then stops the run.
     """
 
     run_id: str
@@ -126,3 +130,5 @@ class RunContext:
     progress: Callable[[str], None] = field(default=_discard, repr=False)
     targets: tuple[str, ...] = ()
     record: Callable[..., None] = field(default=_ignore, repr=False)
+    confirmed: Mapping[str, str] = field(default_factory=dict)
+    ask: Callable[[str], bool] | None = field(default=None, repr=False)

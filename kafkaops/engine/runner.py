@@ -58,7 +58,7 @@ from kafkaops.engine.step import (
     require_kind,
 )
 from kafkaops.engine.wait import Clock, SystemClock
-from kafkaops.errors import ConfigError, Interrupted, KafkaOpsError, RunFailed, StalePlanError
+from kafkaops.errors import ConfigError, Interrupted, KafkaOpsError, NotConfirmed, RunFailed, StalePlanError
 
 Hook = Callable[[str, str, BoundStep], None]
 """``hook(point, target, step)`` called at ``before_apply``, ``after_apply``, ``after_applied_record``
@@ -156,6 +156,11 @@ class Runner:
         hook: Called at the crash-relevant points (see :data:`Hook`).
         handle_sigint: Install the Ctrl-C-pauses handler while running (main thread only).
         echo: Progress lines for the operator.
+        confirmed: Manual checkpoints the operator confirmed for this invocation (name -> how: the
+            command line's ``--confirmed NAME``, or the terminal prompt); handed to steps as
+            ``ctx.confirmed``. A step refusing with :class:`~kafkaops.errors.NotConfirmed` pauses the run
+            there (lock kept, nothing failed): ``kafkaops resume RUN --confirmed NAME`` goes on.
+        ask: Asks a checkpoint's question on a terminal (``ctx.ask``); None: nobody to ask.
     """
 
     def __init__(
@@ -169,8 +174,13 @@ class Runner:
         hook: Hook | None = None,
         handle_sigint: bool = True,
         echo: Callable[[str], None] | None = None,
+        confirmed: Mapping[str, str] | tuple[str, ...] | list[str] = (),
+        ask: Callable[[str], bool] | None = None,
     ) -> None:
         self.home = home or kafkaops_home()
+        self.confirmed: dict[str, str] = (
+            dict(confirmed) if isinstance(confirmed, Mapping) else dict.fromkeys(confirmed, "--confirmed"))
+        self.ask = ask
         self._lock = lock
         self._audit = audit
         self.retry = retry or RetryPolicy()
@@ -263,6 +273,8 @@ class Runner:
             progress=self.echo,
             targets=meta.targets,
             record=record,
+            confirmed=dict(self.confirmed),
+            ask=self.ask,
         )
 
     @staticmethod
@@ -555,10 +567,17 @@ class Runner:
                        reason=meta.reason, task=meta.task, passed=passed, detail=detail)
 
     def _pause(
-        self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = ""
+        self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = "",
+        refusal: NotConfirmed | None = None,
     ) -> NoReturn:
         journal.append("paused", target=target.name, step=step.index, kind=step.kind, detail=detail)
         self._record(meta, target=target.name, step=step.label, action="pause", outcome="paused")
+        if refusal is not None:  # a checkpoint nobody confirmed: the run waits for the operator
+            raise NotConfirmed(
+                f"run {meta.run_id} paused before {target.name} {step.label}: {refusal.message}",
+                hint=(f"{refusal.hint}; " if refusal.hint else "")
+                + f"then `kafkaops resume {meta.run_id} --confirmed NAME`; the cluster lock stays with the run",
+            )
         raise Interrupted(
             f"run {meta.run_id} paused before {target.name} {step.label}"
             + (f" ({detail})" if detail else "")
@@ -642,6 +661,8 @@ class Runner:
                 break
             except Interrupted as exc:
                 self._pause(journal, meta, target, step, detail=str(exc))
+            except NotConfirmed as exc:
+                self._pause(journal, meta, target, step, detail=exc.message, refusal=exc)
             except Exception as exc:
                 failures += 1
                 if policy.retryable(exc) and failures < policy.attempts:

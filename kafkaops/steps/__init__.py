@@ -7,6 +7,7 @@ the adapters.
 
 from kafkaops.steps import (
     canary,
+    confirm,
     conftool,
     deploy,
     health,
@@ -18,7 +19,7 @@ from kafkaops.steps import (
     traffic,
 )
 
-__all__ = ["canary", "conftool", "deploy", "health", "host", "kafka", "reachability", "replay", "service",
+__all__ = ["canary", "confirm", "conftool", "deploy", "health", "host", "kafka", "reachability", "replay", "service",
            "traffic"]
 
 
