@@ -17,7 +17,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
 )
-host_app = typer.Typer(help="Power a lab host: reboot (clean), crash (SIGKILL everything), boot, slow-shutdown.",
+host_app = typer.Typer(help="Power a lab host (reboot, crash, boot) and set its fault knobs (knob, slow-shutdown).",
                        no_args_is_help=True)
 app.add_typer(host_app, name="host")
 
@@ -106,12 +106,56 @@ def host_slow_shutdown(
 ) -> None:
     """Make HOST's reboots slow to shut down, as real hosts are: after a reboot command its services stop,
     then SSH keeps answering with the old boot id (system state ``stopping``) for SECONDS before it goes
-    down. Rehearses a run killed right after its reboot command (kafkaops must not reboot twice)."""
+    down. Rehearses a run killed right after its reboot command (kafkaops must not reboot twice).
+    The same as `kafkaops lab host knob HOST slow_shutdown SECONDS`."""
     from kafkaops.lab.host import LabHost
 
     h = LabHost.named(host)
     h.set_knob("slow_shutdown", seconds or None)
     console.print(f"{h.host.name}: slow shutdown {'off' if not seconds else f'{seconds:.0f}s'}")
+
+
+def _knobs_help() -> str:
+    from kafkaops.lab.host import KNOBS
+
+    return "\n\n".join(f"{name}: {what}." for name, what in KNOBS.items())
+
+
+@host_app.command("knob", help=f"""Set, clear or show the fault knobs of HOST (its knobs.json: they survive reboots).
+
+    kafkaops lab host knob kafka1002 eventbus_fails_on_boot 1
+
+    kafkaops lab host knob kafka1002 eventbus_fails_on_boot --clear
+
+    kafkaops lab host knob kafka1002          (shows the knobs set)
+
+Knobs:
+
+{_knobs_help()}
+""")
+def host_knob(
+    host: str = typer.Argument(..., help="Lab host, short name or FQDN."),
+    name: str | None = typer.Argument(None, help="Knob name (see above); omitted: show the knobs set."),
+    value: float | None = typer.Argument(None, help="Its value (seconds, or non-zero for on)."),
+    clear: bool = typer.Option(False, "--clear", help="Clear the knob instead of setting it."),
+) -> None:
+    from kafkaops.cli.common import CommandLineError
+    from kafkaops.lab.host import KNOBS, LabHost
+
+    h = LabHost.named(host)
+    if name is None:
+        if clear or value is not None:
+            raise CommandLineError(f"give the knob's NAME (knobs: {', '.join(KNOBS)})")
+        knobs = h.knobs()
+        console.print(f"{h.host.name}: " + (", ".join(f"{k}={v:g}" for k, v in sorted(knobs.items()))
+                                             if knobs else "no knob set"), highlight=False)
+        return
+    if name not in KNOBS:
+        raise CommandLineError(f"unknown knob {name!r} (knobs: {', '.join(KNOBS)})")
+    if clear == (value is not None):
+        raise CommandLineError(f"give {name} a VALUE, or --clear (not both)")
+    h.set_knob(name, None if clear else value)
+    console.print(f"{h.host.name}: {name} " + ("cleared" if clear else f"= {value:g}"), highlight=False)
 
 
 @host_app.command("boot")

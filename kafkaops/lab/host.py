@@ -4,6 +4,10 @@ A lab host behaves like a machine for everything kafkaops can observe: ``stop ka
 the broker process is gone; ``reboot`` takes down *every* process of the host (its sshd and any SSH
 session included), changes the boot id, and after a few seconds boots it again, starting sshd and the
 enabled units — which is what reboot detection by boot id and SSH-back waits are tested against.
+
+Faults are rehearsed through **knobs** (``<host>/knobs.json``, :data:`KNOBS`; ``kafkaops lab host knob``):
+a slow shutdown, an eventbus that does not come back at boot, an eventbus whose produces fail. They live
+on the host's "disk", so they survive its reboots, as a real misconfiguration would.
 """
 
 from __future__ import annotations
@@ -32,6 +36,17 @@ START_TIMEOUT = {"kafka": 90.0, "eventbus": 30.0, "sshd": 10.0}
 #: the broker's ZooKeeper session outlives it by up to zookeeper.session.timeout.ms, and a broker
 #: started sooner exits with NodeExists on /brokers/ids/<id>; the unit manager starts it again.
 RESTART_SEC = {"kafka": 2.0}
+
+#: The fault knobs a lab host honours, and what each does (``kafkaops lab host knob --help`` lists them).
+KNOBS: dict[str, str] = {
+    "slow_shutdown": "seconds: a reboot stops the services, then sshd stays up that long with the old boot "
+                     "id and system state 'stopping', as a real host does while it shuts down",
+    "eventbus_fails_on_boot": "non-zero: at boot, eventbus exits at once and never listens (it logs a line "
+                              "saying so); `hostctl start eventbus` still starts it",
+    "eventbus_produce_fails": "non-zero: every produce of eventbus fails with a Kafka-like error (its "
+                              "failed-events log fills, as in a Kafka outage); read at request time",
+}
+EVENTBUS_FAILS_ON_BOOT = "eventbus_fails_on_boot"
 
 
 @dataclass
@@ -130,20 +145,43 @@ class LabHost:
         return [e for e in out if event is None or e["event"] == event]
 
     def knobs(self) -> dict[str, float]:
-        """Fault knobs (``knobs.json``): ``slow_shutdown`` seconds — a reboot stops the services, then
-        keeps sshd up that long with the old boot id, as a real host does while it shuts down."""
+        """Fault knobs (``knobs.json``), name to value; :data:`KNOBS` says what each does."""
         try:
             return dict(json.loads((self.dirs.root / "knobs.json").read_text()))
         except FileNotFoundError:
             return {}
 
     def set_knob(self, name: str, value: float | None) -> None:
+        """Set knob ``name`` (None: clear it). Written atomically (temporary file, rename): the eventbus
+        service reads the file while requests are served and must never see half of it.
+
+        Raises:
+            LabError: ``name`` is not a knob of :data:`KNOBS` (a typo would otherwise silently do nothing).
+        """
+        if name not in KNOBS:
+            raise LabError(f"unknown knob {name!r}", hint=f"knobs: {', '.join(KNOBS)}")
         knobs = self.knobs()
         if value is None:
             knobs.pop(name, None)
         else:
             knobs[name] = value
-        (self.dirs.root / "knobs.json").write_text(json.dumps(knobs))
+        path = self.dirs.root / "knobs.json"
+        tmp = path.with_name(f".knobs.{os.getpid()}.json")
+        tmp.write_text(json.dumps(knobs, sort_keys=True))
+        os.replace(tmp, path)
+
+    def _fail_at_boot(self, unit: str) -> None:
+        """The ``<unit>_fails_on_boot`` fault: the unit exits at once without listening, as a service with
+        a broken configuration does under systemd (``failed``), and says so in its log."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime()) + f".{int(time.time() * 1000) % 1000:03d}"
+        line = (f"{stamp} (MainThread) {unit} failed to start at boot: knob {unit}_fails_on_boot is set on "
+                f"{self.host.name} (lab fault); not listening on {self.host.address}:{self.port(unit)}\n")
+        log = self.dirs.logfile(unit)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a") as f:
+            f.write(line)
+        self.dirs.pidfile(unit).unlink(missing_ok=True)
+        self.record("unit-failed", unit=unit, reason=f"{unit}_fails_on_boot")
 
     def system_state(self) -> str:
         """``systemctl is-system-running``'s answer: ``stopping`` during a shutdown, else ``running``."""
@@ -167,7 +205,8 @@ class LabHost:
         return sorted(set(found))
 
     def power_on(self, *, wait: bool = True) -> None:
-        """Boot: a new boot id, then sshd, then the enabled units."""
+        """Boot: a new boot id, then sshd, then the enabled units (an eventbus with the
+        ``eventbus_fails_on_boot`` knob fails at once instead)."""
         if self.is_up():
             raise LabError(f"{self.host.name} is already up")
         boot_id = str(uuid.uuid4())
@@ -175,10 +214,15 @@ class LabHost:
         (self.dirs.run / "stopping").unlink(missing_ok=True)
         self.record("boot", boot_id=boot_id)
         self.start("sshd", wait=wait)
+        knobs = self.knobs()
+        units = [u for u in ENABLED_UNITS if not knobs.get(f"{u}_fails_on_boot")]
         for unit in ENABLED_UNITS:
-            self.start(unit, wait=False)
+            if unit in units:
+                self.start(unit, wait=False)
+            else:
+                self._fail_at_boot(unit)
         if wait:
-            for unit in ENABLED_UNITS:
+            for unit in units:
                 self.start(unit, wait=True)
 
     def power_off(self, *, clean: bool) -> None:

@@ -5,7 +5,7 @@
     hostctl boot-id
     hostctl reboot                             (returns at once; the host goes down and comes back)
     hostctl system-state                       (``systemctl is-system-running``: running, or stopping)
-    hostctl log UNIT [--since EPOCH]
+    hostctl log UNIT [--since [@]EPOCH]           (eventbus: its log; kafka: Kafka's server log, log4j)
 
 The host is ``$KAFKAOPS_LAB_HOST`` (set by the host's sshd) or ``--host``. Exit codes follow
 systemctl: ``status`` exits 0 when active and 3 when inactive; errors exit 1 with one line on stderr.
@@ -16,29 +16,66 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from kafkaops.errors import KafkaOpsError
 from kafkaops.lab.host import ENABLED_UNITS, LabHost
 from kafkaops.lab.procs import LAB_HOST_ENV
 
+#: Where a line's timestamp is: ISO-8601 at the start (eventbus, ``2026-11-22T18:01:02.123``) or log4j's
+#: bracketed one (Kafka's server log, ``[2026-11-22 18:01:02,123]``); both the host's local time.
+_STAMP = re.compile(r"^\[?(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})")
+
+
+def line_time(line: str) -> float | None:
+    """The epoch seconds a log line is stamped with, or None for a line without a timestamp (a stack
+    trace's continuation, a JVM message on stdout)."""
+    m = _STAMP.match(line)
+    if m is None:
+        return None
+    try:
+        return time.mktime(time.strptime(f"{m.group(1)}T{m.group(2)}", "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+
+
+def log_files(host: LabHost, unit: str) -> list[Path]:
+    """The files of ``unit``'s log, oldest first. Kafka's is the log4j server log and its rotated backups
+    (``kafka-server.log.2``, ``.1``, then the current one), like ``/var/log/kafka/kafka.log``; the
+    broker's stdout file holds only what the JVM prints before log4j is up."""
+    if unit != "kafka":
+        return [host.dirs.logfile(unit)]
+    current = host.dirs.log / "kafka-server.log"
+    backups = sorted(host.dirs.log.glob("kafka-server.log.[0-9]*"),
+                     key=lambda p: int(p.suffix[1:]) if p.suffix[1:].isdigit() else 0, reverse=True)
+    return [*backups, current]
+
+
+def select_lines(lines: Iterable[str], since: float | None) -> Iterator[str]:
+    """The lines logged at or after ``since`` (with one second of slack: stamps have no sub-second part
+    here). A line without a timestamp belongs to the entry above it (a stack trace goes with its ERROR)."""
+    keep = since is None
+    for line in lines:
+        if since is not None:
+            ts = line_time(line)
+            if ts is not None:
+                keep = ts + 1 >= since
+        if keep:
+            yield line
+
 
 def _log(host: LabHost, unit: str, since: float | None) -> int:
-    path = host.dirs.logfile(unit)
-    if not path.exists():
-        return 0
-    with open(path, errors="replace") as f:
-        for line in f:
-            if since is not None:
-                # Lines start with an ISO-8601 local timestamp: 2026-11-22T18:01:02.123
-                try:
-                    ts = time.mktime(time.strptime(line[:19], "%Y-%m-%dT%H:%M:%S"))
-                except ValueError:
-                    continue
-                if ts + 1 < since:
-                    continue
-            sys.stdout.write(line)
+    for path in log_files(host, unit):
+        try:
+            with open(path, errors="replace") as f:
+                for line in select_lines(f, since):
+                    sys.stdout.write(line)
+        except FileNotFoundError:
+            continue
     return 0
 
 

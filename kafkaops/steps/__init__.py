@@ -13,14 +13,15 @@ from kafkaops.steps import (
     health,
     host,
     kafka,
+    logs,
     reachability,
     replay,
     service,
     traffic,
 )
 
-__all__ = ["canary", "confirm", "conftool", "deploy", "health", "host", "kafka", "reachability", "replay", "service",
-           "traffic"]
+__all__ = ["canary", "confirm", "conftool", "deploy", "health", "host", "kafka", "logs", "reachability", "replay",
+           "service", "traffic"]
 
 
 def register_all() -> None:

@@ -15,6 +15,14 @@ then make the rest of the wiki page checkable:
   run, host still depooled, when a line matches one of the inventory's ``error_patterns`` (e.g.
   ``Failed processing event``, ``0 out of 1 events were accepted``), naming the lines. An eyeballed tail
   is how such lines were missed; a failed scan leaves the host out of the pool for someone to look at.
+
+Without a ``service`` parameter, ``verify_health`` and ``scan_log`` check **every service the host
+runs**: that is how the broker runbooks (reboot, restart, rolling) end the seed's Host Reboot with its
+"Check that everything looks good in the logs" *before* the repool. A reboot restarts eventbus too, and a
+host whose eventbus did not come back must not be put back behind the VIP. There the scan reads from the
+moment the run started disrupting the host (:func:`disruption_key`, recorded by ``logs.mark_start``
+before the broker is stopped), so lines logged while it went down and came back are all covered. A host
+that runs no service has nothing to check: the step is a no-op saying so.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from kafkaops.facts.systemd import parse_main_pid, parse_unit_activity
 from kafkaops.model import Host, Service
 from kafkaops.steps.common import env, target_host, wait
 from kafkaops.steps.deploy_host import rollback_hint
-from kafkaops.steps.projection import provenance, service_key
+from kafkaops.steps.projection import fact_key, provenance, service_key
 
 # --- pure helpers (unit-tested) -----------------------------------------------------------------------
 
@@ -119,6 +127,32 @@ def host_time(svc: Environment, host: Host) -> int:
 def since_key(host: Host, service: str) -> str:
     """Fact: the host time just before this run restarted (or deployed) ``service``."""
     return f"service_since/{host.name}/{service}"
+
+
+def disruption_name(host: str) -> str:
+    """Fact name: the host's clock just before this run started disrupting ``host`` (stopping its broker,
+    rebooting it). Log checks after the maintenance read from there (see ``logs.mark_start``)."""
+    return f"disruption_since/{host}"
+
+
+def disruption_key(host: Host) -> str:
+    return disruption_name(host.name)
+
+
+def services_to_check(host: Host, name: str) -> list[Service]:
+    """The service ``name`` of ``host``, or every service it runs when ``name`` is empty."""
+    if name:
+        return [service_of(host, name)]
+    return list(host.services)
+
+
+def scan_start(facts: Any, host: Host, service: str) -> int | None:
+    """Where a scan of ``service``'s log on ``host`` starts: this run's restart or deploy of the service,
+    else the start of this run's disruption of the host (the broker stop or reboot), else None."""
+    start = facts.get(since_key(host, service))
+    if start is None:
+        start = facts.get(disruption_key(host))
+    return int(start) if start is not None else None
 
 
 def _pid_key(host: Host, service: str) -> str:
@@ -215,56 +249,79 @@ class Restart(StepBase):
 # --- health ------------------------------------------------------------------------------------------------
 
 
+def _none_to_check(host: Host) -> Noop:
+    return Noop(f"{host.name} runs no service (services: in the inventory): nothing to check")
+
+
 class VerifyHealth(StepBase):
-    """Wait until the service answers its health path with HTTP 200 on the host's own port."""
+    """Wait until the service (or every service of the host) answers its health path with HTTP 200 on the
+    host's own port."""
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
-        service = service_of(host, str(self.params["service"]))
-        key = service_key(host.name, service.name)
-        if key in ctx.projected:
-            url, status, line = health_url(host, service), None, "restarted: its health is to be seen again"
-        else:
-            check = check_health(host, service)
-            url, status, line = check.url, check.status, check.line()
-        data = {"host": host.name, "service": service.name, "url": url, "status": status,
-                "line": line, "timeout": self.params["timeout"]}
-        return Observation(data, summary=f"{service.name} on {host.name}: {line}{provenance(ctx, [key])}")
+        services = services_to_check(host, str(self.params["service"]))
+        disrupted = fact_key(disruption_key(host)) in ctx.projected
+        checks, lines, keys = [], [], []
+        for service in services:
+            key = service_key(host.name, service.name)
+            keys.append(key)
+            if key in ctx.projected:
+                url, status, line = health_url(host, service), None, "restarted: its health is to be seen again"
+            elif disrupted:
+                url, status, line = health_url(host, service), None, "to be seen again after the maintenance"
+            else:
+                check = check_health(host, service)
+                url, status, line = check.url, check.status, check.line()
+            checks.append({"service": service.name, "url": url, "status": status, "line": line})
+            lines.append(f"{service.name} {line}")
+        data = {"host": host.name, "checks": checks, "timeout": self.params["timeout"]}
+        summary = f"{host.name}: " + ("; ".join(lines) if lines else "no service")
+        if disrupted:
+            keys.append(fact_key(disruption_key(host)))
+        return Observation(data, summary=summary + provenance(ctx, keys))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
-        if d["status"] == 200:
-            return Noop(f"{d['service']} on {d['host']} answers HTTP 200 on {d['url']}")
+        if not d["checks"]:
+            return Noop(f"{d['host']} runs no service (services: in the inventory): no health to check")
+        waiting = [c for c in d["checks"] if c["status"] != 200]
+        if not waiting:
+            return Noop("; ".join(f"{c['service']} on {d['host']} answers HTTP 200 on {c['url']}" for c in d["checks"]))
+        urls = ", ".join(c["url"] for c in waiting)
         return Action(
-            description=f"wait until {d['url']} answers HTTP 200 (timeout {d['timeout']:.0f}s)",
-            commands=(f"GET {d['url']}",),
-            impact="read-only; if it never does, the run stops with the host still depooled",
+            description=f"wait until {urls} answer{'s' if len(waiting) == 1 else ''} HTTP 200 "
+                        f"(timeout {d['timeout']:.0f}s)",
+            commands=tuple(f"GET {c['url']}" for c in waiting),
+            impact="read-only; if one never does, the run stops with the host still depooled",
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
         host = target_host(ctx)
-        service = service_of(host, str(self.params["service"]))
+        for service in services_to_check(host, str(self.params["service"])):
+            def healthy(service: Service = service) -> tuple[bool, str]:
+                check = check_health(host, service)
+                return check.healthy, check.line()
 
-        def healthy() -> tuple[bool, str]:
-            check = check_health(host, service)
-            return check.healthy, check.line()
-
-        try:
-            wait(ctx, healthy, what=f"{service.name} on {host.name} healthy", timeout=float(self.params["timeout"]),
-                 interval=1.0, stable_for=float(self.params["stable_for"]))
-        except WaitTimeout as exc:
-            hint = _rollback_hint(svc, ctx.run_id, host, service.name)
-            raise WaitTimeout(f"{exc}" + (f". {hint}" if hint else "")) from exc
+            try:
+                wait(ctx, healthy, what=f"{service.name} on {host.name} healthy",
+                     timeout=float(self.params["timeout"]), interval=1.0, stable_for=float(self.params["stable_for"]))
+            except WaitTimeout as exc:
+                hint = _rollback_hint(svc, ctx.run_id, host, service.name)
+                raise WaitTimeout(
+                    f"health check failed: {exc}; {host.name} stays depooled"
+                    + (f". {hint}" if hint else
+                       f" (bring {service.name} back, e.g. `systemctl start {service.name}`, then resume)")
+                ) from exc
 
     def verify(self, ctx: RunContext) -> None:
         host = target_host(ctx)
-        service = service_of(host, str(self.params["service"]))
-        check = check_health(host, service)
-        if not check.healthy:
-            hint = _rollback_hint(env(ctx), ctx.run_id, host, service.name)
-            raise CheckFailed(f"{service.name} on {host.name} is not healthy: {check.url}: {check.line()}"
-                              + (f". {hint}" if hint else ""))
+        for service in services_to_check(host, str(self.params["service"])):
+            check = check_health(host, service)
+            if not check.healthy:
+                hint = _rollback_hint(env(ctx), ctx.run_id, host, service.name)
+                raise CheckFailed(f"health check failed: {service.name} on {host.name} is not healthy: "
+                                  f"{check.url}: {check.line()}" + (f". {hint}" if hint else ""))
 
 
 # --- log scan ----------------------------------------------------------------------------------------------
@@ -276,53 +333,85 @@ class LogErrorsFound(CheckFailed):
     retryable = False
 
 
+def _when(start: int | None, default: str) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(start)) if start else default
+
+
 class ScanLog(StepBase):
-    """Scan the service's log since the restart or deploy for its error patterns; stop the run on a match."""
+    """Scan the service's log (or every service's of the host) since the restart, deploy or maintenance
+    for its error patterns; stop the run on a match."""
 
     def observe(self, ctx: RunContext) -> Observation:
         svc = env(ctx)
         host = target_host(ctx)
-        service = service_of(host, str(self.params["service"]))
         facts = svc.facts(ctx.run_id)
-        start = facts.get(since_key(host, service.name))
-        reported = facts.get(_reported_key(host, service.name)) or []
-        cmd = svc.command(host, "service_log", service=service.name, since=start if start else "<restart time>")
-        data = {"host": host.name, "service": service.name, "patterns": list(service.error_patterns),
-                "since": start, "resumed_after_report": bool(reported), "command": cmd,
-                "window": self.params["window"]}
-        when = time.strftime("%H:%M:%S", time.localtime(start)) if start else "the restart"
-        return Observation(data, summary=f"{service.name} log on {host.name} since {when}")
+        scans: list[dict[str, Any]] = []
+        for service in services_to_check(host, str(self.params["service"])):
+            start = scan_start(facts, host, service.name)
+            reported = facts.get(_reported_key(host, service.name)) or []
+            cmd = svc.command(host, "service_log", service=service.name,
+                              since=start if start else "<restart time>")
+            scans.append({"service": service.name, "patterns": list(service.error_patterns), "since": start,
+                          "resumed_after_report": bool(reported), "command": cmd})
+        data = {"host": host.name, "scans": scans, "window": self.params["window"]}
+        what = ", ".join(f"{s['service']} log since {_when(s['since'], 'the restart')}" for s in scans)
+        return Observation(data, summary=f"{host.name}: {what or 'no service'}")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
-        if not d["patterns"]:
-            return Noop(f"no error_patterns for {d['service']} in the inventory: nothing to scan for")
+        if not d["scans"]:
+            return Noop(f"{d['host']} runs no service (services: in the inventory): no service log to scan")
+        scans = [s for s in d["scans"] if s["patterns"]]
+        if not scans:
+            return Noop("no error_patterns for " + ", ".join(s["service"] for s in d["scans"])
+                        + " in the inventory: nothing to scan for")
         watch = f", after watching it for {d['window']:.0f}s" if d["window"] else ""
-        again = " (lines already reported to the operator excepted)" if d["resumed_after_report"] else ""
+        again = " (lines already reported to the operator excepted)" \
+            if any(s["resumed_after_report"] for s in scans) else ""
+        since = "since the restart" if all(s["since"] is None for s in scans) else \
+            "since " + ", ".join(_when(s["since"], "the restart") for s in scans)
+        n = sum(len(s["patterns"]) for s in scans)
+        commands: list[str] = []
+        for s in scans:
+            commands += [f"on {d['host']}: {s['command']}", "match: " + " | ".join(s["patterns"])]
         return Action(
-            description=f"scan the {d['service']} log on {d['host']} since the restart{again} for "
-                        f"{len(d['patterns'])} error pattern(s){watch}",
-            commands=(f"on {d['host']}: {d['command']}",
-                      "match: " + " | ".join(d["patterns"])),
+            description=f"scan the {', '.join(s['service'] for s in scans)} log on {d['host']} {since}{again} "
+                        f"for {n} error pattern(s){watch}",
+            commands=tuple(commands),
             impact="read-only; a matching line stops the run with the host still depooled",
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
         host = target_host(ctx)
-        service = service_of(host, str(self.params["service"]))
-        facts = svc.facts(ctx.run_id)
+        services = [s for s in services_to_check(host, str(self.params["service"])) if s.error_patterns]
         window = float(self.params["window"])
-        if window > 0:
+        if window > 0 and services:
             end = time.monotonic() + window
+            names = ", ".join(s.name for s in services)
 
             def watched() -> tuple[bool, str]:
                 left = end - time.monotonic()
                 return left <= 0, f"watching the log, {max(left, 0):.0f}s left"
 
-            wait(ctx, watched, what=f"{window:.0f}s of {service.name} log on {host.name}", timeout=window + 30,
+            wait(ctx, watched, what=f"{window:.0f}s of {names} log on {host.name}", timeout=window + 30,
                  interval=min(1.0, window))
-        start = facts.get(since_key(host, service.name))
+        problems: list[str] = []
+        for service in services:
+            problem = self._scan(ctx, svc, host, service, window)
+            if problem:
+                problems.append(problem)
+        if problems:
+            hints = [h for s in services if (h := _rollback_hint(svc, ctx.run_id, host, s.name))]
+            raise LogErrorsFound(
+                "\n".join(problems) + f"\n{host.name} stays depooled. " + "".join(h + ". " for h in hints[:1])
+                + "Once they are understood, resuming scans again and stops only on lines not reported here",
+            )
+
+    def _scan(self, ctx: RunContext, svc: Environment, host: Host, service: Service, window: float) -> str:
+        """Scan one service's log; returns what to tell the operator about new matches ("" when clean)."""
+        facts = svc.facts(ctx.run_id)
+        start = scan_start(facts, host, service.name)
         if not start:
             start = host_time(svc, host) - int(window) - 1  # no recorded restart: the watched window only
         cmd = svc.command(host, "service_log", service=service.name, since=int(start))
@@ -330,30 +419,26 @@ class ScanLog(StepBase):
         reported = list(facts.get(_reported_key(host, service.name)) or [])
         matches = [m for m in find_error_lines(out.splitlines(), service.error_patterns) if m.line not in reported]
         if not matches:
-            ctx.progress(f"  {host.name}: {service.name} log clean since "
-                         f"{time.strftime('%H:%M:%S', time.localtime(start))} ({len(out.splitlines())} lines)")
-            return
+            ctx.progress(f"  {host.name}: {service.name} log clean since {_when(start, '?')} "
+                         f"({len(out.splitlines())} lines)")
+            return ""
         facts.set(_reported_key(host, service.name), (reported + [m.line for m in matches])[-1000:])
-        hint = _rollback_hint(svc, ctx.run_id, host, service.name)
-        raise LogErrorsFound(
-            f"{len(matches)} line(s) of the {service.name} log on {host.name} since "
-            f"{time.strftime('%H:%M:%S', time.localtime(start))} match the error patterns "
-            f"({cmd}):\n{describe_matches(matches)}\n"
-            f"{host.name} stays depooled. " + (hint + ". " if hint else "")
-            + "Once they are understood, resuming scans again and stops only on lines not reported here",
-        )
+        return (f"log scan failed: {len(matches)} line(s) of the {service.name} log on {host.name} since "
+                f"{_when(start, '?')} match the error patterns ({cmd}):\n{describe_matches(matches)}")
 
 
 SERVICE = Param("service", "str", required=True, help="service name from the inventory (services:)")
+EVERY_SERVICE = Param("service", "str", default="",
+                      help="service name from the inventory (services:); empty: every service the host runs")
 register_step("service.restart", Restart, [
     SERVICE, Param("timeout", "duration", default=120.0, help="how long the restart may take"),
 ])
 register_step("service.verify_health", VerifyHealth, [
-    SERVICE,
+    EVERY_SERVICE,
     Param("timeout", "duration", default=60.0, help="how long the service may take to answer HTTP 200"),
     Param("stable_for", "duration", default=0.0, help="how long it must keep answering 200"),
 ])
 register_step("service.scan_log", ScanLog, [
-    SERVICE,
+    EVERY_SERVICE,
     Param("window", "duration", default=0.0, help="watch the log this long before scanning"),
 ])

@@ -1,0 +1,261 @@
+"""Post-maintenance log checks: the end of the seed's Host Reboot, "Check that everything looks good in
+the logs" (``journalctl -u eventlogging-service-eventbus``, ``/var/log/kafka/kafka.log``), made checkable.
+
+An eyeballed ``tail -f`` after the repool is how a broker that came back complaining, or an eventbus that
+did not come back at all, ended up behind the VIP again. The broker runbooks therefore check *before* the
+repool, and read every line logged since the run started disrupting the host:
+
+* ``logs.mark_start`` records the host's own clock (its log lines are stamped by it, not by ours) in the
+  run's facts just before the broker is stopped. A resumed run keeps the first mark, so a scan after a
+  crash or a failed check still covers the whole maintenance.
+* ``service.verify_health`` / ``service.scan_log`` without a ``service`` (in :mod:`kafkaops.steps.service`)
+  check every service of the host from that mark: eventbus answers HTTP 200, and its log has none of the
+  inventory's ``error_patterns`` (the seed's "Example of problems").
+* ``logs.scan_kafka`` reads Kafka's log through the inventory's ``kafka_log`` template (``{since}``: epoch
+  seconds; production ``journalctl -u kafka.service --since @{since}``) and stops the run on any ERROR or
+  FATAL line — except the **known-benign** ones a controlled stop and start log by design
+  (:data:`BENIGN_KAFKA_ERRORS`, each with the reason it is harmless; the step's ``ignore`` parameter adds
+  site-specific ones). The set is explicit and small so that the scan stays strict: a new kind of ERROR
+  stops the run until someone has read it.
+
+A failed scan stops the run at a safe point with the host still depooled, showing the lines. Lines once
+shown are remembered in the run's facts: after the operator has looked (and fixed what needed fixing),
+``kafkaops resume RUN`` scans again and stops only on lines not reported before.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.errors import CheckFailed, ConfigError
+from kafkaops.model import Host
+from kafkaops.steps.common import env, target_host
+from kafkaops.steps.projection import fact_key, projected_fact, provenance
+from kafkaops.steps.service import (
+    LogErrorsFound,
+    LogMatch,
+    describe_matches,
+    disruption_key,
+    disruption_name,
+    host_time,
+)
+
+# --- pure helpers (unit-tested) -----------------------------------------------------------------------
+
+#: A Kafka log entry at ERROR or FATAL: the level right after the bracketed log4j timestamp, as Kafka's
+#: own ``log4j.properties`` writes it (``[%d] %p %m (%c)%n``), whether read from the file or from the
+#: journal (``... kafka[812]: [2026-11-22 18:01:02,123] ERROR ...``).
+KAFKA_LEVEL = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?\]\s+(ERROR|FATAL)\b")
+
+
+@dataclass(frozen=True)
+class BenignError:
+    """An ERROR line Kafka logs on a controlled stop or start of a healthy cluster.
+
+    Attributes:
+        pattern: Regular expression searched in the line.
+        why: Why it is harmless (shown in the plan and in the docs).
+    """
+
+    pattern: str
+    why: str
+
+
+#: What the lab's Kafka 3.9 brokers log at ERROR around a normal controlled shutdown and start
+#: (measured on the lab: reboots, restarts and a rolling reboot, see docs/maintenance.md). Extend it
+#: with the step's ``ignore`` parameter for a site's own, never by weakening :data:`KAFKA_LEVEL`.
+BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = ()
+
+
+def compile_patterns(patterns: Iterable[str], what: str) -> list[tuple[str, re.Pattern[str]]]:
+    """``patterns`` compiled, each with its text.
+
+    Raises:
+        ConfigError: One is not a valid regular expression.
+    """
+    out = []
+    for p in patterns:
+        try:
+            out.append((p, re.compile(p)))
+        except re.error as exc:
+            raise ConfigError(f"{what} pattern {p!r} is not a valid regular expression: {exc}") from exc
+    return out
+
+
+@dataclass(frozen=True)
+class KafkaScan:
+    """The ERROR/FATAL lines of a Kafka log.
+
+    Attributes:
+        errors: Lines that stop the run (pattern: the level).
+        ignored: Known-benign lines (pattern: the benign pattern that matched them).
+        lines: How many lines were read.
+    """
+
+    errors: tuple[LogMatch, ...]
+    ignored: tuple[LogMatch, ...]
+    lines: int
+
+
+def scan_kafka_lines(lines: Iterable[str], ignore: Sequence[str] = ()) -> KafkaScan:
+    """Every ERROR or FATAL entry of Kafka's log, split into errors and known-benign ones.
+
+    Continuation lines (a stack trace) carry no level and are not matched themselves: their entry is.
+
+    Args:
+        lines: The log, one line each (newlines are stripped).
+        ignore: Patterns of benign lines, on top of :data:`BENIGN_KAFKA_ERRORS`.
+
+    Raises:
+        ConfigError: An ``ignore`` pattern is not a valid regular expression.
+    """
+    benign = compile_patterns([b.pattern for b in BENIGN_KAFKA_ERRORS] + list(ignore), "ignore")
+    errors: list[LogMatch] = []
+    ignored: list[LogMatch] = []
+    count = 0
+    for number, raw in enumerate(lines, start=1):
+        count = number
+        line = raw.rstrip("\r\n")
+        level = KAFKA_LEVEL.search(line)
+        if level is None:
+            continue
+        hit = next((p for p, rx in benign if rx.search(line)), None)
+        if hit is None:
+            errors.append(LogMatch(number, level.group(1), line))
+        else:
+            ignored.append(LogMatch(number, hit, line))
+    return KafkaScan(tuple(errors), tuple(ignored), count)
+
+
+# --- the mark --------------------------------------------------------------------------------------------
+
+
+class MarkStart(StepBase):
+    """Record the host's clock before the maintenance disrupts it: the log checks after it read from here."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        host = target_host(ctx)
+        mark = projected_fact(ctx, disruption_name(host.name))
+        when = _when(mark)
+        return Observation({"host": host.name, "mark": mark},
+                           summary=f"{host.name}: " + (f"maintenance started at {when} (its clock)" if mark else
+                                                       "no start recorded")
+                           + provenance(ctx, [fact_key(disruption_name(host.name))]))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["mark"]:
+            return Noop(f"{d['host']}'s clock already recorded ({_when(d['mark'])}): the log checks read from there")
+        return Action(
+            description=f"record {d['host']}'s clock: the log checks after the maintenance read from this moment",
+            commands=(f"on {d['host']}: date +%s",),
+            impact="read-only on the host; written to the run's facts",
+        )
+
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {fact_key(disruption_name(obs.data["host"])): int(time.time())}
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = env(ctx)
+        host = target_host(ctx)
+        facts = svc.facts(ctx.run_id)
+        if facts.get(disruption_key(host)) is None:
+            facts.set(disruption_key(host), host_time(svc, host))
+
+    def verify(self, ctx: RunContext) -> None:
+        host = target_host(ctx)
+        if env(ctx).facts(ctx.run_id).get(disruption_key(host)) is None:
+            raise CheckFailed(f"the start of the maintenance of {host.name} was not recorded")
+
+
+# --- Kafka's log -----------------------------------------------------------------------------------------
+
+
+def _when(epoch: Any) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(int(epoch))) if epoch else "?"
+
+
+def _reported_key(host: Host) -> str:
+    """Fact: Kafka log lines a failed scan already showed (a resumed scan stops only on others)."""
+    return f"kafka_log_reported/{host.name}"
+
+
+class ScanKafkaLog(StepBase):
+    """Scan Kafka's log on the host since the maintenance started for ERROR/FATAL lines (known-benign
+    ones excepted); stop the run, host still depooled, on any."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = env(ctx)
+        host = target_host(ctx)
+        facts = svc.facts(ctx.run_id)
+        start = projected_fact(ctx, disruption_name(host.name))
+        ignore = [b.pattern for b in BENIGN_KAFKA_ERRORS] + [str(p) for p in self.params["ignore"]]
+        compile_patterns(ignore, "ignore")  # a bad pattern is refused in the plan, not after the reboot
+        template = "kafka_log" in host.commands
+        cmd = svc.command(host, "kafka_log", since=int(start) if start else "<maintenance start>") \
+            if template else None
+        data = {"host": host.name, "since": start, "command": cmd, "ignore": ignore,
+                "resumed_after_report": bool(facts.get(_reported_key(host)))}
+        return Observation(data, summary=f"Kafka log on {host.name} since "
+                                         f"{_when(start) if start else 'the maintenance started'}"
+                                         + provenance(ctx, [fact_key(disruption_name(host.name))]))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["command"] is None:
+            return Noop(f"no kafka_log command template for {d['host']} in the inventory: Kafka's log is not "
+                        "scanned (add commands.kafka_log, e.g. journalctl -u kafka.service --since @{since})")
+        again = " (lines already reported to the operator excepted)" if d["resumed_after_report"] else ""
+        since = f"since {_when(d['since'])}" if d["since"] else "since the maintenance started"
+        return Action(
+            description=f"scan Kafka's log on {d['host']} {since}{again} for ERROR/FATAL lines "
+                        f"({len(d['ignore'])} known-benign pattern(s) ignored)",
+            commands=(f"on {d['host']}: {d['command']}", "match: ERROR | FATAL (the log4j level)",
+                      *(f"ignore: {p}" for p in d["ignore"])),
+            impact="read-only; an ERROR or FATAL line stops the run with the host still depooled",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = env(ctx)
+        host = target_host(ctx)
+        facts = svc.facts(ctx.run_id)
+        start = facts.get(disruption_key(host))
+        if not start:
+            start = host_time(svc, host) - int(self.params["lookback"])
+            ctx.progress(f"  {host.name}: no recorded start of the maintenance; scanning the last "
+                         f"{self.params['lookback']:.0f}s of Kafka's log")
+        cmd = svc.command(host, "kafka_log", since=int(start))
+        out = svc.run(host, cmd, timeout=60).stdout
+        scan = scan_kafka_lines(out.splitlines(), [str(p) for p in self.params["ignore"]])
+        reported = list(facts.get(_reported_key(host)) or [])
+        errors = [m for m in scan.errors if m.line not in reported]
+        benign = f"; {len(scan.ignored)} known-benign ERROR line(s) ignored" if scan.ignored else ""
+        if not errors:
+            ctx.progress(f"  {host.name}: Kafka log clean since {_when(start)} ({scan.lines} lines{benign})")
+            return
+        facts.set(_reported_key(host), (reported + [m.line for m in errors])[-1000:])
+        raise KafkaLogErrorsFound(
+            f"Kafka log scan failed: {len(errors)} ERROR/FATAL line(s) in Kafka's log on {host.name} since "
+            f"{_when(start)} ({cmd}){benign}:\n{describe_matches(errors)}\n"
+            f"{host.name} stays depooled. Once they are understood (a benign kind for this site: the step's "
+            "`ignore` parameter), resuming scans again and stops only on lines not reported here",
+        )
+
+
+class KafkaLogErrorsFound(LogErrorsFound):
+    """Kafka logged ERROR/FATAL lines since the maintenance started. Not retried: they stay in the log."""
+
+
+register_step("logs.mark_start", MarkStart, [])
+register_step("logs.scan_kafka", ScanKafkaLog, [
+    Param("ignore", "list", default=[], help="more known-benign ERROR line patterns (regular expressions), on "
+                                             "top of the built-in ones"),
+    Param("lookback", "duration", default=600.0, min=1, max=86400,
+          help="without a recorded start of the maintenance: how far back to scan"),
+])

@@ -1,0 +1,218 @@
+"""The checks before a broker host is repooled (issue 13.1): Kafka's log scanned for ERROR/FATAL lines
+since the maintenance started (known-benign ones explicit), every service of the host checked, the lab's
+log selection by time and its ``eventbus_fails_on_boot`` knob. Pure parts; the lab test is
+``tests/lab/test_reboot_checks.py``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+
+import kafkaops.steps  # noqa: F401 - registers the step kinds
+from kafkaops.engine.context import Projection
+from kafkaops.engine.step import Action, Noop, Observation, get_step_kind
+from kafkaops.environment import Environment
+from kafkaops.errors import ConfigError, LabError
+from kafkaops.inventory import load_inventory
+from kafkaops.lab.host import KNOBS, LabHost
+from kafkaops.lab.hostctl import line_time, select_lines
+from kafkaops.steps import logs
+from kafkaops.steps.logs import KafkaLogErrorsFound, scan_kafka_lines
+from kafkaops.steps.service import disruption_name
+
+REPO = Path(__file__).resolve().parents[2]
+LAB = REPO / "inventory" / "lab.yaml"
+
+# Shapes recorded from the lab's Kafka 3.9 server log (log4j ``[%d] %p %m (%c)%n``) and as journald shows
+# the same lines in production (``journalctl -u kafka.service``).
+KAFKA_LOG = "".join(line + "\n" for line in (
+    "[2026-11-23 20:40:01,100] INFO [KafkaServer id=1002] shutting down (kafka.server.KafkaServer)",
+    "[2026-11-23 20:40:01,200] WARN [RequestSendThread controllerId=1001] Controller 1001's connection to broker "
+    "127.0.10.2:9092 (id: 1002 rack: B) was unsuccessful (kafka.controller.RequestSendThread)",
+    "[2026-11-23 20:40:02,300] INFO [Partition x-0 broker=1002] ISR updated to 1002,1003; ERROR counts reset "
+    "(kafka.cluster.Partition)",
+    "[2026-11-23 20:40:03,400] ERROR [ReplicaManager broker=1002] Error processing append operation on partition "
+    "x-0 (kafka.server.ReplicaManager)",
+    "org.apache.kafka.common.errors.KafkaStorageException: Disk error when trying to access log file on the disk.",
+    "\tat kafka.log.UnifiedLog.append(UnifiedLog.scala:800)",
+    "Nov 23 20:40:04 kafka1002 kafka[812]: [2026-11-23 20:40:04,500] FATAL Fatal error during KafkaServer startup. "
+    "Prepare to shutdown (kafka.server.KafkaServer)",
+    "[2026-11-23 20:40:05,600] ERROR [Controller id=1002 epoch=3] Controller 1002 epoch 3 failed to change state "
+    "for partition y-1 from OfflinePartition to OnlinePartition (state.change.logger)",
+))
+
+
+def step(kind: str, **params: Any) -> Any:
+    entry = get_step_kind(kind)
+    assert entry is not None
+    return entry.create({**{p.name: p.default for p in entry.params}, **params})
+
+
+# --- Kafka's log ------------------------------------------------------------------------------------------
+
+
+def test_kafka_scan_finds_error_and_fatal_entries_by_their_log4j_level() -> None:
+    scan = scan_kafka_lines(KAFKA_LOG.splitlines())
+    assert [(m.number, m.pattern) for m in scan.errors] == [(4, "ERROR"), (7, "FATAL"), (8, "ERROR")]
+    assert scan.errors[1].line.startswith("Nov 23 20:40:04 kafka1002 kafka[812]: ")  # the journal's prefix
+    assert scan.ignored == () and scan.lines == 8
+
+
+def test_the_word_error_elsewhere_in_a_line_and_stack_traces_are_not_entries() -> None:
+    lines = ["[2026-11-23 20:40:02,300] INFO ISR updated; ERROR counts reset (kafka.cluster.Partition)",
+             "[2026-11-23 20:40:02,301] WARN Partition x-0 marked as failed ERROR (kafka.server.ReplicaFetcherThread)",
+             "org.apache.kafka.common.errors.NotLeaderOrFollowerException: ERROR in the message",
+             "ERROR without a timestamp (a JVM message on stdout)"]
+    assert scan_kafka_lines(lines).errors == ()
+
+
+def test_benign_lines_are_ignored_only_when_they_match_an_ignore_pattern() -> None:
+    ignore = [r"failed to change state for partition \S+ from OfflinePartition"]
+    scan = scan_kafka_lines(KAFKA_LOG.splitlines(), ignore)
+    assert [m.number for m in scan.errors] == [4, 7]
+    assert [(m.number, m.pattern) for m in scan.ignored] == [(8, ignore[0])]
+
+
+def test_the_built_in_benign_set_is_explicit_and_says_why() -> None:
+    for benign in logs.BENIGN_KAFKA_ERRORS:
+        assert benign.why and scan_kafka_lines([f"[2026-11-23 20:40:05,600] ERROR {benign.pattern}"]).errors == ()
+
+
+def test_a_bad_ignore_pattern_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigError, match="ignore pattern '\\(unclosed' is not a valid regular expression"):
+        scan_kafka_lines(["x"], ["(unclosed"])
+
+
+# --- the lab's log selection ----------------------------------------------------------------------------------
+
+
+def test_lab_log_lines_are_dated_in_both_formats() -> None:
+    expected = time.mktime(time.strptime("2026-11-23T20:40:03", "%Y-%m-%dT%H:%M:%S"))
+    assert line_time("[2026-11-23 20:40:03,400] ERROR x (y)") == expected
+    assert line_time("2026-11-23T20:40:03.016 (MainThread) eventbus stopped") == expected
+    assert line_time("\tat kafka.log.UnifiedLog.append(UnifiedLog.scala:800)") is None
+
+
+def test_since_keeps_later_entries_with_their_stack_traces() -> None:
+    # One second of slack: a line stamped 20:40:03 may have been written at 20:40:03.999.
+    since = time.mktime(time.strptime("2026-11-23T20:40:04", "%Y-%m-%dT%H:%M:%S"))
+    kept = list(select_lines(KAFKA_LOG.splitlines(), since))
+    assert kept[0].startswith("[2026-11-23 20:40:03,400] ERROR")  # and not the earlier entries
+    assert kept[1].startswith("org.apache.kafka.common.errors.KafkaStorageException")  # its trace goes with it
+    assert len(kept) == 5
+    assert list(select_lines(["\tat a continuation of an older entry"], since)) == []
+    assert len(list(select_lines(KAFKA_LOG.splitlines(), None))) == 8
+
+
+# --- the steps' decisions -----------------------------------------------------------------------------------
+
+
+def test_a_host_without_services_has_no_health_or_service_log_to_check() -> None:
+    health = step("service.verify_health").plan(Observation({"host": "kafka9", "checks": [], "timeout": 60.0}))
+    assert isinstance(health, Noop) and "kafka9 runs no service" in health.reason
+    scan = step("service.scan_log").plan(Observation({"host": "kafka9", "scans": [], "window": 0.0}))
+    assert isinstance(scan, Noop) and "kafka9 runs no service" in scan.reason
+
+
+def test_health_of_every_service_waits_only_for_those_not_answering() -> None:
+    ok = {"service": "eventbus", "url": "http://h:8085/_info", "status": 200, "line": "HTTP 200"}
+    down = {"service": "other", "url": "http://h:9000/_info", "status": None, "line": "no answer"}
+    check = step("service.verify_health")
+    assert isinstance(check.plan(Observation({"host": "h", "checks": [ok], "timeout": 60.0})), Noop)
+    waits = check.plan(Observation({"host": "h", "checks": [ok, down], "timeout": 60.0}))
+    assert isinstance(waits, Action) and waits.commands == ("GET http://h:9000/_info",)
+
+
+def test_kafka_scan_without_a_kafka_log_template_says_so_and_lists_its_ignores_otherwise() -> None:
+    base = {"host": "h", "since": 1_795_466_376, "ignore": ["benign one"], "resumed_after_report": False}
+    none = step("logs.scan_kafka").plan(Observation({**base, "command": None}))
+    assert isinstance(none, Noop) and "no kafka_log command template" in none.reason
+    scan = step("logs.scan_kafka").plan(Observation({**base, "command": "hostctl log kafka --since @1795466376"}))
+    assert isinstance(scan, Action) and "ignore: benign one" in scan.commands
+    assert scan.commands[0] == "on h: hostctl log kafka --since @1795466376"
+
+
+def test_the_mark_is_taken_once() -> None:
+    mark = step("logs.mark_start")
+    assert isinstance(mark.plan(Observation({"host": "h", "mark": None})), Action)
+    assert isinstance(mark.plan(Observation({"host": "h", "mark": 1_795_466_376})), Noop)
+
+
+def _ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: str) -> tuple[Any, list[str]]:
+    """A run context on the lab inventory whose ``kafka_log`` command answers ``output``."""
+    svc = Environment(load_inventory(LAB), home=tmp_path)
+    asked: list[str] = []
+
+    def run(host: Any, command: str, **kwargs: Any) -> Any:
+        asked.append(command)
+        return SimpleNamespace(stdout=output, exit_code=0)
+
+    monkeypatch.setattr(svc, "run", run)
+    svc.facts("r1").set(disruption_name("kafka1002"), 1_795_466_376)
+    return SimpleNamespace(env=svc, target="kafka1002", run_id="r1", projected=Projection(),
+                           progress=lambda line: None), asked
+
+
+def test_kafka_scan_fails_naming_the_lines_then_a_resume_stops_only_on_new_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx, asked = _ctx(tmp_path, monkeypatch, KAFKA_LOG)
+    scan = step("logs.scan_kafka")
+    with pytest.raises(KafkaLogErrorsFound) as failed:
+        scan.apply(ctx, scan.plan(scan.observe(ctx)))
+    assert asked == ["hostctl log kafka --since @1795466376"]  # from the mark, the host's clock
+    message = str(failed.value)
+    assert "Kafka log scan failed: 3 ERROR/FATAL line(s)" in message and "kafka1002 stays depooled" in message
+    assert "KafkaStorageException" not in message and "Error processing append operation" in message
+    assert scan.plan(scan.observe(ctx)).description.count("already reported") == 1
+    scan.apply(ctx, scan.plan(scan.observe(ctx)))  # resumed after a look: the same lines pass
+    ctx.env.run = lambda *a, **k: SimpleNamespace(stdout=KAFKA_LOG + "[2026-11-23 20:41:00,000] ERROR new (x)\n")
+    with pytest.raises(KafkaLogErrorsFound, match=r"1 ERROR/FATAL line\(s\)[\s\S]*ERROR new"):
+        scan.apply(ctx, scan.plan(scan.observe(ctx)))
+
+
+# --- the runbooks and the lab host ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["reboot", "restart", "rolling-reboot", "rolling-restart"])
+def test_broker_runbooks_check_services_and_logs_before_the_repool(name: str) -> None:
+    steps = [next(iter(s)) for s in yaml.safe_load((REPO / "runbooks" / f"{name}.yaml").read_text())["steps"]]
+    repool = steps.index("conftool.repool")
+    assert steps.index("logs.mark_start") < steps.index("kafka.stop_broker")
+    for check in ("service.verify_health", "service.scan_log", "logs.scan_kafka"):
+        assert steps.index("kafka.wait_in_sync") < steps.index(check) < repool, (check, steps)
+
+
+def _lab_host(tmp_path: Path) -> LabHost:
+    spec: Any = SimpleNamespace(lab_dir=str(tmp_path))
+    host: Any = SimpleNamespace(name="kafka1002", address="127.0.10.2", http_port=8085, ssh_port=2222,
+                                kafka_port=9092)
+    h = LabHost(spec, host)
+    h.dirs.root.mkdir(parents=True)
+    return h
+
+
+def test_knobs_are_known_by_name_and_written_whole(tmp_path: Path) -> None:
+    h = _lab_host(tmp_path)
+    assert {"slow_shutdown", "eventbus_fails_on_boot", "eventbus_produce_fails"} <= set(KNOBS)
+    h.set_knob("eventbus_fails_on_boot", 1)
+    h.set_knob("slow_shutdown", 20)
+    h.set_knob("slow_shutdown", None)
+    assert h.knobs() == {"eventbus_fails_on_boot": 1}
+    assert [p.name for p in h.dirs.root.iterdir()] == ["knobs.json"]  # no temporary file left
+    with pytest.raises(LabError, match="unknown knob 'eventbus_fail_on_boot'"):
+        h.set_knob("eventbus_fail_on_boot", 1)
+
+
+def test_a_unit_failing_at_boot_says_so_in_its_log(tmp_path: Path) -> None:
+    h = _lab_host(tmp_path)
+    h._fail_at_boot("eventbus")
+    (line,) = h.dirs.logfile("eventbus").read_text().splitlines()
+    assert "eventbus failed to start at boot: knob eventbus_fails_on_boot is set on kafka1002" in line
+    assert "not listening on 127.0.10.2:8085" in line
+    assert list(select_lines([line], time.time() - 5)) == [line]  # `hostctl log eventbus --since` shows it
+    assert h.events("unit-failed")[0]["unit"] == "eventbus" and h.pid("eventbus") is None
