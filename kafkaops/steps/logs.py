@@ -187,8 +187,9 @@ def _reported_key(host: Host) -> str:
 
 
 class ScanKafkaLog(StepBase):
-    """Scan Kafka's log on the host since the maintenance started for ERROR/FATAL lines (known-benign
-    ones excepted); stop the run, host still depooled, on any."""
+    """Scan Kafka's log since the maintenance started; stop the run on an ERROR/FATAL line (benign ones excepted).
+
+    The run stops with the host still depooled, showing the lines; a resumed scan stops only on others."""
 
     def observe(self, ctx: RunContext) -> Observation:
         svc = env(ctx)

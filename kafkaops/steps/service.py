@@ -254,8 +254,9 @@ def _none_to_check(host: Host) -> Noop:
 
 
 class VerifyHealth(StepBase):
-    """Wait until the service (or every service of the host) answers its health path with HTTP 200 on the
-    host's own port."""
+    """Wait until the service (default: every service of the host) answers HTTP 200 on the host's own port.
+
+    Asked of the host itself, never of the VIP (which any pooled host answers)."""
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
@@ -338,8 +339,10 @@ def _when(start: int | None, default: str) -> str:
 
 
 class ScanLog(StepBase):
-    """Scan the service's log (or every service's of the host) since the restart, deploy or maintenance
-    for its error patterns; stop the run on a match."""
+    """Scan the service's log (default: every service's) for its error patterns since the restart or maintenance.
+
+    Since this run's restart or deploy of the service, else since the run started disrupting the host
+    (``logs.mark_start``); a match stops the run with the host still depooled."""
 
     def observe(self, ctx: RunContext) -> Observation:
         svc = env(ctx)
