@@ -142,10 +142,9 @@ class MarkStart(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
         mark = projected_fact(ctx, disruption_name(host.name))
-        when = _when(mark)
         return Observation({"host": host.name, "mark": mark},
-                           summary=f"{host.name}: " + (f"maintenance started at {when} (its clock)" if mark else
-                                                       "no start recorded")
+                           summary=f"{host.name}: " + (f"maintenance started at {_when(mark)} (its clock)" if mark
+                                                       else "no start recorded")
                            + provenance(ctx, [fact_key(disruption_name(host.name))]))
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -159,7 +158,9 @@ class MarkStart(StepBase):
         )
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
-        return {fact_key(disruption_name(obs.data["host"])): int(time.time())}
+        """A dry-run cannot know the host's clock at the stop: later steps see :data:`PLANNED` (not a time of
+        ours, which would make every saved plan stale by the time it is applied)."""
+        return {fact_key(disruption_name(obs.data["host"])): PLANNED}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
@@ -177,8 +178,20 @@ class MarkStart(StepBase):
 # --- Kafka's log -----------------------------------------------------------------------------------------
 
 
-def _when(epoch: Any) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(int(epoch))) if epoch else "?"
+#: The projected mark in a dry-run: recorded when the run gets there.
+PLANNED = "at the stop"
+
+
+def _epoch(value: Any) -> int | None:
+    """A recorded mark (epoch seconds), or None for none or a projected one."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _when(value: Any) -> str:
+    epoch = _epoch(value)
+    if epoch is not None:
+        return time.strftime("%H:%M:%S", time.localtime(epoch))
+    return "the stop" if value == PLANNED else "?"
 
 
 def _reported_key(host: Host) -> str:
@@ -198,9 +211,9 @@ class ScanKafkaLog(StepBase):
         start = projected_fact(ctx, disruption_name(host.name))
         ignore = [b.pattern for b in BENIGN_KAFKA_ERRORS] + [str(p) for p in self.params["ignore"]]
         compile_patterns(ignore, "ignore")  # a bad pattern is refused in the plan, not after the reboot
-        template = "kafka_log" in host.commands
-        cmd = svc.command(host, "kafka_log", since=int(start) if start else "<maintenance start>") \
-            if template else None
+        epoch = _epoch(start)
+        cmd = svc.command(host, "kafka_log", since=epoch if epoch is not None else "<maintenance start>") \
+            if "kafka_log" in host.commands else None
         data = {"host": host.name, "since": start, "command": cmd, "ignore": ignore,
                 "resumed_after_report": bool(facts.get(_reported_key(host)))}
         return Observation(data, summary=f"Kafka log on {host.name} since "

@@ -348,16 +348,19 @@ class ScanLog(StepBase):
         svc = env(ctx)
         host = target_host(ctx)
         facts = svc.facts(ctx.run_id)
+        # Before a restart this run makes, or (broker runbooks) the start of the host's maintenance.
+        maintained = fact_key(disruption_key(host)) in ctx.projected or facts.get(disruption_key(host)) is not None
+        start_word = "stop" if maintained and not str(self.params["service"]) else "restart"
         scans: list[dict[str, Any]] = []
         for service in services_to_check(host, str(self.params["service"])):
             start = scan_start(facts, host, service.name)
             reported = facts.get(_reported_key(host, service.name)) or []
             cmd = svc.command(host, "service_log", service=service.name,
-                              since=start if start else "<restart time>")
+                              since=start if start else f"<{start_word} time>")
             scans.append({"service": service.name, "patterns": list(service.error_patterns), "since": start,
-                          "resumed_after_report": bool(reported), "command": cmd})
+                          "resumed_after_report": bool(reported), "command": cmd, "from": start_word})
         data = {"host": host.name, "scans": scans, "window": self.params["window"]}
-        what = ", ".join(f"{s['service']} log since {_when(s['since'], 'the restart')}" for s in scans)
+        what = ", ".join(f"{s['service']} log since {_when(s['since'], 'the ' + start_word)}" for s in scans)
         return Observation(data, summary=f"{host.name}: {what or 'no service'}")
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -371,8 +374,8 @@ class ScanLog(StepBase):
         watch = f", after watching it for {d['window']:.0f}s" if d["window"] else ""
         again = " (lines already reported to the operator excepted)" \
             if any(s["resumed_after_report"] for s in scans) else ""
-        since = "since the restart" if all(s["since"] is None for s in scans) else \
-            "since " + ", ".join(_when(s["since"], "the restart") for s in scans)
+        since = f"since the {scans[0]['from']}" if all(s["since"] is None for s in scans) else \
+            "since " + ", ".join(_when(s["since"], "the " + s["from"]) for s in scans)
         n = sum(len(s["patterns"]) for s in scans)
         commands: list[str] = []
         for s in scans:

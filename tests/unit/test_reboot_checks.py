@@ -143,6 +143,23 @@ def test_the_mark_is_taken_once() -> None:
     assert isinstance(mark.plan(Observation({"host": "h", "mark": 1_795_466_376})), Noop)
 
 
+def test_a_dry_run_projects_the_mark_without_a_time_of_ours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A saved plan is re-observed when applied: a projected clock value would make it stale at once."""
+    ctx, _ = _ctx(tmp_path, monkeypatch, "")
+    ctx.run_id = ""  # a dry-run: facts in memory, nothing recorded yet
+    mark = step("logs.mark_start")
+    obs = mark.observe(ctx)
+    for key, value in mark.effects(obs, mark.plan(obs)).items():
+        ctx.projected.set(key, value, "kafka1002 step 7 (logs.mark_start)")
+    scan = step("logs.scan_kafka").observe(ctx)
+    assert scan.data["command"] == "hostctl log kafka --since @'<maintenance start>'"
+    assert "since the stop" in scan.summary and "projected: after kafka1002 step 7" in scan.summary
+    health = step("service.verify_health").observe(ctx)
+    assert health.data["checks"][0]["status"] is None  # to be seen after the reboot, not now
+    logs_ = step("service.scan_log").plan(step("service.scan_log").observe(ctx))
+    assert isinstance(logs_, Action) and "eventbus log on kafka1002 since the stop" in logs_.description
+
+
 def _ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: str) -> tuple[Any, list[str]]:
     """A run context on the lab inventory whose ``kafka_log`` command answers ``output``."""
     svc = Environment(load_inventory(LAB), home=tmp_path)
