@@ -349,7 +349,9 @@ class _Replay:
         self.ctx, self.svc, self.host, self.via, self.dest = ctx, svc, host, via, dest
         self.ledger, self.report, self.rate = ledger, report, rate
         self.producer, self.poster = replay_adapters(svc)
-        self.batch = 1 if via == "http" else max(1, min(100, int(rate / 10)))
+        # One intent and one outcome record (two fsyncs) per batch, not per event; a batch is what a
+        # resume may have to look for in Kafka. Via http each event is still its own POST.
+        self.batch = max(1, min(100, int(rate / 10)))
 
     def close(self) -> None:
         self.producer.close()

@@ -244,7 +244,7 @@ CASES = [
     Case("check-chart-unwritable", ("check", "lab", "--no-scan", "--chart", "/proc/x/chart.png"), CONFIG,
          "/proc/x/chart.png: cannot write the chart: No such file or directory"),
     Case("runbooks-docs-out-unwritable", ("runbooks", "docs", "--out", "/proc/x"), CONFIG,
-         "/proc/x/reboot.md: cannot write the runbook page: No such file or directory"),
+         "/proc/x/failed-events-replay.md: cannot write the runbook page: No such file or directory"),
     # --- runbooks -----------------------------------------------------------------------------------
     Case("runbooks-show-unknown", ("runbooks", "show", "nosuch"), CONFIG, "no runbook named 'nosuch'"),
     Case("runbooks-show-path", ("runbooks", "show", "../../etc/passwd"), CONFIG, "no runbook named"),
