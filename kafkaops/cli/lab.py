@@ -136,24 +136,25 @@ Knobs:
 def host_knob(
     host: str = typer.Argument(..., help="Lab host, short name or FQDN."),
     name: str | None = typer.Argument(None, help="Knob name (see above); omitted: show the knobs set."),
-    value: float | None = typer.Argument(None, help="Its value (seconds, or non-zero for on)."),
+    value: float | None = typer.Argument(None, min=0, help="Its value (seconds, or non-zero for on)."),
     clear: bool = typer.Option(False, "--clear", help="Clear the knob instead of setting it."),
 ) -> None:
     from kafkaops.cli.common import CommandLineError
     from kafkaops.lab.host import KNOBS, LabHost
 
+    # Command-line mistakes first: a typo is a usage error whether or not the lab is up.
+    if name is None and (clear or value is not None):
+        raise CommandLineError(f"give the knob's NAME (knobs: {', '.join(KNOBS)})")
+    if name is not None and name not in KNOBS:
+        raise CommandLineError(f"unknown knob {name!r} (knobs: {', '.join(KNOBS)})")
+    if name is not None and clear == (value is not None):
+        raise CommandLineError(f"give {name} a VALUE, or --clear (not both)")
     h = LabHost.named(host)
     if name is None:
-        if clear or value is not None:
-            raise CommandLineError(f"give the knob's NAME (knobs: {', '.join(KNOBS)})")
         knobs = h.knobs()
         console.print(f"{h.host.name}: " + (", ".join(f"{k}={v:g}" for k, v in sorted(knobs.items()))
                                              if knobs else "no knob set"), highlight=False)
         return
-    if name not in KNOBS:
-        raise CommandLineError(f"unknown knob {name!r} (knobs: {', '.join(KNOBS)})")
-    if clear == (value is not None):
-        raise CommandLineError(f"give {name} a VALUE, or --clear (not both)")
     h.set_knob(name, None if clear else value)
     console.print(f"{h.host.name}: {name} " + ("cleared" if clear else f"= {value:g}"), highlight=False)
 
