@@ -84,6 +84,15 @@ def _spread_text(spread: LeaderSpread) -> str:
     return f"leaders now/preferred per broker: {spread.line()} (max {spread.max_imbalance}% off)"
 
 
+class _SpreadObservation(Observation):
+    """An observation whose per-broker leader figures are shown but not fingerprinted: a saved plan goes
+    stale on what decides (the gate's verdict, this broker's own leadership in ``state``), not on every
+    leader count of the cluster, which would also push the decisive differences out of the stale message."""
+
+    def fingerprint_data(self) -> Any:
+        return {k: v for k, v in self.data.items() if k not in ("spread", "leaders")}
+
+
 class Preflight(StepBase):
     """Refuse when the cluster is unhealthy or skewed, or stopping this broker would drop a partition below min ISR.
 
@@ -111,8 +120,8 @@ class Preflight(StepBase):
             "rf_not_above_min_isr": list(impact.rf_not_above_min_isr),
             "spread": result.spread.to_dict(), "leaders": _spread_text(result.spread),
         }
-        return Observation(data, summary=f"broker {host.broker_id}: {_lead_summary(data['state'])}"
-                                         + provenance(ctx, broker_keys(ctx)))
+        return _SpreadObservation(data, summary=f"broker {host.broker_id}: {_lead_summary(data['state'])}"
+                                                + provenance(ctx, broker_keys(ctx)))
 
     def plan(self, obs: Observation) -> Action | Noop:
         from kafkaops.errors import SafetyRefusal
