@@ -16,5 +16,6 @@ COMMAND_MODULES = {
     "run": "procedures",
     "runbooks": "runbooks",
     "lab": "lab",
+    "service": "service",
     "failed-events": "failed_events",
 }

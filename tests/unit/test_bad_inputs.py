@@ -180,6 +180,11 @@ CASES = [
          "'soon' is not a duration"),
     Case("runs-list-limit-negative", ("runs", "list", "--limit", "-1"), USAGE, "-1"),
     Case("lab-load-negative-seconds", ("lab", "load", "--seconds", "-1"), USAGE, "--seconds"),
+    Case("service-bench-concurrency-above-requests", ("service", "bench", "eventbus", "lab", "-n", "10", "-c", "20"),
+         USAGE, "more than the 10 in all"),
+    Case("service-bench-unknown-service", ("service", "bench", "nosuch", "lab"), CONFIG, "runs no service 'nosuch'"),
+    Case("service-bench-nothing-listens", ("service", "bench", "eventbus", "lab", "-n", "5", "-c", "1"), UNREACHABLE,
+         "Connection refused"),
     Case("lab-slow-shutdown-negative", ("lab", "host", "slow-shutdown", "kafka1001", "--", "-5"), USAGE, "-5"),
     # --- bad output formats -----------------------------------------------------------------------
     Case("reboot-output-xml", ("reboot", "kafka1001", "--dry-run", "-o", "xml"), USAGE, "'xml' is not one of"),

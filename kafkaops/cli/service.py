@@ -1,0 +1,252 @@
+"""``kafkaops service bench SERVICE CLUSTER|HOST``: the EventBus runbook's throughput test, repeatable.
+
+The seed's "Throughput" section is one ``ab`` command and one figure (4425 req/s for main-codfw in 2016).
+This command runs that ``ab`` (Debian's apache2-utils) from the operator's machine with the seed's
+defaults (``-n 10000 -c 16``) and a valid test event, parses its report (:mod:`kafkaops.throughput`),
+and shows requests/s, failed and non-2xx counts, the latency percentiles as bars, and the measured rate
+against the inventory's recorded baseline (``services.<name>.baseline``).
+
+What it aims at:
+
+* a HOST: that host's own address and the service's port (the host alone, as after a deploy);
+* a CLUSTER: the service's VIP when the inventory names one and it accepts a connection — the whole
+  service as clients see it, which is what the seed measured and what a baseline is recorded for —
+  otherwise each host of the cluster that runs the service, in turn (one report per host).
+
+A bench is real load and real events (each 2xx is a record in ``<dc>.test.event``): against production
+it refuses, without ``--yes``, a pooled host or the VIP (exit 6, one line); a depooled host needs no
+``--yes``, nor does anything in an inventory marked ``environment: lab``. Any failed or non-2xx request
+makes the exit code 9 after the report: a fast bench that drops requests is not a result.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kafkaops.cli.common import TableOrJson, console, print_json
+from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal, UnreachableError
+
+app = typer.Typer(help="Service checks beyond the runbooks: `service bench` (the runbook's throughput test).",
+                  no_args_is_help=True, rich_markup_mode=None)
+
+#: Where an eventbus accepts events when the inventory does not say (the seed's URL).
+DEFAULT_EVENTS_PATH = "/v1/events"
+
+
+@dataclass(frozen=True)
+class BenchTarget:
+    """One address to bench: the VIP or a host, with what the safety check needs."""
+
+    name: str  # "VIP eventbus.svc.codfw.wmnet" or the host's short name
+    url: str
+    via: str  # "vip" or "host"
+    host: Any = None  # the inventory Host for a host target
+
+
+def _url(address: str, port: int, path: str) -> str:
+    return f"http://{address}:{port}{path}"
+
+
+def _accepts(address: str, port: int, timeout: float = 2.0) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, list[BenchTarget], Any, list[str]]:
+    """The cluster, the addresses to bench, the inventory's Service and notes for the report, for TARGET
+    (a cluster, else a host)."""
+    from kafkaops.cli.lookup import find_cluster, find_host, inventory_files
+    from kafkaops.inventory import load_inventory
+
+    is_cluster = any(load_inventory(p).name == target for p in inventory_files(inventory))
+    if is_cluster:
+        cluster = find_cluster(target, inventory)
+        hosts = [h for h in cluster.hosts if h.service(service) is not None]
+    else:
+        cluster, host = find_host(target, inventory)
+        hosts = [host] if host.service(service) is not None else []
+    if not hosts:
+        known = sorted({s.name for h in cluster.hosts for s in h.services}) or ["none"]
+        where = f"cluster {cluster.name}" if is_cluster else f"host {target}"
+        raise ConfigError(f"{where} runs no service {service!r} in {cluster.source}",
+                          hint="services there: " + ", ".join(known))
+    svc = hosts[0].service(service)
+    assert svc is not None
+    path = svc.events_path or DEFAULT_EVENTS_PATH
+    if is_cluster and svc.vip and _accepts(svc.vip, svc.port):
+        return cluster, [BenchTarget(f"VIP {svc.vip}", _url(svc.vip, svc.port, path), "vip")], svc, []
+    notes = []
+    if is_cluster:
+        notes.append(f"the VIP {svc.vip}:{svc.port} does not accept connections: each host in turn" if svc.vip
+                     else f"service {service} has no VIP in the inventory: each host in turn")
+    return cluster, [BenchTarget(h.name, _url(h.address, svc.port, path), "host", h) for h in hosts], svc, notes
+
+
+def _refuse_production(cluster: Any, targets: list[BenchTarget], requests: int) -> None:
+    """A bench against production traffic needs --yes: the VIP, or a host conftool says is pooled (or
+    whose pool state cannot be read). One line, exit 6."""
+    if cluster.environment == "lab":
+        return
+    load = f"{requests} requests and as many test events"
+    for t in targets:
+        if t.via == "vip":
+            raise SafetyRefusal(f"{t.name} of production cluster {cluster.name} serves live traffic: a bench "
+                                f"sends {load} through it", hint="pass --yes to bench it anyway")
+    from kafkaops.cli.lookup import environment
+
+    env = environment(cluster, dry_run=True)
+    try:
+        for t in targets:
+            host = t.host
+            try:
+                pooled = env.conftool.get(host.fqdn, host.conftool_tags).pooled if host.conftool_tags else None
+            except (ConfigError, UnreachableError) as exc:
+                raise SafetyRefusal(f"{host.name} of production cluster {cluster.name}: its pool state cannot be "
+                                    f"read ({exc.message}), so it may be serving live traffic",
+                                    hint="pass --yes to bench it anyway") from None
+            if pooled not in ("no", "inactive"):  # "inactive": out of the pool too (pybal ignores it)
+                state = f"pooled={pooled}" if pooled else "no conftool tags: pool state unknown"
+                raise SafetyRefusal(f"{host.name} of production cluster {cluster.name} is in service ({state}): "
+                                    f"a bench sends {load} alongside live traffic",
+                                    hint="depool it first, or pass --yes to bench it anyway")
+    finally:
+        env.close()
+
+
+def _run_ab(url: str, body: Path, requests: int, concurrency: int) -> Any:
+    from kafkaops.throughput import REQUEST_TIMEOUT, ab_command, parse_ab
+
+    argv = ab_command(url, str(body), requests=requests, concurrency=concurrency)
+    try:
+        # ab stops on its own after -n requests; a stalled one ends after -s seconds. The bound here is
+        # for an ab that never ends (a 10 req/s floor, plus the per-request timeout).
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=REQUEST_TIMEOUT + requests / 10 + 60)
+    except subprocess.TimeoutExpired:
+        raise UnreachableError(f"ab against {url} did not finish", hint="the service is too slow; try fewer "
+                               "--requests") from None
+    try:
+        report = parse_ab(done.stdout)
+    except ValueError as exc:
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        raise UnreachableError(f"{url}: {exc}" + (f" ({last})" if last and last not in str(exc) else ""),
+                               hint="is the service up on that address and port?") from None
+    if not report.answered:
+        raise UnreachableError(f"{url}: no request got an answer ({report.errors} failed: {report.failed_by}; "
+                               "Connection refused or reset)", hint="is the service up on that address and port?")
+    return report
+
+
+def _chart(name: str, report: Any, comparison: Any) -> Any:
+    """Two rich tables: the latency percentiles as bars, and the measured rate against the baseline."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from kafkaops.throughput import bar
+
+    lat = Table(title=f"{name}: latency (ms), share of requests served within", title_justify="left",
+                show_edge=False, box=None)
+    lat.add_column("served", justify="right")
+    lat.add_column("ms", justify="right")
+    lat.add_column("")
+    longest = max(report.percentiles_ms.values(), default=0.0)
+    for pct, ms in sorted(report.percentiles_ms.items()):
+        lat.add_row(Text(f"{pct}%"), Text(f"{ms:g}"), Text(bar(ms, longest), style="cyan"))
+    rate = Table(title=f"{name}: requests per second", title_justify="left", show_edge=False, box=None)
+    rate.add_column("", justify="right")
+    rate.add_column("req/s", justify="right")
+    rate.add_column("")
+    scale = max(report.requests_per_second, comparison.baseline or 0.0)
+    ok = comparison.baseline is None or (comparison.ratio or 0) >= 0.9
+    rate.add_row(Text("measured"), Text(f"{report.requests_per_second:g}"),
+                 Text(bar(report.requests_per_second, scale), style="green" if ok else "yellow"))
+    if comparison.baseline is not None:
+        rate.add_row(Text("baseline"), Text(f"{comparison.baseline:g}"), Text(bar(comparison.baseline, scale),
+                                                                              style="dim"))
+    return Group(lat, Text(""), rate, Text(comparison.verdict()))
+
+
+def _summary(name: str, url: str, report: Any) -> Any:
+    from rich.text import Text
+
+    p = report.percentiles_ms
+    pcts = ", ".join(f"p{k} {p[k]:g} ms" for k in (50, 90, 99) if k in p)
+    failed = f"{report.errors} failed" + (f" ({report.failed_by})" if report.errors and report.failed_by else "")
+    length = report.failed_by.get("length", 0)
+    return Text(f"{name} ({url}): {report.requests_per_second:g} req/s; {report.complete} complete, {failed}, "
+                f"{report.non_2xx} non-2xx, {report.ok_2xx} 2xx"
+                + (f" ({length} of varying length, not errors)" if length else "")
+                + (f"; {pcts}" if pcts else "") + (f"; {report.seconds:g} s" if report.seconds else ""))
+
+
+def bench_cmd(
+    service: str = typer.Argument(..., help="Service name from the inventory (services:), e.g. eventbus."),
+    target: str = typer.Argument(..., metavar="CLUSTER|HOST",
+                                 help="A cluster (its VIP if it answers, else each host) or one host."),
+    requests: int = typer.Option(10000, "--requests", "-n", min=1, max=1_000_000,
+                                 help="Requests in all (ab -n; the seed's 10000)."),
+    concurrency: int = typer.Option(16, "--concurrency", "-c", min=1, max=1000,
+                                    help="Requests at a time (ab -c; the seed's 16)."),
+    output: TableOrJson = typer.Option(TableOrJson.table, "--output", "-o", help="table (with the chart) or json."),
+    yes: bool = typer.Option(False, "--yes", "-y",
+                             help="Bench production traffic's path anyway (a pooled host, the VIP)."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", metavar="PATH", help="Inventory file."),
+) -> None:
+    """Throughput of SERVICE with the runbook's `ab -n 10000 -c 16 -T application/json -p test-event.json`:
+    requests/s, failed and non-2xx counts, latency percentiles, and the inventory's baseline."""
+    from kafkaops.throughput import Comparison, bench_event, bench_event_body
+
+    if concurrency > requests:
+        raise typer.BadParameter(f"{concurrency} requests at a time is more than the {requests} in all",
+                                 param_hint="--concurrency")
+    if shutil.which("ab") is None:
+        raise ConfigError("ab (ApacheBench) is not installed on this machine",
+                          hint="apt-get install apache2-utils")
+    cluster, targets, svc, notes = _resolve(target, service, inventory)
+    if not yes:
+        _refuse_production(cluster, targets, requests)
+    event = bench_event()
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="kafkaops-bench-") as tmp:
+        body = Path(tmp) / "test-event.json"
+        body.write_bytes(bench_event_body(event))
+        for note in notes if output is TableOrJson.table else ():
+            console.print(note, highlight=False, markup=False, soft_wrap=True)
+        for t in targets:
+            if output is TableOrJson.table:
+                console.print(f"ab -n {requests} -c {concurrency} -T application/json -p test-event.json {t.url}",
+                              highlight=False, markup=False, soft_wrap=True)
+            report = _run_ab(t.url, body, requests, concurrency)
+            comparison = Comparison(report.requests_per_second, svc.baseline_rps, svc.baseline_note)
+            results.append({"target": t.name, "via": t.via, "url": t.url, "report": report,
+                            "comparison": comparison})
+            if output is TableOrJson.table:
+                console.print(_summary(t.name, t.url, report))
+                console.print(_chart(t.name, report, comparison))
+    if output is TableOrJson.json:
+        print_json({"service": service, "cluster": cluster.name, "environment": cluster.environment,
+                    "requests": requests, "concurrency": concurrency, "event": event, "notes": notes,
+                    "results": [{**{k: r[k] for k in ("target", "via", "url")}, **r["report"].to_dict(),
+                                 "baseline": r["comparison"].to_dict()} for r in results]})
+    bad = [(r["target"], r["report"]) for r in results if r["report"].errors or r["report"].non_2xx]
+    if bad:
+        listed = "; ".join(f"{n}: {rep.errors} failed, {rep.non_2xx} non-2xx of {rep.complete}" for n, rep in bad)
+        raise CheckFailed(f"the bench is not clean: {listed}",
+                          hint="look at the service's log; a fast bench that drops requests is not a result")
+
+
+def register(root: typer.Typer) -> None:
+    """Add ``kafkaops service`` (bench)."""
+    app.command("bench")(bench_cmd)
+    root.add_typer(app, name="service")
