@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 PROCEDURES = ("reboot", "restart", "rolling-reboot", "rolling-restart", "restart-service",
               "rolling-restart-service", "rolling-deploy")
 #: The built-in commands.
-BUILTINS = ("status", "resume", "apply", "runs", "check", "snapshot", "run", "runbooks", "lab", "failed-events")
+BUILTINS = ("status", "resume", "apply", "runs", "check", "snapshot", "run", "runbooks", "lab", "failed-events",
+            "service")
 
 
 def _top_level_names(app: typer.Typer) -> set[str]:
