@@ -66,8 +66,14 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 class Balancer:
-    def __init__(self, watcher: PoolWatcher) -> None:
+    """Connects to a pooled backend *from the VIP* (``source``): as with LVS, where the packets a real
+    server gets from the balancer are addressed to the service address, a client connection is told
+    apart from the host's other callers (a health check, an operator's curl) by its address alone — the
+    runbook's ``tcpdump dst eventbus.svc... and port 8085`` counts exactly those."""
+
+    def __init__(self, watcher: PoolWatcher, source: str) -> None:
         self.watcher = watcher
+        self.source = source
         self.rr = itertools.count()
 
     def candidates(self) -> list[tuple[str, int]]:
@@ -85,7 +91,8 @@ class Balancer:
     async def handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         for address, port in self.candidates():
             try:
-                backend_r, backend_w = await asyncio.wait_for(asyncio.open_connection(address, port), 1.0)
+                backend_r, backend_w = await asyncio.wait_for(
+                    asyncio.open_connection(address, port, local_addr=(self.source, 0)), 1.0)
             except (TimeoutError, OSError):
                 continue  # pybal would mark it down; try the next pooled host
             await asyncio.gather(_pipe(client_r, backend_w), _pipe(backend_r, client_w))
@@ -97,7 +104,7 @@ async def _serve(spec: LabSpec) -> None:
     loop = asyncio.get_running_loop()
     watcher = PoolWatcher(spec)
     await loop.run_in_executor(None, watcher.refresh)
-    balancer = Balancer(watcher)
+    balancer = Balancer(watcher, spec.vip_address)
 
     async def refresher() -> Any:
         while True:

@@ -50,8 +50,12 @@ _LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.\d+ > (\d+\.\d+\.\d+\.
 
 
 class SynWatch:
-    def __init__(self, port: int) -> None:
+    """Every new SYN to ``port`` on ``lo``. Client connections are the ones the balancer makes from the
+    VIP (``clients``); kafkaops' own health checks of a depooled host come from elsewhere."""
+
+    def __init__(self, port: int, *, clients: str | None = None) -> None:
         self.port = port
+        self.clients = clients
         self.syns: list[tuple[float, str, str]] = []  # (time, source, destination)
         self._proc: subprocess.Popen[str] | None = None
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -80,8 +84,10 @@ class SynWatch:
         self._thread.join(5)
 
     def between(self, address: str, start: float, end: float) -> list[float]:
-        """New connections to ``address`` from elsewhere (not the host's own health checks) in [start, end]."""
-        return [t for t, src, dst in self.syns if dst == address and src != address and start <= t <= end]
+        """New client connections to ``address`` in [start, end]: from the VIP when ``clients`` is set, else
+        from anywhere but the host itself."""
+        return [t for t, src, dst in self.syns if dst == address and start <= t <= end
+                and (src == self.clients if self.clients else src != address)]
 
 
 def journal(home: Path, run_id: str) -> list[dict[str, Any]]:

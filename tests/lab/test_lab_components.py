@@ -81,9 +81,11 @@ def test_depool_with_confctl_stops_new_connections(lab_cluster: Cluster) -> None
         _confctl(lab_cluster, "select", f"name={target.fqdn}", "set/pooled=no")
         assert '"pooled": "no"' in _confctl(lab_cluster, "select", f"name={target.fqdn}", "get")
         time.sleep(1.5)  # the balancer re-reads pools twice a second
+        vip = target.services[0].vip  # the balancer connects from it: only its SYNs are clients
         quiet = count_syns(SshClient(target.ssh, name=target.name), target, target.commands["syn_capture"],
-                           8085, 3)
-        busy = count_syns(SshClient(other.ssh, name=other.name), other, other.commands["syn_capture"], 8085, 3)
+                           8085, 3, vip=vip)
+        busy = count_syns(SshClient(other.ssh, name=other.name), other, other.commands["syn_capture"], 8085, 3,
+                          vip=vip)
     finally:
         _confctl(lab_cluster, "select", f"name={target.fqdn}", "set/pooled=yes")
         stop.set()
