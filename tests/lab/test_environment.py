@@ -129,22 +129,23 @@ def test_dry_run_of_a_roll_shows_the_state_earlier_hosts_leave(pooled_lab: Clust
     order = plan["targets"]
     steps = {(s["target"], s["kind"]): s for s in plan["steps"]}
     first, second, third = order
+    number = {s["kind"]: s["index"] for s in plan["steps"] if s["target"] == first}
     # Each host's own steps see what its earlier steps leave: after the stop, the wait for "leads
     # nothing" has nothing to wait for; after the reboot the broker is back but out of sync.
     for host in order:
         stopped = steps[(host, "kafka.verify_not_leader")]
-        assert f"{host} step 7 (kafka.stop_broker)" in stopped["observed"], stopped
+        assert f"{host} step {number['kafka.stop_broker']} (kafka.stop_broker)" in stopped["observed"], stopped
         assert stopped["noop_reason"] and "leads nothing" in stopped["noop_reason"]
         sync = steps[(host, "kafka.wait_in_sync")]
-        assert sync["action"] is not None and f"{host} step 9 (host.reboot)" in sync["observed"]
+        assert sync["action"] is not None and f"{host} step {number['host.reboot']} (host.reboot)" in sync["observed"]
         repool = steps[(host, "conftool.repool")]
         assert repool["action"] is not None and "pooled=no" in repool["observed"]
     # The second and third hosts see the first host's steps: its repool and its election.
     for host, earlier in ((second, first), (third, second)):
         depool = steps[(host, "conftool.depool")]
-        assert f"{earlier} step 13 (conftool.repool)" in depool["observed"], depool
+        assert f"{earlier} step {number['conftool.repool']} (conftool.repool)" in depool["observed"], depool
         preflight = steps[(host, "kafka.preflight")]
-        assert f"{earlier} step 11 (kafka.preferred_election)" in preflight["observed"], preflight
+        assert f"{earlier} step {number['kafka.preferred_election']} (kafka.preferred_election)" in preflight["observed"], preflight
     # Nothing changed.
     assert {h.name: LabHost.named(h.name).boot_id() for h in cluster.hosts} == boots
     data = collect(cluster)
