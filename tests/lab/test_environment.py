@@ -145,7 +145,8 @@ def test_dry_run_of_a_roll_shows_the_state_earlier_hosts_leave(pooled_lab: Clust
         depool = steps[(host, "conftool.depool")]
         assert f"{earlier} step {number['conftool.repool']} (conftool.repool)" in depool["observed"], depool
         preflight = steps[(host, "kafka.preflight")]
-        assert f"{earlier} step {number['kafka.preferred_election']} (kafka.preferred_election)" in preflight["observed"], preflight
+        elected = f"{earlier} step {number['kafka.preferred_election']} (kafka.preferred_election)"
+        assert elected in preflight["observed"], preflight
     # Nothing changed.
     assert {h.name: LabHost.named(h.name).boot_id() for h in cluster.hosts} == boots
     data = collect(cluster)
