@@ -37,6 +37,7 @@ from kafkaops.model import Cluster, Host
 if TYPE_CHECKING:
     from kafkaops.engine.lock import LockBackend
     from kafkaops.systems.conftool import Conftool
+    from kafkaops.systems.health_watch import HealthWatch
     from kafkaops.systems.kafka import KafkaAdmin
     from kafkaops.systems.ssh import CommandResult, SshClient, SshPool
     from kafkaops.systems.zookeeper import ZooKeeper
@@ -174,6 +175,7 @@ class Environment:
         self._ssh: SshPool | None = None
         self._lock: LockBackend | None = None
         self._facts: dict[str, RunFacts] = {}
+        self._health_watch: HealthWatch | None = None
 
     # --- building ---------------------------------------------------------------------------------
 
@@ -377,6 +379,20 @@ class Environment:
                 self._facts[run_id] = RunFacts(runs_dir(self.home) / run_id / "facts.json")
         return self._facts[run_id]
 
+    def health_watch(self) -> HealthWatch:
+        """The run's background witness of cluster health (:mod:`kafkaops.systems.health_watch`), started on
+        first use, on its own AdminClient so it never waits behind the run's requests."""
+        if self._health_watch is None:
+            from kafkaops.systems.health_watch import HealthWatch
+            from kafkaops.systems.kafka import KafkaAdmin
+
+            admin = KafkaAdmin(self.cluster.bootstrap_servers, timeout=5.0, cluster=self.cluster.name,
+                               attempts=1, dry_run=True)  # it only reads
+            self._health_watch = HealthWatch(lambda: admin.snapshot(with_configs=False),
+                                             frozenset(h.broker_id for h in self.cluster.hosts))
+            self._health_watch.start()
+        return self._health_watch
+
     def sample_urp(self, run_id: str, snapshot: Any) -> None:
         """Append (time, under-replicated partitions) to the run's ``urp.jsonl``: the post-check's chart
         shows what the cluster went through during the run, not only before and after."""
@@ -396,6 +412,8 @@ class Environment:
         return read_urp_samples(runs_dir(self.home) / run_id / URP_SAMPLES) if run_id else []
 
     def close(self) -> None:
+        if self._health_watch is not None:
+            self._health_watch.stop()
         if self._ssh is not None:
             self._ssh.close()
         close = getattr(self._lock, "close", None)

@@ -506,7 +506,10 @@ class VerifyLeaders(StepBase):
 
 
 class WaitHealthy(StepBase):
-    """Gate: the cluster is healthy (no URP, no offline, full ISR) for a stability window."""
+    """Gate between two hosts of a roll: the cluster is healthy (no URP, no offline, full ISR) — for
+    ``stable_for`` here, or (``stable_for: 0``, the rolling runbooks) only now, with the stability window
+    counted by the run's health watch, started here, and enforced by ``kafka.wait_stable`` right before the
+    next broker stops: the next host's depool and SYN window run inside the window, not after it."""
 
     def observe(self, ctx: RunContext) -> Observation:
         summary = cluster_health(_snapshot(ctx, configs=True))
@@ -528,8 +531,47 @@ class WaitHealthy(StepBase):
 
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]),
              stable_for=float(self.params["stable_for"]))
+        env(ctx).health_watch()  # from here on, the next host's kafka.wait_stable counts healthy time
         if float(self.params["grace"]):
             time.sleep(float(self.params["grace"]))
+
+
+class WaitStable(StepBase):
+    """Before a roll stops its next broker: the cluster has been healthy without a break for ``stable_for``.
+
+    The window is counted by the run's health watch (:mod:`kafkaops.systems.health_watch`) from the gate
+    after the previous host, so it overlaps this host's pre-flight, depool and zero-SYN window instead of
+    adding to them; those touch only the pool, never Kafka, and "at most one host depooled" still holds
+    (the previous host is repooled before its gate). The broker stop still waits for both. A resumed run
+    has no watch yet: it waits the whole window here. The first host of a roll has no previous host (the
+    pre-flight just found the cluster healthy): no wait.
+    """
+
+    def observe(self, ctx: RunContext) -> Observation:
+        first = not ctx.targets or ctx.target == ctx.targets[0]
+        return Observation({"first": first, "stable_for": float(self.params["stable_for"])},
+                           summary="first host of the roll" if first else "after the previous host's gate")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        if obs.data["first"] or not obs.data["stable_for"]:
+            return Noop("first host of the roll: the pre-flight found the cluster healthy"
+                        if obs.data["first"] else "no stability window (--stable-for 0)")
+        return Action(
+            description=f"wait until the cluster has been healthy for {obs.data['stable_for']:.0f}s without a "
+                        "break, counted since the previous host's gate (this host's depool and SYN window ran "
+                        "inside it)",
+            commands=("AdminClient metadata, sampled every 0.5 s in the background",), impact="read-only")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        watch = env(ctx).health_watch()
+        need = float(self.params["stable_for"])
+
+        def stable() -> tuple[bool, str]:
+            held = watch.stable_for()
+            return held >= need, f"healthy for {held:.1f}s of {need:.0f}s"
+
+        wait(ctx, stable, what=f"cluster healthy for {need:.0f}s", timeout=float(self.params["timeout"]),
+             interval=0.25)
 
 
 class RestoreBroker(StepBase):
@@ -666,4 +708,9 @@ register_step("kafka.wait_healthy", WaitHealthy, [
     Param("stable_for", "duration", default=5.0, help="how long the cluster must stay healthy"),
     Param("timeout", "duration", default=1800.0),
     Param("grace", "duration", default=0.0, help="extra fixed pause after the gate (--grace)"),
+])
+register_step("kafka.wait_stable", WaitStable, [
+    Param("stable_for", "duration", default=5.0, min=0, max=3600,
+          help="how long the cluster must have been healthy without a break before this broker stops"),
+    Param("timeout", "duration", default=1800.0),
 ])

@@ -66,3 +66,35 @@ def test_killed_at_a_journal_boundary_the_resume_ends_whole_and_does_nothing_twi
     data = collect(lab)
     assert data["healthy"] and all(b["pooled"] == "yes" for b in data["brokers"]), data
     assert data["preferred_leader_ratio"] == 1.0, data
+
+
+@pytest.mark.parametrize("kind", ["traffic.wait_zero_syns", "kafka.wait_stable"])
+def test_killed_inside_the_overlap_of_a_roll_the_resume_stops_each_broker_once(
+        lab: Cluster, home: Path, kind: str) -> None:
+    """The second host's SYN window and stability wait overlap the window after the first host (issue 14):
+    a kill there leaves no health watch behind; the resumed run must wait the whole window itself and
+    still stop each broker exactly once."""
+    hosts = [LabHost.named(h.name) for h in lab.hosts]
+    stops = {h.host.name: len(h.events("kafka-stop")) for h in hosts}
+    proc = spawn(home, lab, "rolling-restart", "lab", "--yes", "--reason", f"overlap kill: {kind}",
+                 "--syn-window", "3s", "--stable-for", "4s", "--no-scan")
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        started = [r for r in live_journal(home) if r["type"] == "target_started"]
+        if len(started) >= 2 and any(r["type"] == "step_applying" and r.get("kind") == kind
+                                     and r.get("target") == started[1]["target"] for r in live_journal(home)):
+            time.sleep(0.5)
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL, output(proc)
+    resumed = kafkaops(home, lab, "resume", only_run(home))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert {h.host.name: len(h.events("kafka-stop")) - stops[h.host.name] for h in hosts} == \
+        {h.name: 1 for h in lab.hosts}
+    records = live_journal(home)
+    waited = [r for r in records if r["type"] == "step_verified" and r.get("kind") == "kafka.wait_stable"]
+    assert len(waited) == len(lab.hosts), waited  # every host's window was proven (the first by its no-op)
+    data = collect(lab)
+    assert data["healthy"] and all(b["pooled"] == "yes" for b in data["brokers"]), data
