@@ -33,13 +33,14 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed, ConfigError
+from kafkaops.errors import CheckFailed
 from kafkaops.model import Host
 from kafkaops.steps.common import env, target_host
 from kafkaops.steps.projection import fact_key, projected_fact, provenance
 from kafkaops.steps.service import (
     LogErrorsFound,
     LogMatch,
+    compile_patterns,
     describe_matches,
     disruption_key,
     disruption_name,
@@ -71,21 +72,6 @@ class BenignError:
 #: (measured on the lab: reboots, restarts and a rolling reboot, see docs/maintenance.md). Extend it
 #: with the step's ``ignore`` parameter for a site's own, never by weakening :data:`KAFKA_LEVEL`.
 BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = ()
-
-
-def compile_patterns(patterns: Iterable[str], what: str) -> list[tuple[str, re.Pattern[str]]]:
-    """``patterns`` compiled, each with its text.
-
-    Raises:
-        ConfigError: One is not a valid regular expression.
-    """
-    out = []
-    for p in patterns:
-        try:
-            out.append((p, re.compile(p)))
-        except re.error as exc:
-            raise ConfigError(f"{what} pattern {p!r} is not a valid regular expression: {exc}") from exc
-    return out
 
 
 @dataclass(frozen=True)

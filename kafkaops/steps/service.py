@@ -62,18 +62,28 @@ class LogMatch:
     line: str
 
 
+def compile_patterns(patterns: Iterable[str], what: str) -> list[tuple[str, re.Pattern[str]]]:
+    """``patterns`` compiled, each with its text.
+
+    Raises:
+        ConfigError: One is not a valid regular expression (named with ``what``: "error", "ignore").
+    """
+    out = []
+    for p in patterns:
+        try:
+            out.append((p, re.compile(p)))
+        except re.error as exc:
+            raise ConfigError(f"{what} pattern {p!r} is not a valid regular expression: {exc}") from exc
+    return out
+
+
 def find_error_lines(lines: Iterable[str], patterns: Sequence[str]) -> list[LogMatch]:
     """Every line matching any of ``patterns`` (regular expressions, searched anywhere in the line).
 
     Raises:
         ConfigError: A pattern is not a valid regular expression.
     """
-    compiled = []
-    for p in patterns:
-        try:
-            compiled.append((p, re.compile(p)))
-        except re.error as exc:
-            raise ConfigError(f"error pattern {p!r} is not a valid regular expression: {exc}") from exc
+    compiled = compile_patterns(patterns, "error")
     out: list[LogMatch] = []
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r\n")
