@@ -62,16 +62,28 @@ class BenignError:
     Attributes:
         pattern: Regular expression searched in the line.
         why: Why it is harmless (shown in the plan and in the docs).
+        example: A line it was seen in (the tests check the pattern matches it, and only lines like it).
     """
 
     pattern: str
     why: str
+    example: str
 
 
 #: What the lab's Kafka 3.9 brokers log at ERROR around a normal controlled shutdown and start
 #: (measured on the lab: reboots, restarts and a rolling reboot, see docs/maintenance.md). Extend it
 #: with the step's ``ignore`` parameter for a site's own, never by weakening :data:`KAFKA_LEVEL`.
-BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = ()
+BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
+    BenignError(
+        # Only a send from the controller to *its own* broker (the backreference), never to another one.
+        pattern=r"\[RequestSendThread controllerId=(\d+)\] Controller \1 fails to send a request to broker "
+                r"\S+ \(id: \1 ",
+        why="the controller's request thread to its own broker fails while that broker shuts down (a controlled "
+            "stop of the controller, ZooKeeper mode); another broker takes over as controller",
+        example="[2026-11-23 21:20:48,251] ERROR [RequestSendThread controllerId=1003] Controller 1003 fails to "
+                "send a request to broker 127.0.10.3:9092 (id: 1003 rack: C) (kafka.controller.RequestSendThread)",
+    ),
+)
 
 
 @dataclass(frozen=True)

@@ -79,8 +79,18 @@ def test_benign_lines_are_ignored_only_when_they_match_an_ignore_pattern() -> No
 
 
 def test_the_built_in_benign_set_is_explicit_and_says_why() -> None:
+    assert logs.BENIGN_KAFKA_ERRORS
     for benign in logs.BENIGN_KAFKA_ERRORS:
-        assert benign.why and scan_kafka_lines([f"[2026-11-23 20:40:05,600] ERROR {benign.pattern}"]).errors == ()
+        scan = scan_kafka_lines([benign.example])
+        assert benign.why and scan.errors == () and len(scan.ignored) == 1, benign
+
+
+def test_the_controller_failing_to_reach_another_broker_is_not_benign() -> None:
+    own = ("[2026-11-23 21:20:48,251] ERROR [RequestSendThread controllerId=1003] Controller 1003 fails to send "
+           "a request to broker 127.0.10.3:9092 (id: 1003 rack: C) (kafka.controller.RequestSendThread)")
+    other = own.replace("127.0.10.3:9092 (id: 1003", "127.0.10.1:9092 (id: 1001")
+    assert scan_kafka_lines([own]).errors == ()
+    assert [m.number for m in scan_kafka_lines([other]).errors] == [1]
 
 
 def test_a_bad_ignore_pattern_is_a_configuration_error() -> None:
