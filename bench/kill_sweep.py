@@ -152,7 +152,14 @@ def run_point(cluster: Any, point: Point, workdir: Path) -> Outcome:
         resume = _kafkaops(home, "resume", runs[0].name, log=workdir / "resume.log")
         out.resume_rc = resume.wait(1200)
         if out.resume_rc != 0:
-            out.problems.append(f"resume exited {out.resume_rc}: {(workdir / 'resume.log').read_text()[-300:]}")
+            said = (workdir / "resume.log").read_text()
+            error = next((line for line in said.splitlines() if line.startswith("error:")), said[-300:])
+            out.problems.append(f"resume exited {out.resume_rc}: {error[:600]}")
+            # Leave the lab whole for the next point (as an operator would): a failed point must not
+            # fail every later one on its lock.
+            _kafkaops(home, "runs", "abort", runs[0].name, "--rollback", "--reason", "kill sweep clean-up",
+                      log=workdir / "abort.log").wait(900)
+            (workdir / f"failed-{point.after}-{int(point.delay * 10)}.log").write_text(said)
     out.seconds = round(time.monotonic() - started, 1)
     stop.set()
     load.join(600)
@@ -185,6 +192,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=20)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep the runs and logs here (a failed point's resume log: failed-*.log)")
     args = parser.parse_args()
 
     from kafkaops.inventory import load_inventory
@@ -196,7 +205,8 @@ def main() -> None:
         lab.up(cluster)
     try:
         with tempfile.TemporaryDirectory(prefix="kill-sweep-") as tmp:
-            work = Path(tmp)
+            work = args.keep or Path(tmp)
+            work.mkdir(parents=True, exist_ok=True)
             ref_home = work / "reference"
             ref = _kafkaops(ref_home, "rolling-reboot", cluster.name, "--yes", "--reason", "kill sweep reference",
                             *FAST, log=work / "reference.log")
