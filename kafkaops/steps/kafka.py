@@ -200,12 +200,25 @@ class StopBroker(StepBase):
         svc = env(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
+        facts = svc.facts(ctx.run_id)
+        sent = f"kafka_stop_sent/{host.name}"
         if host.broker_id not in _registered(ctx):
+            if facts.get(sent) is not None:
+                # Resumed mid-stop: this run sent the stop and the broker has already left the cluster; its
+                # process is still shutting down. Wait for it to exit, never stop it a second time.
+                def exited() -> tuple[bool, str]:
+                    active = svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
+                    return not active, "still shutting down" if active else "stopped"
+
+                wait(ctx, exited, what=f"Kafka on {host.name} stopped (the stop was sent before the resume)",
+                     timeout=timeout)
+                return
             # Only a source that saw the broker before the stop can confirm the stop: an empty
             # /brokers/ids (a wrong chroot) would "confirm" a stop it never saw.
             raise ConfigError(f"broker {host.broker_id} runs on {host.name} but the cluster does not list it as "
                               "registered: its stop could not be confirmed", hint="check the inventory's "
                               "zookeeper (address and chroot) and bootstrap_servers")
+        facts.set(sent, time.time())  # before the command: a resumed run knows the stop may be under way
         svc.change(host, svc.command(host, "kafka_stop"), timeout=timeout)
         wait(ctx, lambda: _unregistered(ctx, host), what=f"broker {host.broker_id} unregistered", timeout=timeout)
 
