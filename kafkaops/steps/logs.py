@@ -25,6 +25,7 @@ shown are remembered in the run's facts: after the operator has looked (and fixe
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -52,6 +53,11 @@ from kafkaops.steps.service import (
 #: A Kafka log entry at ERROR or FATAL: the level right after the bracketed log4j timestamp, as Kafka's
 #: own ``log4j.properties`` writes it (``[%d] %p %m (%c)%n``), whether read from the file or from the
 #: journal (``... kafka[812]: [2026-11-22 18:01:02,123] ERROR ...``).
+#: A line that starts a log4j entry, after whatever prefix journald adds (anything else continues the entry
+#: before it: a stack trace).
+_ENTRY = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}")
+#: How many continuation lines of an entry a benign pattern sees.
+_CONTEXT = 3
 KAFKA_LEVEL = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?\]\s+(ERROR|FATAL)\b")
 
 
@@ -82,6 +88,20 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
             "stop of the controller, ZooKeeper mode); another broker takes over as controller",
         example="[2026-11-23 21:20:48,251] ERROR [RequestSendThread controllerId=1003] Controller 1003 fails to "
                 "send a request to broker 127.0.10.3:9092 (id: 1003 rack: C) (kafka.controller.RequestSendThread)",
+    ),
+    BenignError(
+        # Only with OutOfOrderSequenceException as the entry's exception: the same line with a storage
+        # error (KafkaStorageException) is a failing disk and still stops the run.
+        pattern=r"\] Error processing append operation on partition \S+ \(kafka\.server\.ReplicaManager\)\n"
+                r"[^\n]*?\borg\.apache\.kafka\.common\.errors\.OutOfOrderSequenceException: ",
+        why="an idempotent producer's in-flight batches reach a partition's new leader out of order right after "
+            "a leadership move (the election after the host came back); the broker rejects them and the "
+            "producer resends in order - nothing is lost or duplicated (the lab's load read-back checks it)",
+        example="[2026-11-23 22:43:35,870] ERROR [ReplicaManager broker=1001] Error processing append operation "
+                "on partition lab.load-0 (kafka.server.ReplicaManager)\n"
+                "org.apache.kafka.common.errors.OutOfOrderSequenceException: Out of order sequence number for "
+                "producer 12000 at offset 3845 in partition lab.load-0: 745 (incoming seq. number), 743 (current "
+                "end sequence number)",
     ),
 )
 
@@ -116,18 +136,21 @@ def scan_kafka_lines(lines: Iterable[str], ignore: Sequence[str] = ()) -> KafkaS
     benign = compile_patterns([b.pattern for b in BENIGN_KAFKA_ERRORS] + list(ignore), "ignore")
     errors: list[LogMatch] = []
     ignored: list[LogMatch] = []
-    count = 0
-    for number, raw in enumerate(lines, start=1):
-        count = number
-        line = raw.rstrip("\r\n")
+    text = [raw.rstrip("\r\n") for raw in lines]
+    for index, line in enumerate(text):
         level = KAFKA_LEVEL.search(line)
         if level is None:
             continue
-        hit = next((p for p, rx in benign if rx.search(line)), None)
+        # A benign pattern may name the entry's exception, on the line after it (a stack trace's head):
+        # the same ERROR line with another exception (a storage error) must still stop the run.
+        following = itertools.takewhile(lambda x: not _ENTRY.search(x), text[index + 1:index + 1 + _CONTEXT])
+        entry = "\n".join([line, *following])
+        hit = next((p for p, rx in benign if rx.search(entry)), None)
         if hit is None:
-            errors.append(LogMatch(number, level.group(1), line))
+            errors.append(LogMatch(index + 1, level.group(1), line))
         else:
-            ignored.append(LogMatch(number, hit, line))
+            ignored.append(LogMatch(index + 1, hit, line))
+    count = len(text)
     return KafkaScan(tuple(errors), tuple(ignored), count)
 
 

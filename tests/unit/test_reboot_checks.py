@@ -81,8 +81,25 @@ def test_benign_lines_are_ignored_only_when_they_match_an_ignore_pattern() -> No
 def test_the_built_in_benign_set_is_explicit_and_says_why() -> None:
     assert logs.BENIGN_KAFKA_ERRORS
     for benign in logs.BENIGN_KAFKA_ERRORS:
-        scan = scan_kafka_lines([benign.example])
+        scan = scan_kafka_lines(benign.example.splitlines())
         assert benign.why and scan.errors == () and len(scan.ignored) == 1, benign
+
+
+def test_an_append_error_is_benign_only_when_its_exception_is_an_out_of_order_sequence() -> None:
+    head = ("[2026-11-23 22:43:35,870] ERROR [ReplicaManager broker=1001] Error processing append operation on "
+            "partition lab.load-0 (kafka.server.ReplicaManager)")
+    reordered = [head, "org.apache.kafka.common.errors.OutOfOrderSequenceException: Out of order sequence number",
+                 "[2026-11-23 22:43:35,900] INFO next entry"]
+    disk = [head, "org.apache.kafka.common.errors.KafkaStorageException: Error while appending records to "
+            "lab.load-0 in dir /srv/kafka/data", "[2026-11-23 22:43:35,900] INFO next entry"]
+    alone = [head, "[2026-11-23 22:43:35,900] INFO next entry"]
+    assert scan_kafka_lines(reordered).errors == () and len(scan_kafka_lines(reordered).ignored) == 1
+    assert [m.number for m in scan_kafka_lines(disk).errors] == [1]
+    assert [m.number for m in scan_kafka_lines(alone).errors] == [1]
+    journald = [f"Nov 23 22:43:35 kafka1001 kafka[812]: {line}" for line in reordered]
+    assert scan_kafka_lines(journald).errors == ()  # production reads it through journalctl
+    # the exception of the *next* entry never excuses this one
+    assert [m.number for m in scan_kafka_lines([head, reordered[2], reordered[1]]).errors] == [1]
 
 
 def test_the_controller_failing_to_reach_another_broker_is_not_benign() -> None:
