@@ -60,6 +60,9 @@ class ProduceRecord:
     key: bytes | str | None = None
 
 
+_TOPIC_ALREADY_EXISTS = 36  # Kafka's error code (confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS)
+
+
 class KafkaAdmin:
     """A bounded, typed facade over ``confluent_kafka.admin.AdminClient``."""
 
@@ -187,9 +190,19 @@ class KafkaAdmin:
                       config=dict(s.config)) for s in todo],
             request_timeout=self.timeout, operation_timeout=self.timeout,
         )
+        created = []
         for name, fut in futures.items():
-            self._result(fut, f"create_topics({name})")
-        return [s.name for s in todo]
+            try:
+                fut.result(timeout=self.timeout)
+                created.append(name)
+            except Exception as exc:
+                # librdkafka retries a CreateTopics whose answer timed out (a busy broker): the first try
+                # may have created it. The topic exists as asked, so this is success, not an outage.
+                error = exc.args[0] if exc.args else None
+                if getattr(error, "code", lambda: None)() == _TOPIC_ALREADY_EXISTS:
+                    continue
+                raise self._unreachable(f"create_topics({name})", exc) from exc
+        return created
 
     @write
     def elect_preferred_leaders(self, partitions: Sequence[tuple[str, int]] | None = None) -> dict[str, str]:

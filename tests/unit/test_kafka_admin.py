@@ -94,3 +94,37 @@ def test_offsets_for_times_falls_back_to_the_log_end(fake_admin: type[FakeAdminC
     fake_admin.table = {("a", 0): {"time": 42, "latest": 100}, ("a", 1): {"time": -1, "latest": 7}, ("a", 2): {}}
     found = KafkaAdmin("127.0.0.1:9").offsets_for_times([("a", 0), ("a", 1), ("a", 2)], 1_700_000_000_000)
     assert found == {("a", 0): 42, ("a", 1): 7, ("a", 2): None}
+
+
+def test_a_topic_that_exists_by_the_time_its_creation_answers_is_success(monkeypatch: pytest.MonkeyPatch) -> None:
+    """librdkafka retries a CreateTopics whose answer timed out; the first try may have created it."""
+    import confluent_kafka.admin
+    from confluent_kafka import KafkaError, KafkaException
+
+    class Admin:
+        def __init__(self, conf: dict[str, Any]) -> None:
+            pass
+
+        def list_topics(self, timeout: float) -> Any:
+            return type("Md", (), {"topics": {}, "brokers": {1: None}, "controller_id": 1})()
+
+        def create_topics(self, topics: list[Any], **kw: Any) -> dict[str, Future[Any]]:
+            out: dict[str, Future[Any]] = {}
+            for t in topics:
+                fut: Future[Any] = Future()
+                if t.topic == "raced":
+                    fut.set_exception(KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "exists")))
+                elif t.topic == "broken":
+                    fut.set_exception(KafkaException(KafkaError(KafkaError.POLICY_VIOLATION, "no")))
+                else:
+                    fut.set_result(None)
+                out[t.topic] = fut
+            return out
+
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Admin)
+    admin = KafkaAdmin("127.0.0.1:9", timeout=1)
+    assert admin.create_topics([TopicSpec("new", 1, 1), TopicSpec("raced", 1, 1)]) == ["new"]
+    from kafkaops.errors import UnreachableError
+
+    with pytest.raises(UnreachableError, match=r"create_topics\(broken\)"):
+        admin.create_topics([TopicSpec("broken", 1, 1)])
