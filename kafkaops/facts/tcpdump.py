@@ -96,13 +96,34 @@ def parse_syn_count(output: str, *, host: str | None = None, command: str | None
     syns = 0
     sources: set[str] = set()
     for number, raw in enumerate(output.split("\n"), start=1):
-        line = raw.strip()
-        if not line or _STATUS.fullmatch(line):
-            continue
-        src = _syn_source(line)
-        if src is None:
-            raise MalformedAnswer(f"{EXPECTED}; line {number} is not one", raw, host=host, command=command,
-                                  hint="check commands.syn_capture: tcpdump -n -l with a filter for SYNs only")
-        syns += 1
-        sources.add(src)
+        src = syn_line(raw, number=number, host=host, command=command)
+        if src is not None:
+            syns += 1
+            sources.add(src)
     return SynCount(syns, tuple(sorted(sources)))
+
+
+def listening(raw: str) -> bool:
+    """Whether ``raw`` is tcpdump's ``listening on IFACE, link-type ...`` line: from then on it captures.
+
+    A streamed capture (:func:`kafkaops.systems.traffic.watch_syns`) starts its quiet window at this
+    line, not when the command was sent: SYNs before tcpdump opened its socket would go unseen.
+    """
+    return raw.strip().startswith("listening on ") and _STATUS.fullmatch(raw.strip()) is not None
+
+
+def syn_line(raw: str, *, number: int = 1, host: str | None = None, command: str | None = None) -> str | None:
+    """The source address of one line of a SYN capture when it is a SYN packet; ``None`` for a blank or a
+    tcpdump status line.
+
+    Raises:
+        MalformedAnswer: The line is neither (see :func:`parse_syn_count`).
+    """
+    line = raw.strip()
+    if not line or _STATUS.fullmatch(line):
+        return None
+    src = _syn_source(line)
+    if src is None:
+        raise MalformedAnswer(f"{EXPECTED}; line {number} is not one", raw, host=host, command=command,
+                              hint="check commands.syn_capture: tcpdump -n -l with a filter for SYNs only")
+    return src

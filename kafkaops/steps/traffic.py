@@ -8,14 +8,14 @@ Touching the service before the count is zero for a full window is how requests 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.model import Host
-from kafkaops.steps.common import env, target_host, wait
+from kafkaops.steps.common import env, target_host
 
 
 def _service(step: StepBase, host: Host) -> tuple[int, str | None]:
@@ -34,42 +34,6 @@ def _no_port(host: Host) -> str:
             f"to it through the balancer: no SYN gate")
 
 
-#: The short capture that must see no SYN before a whole window is started (see :class:`SynGate`).
-PROBE = 1.0
-
-
-class SynGate:
-    """The gate's decision, one capture per call (``wait`` calls it until it says quiet).
-
-    Proof of quiet is one whole ``window`` in which the capture saw no new SYN — never stitched together
-    from shorter ones, since SYNs between two captures go unseen. Right after a depool the balancer may
-    still route for its refresh interval (pybal: seconds), so a whole window started at once often sees
-    one of those last SYNs and must start again: 2 windows for 1 of proof (17 s per host for a 10 s
-    window, measured under load). A short probe first (``PROBE`` s) that must itself be quiet avoids most
-    of those doomed windows; any SYN in a window goes back to probing.
-    """
-
-    def __init__(self, window: float, capture: Callable[[float], Any], *, deadline: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.window, self.capture, self.deadline, self.clock = window, capture, deadline, clock
-        self.probing = window > PROBE
-
-    def __call__(self) -> tuple[bool, str]:
-        left = self.deadline - self.clock()
-        if left < self.window:
-            return False, f"less than one {self.window:.0f}s window left before the timeout"
-        seconds = PROBE if self.probing else self.window
-        count = self.capture(seconds)
-        seen = f"{count.syns} new SYN(s) in {seconds:.0f}s" + (f" from {', '.join(count.sources)}"
-                                                              if count.sources else "")
-        if self.probing:
-            self.probing = not count.quiet
-            return False, seen + (" (probe: quiet, now a whole window)" if count.quiet else " (probe)")
-        if not count.quiet:
-            self.probing = True
-        return count.quiet, seen
-
-
 class WaitZeroSyns(StepBase):
     """Wait until no new TCP SYN reaches the host's service port for a whole window."""
 
@@ -81,8 +45,10 @@ class WaitZeroSyns(StepBase):
             return Observation({"host": host.name, "port": 0, "skip": _no_port(host)}, summary=_no_port(host))
         from kafkaops.systems.traffic import capture_command
 
+        # The capture's own limit is the step's timeout: one capture for the whole wait.
         data = {"host": host.name, "port": port, "window": window, "timeout": self.params["timeout"],
-                "command": capture_command(host, host.commands.get("syn_capture"), port, window, vip=vip)}
+                "command": capture_command(host, host.commands.get("syn_capture"), port,
+                                           float(self.params["timeout"]), vip=vip)}
         # A capture takes a whole window; planning does not need one (the host is still pooled then).
         return Observation(data, summary=f"{host.name}:{port} (captured when the step runs)")
 
@@ -93,28 +59,36 @@ class WaitZeroSyns(StepBase):
         return Action(
             description=f"wait until {d['host']}:{d['port']} gets no new SYN for {d['window']:.0f}s "
                         f"(timeout {d['timeout']:.0f}s)",
-            commands=(f"on {d['host']}: {d['command']} | wc -l   (repeated until a window counts 0)",),
+            commands=(f"on {d['host']}: {d['command']}   (one capture, read as it runs; ends {d['window']:.0f}s "
+                      f"after tcpdump starts listening or after the last SYN, whichever is later)",),
             impact="read-only: proves the balancer no longer routes to the host",
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        from kafkaops.systems.traffic import count_syns
+        from kafkaops.systems.traffic import watch_syns
 
         svc = env(ctx)
         host = target_host(ctx)
         (port, vip), window = _service(self, host), float(self.params["window"])
-        template = host.commands.get("syn_capture")
+        shown = [0.0]
 
-        deadline = time.monotonic() + float(self.params["timeout"])
+        def restarted(source: str, count: int) -> None:
+            # At most one line a second: a busy host must not flood the log while it drains.
+            if time.monotonic() - shown[0] >= 1.0:
+                shown[0] = time.monotonic()
+                ctx.progress(f"  {host.name}: new SYN from {source} ({count} so far): the {window:.0f}s window "
+                             f"starts again")
 
-        def capture(seconds: float) -> Any:
-            return count_syns(svc.ssh(host), host, template, port, seconds, budget=deadline - time.monotonic(),
-                              vip=vip)
-
-        quiet = SynGate(window, capture, deadline=deadline)
-        wait(ctx, quiet, what=f"no new SYN to {host.name}:{port}", timeout=float(self.params["timeout"]),
-             interval=0.0)
-        svc.facts(ctx.run_id).set(f"syn_gate_passed/{host.name}", time.time())
+        ctx.progress(f"  {host.name}: capturing SYNs to :{port} until {window:.0f}s pass without one")
+        quiet = watch_syns(svc.ssh(host), host, host.commands.get("syn_capture"), port, window,
+                           budget=float(self.params["timeout"]), vip=vip, on_syn=restarted,
+                           cancelled=ctx.pause_requested)
+        ctx.progress(f"  {host.name}: no new SYN to :{port} for {window:.0f}s (waited {quiet.waited:.1f}s, "
+                     f"{quiet.syns} SYN(s) before" + (f" from {', '.join(quiet.sources)})" if quiet.sources else ")"))
+        facts = svc.facts(ctx.run_id)
+        facts.set(f"syn_gate/{host.name}", {"window": window, "waited": round(quiet.waited, 3),
+                                            "syns": quiet.syns, "sources": list(quiet.sources)})
+        facts.set(f"syn_gate_passed/{host.name}", time.time())
 
     def verify(self, ctx: RunContext) -> None:
         if not _service(self, target_host(ctx))[0]:

@@ -228,6 +228,57 @@ class SshClient:
                                      + (f": {detail[-1][:200]}" if detail else ""))
         return result
 
+    def stream(self, command: str, *, on_line: Callable[[str], None], stop: Callable[[], bool],
+               timeout: float) -> CommandResult:
+        """Run ``command``, which only reads the host and prints as it goes (a packet capture), handing
+        each output line to ``on_line`` as it arrives, until it exits or ``stop()`` says enough.
+
+        The command gets a pseudo-terminal so that stopping it early is clean: closing the channel hangs
+        the terminal up, which ends the remote command (SIGHUP; GNU ``timeout`` passes it on to its
+        child) instead of leaving it capturing on the host until its own time limit. A terminal merges
+        stderr into the output and ends lines with CRLF; lines are handed over without the CR.
+
+        Returns:
+            The result; ``exit_code`` is -1 when ``stop()`` ended it.
+
+        Raises:
+            WaitTimeout: Neither happened within ``timeout`` (the channel is closed).
+            UnreachableError / HostKeyError: as :meth:`connect`.
+        """
+        client = self.connect()
+        started = time.monotonic()
+        try:
+            channel = client.get_transport().open_session(timeout=self.connect_timeout)
+            channel.settimeout(0.2)
+            channel.get_pty(width=400)
+            channel.exec_command(command)
+        except Exception as exc:
+            self.close()
+            raise UnreachableError(f"ssh to {self.name}: could not start {command!r}: {exc}") from exc
+        out, partial, code = bytearray(), b"", -1
+        try:
+            while not stop():
+                if channel.recv_ready():
+                    data = channel.recv(65536)
+                    out += data
+                    partial += data
+                    *lines, partial = partial.split(b"\n")
+                    for line in lines:
+                        on_line(line.decode(errors="replace").rstrip("\r"))
+                    continue
+                if channel.exit_status_ready():
+                    code = channel.recv_exit_status()
+                    if partial:
+                        on_line(partial.decode(errors="replace").rstrip("\r"))
+                    break
+                if time.monotonic() - started > timeout:
+                    raise WaitTimeout(f"{command!r} on {self.name} did not end within {timeout:.0f}s",
+                                      hint="the remote command is ended with the session; check the host")
+                time.sleep(0.02)
+        finally:
+            channel.close()
+        return CommandResult(command, code, out.decode(errors="replace"), "", time.monotonic() - started)
+
 
 class SshPool:
     """One :class:`SshClient` per host name, shared by the steps of a run."""

@@ -12,6 +12,8 @@ lines), every source an IP address; anything else stops the gate with
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkaops.errors import ConfigError
@@ -80,3 +82,99 @@ def count_syns(ssh: SshClient, host: Host, template: str | None, port: int, wind
                           hint="check commands.syn_capture and that tcpdump may capture (sudo -n)")
     count = parse_syn_count(result.stdout, host=host.name, command=command)
     return SynWindow(host.name, port, window, count.syns, count.sources)
+
+
+@dataclass(frozen=True)
+class QuietWindow:
+    """A whole window in which one continuous capture on ``host``:``port`` saw no new SYN.
+
+    Attributes:
+        host: The host's inventory name.
+        port: The captured service port.
+        window: The quiet window's length, in seconds.
+        syns: New SYNs seen before it (each one started the window again).
+        sources: Their distinct source addresses, sorted.
+        waited: Seconds from sending the capture to the end of the quiet window.
+    """
+
+    host: str
+    port: int
+    window: float
+    syns: int
+    sources: tuple[str, ...]
+    waited: float
+
+
+def watch_syns(ssh: SshClient, host: Host, template: str | None, port: int, window: float, *, budget: float,
+               vip: str | None = None, on_syn: Callable[[str, int], None] | None = None,
+               cancelled: Callable[[], bool] | None = None,
+               clock: Callable[[], float] = time.monotonic) -> QuietWindow:
+    """Capture new SYNs to ``host``:``port`` until ``window`` seconds pass with none.
+
+    One capture for the whole wait, read line by line as tcpdump prints them: the window runs from
+    tcpdump's own ``listening on`` line (SYNs before it opened its socket would go unseen) or from the
+    last SYN, whichever is later. So the proof is one unbroken capture — no SYN can fall between two
+    captures — and a late SYN costs only the time since it, not a whole window started again plus a
+    new tcpdump. The capture's own limit is the step's remaining ``budget`` (the template's
+    ``{window}``), so on the host it never outlives the step; ended early, it is hung up with its session.
+
+    Args:
+        on_syn: Called with the source address and the count so far at every SYN (progress lines).
+        cancelled: Polled while capturing; true ends the capture with ``Interrupted`` (Ctrl-C).
+
+    Raises:
+        WaitTimeout: The budget ran out before a quiet window.
+        ConfigError: The capture ended before a quiet window (tcpdump failed: no permission, a bad
+            filter), quoting its last line.
+        MalformedAnswer: A line is not a SYN packet (see :func:`kafkaops.facts.tcpdump.syn_line`).
+        Interrupted: ``cancelled()`` became true.
+    """
+    from kafkaops.errors import Interrupted, WaitTimeout
+    from kafkaops.facts.tcpdump import listening, syn_line
+
+    command = capture_command(host, template, port, budget, vip=vip)
+    started = clock()
+    listening_at: float | None = None
+    last_syn: float | None = None
+    lines = 0
+    sources: set[str] = set()
+    syns = 0
+    outcome = ""
+
+    def on_line(line: str) -> None:
+        nonlocal listening_at, last_syn, lines, syns
+        lines += 1
+        if listening(line):
+            if listening_at is None:
+                listening_at = clock()
+            return
+        src = syn_line(line, number=lines, host=host.name, command=command)
+        if src is not None:
+            syns += 1
+            sources.add(src)
+            last_syn = clock()
+            if on_syn is not None:
+                on_syn(src, syns)
+
+    def stop() -> bool:
+        nonlocal outcome
+        if cancelled is not None and cancelled():
+            outcome = "cancelled"
+        elif listening_at is not None and clock() - max(listening_at, last_syn or 0.0) >= window:
+            outcome = "quiet"
+        return bool(outcome)
+
+    result = ssh.stream(command, on_line=on_line, stop=stop, timeout=budget + 10)
+    if outcome == "quiet":
+        return QuietWindow(host.name, port, window, syns, tuple(sorted(sources)), clock() - started)
+    if outcome == "cancelled":
+        raise Interrupted(f"SYN capture on {host.name}:{port} interrupted by the operator")
+    seen = f"{syns} new SYN(s)" + (f" from {', '.join(sorted(sources))}" if sources else "")
+    if result.exit_code == 124 or (listening_at is not None and result.exit_code == 0):
+        raise WaitTimeout(f"no {window:.0f}s without a new SYN to {host.name}:{port} within {budget:.0f}s "
+                          f"({seen})", hint="the balancer still routes to the host: check its pool state; "
+                          "resume once it is drained")
+    detail = [ln for ln in result.stdout.strip().splitlines() if ln.strip()]
+    raise ConfigError(f"SYN capture on {host.name} ended (exit {result.exit_code}) before it captured: "
+                      f"{detail[-1].strip() if detail else command}",
+                      hint="check commands.syn_capture and that tcpdump may capture (sudo -n)")

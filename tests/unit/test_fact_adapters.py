@@ -65,6 +65,89 @@ def test_a_failed_capture_is_still_a_config_error() -> None:
         _count(FakeSsh("", exit_code=1, stderr="tcpdump: lo: You don't have permission to capture on that device"))
 
 
+# --- traffic: the streamed SYN gate (watch_syns) ---------------------------------------------------------
+
+LISTENING = "listening on lo, link-type EN10MB (Ethernet), snapshot length 262144 bytes"
+
+
+class ScriptedCapture:
+    """tcpdump as the gate sees it over a terminal: ``(second, line)`` events on a fake clock, then the
+    command's end (its exit code) at ``end_at`` unless the gate stops it first."""
+
+    def __init__(self, events: list[tuple[float, str]], *, end_at: float = 60.0, exit_code: int = 124) -> None:
+        self.events, self.end_at, self.exit_code = list(events), end_at, exit_code
+        self.now = 0.0
+        self.command = ""
+        self.stopped_at: float | None = None
+
+    def clock(self) -> float:
+        return self.now
+
+    def stream(self, command: str, *, on_line: object, stop: object, timeout: float) -> CommandResult:
+        self.command = command
+        while not stop():  # type: ignore[operator]
+            if self.events and self.events[0][0] <= self.now:
+                on_line(self.events.pop(0)[1])  # type: ignore[operator]
+                continue
+            if self.now >= self.end_at:
+                return CommandResult(command, self.exit_code, "", "", self.now)
+            self.now = round(self.now + 0.1, 3)
+        self.stopped_at = self.now
+        return CommandResult(command, -1, "", "", self.now)
+
+
+def _watch(capture: ScriptedCapture, **kw: object) -> object:
+    from kafkaops.systems.traffic import watch_syns
+
+    return watch_syns(capture, HOST, TEMPLATE, 8085, 3.0, budget=kw.pop("budget", 60.0),  # type: ignore[arg-type]
+                      clock=capture.clock, **kw)  # type: ignore[arg-type]
+
+
+def test_the_quiet_window_starts_when_tcpdump_listens_not_when_the_command_is_sent() -> None:
+    capture = ScriptedCapture([(0.5, LISTENING)])
+    quiet = _watch(capture)
+    assert capture.stopped_at == 3.5  # 3 s after "listening on", not 3 s after the command
+    assert (quiet.syns, quiet.sources, quiet.waited) == (0, (), 3.5)  # type: ignore[attr-defined]
+    assert capture.command.startswith("timeout 60 tcpdump")  # one capture bounded by the step's budget
+
+
+def test_every_new_syn_starts_the_window_again_within_one_capture() -> None:
+    seen: list[tuple[str, int]] = []
+    capture = ScriptedCapture([(0.5, LISTENING), (2.0, SYN.format(src="127.0.10.100")),
+                               (4.0, SYN.format(src="127.0.10.9"))])
+    quiet = _watch(capture, on_syn=lambda src, n: seen.append((src, n)))
+    assert capture.stopped_at == 7.0  # 3 s after the last SYN
+    assert seen == [("127.0.10.100", 1), ("127.0.10.9", 2)]
+    assert (quiet.syns, quiet.sources) == (2, ("127.0.10.100", "127.0.10.9"))  # type: ignore[attr-defined]
+
+
+def test_a_host_that_never_drains_times_out_saying_what_it_saw() -> None:
+    from kafkaops.errors import WaitTimeout
+
+    busy = [(0.2, LISTENING)] + [(float(t), SYN.format(src="127.0.10.100")) for t in range(1, 20)]
+    with pytest.raises(WaitTimeout, match=r"no 3s without a new SYN to kafka1001:8085 within 20s "
+                                          r"\(19 new SYN\(s\) from 127.0.10.100\)"):
+        _watch(ScriptedCapture(busy, end_at=20.0), budget=20.0)
+
+
+def test_a_capture_that_never_listens_is_a_config_error_quoting_tcpdump() -> None:
+    capture = ScriptedCapture([(0.1, "tcpdump: lo: You don't have permission to capture on that device")],
+                              end_at=0.2, exit_code=1)
+    with pytest.raises(MalformedAnswer):  # not a status line, not a SYN: never counted, never ignored
+        _watch(capture)
+    with pytest.raises(ConfigError, match=r"ended \(exit 1\) before it captured"):
+        _watch(ScriptedCapture([], end_at=0.2, exit_code=1))
+
+
+def test_ctrl_c_ends_the_capture() -> None:
+    from kafkaops.errors import Interrupted
+
+    capture = ScriptedCapture([(0.5, LISTENING)])
+    with pytest.raises(Interrupted):
+        _watch(capture, cancelled=lambda: capture.now >= 1.0)
+    assert capture.stopped_at == 1.0
+
+
 # --- http: the served revision -------------------------------------------------------------------------
 
 

@@ -145,32 +145,3 @@ def test_a_baseline_must_be_a_positive_rate(tmp_path: Path) -> None:
     broken.write_text(CODFW.read_text().replace("requests_per_second: 4425.03", "requests_per_second: -1"))
     with pytest.raises(ConfigError, match=r"requests_per_second: expected a positive number"):
         load_inventory(broken)
-
-
-class Count:
-    def __init__(self, syns: int) -> None:
-        self.syns, self.sources, self.quiet = syns, ("127.0.10.100",) if syns else (), syns == 0
-
-
-def test_the_syn_gate_probes_before_a_whole_window_and_proves_quiet_only_with_one() -> None:
-    from kafkaops.steps.traffic import PROBE, SynGate
-
-    seen = [3, 0, 1, 0, 0]  # the balancer's last SYNs, a quiet probe, a SYN inside the window, ...
-    asked: list[float] = []
-
-    def capture(seconds: float) -> Count:
-        asked.append(seconds)
-        return Count(seen.pop(0))
-
-    gate = SynGate(10.0, capture, deadline=1e9, clock=lambda: 0.0)
-    results = [gate() for _ in range(5)]
-    assert asked == [PROBE, PROBE, 10.0, PROBE, 10.0]  # a SYN in the window goes back to probing
-    assert [ok for ok, _ in results] == [False, False, False, False, True]
-    assert "probe: quiet, now a whole window" in results[1][1]
-
-
-def test_the_syn_gate_gives_up_when_no_whole_window_fits_before_the_timeout() -> None:
-    from kafkaops.steps.traffic import SynGate
-
-    gate = SynGate(10.0, lambda s: Count(0), deadline=105.0, clock=lambda: 100.0)
-    assert gate() == (False, "less than one 10s window left before the timeout")
