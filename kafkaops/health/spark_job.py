@@ -142,7 +142,9 @@ def prestart(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | None = N
 
     def start() -> None:
         try:
-            future.set_result(_new_session(master, conf=conf, app_name="kafkaops-check"))
+            session = _new_session(master, conf=conf, app_name="kafkaops-check")
+            _warm_up(session)
+            future.set_result(session)
         except BaseException as exc:  # handed to the post-check, which raises it
             future.set_exception(exc)
             if on_error is not None:
@@ -151,6 +153,21 @@ def prestart(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | None = N
 
     threading.Thread(target=start, name="kafkaops-spark-prestart", daemon=True).start()
     return True
+
+
+def _warm_up(spark: Any) -> None:
+    """Run one tiny job through the scan's own path (Arrow batches into a Python function).
+
+    A session's first job pays for starting the Python workers and for the first use of Arrow and of
+    the JIT: on the lab's 2 cores the post-check's scan took 9.6 s cold and 4.6 s after this (same
+    data, measured). Paid in :func:`prestart`'s background thread, it is hidden behind the roll; it
+    also proves, at the start of the run, that executors can run the kernel's Python.
+    """
+
+    def passthrough(batches: Any) -> Any:
+        yield from batches
+
+    spark.range(2).mapInArrow(passthrough, "id long").collect()
 
 
 def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | None = None,

@@ -13,10 +13,14 @@ import pytest
 
 from kafkaops.health import spark_job
 
+WARMED: list[object] = []
+
 
 @pytest.fixture(autouse=True)
-def _no_leftovers() -> Any:
+def _no_leftovers(monkeypatch: pytest.MonkeyPatch) -> Any:
     spark_job._WARMING.clear()
+    WARMED.clear()
+    monkeypatch.setattr(spark_job, "_warm_up", WARMED.append)  # the fake sessions here run no jobs
     yield
     spark_job._WARMING.clear()
 
@@ -36,6 +40,7 @@ def test_the_prestarted_session_is_the_one_the_scan_gets(monkeypatch: pytest.Mon
     release.set()
     assert spark_job.spark_session("local[2]") == ("session", "local[2]")
     assert started == ["local[2]"]
+    assert WARMED == [("session", "local[2]")]  # its first job already ran, in the background
     # consumed: the next scan (another run in the same process) starts its own
     assert spark_job.spark_session("local[2]") == ("session", "local[2]") and started == ["local[2]"] * 2
 
@@ -60,6 +65,19 @@ def test_a_start_that_fails_is_said_at_once_and_raised_by_the_scan(monkeypatch: 
     assert said == ["Spark did not start on local[2]: Java gateway process exited before sending its port number"]
     with pytest.raises(RuntimeError, match="Java gateway"):
         spark_job.spark_session("local[2]")
+
+
+def test_a_warm_up_that_fails_is_said_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_workers(session: object) -> None:
+        raise RuntimeError("Python worker failed to connect back")
+
+    said: list[str] = []
+    heard = threading.Event()
+    monkeypatch.setattr(spark_job, "_new_session", lambda master, *, conf, app_name: "session")
+    monkeypatch.setattr(spark_job, "_warm_up", no_workers)
+    spark_job.prestart("local[2]", on_error=lambda line: (said.append(line), heard.set()))
+    assert heard.wait(5)
+    assert said == ["Spark did not start on local[2]: Python worker failed to connect back"]
 
 
 @pytest.mark.slow
