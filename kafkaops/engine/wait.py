@@ -94,19 +94,25 @@ def wait_until(
     clock: Clock | None = None,
     progress: Callable[[WaitProgress], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    fast: float | None = None,
 ) -> Any:
     """Poll ``predicate`` until it holds for ``stable_for`` seconds in a row, or time out.
 
     Args:
         predicate: Returns a bool, or ``(ok, value)`` so progress and errors can show the value.
         timeout: Seconds before giving up.
-        interval: Seconds between polls.
+        interval: Seconds between polls (the longest, when ``fast`` is given).
         stable_for: The predicate must hold continuously this long; any false poll resets it.
         what: What is being waited for, for progress and the timeout message.
         clock: Time source and sleeper (defaults to the real clock).
         progress: Called after every poll with a :class:`WaitProgress`.
         cancelled: Polled between polls; when it returns true the wait stops with ``Interrupted``
             (the runner wires the operator's Ctrl-C here; a wait is read-only, so stopping it is safe).
+        fast: Adaptive polling for cheap predicates: poll every ``fast`` seconds at first and whenever the
+            value just changed (a change is under way: a broker rejoining ISR after ISR), doubling the
+            pause after each unchanged poll up to ``interval``. A wait then ends within ``fast`` of the
+            moment its condition holds when the state is moving, instead of half an interval later on
+            average — seconds over a roll's many waits — without polling hard through a long recovery.
 
     Returns:
         The value of the last poll.
@@ -119,8 +125,14 @@ def wait_until(
     start = clk.monotonic()
     stable_since: float | None = None
     value: Any = None
+    pause = fast if fast is not None else interval
+    last: tuple[bool, Any] | None = None
     while True:
-        ok, value = _evaluate(predicate())
+        seen = _evaluate(predicate())
+        ok, value = seen
+        if fast is not None:
+            pause = fast if seen != last else min(pause * 2, interval)
+        last = seen
         now = clk.monotonic()
         elapsed = now - start
         if ok:
@@ -143,7 +155,7 @@ def wait_until(
             raise Interrupted(f"wait for {what} interrupted by the operator")
         # Do not oversleep the deadline nor the end of the stability window.
         remaining = timeout - elapsed
-        step = min(interval, remaining) if remaining > 0 else interval
+        step = min(pause, remaining) if remaining > 0 else pause
         if ok and stable_since is not None:
             step = min(step, max(stable_for - held, 0.0)) or step
         clk.sleep(step)

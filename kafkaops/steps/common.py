@@ -24,8 +24,10 @@ def target_host(ctx: RunContext) -> Host:
 
 
 def wait(ctx: RunContext, predicate: Callable[[], Any], *, what: str, timeout: float, interval: float = 0.5,
-         stable_for: float = 0.0) -> Any:
-    """``wait_until`` with live progress (at most one line every 5 s) and Ctrl-C as cancellation."""
+         stable_for: float = 0.0, fast: float | None = None) -> Any:
+    """``wait_until`` with live progress (at most one line every 5 s) and Ctrl-C as cancellation; ``fast``:
+    adaptive polling (see :func:`~kafkaops.engine.wait.wait_until`), for predicates as cheap as a
+    metadata request."""
     last = [-10.0]
 
     def progress(p: WaitProgress) -> None:
@@ -34,7 +36,7 @@ def wait(ctx: RunContext, predicate: Callable[[], Any], *, what: str, timeout: f
             ctx.progress(f"  {ctx.target}: {p.line()}")
 
     return wait_until(predicate, timeout=timeout, interval=interval, stable_for=stable_for, what=what,
-                      progress=progress, cancelled=ctx.pause_requested)
+                      progress=progress, cancelled=ctx.pause_requested, fast=fast)
 
 
 def names(items: list[str], limit: int = 4) -> str:

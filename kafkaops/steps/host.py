@@ -160,7 +160,7 @@ class Reboot(StepBase):
             return (now is not None and now != before), (f"boot id {now[:8]}…" if now else "SSH not answering")
 
         wait(ctx, back, what=f"{host.name} back with a new boot id", timeout=float(self.params["timeout"]),
-             interval=2.0)
+             interval=2.0, fast=0.5)
 
     def _send(self, ctx: RunContext, svc: Environment, host: Host, before: str, *, resent: bool) -> None:
         """Journal the intent, send the command, journal its outcome."""

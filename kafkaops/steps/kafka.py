@@ -40,6 +40,11 @@ from kafkaops.steps.projection import (
     provenance,
 )
 
+#: The first pause of a metadata wait while the state is moving (adaptive polling, see
+#: :func:`kafkaops.engine.wait.wait_until`): a metadata request costs milliseconds, a late poll costs the
+#: whole roll up to an interval each time a broker leaves, returns or an election lands.
+FAST_POLL = 0.1
+
 
 def _snapshot(ctx: RunContext, *, configs: bool = False) -> ClusterSnapshot:
     """Leaders/ISR always; topic configs (min ISR) only where a decision needs them. Every snapshot taken
@@ -220,7 +225,8 @@ class StopBroker(StepBase):
                               "zookeeper (address and chroot) and bootstrap_servers")
         facts.set(sent, time.time())  # before the command: a resumed run knows the stop may be under way
         svc.change(host, svc.command(host, "kafka_stop"), timeout=timeout)
-        wait(ctx, lambda: _unregistered(ctx, host), what=f"broker {host.broker_id} unregistered", timeout=timeout)
+        wait(ctx, lambda: _unregistered(ctx, host), what=f"broker {host.broker_id} unregistered", timeout=timeout,
+             fast=FAST_POLL)
 
     def verify(self, ctx: RunContext) -> None:
         host = target_host(ctx)
@@ -261,7 +267,7 @@ class StartBroker(StepBase):
         timeout = float(self.params["timeout"])
         svc.change(host, svc.command(host, "kafka_start"), timeout=timeout)
         wait(ctx, lambda: (host.broker_id in _registered(ctx), "registered?"),
-             what=f"broker {host.broker_id} registered", timeout=timeout)
+             what=f"broker {host.broker_id} registered", timeout=timeout, fast=FAST_POLL)
 
 
 class _BrokerStateStep(StepBase):
@@ -299,7 +305,7 @@ class VerifyNotLeader(_BrokerStateStep):
             return not s["leads"] and in_isr == 0, f"leads {len(s['leads'])}, in {in_isr} ISRs"
 
         wait(ctx, gone, what=f"broker {host.broker_id} out of leadership and ISR",
-             timeout=float(self.params["timeout"]))
+             timeout=float(self.params["timeout"]), fast=FAST_POLL)
 
 
 class WaitInSync(_BrokerStateStep):
@@ -332,7 +338,7 @@ class WaitInSync(_BrokerStateStep):
             return not missing, f"in sync in {hosted - len(missing)}/{hosted} partitions"
 
         wait(ctx, in_sync, what=f"broker {host.broker_id} back in every ISR", timeout=float(self.params["timeout"]),
-             interval=0.5)
+             interval=0.5, fast=FAST_POLL)
 
 
 def _election_mode(step: StepBase, ctx: RunContext) -> str:
@@ -515,7 +521,7 @@ class VerifyLeaders(StepBase):
 
         wait(ctx, led, what=f"broker {host.broker_id} leading its preferred partitions, every broker within "
                             f"{int(self.params['max_leader_imbalance'])}% of its preferred leadership",
-             timeout=float(self.params["timeout"]))
+             timeout=float(self.params["timeout"]), fast=FAST_POLL)
 
 
 class WaitHealthy(StepBase):
@@ -543,7 +549,7 @@ class WaitHealthy(StepBase):
             return s.healthy, f"{len(s.under_replicated)} URP, {len(s.offline)} offline"
 
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]),
-             stable_for=float(self.params["stable_for"]))
+             stable_for=float(self.params["stable_for"]), fast=FAST_POLL)
         env(ctx).health_watch()  # from here on, the next host's kafka.wait_stable counts healthy time
         if float(self.params["grace"]):
             time.sleep(float(self.params["grace"]))

@@ -69,3 +69,22 @@ def test_cancelled_interrupts_between_polls() -> None:
     with pytest.raises(Interrupted):
         wait_until(lambda: False, timeout=600, interval=1, clock=clock, cancelled=lambda: clock.now >= 3)
     assert clock.now == 3
+
+
+def test_adaptive_polls_back_off_while_nothing_moves_and_go_fast_when_it_does() -> None:
+    clock = FakeClock()
+    missing = iter([3, 3, 3, 3, 3, 2, 1, 0])  # partitions without the broker in their ISR, poll by poll
+
+    def in_sync() -> tuple[bool, int]:
+        n = next(missing)
+        return n == 0, n
+
+    assert wait_until(in_sync, timeout=100, interval=1.0, fast=0.1, clock=clock) == 0
+    assert clock.sleeps == [0.1, 0.2, 0.4, 0.8, 1.0, 0.1, 0.1]  # doubling to the interval; fast once it moves
+
+
+def test_without_fast_the_interval_is_fixed() -> None:
+    clock = FakeClock()
+    values = iter([2, 2, 1, 0])
+    wait_until(lambda: (lambda n: (n == 0, n))(next(values)), timeout=100, interval=1.0, clock=clock)
+    assert clock.sleeps == [1.0, 1.0, 1.0]
