@@ -131,7 +131,8 @@ class SshClient:
         except (TimeoutError, OSError, EOFError) as exc:
             raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}",
                                    hint="is the host up and sshd listening? check ssh.address/port") from exc
-        transport_sock = client.get_transport().sock
+        transport = client.get_transport()
+        transport_sock = transport.sock if transport is not None else None
         if isinstance(transport_sock, socket.socket):
             # Every command is a few small messages each way (open a channel, exec, exit status): with
             # Nagle's algorithm each waits for the peer's delayed ACK — 44 ms per command measured, most
