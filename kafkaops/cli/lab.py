@@ -22,6 +22,36 @@ host_app = typer.Typer(help="Power a lab host (reboot, crash, boot) and set its 
 app.add_typer(host_app, name="host")
 
 InventoryOpt = typer.Option(None, "--inventory", "-i", help="Lab inventory (default: inventory/lab.yaml).")
+
+#: The labs `lab up` builds from its layout options: (brokers, DCs) -> the inventory describing it.
+LAYOUTS = {(3, ("eqiad",)): "lab.yaml", (4, ("eqiad", "codfw")): "lab-stretch.yaml"}
+
+
+@app.callback()
+def _which_lab(lab: str = typer.Option("lab", "--lab", metavar="CLUSTER",
+                                       help="Which lab the command acts on: lab (default) or lab-stretch, each "
+                                            "in its own directory (~/.local/state/kafkaops/CLUSTER).")) -> None:
+    """The lab commands act on one lab: ``--lab`` picks it by its cluster name (before the sub-command:
+    ``kafkaops lab --lab lab-stretch down``)."""
+    import os
+
+    from kafkaops.lab import paths
+
+    if lab != paths.DEFAULT_LAB:
+        os.environ[paths.lab_dir_env()] = str(paths.lab_dir(lab))
+
+
+def _layout_inventory(brokers: int | None, dcs: str | None) -> Path | None:
+    """The inventory of the layout ``--brokers/--dcs`` ask for (``None``: neither given)."""
+    if brokers is None and dcs is None:
+        return None
+    wanted = (brokers or 3, tuple(d.strip() for d in (dcs or "eqiad").split(",") if d.strip()))
+    if wanted not in LAYOUTS:
+        known = "; ".join(f"--brokers {b} --dcs {','.join(d)}" for b, d in LAYOUTS)
+        raise LabError(f"no lab of {wanted[0]} brokers in {', '.join(wanted[1])}", hint=f"labs: {known}")
+    from kafkaops.inventory import DEFAULT_INVENTORY_DIR
+
+    return DEFAULT_INVENTORY_DIR / LAYOUTS[wanted]
 OutputOpt = typer.Option(TableOrJson.table, "--output", "-o", help="table or json.")
 
 
@@ -30,14 +60,23 @@ def _progress(msg: str) -> None:
 
 
 @app.command()
-def up(inventory: Path | None = InventoryOpt) -> None:
+def up(inventory: Path | None = InventoryOpt,
+       brokers: int | None = typer.Option(None, "--brokers", help="Brokers: 3 (the default lab) or 4 (with "
+                                          "--dcs eqiad,codfw: the stretch lab, inventory/lab-stretch.yaml)."),
+       dcs: str | None = typer.Option(None, "--dcs", help="DCs, comma-separated: eqiad, or eqiad,codfw for the "
+                                      "stretch lab (two brokers per DC, broker.rack = DC, follower fetching)."),
+       ) -> None:
     """Start the lab from scratch (about 30-60 s with jars cached). Refuses if it is already up."""
     from kafkaops.inventory import load_inventory
     from kafkaops.lab import lab
 
-    seconds = lab.up(load_inventory(inventory), progress=_progress)
-    console.print(f"[green]lab up[/] in {seconds:.1f}s — `kafkaops lab status` to inspect, "
-                  "`kafkaops lab down` to stop")
+    if inventory is not None and (brokers is not None or dcs is not None):
+        raise LabError("give either --inventory or --brokers/--dcs, not both")
+    cluster = load_inventory(inventory or _layout_inventory(brokers, dcs))
+    seconds = lab.up(cluster, progress=_progress)
+    which = "" if cluster.name == "lab" else f" --lab {cluster.name}"
+    console.print(f"[green]lab {cluster.name} up[/] in {seconds:.1f}s — `kafkaops lab{which} status` to inspect, "
+                  f"`kafkaops lab{which} down` to stop")
 
 
 @app.command()

@@ -46,7 +46,15 @@ num.recovery.threads.per.data.dir=1
 log.segment.bytes=67108864
 log.retention.hours=168
 log.retention.check.interval.ms=5000
-"""
+""" + _stretch(spec)
+
+
+def _stretch(spec: LabSpec) -> str:
+    """A cluster over several DCs lets consumers fetch from a replica in their own DC (KIP-392, follower
+    fetching): with ``broker.rack`` = the DC and a consumer's ``client.rack``, reads stay local."""
+    if len(spec.dcs) < 2:
+        return ""
+    return "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector\n"
 
 
 def log4j_properties(dirs: HostDirs) -> str:
@@ -103,6 +111,18 @@ def hostctl_script(spec: LabSpec) -> str:
     return f"""#!/bin/sh
 # The lab host's service manager (its systemctl): see kafkaops/lab/hostctl.py
 exec {spec.python} -m kafkaops.lab.hostctl "$@"
+"""
+
+
+#: Kafka's own command-line tools a lab host has on its PATH, as a Debian Kafka package installs them.
+KAFKA_TOOLS = {"kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"}
+
+
+def kafka_tool_script(spec: LabSpec, main_class: str) -> str:
+    """One of Kafka's tools on a lab host: the broker's own jars, a small client heap."""
+    return f"""#!/bin/sh
+exec {spec.java} -Xmx256m -XX:TieredStopAtLevel=1 -Xshare:auto -Dlog4j.configuration=file:/dev/null \\
+  -cp '{spec.kafka_jars}/*' {main_class} "$@"
 """
 
 

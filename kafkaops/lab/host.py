@@ -69,6 +69,11 @@ class LabHost:
                 procs.LAB_HOST_ENV: self.host.name}
 
     # --- units -----------------------------------------------------------------------------------
+    @property
+    def enabled_units(self) -> tuple[str, ...]:
+        """What starts at boot: Kafka, and eventbus on a host that serves it."""
+        return tuple(u for u in ENABLED_UNITS if u != "eventbus" or self.host.eventbus)
+
     def argv(self, unit: str) -> list[str]:
         d = self.dirs
         if unit == "sshd":
@@ -80,7 +85,7 @@ class LabHost:
                 f"-Dlog4j.configuration=file:{d.etc / 'log4j.properties'}", f"-Dkafka.logs.dir={d.log}",
                 "-cp", f"{self.spec.kafka_jars}/*", "kafka.Kafka", str(d.etc / "server.properties"),
             ]
-        if unit == "eventbus":
+        if unit == "eventbus" and self.host.eventbus:
             return [self.spec.python, "-m", "kafkaops.lab.eventbus", "--host", self.host.name]
         raise LabError(f"unknown unit {unit!r} on {self.host.name}", hint=f"units: {', '.join(UNITS)}")
 
@@ -215,8 +220,8 @@ class LabHost:
         self.record("boot", boot_id=boot_id)
         self.start("sshd", wait=wait)
         knobs = self.knobs()
-        units = [u for u in ENABLED_UNITS if not knobs.get(f"{u}_fails_on_boot")]
-        for unit in ENABLED_UNITS:
+        units = [u for u in self.enabled_units if not knobs.get(f"{u}_fails_on_boot")]
+        for unit in self.enabled_units:
             if unit in units:
                 self.start(unit, wait=False)
             else:

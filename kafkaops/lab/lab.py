@@ -85,10 +85,13 @@ def _preflight(spec: LabSpec) -> None:
     if not Path("/usr/sbin/sshd").exists():
         raise LabError("/usr/sbin/sshd not found", hint="run scripts/install.sh (openssh-server)")
     wanted = [(spec.zk_address, spec.zk_port, "ZooKeeper"), (spec.etcd_address, spec.etcd_port, "etcd"),
-              (spec.etcd_address, spec.etcd_port + 1, "etcd peer"), (spec.vip_address, spec.vip_port, "VIP")]
+              (spec.etcd_address, spec.etcd_port + 1, "etcd peer")]
+    if spec.vip_address:
+        wanted.append((spec.vip_address, spec.vip_port, "VIP"))
     for h in spec.hosts:
-        wanted += [(h.address, h.kafka_port, f"{h.name} kafka"), (h.address, h.http_port, f"{h.name} eventbus"),
-                   (h.address, h.ssh_port, f"{h.name} sshd")]
+        wanted += [(h.address, h.kafka_port, f"{h.name} kafka"), (h.address, h.ssh_port, f"{h.name} sshd")]
+        if h.eventbus:
+            wanted.append((h.address, h.http_port, f"{h.name} eventbus"))
     if spec.deploy is not None:
         wanted.append((spec.deploy.address, spec.deploy.ssh_port, f"{spec.deploy.name} sshd"))
     taken = [f"{what} {a}:{p}" for a, p, what in wanted if not procs.port_free(a, p)]
@@ -131,6 +134,10 @@ def _prepare(spec: LabSpec) -> None:
         script = d.bin / "hostctl"
         script.write_text(configs.hostctl_script(spec))
         script.chmod(0o755)
+        for tool, main_class in configs.KAFKA_TOOLS.items():
+            script = d.bin / tool
+            script.write_text(configs.kafka_tool_script(spec, main_class))
+            script.chmod(0o755)
     (ssh / "known_hosts").write_text("\n".join(known) + "\n")
     (base / "zookeeper" / "zoo.cfg").write_text(configs.zoo_cfg(spec, base / "zookeeper"))
     (base / "conftool" / "etcdrc").write_text(configs.etcdrc(spec))
@@ -196,6 +203,8 @@ def _seed_pools(spec: LabSpec) -> None:
 
     conftool = Conftool(spec.conftool_config)
     for h in spec.hosts:
+        if not h.conftool_tags:
+            continue  # a host without a pooled service has no conftool object
         conftool.ensure(h.fqdn, h.conftool_tags, pooled="yes", weight=10)
 
 
@@ -248,7 +257,7 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
         _prepare(spec)
         progress("starting ZooKeeper and etcd")
         zk_pid, etcd_pid = _start_zookeeper(spec), _start_etcd(spec)
-        progress("booting hosts (sshd, kafka, eventbus)")
+        progress("booting hosts (sshd, kafka" + (", eventbus)" if any(h.eventbus for h in spec.hosts) else ")"))
         hosts = [LabHost(spec, h) for h in spec.hosts]
         _wait("etcd", lambda: procs.port_open(spec.etcd_address, spec.etcd_port), 30, etcd_pid)
         _seed_pools(spec)
@@ -259,11 +268,13 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
         _wait("Kafka brokers", lambda: _brokers_alive(hosts) and _brokers_registered(spec), 90)
         progress("creating topics")
         _create_topics(spec)
-        _start_balancer(spec)
+        if spec.vip_address:
+            _start_balancer(spec)
         for host in hosts:
-            for unit in ("sshd", "kafka", "eventbus"):
+            for unit in ("sshd", *host.enabled_units):
                 host.start(unit, wait=True)
-        _wait("load balancer", lambda: procs.port_open(spec.vip_address, spec.vip_port), 30)
+        if spec.vip_address:
+            _wait("load balancer", lambda: procs.port_open(spec.vip_address, spec.vip_port), 30)
         if spec.deploy is not None:
             progress(f"starting the deploy host {spec.deploy.name} (sshd)")
             LabHost(spec, spec.deploy).start("sshd", wait=True)
@@ -331,7 +342,7 @@ def status(base: Path | None = None) -> list[Component]:
         except KafkaOpsError:
             pass
     pools: dict[str, str] = {}
-    if out[1].healthy:
+    if out[1].healthy and spec.hosts[0].conftool_tags:  # a cluster without a pooled service has no pools
         from kafkaops.systems.conftool import Conftool
 
         try:
@@ -354,6 +365,8 @@ def status(base: Path | None = None) -> list[Component]:
                              + (", controller" if controller == h.broker_id else ""),
                              extra={"host": h.name, "broker_id": h.broker_id,
                                     "controller": controller == h.broker_id}))
+        if not h.eventbus:
+            continue
         epid = host.pid("eventbus")
         pooled = pools.get(h.fqdn, "unknown")
         out.append(Component(f"{h.name}/eventbus", "eventbus", f"{h.address}:{h.http_port}", epid,
@@ -365,6 +378,8 @@ def status(base: Path | None = None) -> list[Component]:
         out.append(Component(f"{d.name}/sshd", "sshd", f"{d.address}:{d.ssh_port}", dpid,
                              dpid is not None and procs.port_open(d.address, d.ssh_port),
                              detail="deploy host", extra={"host": d.name}))
+    if not spec.vip_address:
+        return out  # no load-balanced service: no balancer
     lb = procs.live_pid(_run_dir(spec) / "balancer.pid")
     out.append(Component("balancer", "balancer", f"{spec.vip_address}:{spec.vip_port}", lb,
                          lb is not None and procs.port_open(spec.vip_address, spec.vip_port)))

@@ -8,12 +8,23 @@ outside git (``$KAFKAOPS_CACHE``, default ``~/.cache/kafkaops``), filled by ``sc
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+#: The default lab's cluster name; other lab inventories (``lab-stretch``) get their own directory.
+DEFAULT_LAB = "lab"
 
-def lab_dir() -> Path:
-    return Path(os.environ.get("KAFKAOPS_LAB_DIR") or "~/.local/state/kafkaops/lab").expanduser()
+
+def lab_dir_env(cluster: str = DEFAULT_LAB) -> str:
+    """The variable naming ``cluster``'s lab directory: ``KAFKAOPS_LAB_DIR`` for the default lab,
+    ``KAFKAOPS_LAB_DIR_LAB_STRETCH`` for ``lab-stretch`` — so two labs run side by side, each inventory's
+    paths (``${KAFKAOPS_LAB_DIR_LAB_STRETCH:-...}``) naming its own."""
+    return "KAFKAOPS_LAB_DIR" if cluster == DEFAULT_LAB else "KAFKAOPS_LAB_DIR_" + re.sub(r"\W", "_", cluster).upper()
+
+
+def lab_dir(cluster: str = DEFAULT_LAB) -> Path:
+    return Path(os.environ.get(lab_dir_env(cluster)) or f"~/.local/state/kafkaops/{cluster}").expanduser()
 
 
 def cache_dir() -> Path:

@@ -30,6 +30,7 @@ class LabHostSpec:
     kafka_port: int
     http_port: int
     conftool_tags: dict[str, str] = field(default_factory=dict)
+    eventbus: bool = True  # the host serves eventbus (the inventory gives it services)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,11 @@ class LabSpec:
     hosts: tuple[LabHostSpec, ...]
     #: The deploy server (only an sshd and the releases), when the inventory has a ``deploy_host``.
     deploy: LabHostSpec | None = None
+
+    @property
+    def dcs(self) -> tuple[str, ...]:
+        """The DCs the lab's brokers are in, in inventory order (two for the stretch lab)."""
+        return tuple(dict.fromkeys(h.dc for h in self.hosts))
 
     def host(self, name: str) -> LabHostSpec:
         for h in self.hosts:
@@ -101,7 +107,7 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         hosts.append(LabHostSpec(
             name=h.name, fqdn=h.fqdn, address=h.address, broker_id=h.broker_id, rack=h.rack, dc=h.dc,
             ssh_port=h.ssh.port or 22, kafka_port=brokers.get(h.address, 9092),
-            http_port=svc.port if svc else 8085, conftool_tags=dict(h.conftool_tags),
+            http_port=svc.port if svc else 8085, conftool_tags=dict(h.conftool_tags), eventbus=svc is not None,
         ))
     deploy = None
     if cluster.deploy_host is not None:
@@ -117,7 +123,7 @@ def from_inventory(cluster: Cluster) -> LabSpec:
     if java is None:
         raise LabError("java not found on PATH", hint="run scripts/install.sh (installs OpenJDK)")
     return LabSpec(
-        cluster=cluster.name, lab_dir=str(paths.lab_dir()), python=sys.executable, java=java,
+        cluster=cluster.name, lab_dir=str(paths.lab_dir(cluster.name)), python=sys.executable, java=java,
         kafka_jars=str(paths.kafka_jars()), zk_address=zk_address, zk_port=zk_port,
         etcd_address=etcd_address, etcd_port=etcd_port, conftool_config=cluster.conftool_config,
         bootstrap_servers=cluster.bootstrap_servers, vip_address=vip_address, vip_port=vip_port,
