@@ -684,6 +684,56 @@ def stop_impact(snapshot: ClusterSnapshot, broker_id: int, isr_headroom: int = 0
     )
 
 
+@dataclass(frozen=True)
+class CrossDcImpact:
+    """What stopping one broker of a cluster stretched over DCs does across DCs.
+
+    Attributes:
+        leaders_to: How many leaderships move to each *other* DC: producers there are then written to
+            across the DC link (and the election moves them back).
+        min_isr_depends_on: Per DC, the partitions that, while the broker is down, keep
+            ``min.insync.replicas`` only thanks to that DC: losing it too (a DC outage, a link cut) would
+            stop their writes. On a 2+2 layout with min ISR 2 that is every partition the broker hosts —
+            the plan says so rather than let it pass unnoticed.
+    """
+
+    leaders_to: Mapping[str, int]
+    min_isr_depends_on: Mapping[str, tuple[PartitionState, ...]]
+
+    def describe(self) -> str:
+        """One clause for a plan's impact line ("" when nothing crosses a DC)."""
+        parts = []
+        if self.leaders_to:
+            parts.append(", ".join(f"{n} leader(s) move to {dc}" for dc, n in sorted(self.leaders_to.items())))
+        for dc, parts_ in sorted(self.min_isr_depends_on.items()):
+            if parts_:
+                parts.append(f"{len(parts_)} partition(s) keep min ISR only through {dc} "
+                             f"({summarize_names(_names(parts_))})")
+        return "; ".join(parts)
+
+
+def cross_dc_impact(snapshot: ClusterSnapshot, broker_id: int, broker_dc: Mapping[int, str]) -> CrossDcImpact | None:
+    """The cross-DC part of :func:`stop_impact`; ``None`` when the cluster's brokers are in one DC."""
+    if len(set(broker_dc.values())) < 2:
+        return None
+    impact = stop_impact(snapshot, broker_id)
+    home = broker_dc.get(broker_id)
+    leaders_to: dict[str, int] = {}
+    for _p, new in impact.leadership_moves:
+        if new is not None and broker_dc.get(new) not in (None, home):
+            dc = broker_dc[new]
+            leaders_to[dc] = leaders_to.get(dc, 0) + 1
+    alive = set(snapshot.brokers) - {broker_id}
+    depends: dict[str, list[PartitionState]] = {}
+    for p in impact.loses_isr_replica:
+        live = [r for r in p.isr if r in alive]
+        need = snapshot.min_isr(p.topic, DEFAULT_MIN_ISR)
+        for dc in sorted(set(broker_dc.values())):
+            if len(live) >= need and sum(1 for r in live if broker_dc.get(r) != dc) < need:
+                depends.setdefault(dc, []).append(p)
+    return CrossDcImpact(leaders_to, {dc: tuple(ps) for dc, ps in depends.items()})
+
+
 # --------------------------------------------------------------------------------------------------
 # Pre-flight gate
 # --------------------------------------------------------------------------------------------------

@@ -17,7 +17,9 @@ from kafkaops.model import ClusterSnapshot, Host
 from kafkaops.safety import (
     DEFAULT_MAX_LEADER_IMBALANCE,
     LeaderSpread,
+    broker_dc_map,
     cluster_health,
+    cross_dc_impact,
     election_candidates,
     leader_spread,
     leaders_not_preferred,
@@ -158,13 +160,17 @@ class StopBroker(StepBase):
         for _p, new in impact.leadership_moves:
             if new is not None:
                 moves[new] = moves.get(new, 0) + 1
-        data = {"host": host.name, "broker": host.broker_id, "active": active, "state": _state(snap, host.broker_id),
+        data: dict[str, Any] = {
+                "host": host.name, "broker": host.broker_id, "active": active, "state": _state(snap, host.broker_id),
                 "command": svc.command(host, "kafka_stop"),
                 "impact": {"moves": {str(k): v for k, v in sorted(moves.items())},
                            "loses_isr": [partition_name(p) for p in impact.loses_isr_replica],
                            "below_min_isr": [partition_name(p) for p in impact.below_min_isr],
                            "offline": [partition_name(p) for p in impact.goes_offline],
                            "is_controller": impact.is_controller}}
+        cross = cross_dc_impact(snap, host.broker_id, broker_dc_map(svc.cluster))
+        if cross is not None:
+            data["impact"]["cross_dc"] = cross.describe() or "no leader leaves the DC; min ISR holds in each DC"
         return Observation(data, summary=f"broker {host.broker_id}: process {'active' if active else 'inactive'}, "
                                          f"{_lead_summary(data['state'])}" + provenance(ctx, broker_keys(ctx)))
 
@@ -189,6 +195,8 @@ class StopBroker(StepBase):
             impact += f" ({names(d['impact']['loses_isr'])})"
         if d["impact"]["is_controller"]:
             impact += "; it is the controller: a controller election follows"
+        if d["impact"].get("cross_dc"):
+            impact += f"; across DCs: {d['impact']['cross_dc']}"
         return Action(
             description=f"stop Kafka on {d['host']} and wait until broker {d['broker']} is unregistered",
             commands=(f"on {d['host']}: {d['command']}",
