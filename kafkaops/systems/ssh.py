@@ -166,7 +166,7 @@ class SshClient:
 
     @write
     def change(self, command: str, *, timeout: float = 60.0, check: bool = True,
-               on_stdout_line: Callable[[str], None] | None = None) -> CommandResult:
+               on_stdout_line: Callable[[str], None] | None = None, stdin: bytes | None = None) -> CommandResult:
         """Run ``command``, which changes the host (stop, start, reboot, restart, deploy); as :meth:`run`.
 
         Why two methods for one transport: the adapter itself can then refuse every change in a
@@ -178,11 +178,14 @@ class SshClient:
             DryRunViolation: This client belongs to a dry-run (a bug in the caller; nothing was sent).
             RemoteCommandError / WaitTimeout / UnreachableError / HostKeyError: as :meth:`run`.
         """
-        return self.run(command, timeout=timeout, check=check, on_stdout_line=on_stdout_line)
+        return self.run(command, timeout=timeout, check=check, on_stdout_line=on_stdout_line, stdin=stdin)
 
     def run(self, command: str, *, timeout: float = 60.0, check: bool = True,
-            on_stdout_line: Callable[[str], None] | None = None) -> CommandResult:
+            on_stdout_line: Callable[[str], None] | None = None, stdin: bytes | None = None) -> CommandResult:
         """Run ``command``, which only reads the host; return its result. ``check`` raises on a non-zero exit.
+
+        ``stdin``: bytes sent to the command's standard input, then end of file — how a document reaches
+        a tool on the host (``--reassignment-json-file /dev/stdin``) without a file left behind there.
 
         Allowed in a dry-run; a command that changes the host goes through :meth:`change`.
 
@@ -196,6 +199,9 @@ class SshClient:
             channel = client.get_transport().open_session(timeout=self.connect_timeout)
             channel.settimeout(0.2)
             channel.exec_command(command)
+            if stdin is not None:
+                channel.sendall(stdin)
+                channel.shutdown_write()
         except Exception as exc:
             self.close()
             raise UnreachableError(f"ssh to {self.name}: could not start {command!r}: {exc}") from exc
