@@ -347,6 +347,53 @@ class KafkaAdmin:
             out[res.name] = {n: str(entries[n].value) for n in names if n in entries and entries[n].value is not None}
         return out
 
+    @write
+    def alter_configs(self, *, brokers: Mapping[int, Mapping[str, str | None]] | None = None,
+                      topics: Mapping[str, Mapping[str, str | None]] | None = None) -> None:
+        """Set (a value) or delete (``None``) dynamic configs of brokers and topics, incrementally: the
+        other dynamic configs of each resource stay as they are (``AlterConfigs`` would reset them).
+
+        Used for replication throttles: ``{leader,follower}.replication.throttled.rate`` per broker and
+        ``{leader,follower}.replication.throttled.replicas`` per topic.
+
+        Raises:
+            UnreachableError: Kafka refused or did not answer, naming the resource.
+        """
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+        def entries(values: Mapping[str, str | None]) -> list[Any]:
+            return [ConfigEntry(n, v, incremental_operation=AlterConfigOpType.SET if v is not None
+                                else AlterConfigOpType.DELETE) for n, v in sorted(values.items())]
+
+        resources = [ConfigResource(ResourceType.BROKER, str(b), incremental_configs=entries(v))
+                     for b, v in sorted((brokers or {}).items()) if v]
+        resources += [ConfigResource(ResourceType.TOPIC, t, incremental_configs=entries(v))
+                      for t, v in sorted((topics or {}).items()) if v]
+        if not resources:
+            return
+        futures = self._admin.incremental_alter_configs(resources, request_timeout=self.timeout)
+        for res, fut in futures.items():
+            self._result(fut, f"altering the configs of {res.restype.name.lower()} {res.name}")
+
+    def dynamic_configs(self, *, brokers: Iterable[int] = (), topics: Iterable[str] = (),
+                        names: Sequence[str]) -> dict[str, dict[str, str]]:
+        """The dynamic (explicitly set) values of ``names`` on brokers (keyed ``broker:<id>``) and topics
+        (keyed by name): what a throttle left behind, read-only."""
+        from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
+        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(brokers))]
+        resources += [ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))]
+        if not resources:
+            return {}
+        dynamic = {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_TOPIC_CONFIG}
+        out: dict[str, dict[str, str]] = {}
+        for res, fut in self._admin.describe_configs(resources, request_timeout=self.timeout).items():
+            found = self._result(fut, f"describing the configs of {res.restype.name.lower()} {res.name}")
+            key = f"broker:{res.name}" if res.restype == ResourceType.BROKER else res.name
+            out[key] = {n: str(found[n].value) for n in names
+                        if n in found and found[n].value not in (None, "") and found[n].source in dynamic}
+        return out
+
     def partition_sizes(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """Bytes on disk of each partition's leader replica (``DescribeLogDirs`` v1, read-only).
 

@@ -23,7 +23,7 @@ from kafkaops.systems.guard import DryRunViolation, write_methods
 NOWHERE = "192.0.2.1"
 
 EXPECTED_WRITES = {
-    "KafkaAdmin": {"create_topics", "delete_records", "elect_preferred_leaders", "produce"},
+    "KafkaAdmin": {"alter_configs", "create_topics", "delete_records", "elect_preferred_leaders", "produce"},
     "Conftool": {"ensure", "set_pooled"},
     "SshClient": {"change"},
 }
