@@ -87,6 +87,11 @@ admin.enableServer=false
 
 
 def sshd_config(spec: LabSpec, h: LabHostSpec, dirs: HostDirs, authorized_keys: Path) -> str:
+    # SHLVL=1: sshd runs each command through the user's login shell, and Debian's bash sources ~/.bashrc
+    # for a top-level shell started by sshd. On this machine root's .bashrc runs `pyenv init` — 0.11 s on
+    # every command, and once a lab reboot killed a session mid-`pyenv rehash`, its stale lock made every
+    # later command hang. A shell whose SHLVL says it is not top-level skips .bashrc, as a real host's
+    # non-interactive root sessions would.
     # SetEnv gives every session this host's identity and puts its `hostctl` first on PATH: a command
     # run on kafka1002 over SSH sees kafka1002's boot id and service controls, as on a real machine.
     path = f"{dirs.bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -103,7 +108,7 @@ UsePAM no
 StrictModes no
 PrintMotd no
 LogLevel ERROR
-SetEnv KAFKAOPS_LAB_HOST={h.name} KAFKAOPS_LAB_DIR={spec.lab_dir} KAFKAOPS_LAB_MEMBER={spec.lab_dir} PATH={path}
+SetEnv SHLVL=1 KAFKAOPS_LAB_HOST={h.name} KAFKAOPS_LAB_DIR={spec.lab_dir} KAFKAOPS_LAB_MEMBER={spec.lab_dir} PATH={path}
 """
 
 
