@@ -194,7 +194,8 @@ def test_change_in_a_dry_run_refuses_before_connecting() -> None:
 def test_run_stays_allowed_in_a_dry_run_and_change_delegates_to_it() -> None:
     seen: list[tuple[str, float, bool]] = []
 
-    def run(command: str, *, timeout: float = 60.0, check: bool = True, on_stdout_line: object = None) -> CommandResult:
+    def run(command: str, *, timeout: float = 60.0, check: bool = True, on_stdout_line: object = None,
+            stdin: bytes | None = None) -> CommandResult:
         seen.append((command, timeout, check))
         return CommandResult(command, 0, "ok\n", "", 0.0)
 

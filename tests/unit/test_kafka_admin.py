@@ -59,9 +59,11 @@ def fake_admin(monkeypatch: pytest.MonkeyPatch) -> type[FakeAdminClient]:
 
 
 def test_every_write_is_guarded_and_refused_in_a_dry_run(fake_admin: type[FakeAdminClient]) -> None:
-    assert write_methods(KafkaAdmin) == ["create_topics", "delete_records", "elect_preferred_leaders", "produce"]
+    assert write_methods(KafkaAdmin) == ["alter_configs", "create_topics", "delete_records", "elect_preferred_leaders",
+                                         "produce"]
     admin = KafkaAdmin("127.0.0.1:9", dry_run=True)
     calls = {
+        "alter_configs": lambda: admin.alter_configs(brokers={1001: {"leader.replication.throttled.rate": "1"}}),
         "create_topics": lambda: admin.create_topics([TopicSpec("t", 1, 1)]),
         "delete_records": lambda: admin.delete_records({("t", 0): 10}),
         "elect_preferred_leaders": lambda: admin.elect_preferred_leaders(),
