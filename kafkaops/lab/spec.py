@@ -114,7 +114,7 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         d = cluster.deploy_host
         deploy = LabHostSpec(name=d.name, fqdn=d.fqdn, address=d.address, broker_id=-1, rack="", dc="",
                              ssh_port=d.ssh.port or 22, kafka_port=0, http_port=0)
-    for address in [zk_address, etcd_address, vip_address, *(h.address for h in hosts),
+    for address in [zk_address, etcd_address, *([vip_address] if vip_address else []), *(h.address for h in hosts),
                     *([deploy.address] if deploy else [])]:
         if not address.startswith("127."):
             raise LabError(f"{cluster.source}: lab address {address!r} is not loopback (127.0.0.0/8)",

@@ -365,33 +365,54 @@ class KafkaAdmin:
             return [ConfigEntry(n, v, incremental_operation=AlterConfigOpType.SET if v is not None
                                 else AlterConfigOpType.DELETE) for n, v in sorted(values.items())]
 
-        resources = [ConfigResource(ResourceType.BROKER, str(b), incremental_configs=entries(v))
-                     for b, v in sorted((brokers or {}).items()) if v]
-        resources += [ConfigResource(ResourceType.TOPIC, t, incremental_configs=entries(v))
-                      for t, v in sorted((topics or {}).items()) if v]
-        if not resources:
-            return
-        futures = self._admin.incremental_alter_configs(resources, request_timeout=self.timeout)
-        for res, fut in futures.items():
-            self._result(fut, f"altering the configs of {res.restype.name.lower()} {res.name}")
+        topic_resources = [ConfigResource(ResourceType.TOPIC, t, incremental_configs=entries(v))
+                           for t, v in sorted((topics or {}).items()) if v]
+        # librdkafka sends a broker's configs to that broker: one BROKER resource per request.
+        requests = [[ConfigResource(ResourceType.BROKER, str(b), incremental_configs=entries(v))]
+                    for b, v in sorted((brokers or {}).items()) if v]
+        if topic_resources:
+            requests.append(topic_resources)
+        for resources in requests:
+            futures = self._admin.incremental_alter_configs(resources, request_timeout=self.timeout)
+            for res, fut in futures.items():
+                self._result(fut, f"altering the configs of {res.restype.name.lower()} {res.name}")
 
     def dynamic_configs(self, *, brokers: Iterable[int] = (), topics: Iterable[str] = (),
                         names: Sequence[str]) -> dict[str, dict[str, str]]:
         """The dynamic (explicitly set) values of ``names`` on brokers (keyed ``broker:<id>``) and topics
         (keyed by name): what a throttle left behind, read-only."""
-        from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+        from confluent_kafka.admin import ConfigSource, ResourceType
 
-        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(brokers))]
-        resources += [ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))]
-        if not resources:
-            return {}
-        dynamic = {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_TOPIC_CONFIG}
+        # ConfigEntry.source is the protocol's number (2), not the enum: compare numbers.
+        dynamic = {ConfigSource.DYNAMIC_BROKER_CONFIG.value, ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
         out: dict[str, dict[str, str]] = {}
-        for res, fut in self._admin.describe_configs(resources, request_timeout=self.timeout).items():
-            found = self._result(fut, f"describing the configs of {res.restype.name.lower()} {res.name}")
+        for res, found in self._describe_configs(brokers, topics).items():
             key = f"broker:{res.name}" if res.restype == ResourceType.BROKER else res.name
             out[key] = {n: str(found[n].value) for n in names
-                        if n in found and found[n].value not in (None, "") and found[n].source in dynamic}
+                        if n in found and found[n].value not in (None, "") and _source(found[n]) in dynamic}
+        return out
+
+    def broker_settings(self, brokers: Iterable[int], names: Sequence[str]) -> dict[int, dict[str, str]]:
+        """The effective values of the broker configs ``names`` (``broker.rack``,
+        ``replica.selector.class``...), static or dynamic; read-only."""
+        out: dict[int, dict[str, str]] = {}
+        for res, found in self._describe_configs(brokers, ()).items():
+            out[int(res.name)] = {n: str(found[n].value) for n in names
+                                  if n in found and found[n].value not in (None, "")}
+        return out
+
+    def _describe_configs(self, brokers: Iterable[int], topics: Iterable[str]) -> dict[Any, Any]:
+        """DescribeConfigs of brokers and topics: one request per broker (librdkafka sends a broker's
+        configs to that broker and refuses two BROKER resources in one call), one for all topics."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        requests = [[ConfigResource(ResourceType.BROKER, str(b))] for b in sorted(set(brokers))]
+        if topics:
+            requests.append([ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))])
+        out: dict[Any, Any] = {}
+        for resources in requests:
+            for res, fut in self._admin.describe_configs(resources, request_timeout=self.timeout).items():
+                out[res] = self._result(fut, f"describing the configs of {res.restype.name.lower()} {res.name}")
         return out
 
     def partition_sizes(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
@@ -505,6 +526,12 @@ class KafkaAdmin:
 
 
 _CORRELATION = itertools.count(1)
+
+
+def _source(entry: Any) -> int:
+    """A ConfigEntry's source as a number, whether the client gives the enum or the wire value."""
+    source = entry.source
+    return int(getattr(source, "value", source))
 
 
 def describe_log_dirs(host: str, port: int, partitions: Sequence[TopicPartitionKey], *,
