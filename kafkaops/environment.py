@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from kafkaops.systems.conftool import Conftool
     from kafkaops.systems.health_watch import HealthWatch
     from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops.systems.reassign import Reassigner
     from kafkaops.systems.ssh import CommandResult, SshClient, SshPool
     from kafkaops.systems.zookeeper import ZooKeeper
 
@@ -315,6 +316,18 @@ class Environment:
                               hint=f"add commands.{name} to the inventory")
         check_values(values)
         return render(template, host=host, cluster=self.cluster, **values)
+
+    def reassigner(self) -> Reassigner:
+        """Kafka's ``kafka-reassign-partitions`` on the first inventory broker that is registered (the
+        inventory's ``kafka_reassign`` template): how a run moves replicas."""
+        from kafkaops.systems.reassign import Reassigner
+
+        alive = set(self.registered_brokers())
+        host = next((h for h in self.cluster.hosts if h.broker_id in alive), None)
+        if host is None:
+            raise ConfigError(f"no broker of {self.cluster.name} is registered to run kafka-reassign-partitions on",
+                              hint="start a broker first")
+        return Reassigner(self.ssh(host), self.command(host, "kafka_reassign"), dry_run=self.dry_run)
 
     def ssh(self, host: Host) -> SshClient:
         """The run's SSH connection to ``host`` (host keys checked), opened on first use."""

@@ -26,7 +26,8 @@ from kafkaops.model import Cluster, Host, Service, SshEndpoint
 REQUIRED_COMMANDS = ("kafka_stop", "kafka_start", "kafka_status", "reboot", "boot_id")
 #: Templates a runbook may use when present.
 OPTIONAL_COMMANDS = ("service_restart", "service_status", "deploy", "syn_capture", "service_log",
-                     "service_pid", "deploy_revision", "system_state", "kafka_log", "failed_events_read")
+                     "service_pid", "deploy_revision", "system_state", "kafka_log", "failed_events_read",
+                     "kafka_reassign")
 #: What ``environment:`` may say: a lab needs no --yes for a benchmark; production is the default.
 ENVIRONMENTS = ("production", "lab")
 

@@ -1,0 +1,96 @@
+"""Kafka's own ``kafka-reassign-partitions``, run over SSH on a broker: the one way kafkaops moves replicas.
+
+confluent-kafka 2.16's AdminClient has no AlterPartitionReassignments / ListPartitionReassignments, and
+a reimplementation of those requests would be a second, untested Kafka client. The seed runs Kafka's
+tools on a broker (``kafka topics --describe``); so does this adapter. The tool's invocation is the
+inventory's ``kafka_reassign`` template (``kafka-reassign-partitions --bootstrap-server
+{host.address}:9092`` in the lab; a site wrapper such as ``kafka reassign-partitions`` in production),
+to which the adapter appends only its own literal flags and numbers. Documents reach the tool on its
+standard input (``--reassignment-json-file /dev/stdin``): nothing is left on the host, and nothing an
+operator typed becomes part of the command line.
+
+Throttles are not the tool's business here: ``--execute`` is never given ``--throttle`` and ``--verify``
+and ``--cancel`` always ``--preserve-throttles``, because the run sets and clears the replication
+throttles itself through the AdminClient (:mod:`kafkaops.steps.placement`), where it can verify them.
+``execute`` and ``cancel`` change the cluster and are refused in a dry-run; ``list``, ``verify`` and
+``generate`` only read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from kafkaops.facts.reassign import (
+    Reassigning,
+    TopicPartition,
+    assignment_json,
+    parse_execute,
+    parse_generate,
+    parse_list,
+    parse_verify,
+)
+from kafkaops.systems.guard import write
+
+if TYPE_CHECKING:
+    from kafkaops.systems.ssh import SshClient
+
+#: Seconds one invocation may take: a JVM start plus one admin request round trip.
+TOOL_TIMEOUT = 120.0
+
+
+class Reassigner:
+    """``kafka-reassign-partitions`` on one broker host.
+
+    Args:
+        ssh: The SSH connection to the host that runs the tool.
+        tool: The rendered ``kafka_reassign`` template (the tool and its connection options).
+        dry_run: Refuse ``execute`` and ``cancel``.
+    """
+
+    def __init__(self, ssh: SshClient, tool: str, *, dry_run: bool = False) -> None:
+        self.ssh = ssh
+        self.tool = tool
+        self.dry_run = dry_run
+
+    def command(self, *flags: str) -> str:
+        """The whole command line (shown in plans): the template, then literal flags."""
+        return " ".join((self.tool, *flags))
+
+    def list(self) -> dict[TopicPartition, Reassigning]:
+        """The reassignments in progress in the whole cluster (``--list``)."""
+        cmd = self.command("--list")
+        return parse_list(self.ssh.run(cmd, timeout=TOOL_TIMEOUT).stdout)
+
+    def verify(self, assignment: Mapping[TopicPartition, tuple[int, ...]]) -> dict[TopicPartition, str]:
+        """Each partition's state against ``assignment`` (``--verify --preserve-throttles``: read-only)."""
+        cmd = self.command("--reassignment-json-file", "/dev/stdin", "--verify", "--preserve-throttles")
+        out = self.ssh.run(cmd, timeout=TOOL_TIMEOUT, stdin=assignment_json(dict(assignment)).encode())
+        return parse_verify(out.stdout)
+
+    def generate(self, topics: Iterable[str], brokers: Iterable[int]
+                 ) -> tuple[dict[TopicPartition, tuple[int, ...]], dict[TopicPartition, tuple[int, ...]]]:
+        """What Kafka's own ``--generate`` proposes for ``topics`` over ``brokers`` (its rack-aware
+        assignment from scratch): (current, proposed). Read-only; the comparison in ``placement plan``."""
+        import json
+
+        ids = ",".join(str(int(b)) for b in sorted(set(brokers)))
+        doc = json.dumps({"version": 1, "topics": [{"topic": t} for t in sorted(set(topics))]})
+        cmd = self.command("--topics-to-move-json-file", "/dev/stdin", "--broker-list", ids, "--generate")
+        return parse_generate(self.ssh.run(cmd, timeout=TOOL_TIMEOUT, stdin=doc.encode()).stdout)
+
+    @write
+    def execute(self, assignment: Mapping[TopicPartition, tuple[int, ...]]) -> str:
+        """Submit ``assignment`` (``--execute``, no throttle: the run sets its own). Returns the command."""
+        cmd = self.command("--reassignment-json-file", "/dev/stdin", "--execute")
+        out = self.ssh.change(cmd, timeout=TOOL_TIMEOUT, stdin=assignment_json(dict(assignment)).encode())
+        parse_execute(out.stdout)
+        return cmd
+
+    @write
+    def cancel(self, assignment: Mapping[TopicPartition, tuple[int, ...]]) -> str:
+        """Cancel the reassignments of ``assignment``'s partitions still in progress: Kafka puts each back
+        on the replicas it had (``--cancel --preserve-throttles``). Returns the command."""
+        cmd = self.command("--reassignment-json-file", "/dev/stdin", "--cancel", "--preserve-throttles")
+        self.ssh.change(cmd, timeout=TOOL_TIMEOUT, stdin=assignment_json(dict(assignment)).encode())
+        return cmd
