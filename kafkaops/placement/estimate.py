@@ -120,7 +120,7 @@ class Traffic:
 
 def cross_dc_traffic(assignment: Assignment, rates: Mapping[TopicPartition, float],
                      dc_of: Mapping[int, str]) -> Traffic:
-    """Σ N_p × factor_p over the partitions with a measured rate; the factor of the whole is the
+    """The sum of N_p * factor_p over the partitions with a measured rate; the factor of the whole is the
     rate-weighted mean (the mean over partitions when nothing is being produced)."""
     d = len(dcs_of(dc_of))
     n = sum(max(0.0, rates.get(tp, 0.0)) for tp in assignment)
