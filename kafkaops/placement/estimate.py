@@ -23,7 +23,7 @@ between two clusters costs ``1 N`` for comparison.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kafkaops.placement.layout import Assignment, TopicPartition, dcs_of
@@ -96,7 +96,7 @@ def estimate_moves(current: Assignment, target: Assignment, sizes: Mapping[Topic
     return MoveEstimate(added, total, cross, dict(by_pair), dict(out_of), dict(into), unknown)
 
 
-def cross_dc_factor(replicas: tuple[int, ...] | list[int], dc_of: Mapping[int, str], dcs: int) -> float:
+def cross_dc_factor(replicas: Sequence[int], dc_of: Mapping[int, str], dcs: int) -> float:
     """How many times one byte produced to this partition crosses a DC boundary (see the module doc)."""
     if not replicas or dcs < 2:
         return 0.0
