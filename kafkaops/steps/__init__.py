@@ -14,13 +14,15 @@ from kafkaops.steps import (
     host,
     kafka,
     logs,
+    placement,
     reachability,
     replay,
     service,
     traffic,
 )
 
-__all__ = ["canary", "confirm", "conftool", "deploy", "health", "host", "kafka", "logs", "reachability", "replay",
+__all__ = ["canary", "confirm", "conftool", "deploy", "health", "host", "kafka", "logs", "placement", "reachability",
+           "replay",
            "service", "traffic"]
 
 

@@ -51,7 +51,8 @@ class Reachable(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         svc = env(ctx)
-        host = target_host(ctx)
+        # A cluster-wide procedure (placement apply) has the cluster as its one target: then every host.
+        host = None if ctx.target == svc.cluster.name else target_host(ctx)
         wanted = [str(s) for s in self.params["systems"]]
         timeout = float(self.params["timeout"])
         checks: list[dict[str, Any]] = []
@@ -76,14 +77,13 @@ class Reachable(StepBase):
                     seen["zookeeper"] = zk.registered_brokers()
                 return f"/brokers/ids {seen['zookeeper']}"
             check("zookeeper", zookeeper)
-        if "conftool" in wanted and svc.cluster.conftool_config and host.conftool_tags:
+        if "conftool" in wanted and svc.cluster.conftool_config and host is not None and host.conftool_tags:
             def conftool() -> str:
                 state = svc.conftool.get(host.fqdn, host.conftool_tags)
                 return f"{host.fqdn} pooled={state.pooled}"
             check("conftool", conftool)
         if "ssh" in wanted:
-            for name in ctx.targets or (ctx.target,):
-                other = svc.host(name)
+            for other in (svc.cluster.hosts if host is None else [svc.host(n) for n in ctx.targets or (ctx.target,)]):
                 check(f"ssh {other.name}", functools.partial(_ssh, svc, other, timeout))
         if "deploy_host" in wanted and svc.cluster.deploy_host is not None:
             deployer = svc.cluster.deploy_host

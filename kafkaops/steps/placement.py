@@ -1,0 +1,375 @@
+"""Placement steps: the gate before a reassignment, the throttled reassignment itself, and its undo.
+
+A reassignment copies whole partitions between brokers — across DCs on a stretched cluster — for minutes
+to hours. What makes it safe to leave running and to resume:
+
+* **Observed, not remembered.** ``placement.reassign`` observes each partition: already at its target
+  (done), being reassigned now (Kafka's ``--list``: awaited, never submitted again), or to do. A run
+  killed mid-batch and resumed therefore waits for what Kafka is still moving and submits only what was
+  never submitted; a finished batch is never re-submitted.
+* **Throttled, and the throttle always cleared.** Before a batch, the run sets the replication throttle
+  on every broker the batch involves (``leader/follower.replication.throttled.rate``) and the throttled
+  replica lists on its topics (``leader/follower.replication.throttled.replicas``: the current replicas
+  send, the new ones receive), through the AdminClient, where they can be verified. After the last batch
+  they are deleted. When the step fails (a timeout, Ctrl-C, a broker lost), the batch in flight is
+  cancelled (Kafka puts those partitions back on their old replicas) and the throttles are deleted, so a
+  failed run leaves neither a half-copied partition nor a throttle that would slow the cluster's next
+  recovery for ever. A SIGKILL leaves both; ``resume`` finishes the batch and clears them, ``runs abort
+  --rollback`` cancels and clears (``placement.cancel``).
+* **Gated.** ``placement.preflight`` refuses an unhealthy cluster (offline, under-replicated, under min
+  ISR), a broker of the target that is not registered, another reassignment in progress, or a
+  replication throttle someone else left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
+from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal
+from kafkaops.placement.estimate import human_bytes
+from kafkaops.placement.planner import batches
+from kafkaops.safety import cluster_health
+from kafkaops.steps.common import env, names, wait
+
+TopicPartition = tuple[str, int]
+
+#: The dynamic configs a throttle consists of: set before a batch, deleted at the end.
+RATE_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+REPLICA_CONFIGS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+def target_assignment(value: Any) -> dict[TopicPartition, tuple[int, ...]]:
+    """The ``assignment`` parameter — ``[[topic, partition, [replicas]], ...]`` — as a mapping.
+
+    Raises:
+        ConfigError: Another shape (a hand-edited plan or a bad ``--param``).
+    """
+    out: dict[TopicPartition, tuple[int, ...]] = {}
+    for item in value or ():
+        if not (isinstance(item, (list, tuple)) and len(item) == 3 and isinstance(item[0], str)
+                and isinstance(item[1], int) and isinstance(item[2], (list, tuple)) and item[2]
+                and all(isinstance(b, int) and not isinstance(b, bool) for b in item[2])):
+            raise ConfigError(f"placement assignment: malformed entry {str(item)[:80]!r}",
+                              hint="entries are [topic, partition, [broker ids]]; make the plan with "
+                                   "`kafkaops placement plan`")
+        out[(item[0], item[1])] = tuple(item[2])
+    if not out:
+        raise ConfigError("placement assignment is empty", hint="make the plan with `kafkaops placement plan`")
+    return out
+
+
+def assignment_param(assignment: Mapping[TopicPartition, Sequence[int]]) -> list[list[Any]]:
+    """The inverse of :func:`target_assignment`, sorted: what a plan carries."""
+    return [[t, p, list(r)] for (t, p), r in sorted(assignment.items())]
+
+
+def _current(ctx: RunContext, tps: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, ...]]:
+    snap = env(ctx).kafka.snapshot(with_configs=False)
+    wanted = set(tps)
+    return {(p.topic, p.partition): tuple(p.replicas) for p in snap.partitions if (p.topic, p.partition) in wanted}
+
+
+def throttle_configs(current: Mapping[TopicPartition, Sequence[int]],
+                     target: Mapping[TopicPartition, Sequence[int]], rate: float
+                     ) -> tuple[dict[int, dict[str, str | None]], dict[str, dict[str, str | None]]]:
+    """The broker and topic configs that throttle moving ``current`` to ``target`` (what Kafka's own tool
+    sets with ``--throttle``): the rate on every broker involved, the current replicas throttled as
+    leaders (they send), the added ones as followers (they receive)."""
+    brokers: set[int] = set()
+    leaders: dict[str, list[str]] = {}
+    followers: dict[str, list[str]] = {}
+    for (topic, p), replicas in sorted(target.items()):
+        now = list(current.get((topic, p), ()))
+        new = [b for b in replicas if b not in now]
+        if not new:
+            continue
+        brokers.update(now)
+        brokers.update(new)
+        leaders.setdefault(topic, []).extend(f"{p}:{b}" for b in now)
+        followers.setdefault(topic, []).extend(f"{p}:{b}" for b in new)
+    value = str(int(rate))
+    broker_cfg: dict[int, dict[str, str | None]] = {b: dict.fromkeys(RATE_CONFIGS, value) for b in sorted(brokers)}
+    topic_cfg: dict[str, dict[str, str | None]] = {
+        t: {REPLICA_CONFIGS[0]: ",".join(leaders[t]), REPLICA_CONFIGS[1]: ",".join(followers[t])} for t in leaders}
+    return broker_cfg, topic_cfg
+
+
+def throttles_left(ctx: RunContext, topics: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Every throttle config set on the cluster's brokers and on ``topics`` (non-empty entries only)."""
+    svc = env(ctx)
+    found = svc.kafka.dynamic_configs(brokers=[h.broker_id for h in svc.cluster.hosts], topics=topics,
+                                      names=(*RATE_CONFIGS, *REPLICA_CONFIGS))
+    return {k: v for k, v in found.items() if v}
+
+
+def clear_throttles(ctx: RunContext, topics: Sequence[str]) -> list[str]:
+    """Delete every throttle config from the brokers and ``topics``; returns what was cleared."""
+    svc = env(ctx)
+    left = throttles_left(ctx, topics)
+    if not left:
+        return []
+    svc.kafka.alter_configs(
+        brokers={int(k.split(":", 1)[1]): dict.fromkeys(v, None) for k, v in left.items() if k.startswith("broker:")},
+        topics={k: dict.fromkeys(v, None) for k, v in left.items() if not k.startswith("broker:")})
+    return sorted(left)
+
+
+class Preflight(StepBase):
+    """Refuse a reassignment on a cluster that is unhealthy, missing a target broker, already reassigning or
+    throttled by someone else."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = env(ctx)
+        target = target_assignment(self.params["assignment"])
+        snap = svc.kafka.snapshot(with_configs=True)
+        health = cluster_health(snap)
+        needed = sorted({b for r in target.values() for b in r})
+        topics = sorted({t for t, _ in target})
+        data: dict[str, list[Any]] = {"offline": [f"{p.topic}-{p.partition}" for p in health.offline],
+                "urp": [f"{p.topic}-{p.partition}" for p in health.under_replicated],
+                "under_min_isr": [f"{p.topic}-{p.partition}" for p in health.under_min_isr],
+                "missing": [b for b in needed if b not in snap.brokers],
+                "unknown": sorted(f"{t}-{p}" for t, p in target
+                                  if not any(x.topic == t and x.partition == p for x in snap.partitions)),
+                "reassigning": sorted(f"{t}-{p}" for t, p in svc.reassigner().list()),
+                "throttles": sorted(throttles_left(ctx, topics))}
+        bad = sum(len(v) for v in data.values())
+        return Observation(data, summary=f"{len(target)} partition(s) to place; "
+                                         + ("cluster ready" if not bad else f"{bad} problem(s)"))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        problems = [(d["offline"], "offline"), (d["urp"], "under-replicated"), (d["under_min_isr"], "under min ISR")]
+        for items, what in problems:
+            if items:
+                raise SafetyRefusal(f"refusing to reassign: {len(items)} partition(s) {what} ({names(items)})",
+                                    hint="let the cluster recover first (`kafkaops status`), then re-plan")
+        if d["missing"]:
+            raise SafetyRefusal(f"refusing to reassign: broker(s) {', '.join(map(str, d['missing']))} of the target "
+                                "are not registered", hint="start them, or plan without them")
+        if d["unknown"]:
+            raise SafetyRefusal(f"refusing to reassign: {names(d['unknown'])} do not exist in the cluster",
+                                hint="re-plan with `kafkaops placement plan`")
+        if d["reassigning"]:
+            raise SafetyRefusal("refusing to reassign: a reassignment is already in progress "
+                                f"({names(d['reassigning'])})",
+                                hint="wait for it (`kafka-reassign-partitions --list`), or resume the run that "
+                                     "started it (`kafkaops runs list`)")
+        if d["throttles"]:
+            raise SafetyRefusal(f"refusing to reassign: replication throttles are set on {names(d['throttles'])}",
+                                hint="another reassignment may be running; if not, `kafkaops runs abort --rollback` "
+                                     "the run that left them, or delete them with kafka-configs")
+        return Noop("gates pass: no offline, under-replicated or under-min-ISR partition; every target broker "
+                    "registered; no reassignment in progress; no throttle set")
+
+
+class Reassign(StepBase):
+    """Move the partitions to their target replicas in throttled batches, Kafka's own tool doing the moves."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        target = target_assignment(self.params["assignment"])
+        current = _current(ctx, list(target))
+        tool = env(ctx).reassigner()
+        in_progress = sorted(tp for tp in tool.list() if tp in target)
+        done = sorted(tp for tp, r in target.items() if current.get(tp) == r and tp not in in_progress)
+        todo = sorted(tp for tp in target if tp not in done and tp not in in_progress)
+        topics = sorted({t for t, _ in target})
+        left = throttles_left(ctx, topics)
+        data = {"done": len(done), "in_progress": [list(tp) for tp in in_progress],
+                "todo": [[t, p, list(current.get((t, p), ()))] for t, p in todo],
+                "throttles": sorted(left), "topics": topics, "tool": tool.command()}
+        return Observation(data, summary=f"{len(done)} of {len(target)} partition(s) at their target, "
+                                         f"{len(in_progress)} being moved, {len(todo)} to submit")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["todo"] and not d["in_progress"] and not d["throttles"]:
+            return Noop(f"all {d['done']} partition(s) at their target replicas; no throttle left")
+        target = target_assignment(self.params["assignment"])
+        current = {(t, p): tuple(r) for t, p, r in d["todo"]}
+        added = sum(len(set(target[tp]) - set(current[tp])) for tp in current)
+        size = int(self.params["batch_size"])
+        todo = [tuple(x[:2]) for x in d["todo"]]
+        parts = batches([(str(t), int(p)) for t, p in todo], size) if todo else []
+        rate = float(self.params["throttle"])
+        tool = d["tool"]  # the inventory's kafka_reassign, as it will run
+        commands = [f"{tool} --list"]
+        if d["in_progress"]:
+            commands.append(f"wait for the {len(d['in_progress'])} partition(s) Kafka is still moving "
+                            "(--verify --preserve-throttles, polled)")
+        shown = 3  # a plan of 25,000 batches lists the first three and counts the rest
+        for i, batch in enumerate(parts[:shown], 1):
+            listed = names([f"{t}-{p}" for t, p in batch])
+            commands += [f"batch {i}/{len(parts)}: AdminClient.incremental_alter_configs(throttle "
+                         f"{human_bytes(rate)}/s on the brokers and replicas of {listed})",
+                         f"batch {i}/{len(parts)}: {tool} --reassignment-json-file /dev/stdin --execute",
+                         f"batch {i}/{len(parts)}: {tool} --reassignment-json-file /dev/stdin --verify "
+                         "--preserve-throttles, polled until completed"]
+        if len(parts) > shown:
+            commands.append(f"batches {shown + 1}..{len(parts)}: the same, {sum(len(b) for b in parts[shown:])} "
+                            "partition(s)")
+        commands.append("AdminClient.incremental_alter_configs(DELETE every "
+                        + "/".join(("leader", "follower")) + ".replication.throttled.* config)")
+        return Action(
+            description=f"reassign {len(todo)} partition(s) in {len(parts)} batch(es) of at most {size}, throttled "
+                        f"to {human_bytes(rate)}/s per broker" + (f"; {len(d['in_progress'])} in flight awaited"
+                                                                    if d["in_progress"] else ""),
+            commands=tuple(commands),
+            impact=f"{added} replica(s) copied between brokers (replication traffic up to {human_bytes(rate)}/s "
+                   "out of and into each broker involved); leaders change only at the preferred election after",
+            rollback="`kafkaops runs abort RUN --rollback` cancels the batch in flight and clears the throttles; "
+                     "finished batches stay (moving them back is another placement plan)",
+            data={"batches": [[list(tp) for tp in b] for b in parts]})
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = env(ctx)
+        target = target_assignment(self.params["assignment"])
+        topics = sorted({t for t, _ in target})
+        tool = svc.reassigner()
+        rate = float(self.params["throttle"])
+        timeout = float(self.params["batch_timeout"])
+        in_flight: dict[TopicPartition, tuple[int, ...]] = {}
+        sizes = _sizes(ctx, list(target))
+        moved = [0, 0]  # partitions, bytes
+
+        def wait_batch(batch: dict[TopicPartition, tuple[int, ...]], label: str) -> None:
+            total_bytes = sum(sizes.get(tp, 0) for tp in batch)
+
+            def completed() -> tuple[bool, str]:
+                states = tool.verify(batch)
+                finished = [tp for tp, s in states.items() if s == "completed"]
+                stuck = [f"{t}-{p}" for (t, p), s in states.items() if s == "not active"]
+                if stuck:
+                    raise CheckFailed(f"reassignment of {names(stuck)} is no longer active and not at its target "
+                                      "(cancelled by someone else?)", hint="re-plan with `kafkaops placement plan`")
+                done_bytes = sum(sizes.get(tp, 0) for tp in finished)
+                return len(finished) == len(batch), (f"{label}: {len(finished)}/{len(batch)} partition(s), "
+                                                     f"{human_bytes(done_bytes)} of {human_bytes(total_bytes)}")
+
+            wait(ctx, completed, what=f"{label} reassigned", timeout=timeout, interval=1.0, fast=0.25)
+            moved[0] += len(batch)
+            moved[1] += total_bytes
+            ctx.progress(f"  {ctx.target}: {label} done; {moved[0]}/{len(target)} partition(s), "
+                         f"{human_bytes(moved[1])} moved so far")
+
+        try:
+            pending = {tp: target[tp] for tp in self._in_progress(ctx, target)}
+            if pending:
+                in_flight = dict(pending)
+                ctx.record("reassign_awaiting", partitions=[f"{t}-{p}" for t, p in in_flight])
+                wait_batch(in_flight, "partitions already in flight")
+                in_flight = {}
+            parts: list[list[TopicPartition]] = [[(str(t), int(p)) for t, p in b] for b in action.data["batches"]]
+            for i, part in enumerate(parts, 1):
+                now = _current(ctx, part)
+                batch = {tp: target[tp] for tp in part if now.get(tp) != target[tp]}
+                if not batch:
+                    continue
+                brokers_cfg, topics_cfg = throttle_configs(now, batch, rate)
+                svc.kafka.alter_configs(brokers=brokers_cfg, topics=topics_cfg)
+                ctx.record("throttle_set", batch=i, brokers=sorted(brokers_cfg), topics=sorted(topics_cfg), rate=rate)
+                in_flight = batch
+                ctx.record("batch_submitting", batch=i, partitions=[f"{t}-{p}" for t, p in batch])
+                tool.execute(batch)
+                ctx.record("batch_submitted", batch=i)
+                wait_batch(batch, f"batch {i}/{len(parts)}")
+                in_flight = {}
+                ctx.record("batch_done", batch=i)
+        except BaseException:
+            self._undo(ctx, tool, in_flight, topics)
+            raise
+        cleared = clear_throttles(ctx, topics)
+        ctx.record("throttle_cleared", configs=cleared)
+
+    @staticmethod
+    def _in_progress(ctx: RunContext, target: Mapping[TopicPartition, tuple[int, ...]]) -> list[TopicPartition]:
+        return sorted(tp for tp in env(ctx).reassigner().list() if tp in target)
+
+    @staticmethod
+    def _undo(ctx: RunContext, tool: Any, in_flight: Mapping[TopicPartition, tuple[int, ...]],
+              topics: Sequence[str]) -> None:
+        """On failure: the batch in flight cancelled, every throttle deleted; each best effort (the failure
+        itself is what the operator must see)."""
+        try:
+            if in_flight:
+                tool.cancel(in_flight)
+                ctx.record("batch_cancelled", partitions=[f"{t}-{p}" for t, p in in_flight])
+        except Exception as exc:  # reported; the original failure goes on
+            ctx.progress(f"  {ctx.target}: could not cancel the batch in flight: {exc}")
+        try:
+            cleared = clear_throttles(ctx, topics)
+            ctx.record("throttle_cleared", configs=cleared)
+        except Exception as exc:
+            ctx.progress(f"  {ctx.target}: could not clear the throttles: {exc} (`kafkaops runs abort --rollback`)")
+
+    def verify(self, ctx: RunContext) -> None:
+        target = target_assignment(self.params["assignment"])
+        current = _current(ctx, list(target))
+        off = [f"{t}-{p}" for (t, p), r in sorted(target.items()) if current.get((t, p)) != r]
+        if off:
+            raise CheckFailed(f"{len(off)} partition(s) not at their target replicas: {names(off)}")
+        left = throttles_left(ctx, sorted({t for t, _ in target}))
+        if left:
+            raise CheckFailed(f"replication throttles still set on {names(sorted(left))}")
+
+
+class Cancel(StepBase):
+    """Rollback of a reassignment: cancel what is still moving (back to the old replicas) and clear throttles."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        target = target_assignment(self.params["assignment"])
+        moving = sorted(tp for tp in env(ctx).reassigner().list() if tp in target)
+        left = throttles_left(ctx, sorted({t for t, _ in target}))
+        return Observation({"moving": [list(tp) for tp in moving], "throttles": sorted(left)},
+                           summary=f"{len(moving)} partition(s) moving, throttles on {len(left)} resource(s)")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["moving"] and not d["throttles"]:
+            return Noop("nothing moving, no throttle left")
+        return Action(description=f"cancel the reassignment of {len(d['moving'])} partition(s) still moving and "
+                                  "delete the replication throttles",
+                      commands=("kafka-reassign-partitions --reassignment-json-file /dev/stdin --cancel "
+                                "--preserve-throttles",
+                                "AdminClient.incremental_alter_configs(DELETE *.replication.throttled.*)"),
+                      impact="partitions still moving go back to their previous replicas")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        target = target_assignment(self.params["assignment"])
+        moving = {(str(t), int(p)): target[(str(t), int(p))] for t, p in
+                  (tuple(x) for x in self.observe(ctx).data["moving"])}
+        if moving:
+            env(ctx).reassigner().cancel(moving)
+        clear_throttles(ctx, sorted({t for t, _ in target}))
+
+    def verify(self, ctx: RunContext) -> None:
+        d = self.observe(ctx).data
+        if d["moving"] or d["throttles"]:
+            raise CheckFailed(f"{len(d['moving'])} partition(s) still moving, throttles on {names(d['throttles'])}")
+
+
+def _sizes(ctx: RunContext, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+    """Bytes per partition for progress lines (best effort: a partition whose size is unknown counts 0)."""
+    try:
+        return env(ctx).kafka.partition_sizes(tps)
+    except Exception:  # progress only
+        return {}
+
+
+ASSIGNMENT = Param("assignment", "list", required=True,
+                   help="the target: [[topic, partition, [broker ids]], ...] (made by `kafkaops placement plan`)")
+REASSIGN = [
+    ASSIGNMENT,
+    Param("throttle", "float", default=10_000_000.0, min=1, help="replication throttle per broker, bytes/s"),
+    Param("batch_size", "int", default=20, min=1, max=10_000, help="partitions submitted together"),
+    Param("batch_timeout", "duration", default=3600.0, min=1, max=7 * 86400,
+          help="how long one batch may take before the run stops (its moves cancelled, throttles cleared)"),
+]
+register_step("placement.preflight", Preflight, [ASSIGNMENT])
+register_step("placement.cancel", Cancel, REASSIGN)  # a compensation gets the reassignment's own parameters
+register_step("placement.reassign", Reassign, REASSIGN, compensate=Compensation("placement.cancel", params=None,
+                           note="cancel the batch still moving (back to its old replicas) and clear the throttles; "
+                                "finished batches stay where they are"))
