@@ -18,4 +18,5 @@ COMMAND_MODULES = {
     "lab": "lab",
     "service": "service",
     "failed-events": "failed_events",
+    "placement": "placement",
 }

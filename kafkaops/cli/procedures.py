@@ -490,14 +490,15 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
 def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: dict[str, Any], *,
                 reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output,
                 save_plan: Path | None, confirm: Callable[[str], bool] | None = None, env: Any = None,
-                confirmed: tuple[str, ...] = ()) -> None:
+                confirmed: tuple[str, ...] = (), show: bool = True) -> None:
     """Plan, show, confirm, run: the shape of every state-changing command.
 
     The plan is always made in a dry-run environment (its adapters refuse every write; ``env`` when the
     caller already built one for its hooks); the run gets a fresh environment of the same inventory.
     ``confirm``: how a step asks the operator a question (e.g. after a canary). ``confirmed``: the
     ``--confirmed NAME`` checkpoints; every checkpoint the plan asks for must be confirmed (there, or at a
-    terminal prompt) before the run starts, or nothing starts (exit 13).
+    terminal prompt) before the run starts, or nothing starts (exit 13). ``show``: print the plan (a
+    command whose own JSON is its output saves the plan without printing it).
     """
     from kafkaops.cli.lookup import environment
     from kafkaops.cli.plan_render import render_plan
@@ -523,7 +524,9 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
                               notes=tuple(notes))
     finally:
         plan_env.close()
-    if output == Output.json:
+    if not show:
+        pass
+    elif output == Output.json:
         sys.stdout.write(plan.to_json())
     elif output == Output.markdown:
         sys.stdout.write(plan.to_markdown())
