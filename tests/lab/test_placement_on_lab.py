@@ -1,0 +1,162 @@
+"""Issue 15 on the stretch lab (four brokers, eqiad and codfw, broker.rack = DC, follower fetching).
+
+A topic created with Kafka's default (rack-aware) placement, RF 3 and min ISR 2, is flagged by
+``placement check`` (one DC holds a single replica: losing the other leaves it under min ISR); ``placement
+plan`` lays it out with one replica move per partition; ``placement apply`` runs under continuous
+``acks=all`` load, is SIGKILLed right after its first batch was submitted, and ``resume`` finishes it
+without submitting any partition twice. Afterwards: nothing lost or duplicated, no throttle config left,
+``check`` passes with leaders balanced over the DCs, and stopping a preferred leader hands leadership to
+the other replica of its own DC.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from harness import Load, kafkaops, output, spawn
+from invariants import live_journal
+
+from kafkaops.model import Cluster
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+             "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+@pytest.fixture(scope="module")
+def stretch() -> Iterator[Cluster]:
+    """The stretch lab, started here unless one is up (then left as it was found)."""
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab import lab
+    from kafkaops.lab.paths import lab_dir
+
+    cluster = load_inventory(REPO / "inventory" / "lab-stretch.yaml")
+    started = False
+    if not lab.is_up(lab_dir(cluster.name)):
+        lab.up(cluster)
+        started = True
+    try:
+        yield cluster
+    finally:
+        if started and not os.environ.get("KAFKAOPS_KEEP_LAB"):
+            lab.down(lab_dir(cluster.name))
+
+
+def _assignment(cluster: Cluster, topic: str) -> dict[int, tuple[int, ...]]:
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    snap = KafkaAdmin(cluster.bootstrap_servers).snapshot(with_configs=False)
+    return {p.partition: p.replicas for p in snap.partitions if p.topic == topic}
+
+
+def _wait(what: str, predicate: object, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Cluster, tmp_path: Path) -> None:
+    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+
+    home = tmp_path / "home"
+    topic = f"stretch.t{uuid.uuid4().hex[:6]}"
+    admin = KafkaAdmin(stretch.bootstrap_servers)
+    admin.create_topics([TopicSpec(topic, 8, 3, (("min.insync.replicas", "2"),))])
+    _wait("the topic's leaders", lambda: len(_assignment(stretch, topic)) == 8)
+    dc = {h.broker_id: h.dc for h in stretch.hosts}
+    regex = topic.replace(".", r"\.")
+
+    checked = kafkaops(home, stretch, "placement", "check", stretch.name, "--topics", regex, "-o", "json")
+    assert checked.returncode == 9, checked.stderr
+    report = json.loads(checked.stdout)
+    assert report["critical"] == 8 and report["counts"]["dc_short"] == 8
+
+    with Load(stretch, rate=150, http_rate=0) as load_thread:
+        # The load writes to its own topic; this topic gets data so the moves copy bytes.
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": stretch.bootstrap_servers, "acks": "all"})
+        # ~125 KB a partition. Kafka lets a throttled replica burst a window's worth (~10 s of the rate) before
+        # it throttles, so the first batch goes fast; from the second on, a batch moves for ~10 s.
+        for i in range(2000):
+            producer.produce(topic, key=str(i).encode(), value=b"x" * 500)
+            if i % 500 == 0:
+                producer.poll(0)
+        assert producer.flush(30) == 0
+        plan_file = tmp_path / "placement.plan.json"
+        planned = kafkaops(home, stretch, "placement", "plan", stretch.name, "--topics", regex, "--batch-size", "3",
+                           "--throttle", "10KB/s", "--sample", "1", "--save-plan", str(plan_file), "-o", "json",
+                           "--reason", "issue 15 lab test")
+        assert planned.returncode == 0, planned.stderr
+        summary = json.loads(planned.stdout)
+        assert summary["moves"] == 8 and summary["after"] == {}
+        assert summary["data"]["bytes"] > 0
+        assert "error" not in (summary["kafka_generate"] or {}), summary["kafka_generate"]
+
+        proc = spawn(home, stretch, "placement", "apply", str(plan_file), "--reason", "issue 15 lab test")
+        _wait("the second batch submitted", lambda: any(
+            r.get("event") == "batch_submitted" and r.get("batch") == 2 for r in live_journal(home))
+            or proc.poll() is not None, timeout=120)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        journal = live_journal(home)
+        run_id = journal[0]["run_id"]
+        resumed = kafkaops(home, stretch, "resume", run_id)
+        assert resumed.returncode == 0, resumed.stderr + output(proc)
+    report_load = load_thread.report
+    assert report_load is not None
+    assert report_load.lost == 0 and report_load.duplicated == 0, report_load
+
+    records = live_journal(home)
+    awaited = [r for r in records if r.get("event") == "reassign_awaiting"]
+    assert awaited, "the kill did not land inside a batch: the resume had nothing in flight to wait for"
+    assert proc.returncode == -signal.SIGKILL
+    submitted = [p for r in records if r.get("event") == "batch_submitting" for p in r["partitions"]]
+    assert len(submitted) == len(set(submitted)) == 8, submitted  # no partition submitted twice
+    for p, replicas in _assignment(stretch, topic).items():
+        assert len(replicas) == 4 and [dc[b] for b in replicas[:2]].count(dc[replicas[0]]) == 2, (p, replicas)
+    left = admin.dynamic_configs(brokers=sorted(dc), topics=[topic], names=THROTTLES)
+    assert not any(left.values()), left
+
+    again = kafkaops(home, stretch, "placement", "check", stretch.name, "--topics", regex, "-o", "json")
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = json.loads(again.stdout)
+    assert after["ok"] and after["leaders"]["per_dc"] == {"codfw": 4, "eqiad": 4}
+
+    # Stopping a preferred leader moves leadership to the other replica of the same DC.
+    from kafkaops.lab.host import LabHost
+    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.spec import LabSpec
+
+    replicas = _assignment(stretch, topic)[0]
+    leader = replicas[0]
+    host = next(h for h in stretch.hosts if h.broker_id == leader)
+    lab_host = LabHost.named(host.name, LabSpec.load(lab_dir(stretch.name)))
+    lab_host.stop("kafka")
+    try:
+        def moved() -> bool:
+            snap = admin.snapshot(with_configs=False)
+            now = next(p for p in snap.partitions if p.topic == topic and p.partition == 0)
+            return now.leader not in (None, leader)
+
+        _wait("a new leader for partition 0", moved)
+        snap = admin.snapshot(with_configs=False)
+        new = next(p for p in snap.partitions if p.topic == topic and p.partition == 0).leader
+        assert new == replicas[1] and dc[new] == dc[leader], (replicas, new)
+    finally:
+        lab_host.start("kafka")
+        _wait("the broker back in every ISR", lambda: all(
+            len(p.isr) == len(p.replicas) for p in admin.snapshot(with_configs=False).partitions), timeout=120)
+        admin.elect_preferred_leaders()
