@@ -121,8 +121,8 @@ def check_cmd(
         console.print(_check_markdown(data), markup=False, highlight=False, soft_wrap=True)
     else:
         _check_table(data)
-    if report.critical:
-        raise CheckFailed(f"{len({v.name for v in report.critical})} partition(s) of {live['cluster'].name} would "
+    if report.critical_partitions():
+        raise CheckFailed(f"{report.critical_partitions()} partition(s) of {live['cluster'].name} would "
                           "go offline or under min ISR if a DC were lost",
                           hint=f"`kafkaops placement plan {live['cluster'].name} --save-plan FILE` lays them out")
 
@@ -314,7 +314,7 @@ def _kafka_generate(env: Any, current: dict[Any, Any], dc_of: dict[int, str], mi
         sizes = {**sizes, **env.kafka.partition_sizes(missing)}
     est = estimate_moves(current, proposed, sizes, dc_of, leaders=leaders)
     return {"moves": moves(current, proposed), "bytes": est.bytes_total, "bytes_cross_dc": est.bytes_cross_dc,
-            "violations": report.counts(), "critical": len({v.name for v in report.critical})}
+            "violations": report.counts(), "critical": report.critical_partitions()}
 
 
 def _plan_markdown(data: dict[str, Any]) -> str:

@@ -22,7 +22,6 @@ between two clusters costs ``1 N`` for comparison.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,12 +68,14 @@ def estimate_moves(current: Assignment, target: Assignment, sizes: Mapping[Topic
         dc_of: Broker -> DC.
         leaders: Today's leader of each partition (default: the current preferred leader).
     """
-    by_pair: Counter[tuple[int, int]] = Counter()
-    out_of: Counter[int] = Counter()
-    into: Counter[int] = Counter()
+    by_pair: dict[tuple[int, int], int] = {}  # plain dicts: Counter's __missing__ is Python, per new key
+    out_of: dict[int, int] = {}
+    into: dict[int, int] = {}
     total = cross = added = unknown = 0
     for tp, replicas in target.items():
-        now = tuple(current.get(tp, ()))
+        now = current.get(tp, ())
+        if now == replicas:
+            continue
         new = [b for b in replicas if b not in now]
         if not new:
             continue
@@ -85,15 +86,17 @@ def estimate_moves(current: Assignment, target: Assignment, sizes: Mapping[Topic
         if size is None:
             unknown += 1
             size = 0
+        source_dc = dc_of.get(source)
         for b in new:
             added += 1
             total += size
-            by_pair[(source, b)] += size
-            out_of[source] += size
-            into[b] += size
-            if dc_of.get(source) != dc_of.get(b):
+            pair = (source, b)
+            by_pair[pair] = by_pair.get(pair, 0) + size
+            out_of[source] = out_of.get(source, 0) + size
+            into[b] = into.get(b, 0) + size
+            if dc_of.get(b) != source_dc:
                 cross += size
-    return MoveEstimate(added, total, cross, dict(by_pair), dict(out_of), dict(into), unknown)
+    return MoveEstimate(added, total, cross, by_pair, out_of, into, unknown)
 
 
 def cross_dc_factor(replicas: Sequence[int], dc_of: Mapping[int, str], dcs: int) -> float:

@@ -40,7 +40,7 @@ def test_rf3_fails_a_dc_loss_and_that_is_critical() -> None:
     report = check_layout(rf3, DC, {"u": 2})
     assert {v.rule for v in report.critical} == {"dc_loss_min_isr"}
     loss = {d.dc: d for d in report.dc_loss}
-    assert loss["eqiad"].under_min_isr == ("u-0",)
+    assert loss["eqiad"].under_min_isr == (("u", 0),)
     assert loss["codfw"].under_min_isr == ()
     assert loss["eqiad"].leaders_moved == 1
     offline = check_layout({("v", 0): (A1, A2)}, DC, {"v": 1})
