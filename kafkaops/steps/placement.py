@@ -39,6 +39,8 @@ TopicPartition = tuple[str, int]
 #: The dynamic configs a throttle consists of: set before a batch, deleted at the end.
 RATE_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 REPLICA_CONFIGS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+#: The run fact holding the replica lists of the batch in flight before it moved, for a cancel.
+ORIGINALS = "placement.in_flight_originals"
 
 
 def target_assignment(value: Any) -> dict[TopicPartition, tuple[int, ...]]:
@@ -298,6 +300,8 @@ class Reassign(StepBase):
                 _wait_throttled(ctx, brokers_cfg, topics_cfg)
                 ctx.record("throttle_set", batch=i, brokers=sorted(brokers_cfg), topics=sorted(topics_cfg), rate=rate)
                 in_flight = batch
+                # what a rollback puts them back on, in their order (the run's facts survive a SIGKILL)
+                svc.facts(ctx.run_id).set(ORIGINALS, [[t, p, list(now[(t, p)])] for t, p in batch])
                 ctx.record("batch_submitting", batch=i, partitions=[f"{t}-{p}" for t, p in batch])
                 tool.execute(batch)
                 ctx.record("batch_submitted", batch=i)
@@ -321,8 +325,8 @@ class Reassign(StepBase):
         itself is what the operator must see)."""
         try:
             if in_flight:
-                tool.cancel(in_flight)
-                ctx.record("batch_cancelled", partitions=[f"{t}-{p}" for t, p in in_flight])
+                back = tool.cancel(in_flight, _originals(ctx))
+                ctx.record("batch_cancelled", partitions=[f"{t}-{p}" for t, p in back])
         except Exception as exc:  # reported; the original failure goes on
             ctx.progress(f"  {ctx.target}: could not cancel the batch in flight: {exc}")
         try:
@@ -358,23 +362,25 @@ class Cancel(StepBase):
             return Noop("nothing moving, no throttle left")
         return Action(description=f"cancel the reassignment of {len(d['moving'])} partition(s) still moving and "
                                   "delete the replication throttles",
-                      commands=("kafka-reassign-partitions --reassignment-json-file /dev/stdin --cancel "
-                                "--preserve-throttles",
+                      commands=("kafka-reassign-partitions --reassignment-json-file /dev/stdin --execute "
+                                "--additional (each partition still moving back to the replicas it had)",
                                 "AdminClient.incremental_alter_configs(DELETE *.replication.throttled.*)"),
                       impact="partitions still moving go back to their previous replicas")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         target = target_assignment(self.params["assignment"])
-        moving = {(str(t), int(p)): target[(str(t), int(p))] for t, p in
-                  (tuple(x) for x in self.observe(ctx).data["moving"])}
-        if moving:
-            env(ctx).reassigner().cancel(moving)
+        env(ctx).reassigner().cancel(target, _originals(ctx))
         clear_throttles(ctx, sorted({t for t, _ in target}))
 
     def verify(self, ctx: RunContext) -> None:
         d = self.observe(ctx).data
         if d["moving"] or d["throttles"]:
             raise CheckFailed(f"{len(d['moving'])} partition(s) still moving, throttles on {names(d['throttles'])}")
+
+
+def _originals(ctx: RunContext) -> dict[TopicPartition, tuple[int, ...]]:
+    """The replica lists of the batch last submitted, before it moved (recorded by ``placement.reassign``)."""
+    return {(str(t), int(p)): tuple(r) for t, p, r in env(ctx).facts(ctx.run_id).get(ORIGINALS) or ()}
 
 
 def _sizes(ctx: RunContext, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:

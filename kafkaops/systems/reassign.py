@@ -10,7 +10,7 @@ standard input (``--reassignment-json-file /dev/stdin``): nothing is left on the
 operator typed becomes part of the command line.
 
 Throttles are not the tool's business here: ``--execute`` is never given ``--throttle`` and ``--verify``
-and ``--cancel`` always ``--preserve-throttles``, because the run sets and clears the replication
+always ``--preserve-throttles``, because the run sets and clears the replication
 throttles itself through the AdminClient (:mod:`kafkaops.steps.placement`), where it can verify them.
 ``execute`` and ``cancel`` change the cluster and are refused in a dry-run; ``list``, ``verify`` and
 ``generate`` only read.
@@ -35,6 +35,7 @@ from kafkaops.systems.guard import write
 if TYPE_CHECKING:
     from kafkaops.systems.ssh import SshClient
 
+Replicas = tuple[int, ...]
 #: Seconds one invocation may take: a JVM start plus one admin request round trip.
 TOOL_TIMEOUT = 120.0
 
@@ -88,9 +89,31 @@ class Reassigner:
         return cmd
 
     @write
-    def cancel(self, assignment: Mapping[TopicPartition, tuple[int, ...]]) -> str:
-        """Cancel the reassignments of ``assignment``'s partitions still in progress: Kafka puts each back
-        on the replicas it had (``--cancel --preserve-throttles``). Returns the command."""
-        cmd = self.command("--reassignment-json-file", "/dev/stdin", "--cancel", "--preserve-throttles")
-        self.ssh.change(cmd, timeout=TOOL_TIMEOUT, stdin=assignment_json(dict(assignment)).encode())
-        return cmd
+    def cancel(self, partitions: Iterable[TopicPartition],
+               originals: Mapping[TopicPartition, tuple[int, ...]] | None = None) -> dict[TopicPartition, Replicas]:
+        """Stop the reassignments of ``partitions`` still in progress, putting each back on the replicas it
+        had: a new reassignment to those replicas (``--execute --additional``), which Kafka applies by
+        cancelling the one in flight (KIP-455) and completes at once, those replicas being in sync.
+
+        Not ``--cancel``: Kafka 3.9's tool skips every reassignment that only *adds* replicas (the check
+        ``!adding.isEmpty() || !removing.isEmpty()`` lost a negation in its Java port: it reads
+        ``adding.isEmpty() || !removing.isEmpty()``), and answers "None of the specified partition
+        reassignments are active" for exactly the moves a replication-factor increase makes (seen on the
+        stretch lab).
+
+        ``originals``: each partition's replica list before the move, in its order (its preferred leader
+        first); without it, the list Kafka shows less the replicas being added — the right brokers, but in
+        the target's order. Returns what each partition was put back on.
+        """
+        wanted = set(partitions)
+        back: dict[TopicPartition, tuple[int, ...]] = {}
+        for tp, r in self.list().items():
+            if tp in wanted:
+                kept = tuple(b for b in r.replicas if b not in r.adding)
+                before = (originals or {}).get(tp)
+                back[tp] = before if before is not None and set(before) == set(kept) else kept
+        if back:
+            cmd = self.command("--reassignment-json-file", "/dev/stdin", "--execute", "--additional")
+            out = self.ssh.change(cmd, timeout=TOOL_TIMEOUT, stdin=assignment_json(back).encode())
+            parse_execute(out.stdout)
+        return back

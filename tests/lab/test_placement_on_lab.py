@@ -160,3 +160,57 @@ def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Clust
         _wait("the broker back in every ISR", lambda: all(
             len(p.isr) == len(p.replicas) for p in admin.snapshot(with_configs=False).partitions), timeout=120)
         admin.elect_preferred_leaders()
+
+
+def test_a_killed_placement_rolled_back_leaves_nothing_moving_and_no_throttle(stretch: Cluster, tmp_path: Path) -> None:
+    """``runs abort --rollback`` of a reassignment killed mid-batch: the batch in flight is cancelled (back on
+    its old replicas), every throttle is deleted; the saved plan is then stale and refused (exit 8)."""
+    from confluent_kafka import Producer
+
+    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+
+    home = tmp_path / "home"
+    topic = f"stretch.r{uuid.uuid4().hex[:6]}"
+    admin = KafkaAdmin(stretch.bootstrap_servers)
+    admin.create_topics([TopicSpec(topic, 6, 3, (("min.insync.replicas", "2"),))])
+    _wait("the topic's leaders", lambda: len(_assignment(stretch, topic)) == 6)
+    producer = Producer({"bootstrap.servers": stretch.bootstrap_servers, "acks": "all"})
+    for i in range(3000):
+        producer.produce(topic, key=str(i).encode(), value=b"x" * 500)
+    assert producer.flush(30) == 0
+    before = _assignment(stretch, topic)
+    plan_file = tmp_path / "placement.plan.json"
+    regex = topic.replace(".", r"\.")
+    planned = kafkaops(home, stretch, "placement", "plan", stretch.name, "--topics", regex, "--batch-size", "3",
+                       "--throttle", "5KB/s", "--sample", "0", "--no-compare", "--save-plan", str(plan_file),
+                       "--reason", "issue 15 rollback test")
+    assert planned.returncode == 0, planned.stderr
+    proc = spawn(home, stretch, "placement", "apply", str(plan_file))
+    _wait("the second batch submitted", lambda: any(
+        r.get("event") == "batch_submitted" and r.get("batch") == 2 for r in live_journal(home))
+        or proc.poll() is not None, timeout=120)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    run_id = live_journal(home)[0]["run_id"]
+    aborted = kafkaops(home, stretch, "runs", "abort", run_id, "--rollback", "--reason", "test")
+    assert aborted.returncode == 0, aborted.stdout + aborted.stderr + output(proc)
+    dc = {h.broker_id: h.dc for h in stretch.hosts}
+    left = admin.dynamic_configs(brokers=sorted(dc), topics=[topic], names=THROTTLES)
+    assert not any(left.values()), left
+    after = _assignment(stretch, topic)
+    second = [int(p.rsplit("-", 1)[1]) for r in live_journal(home)
+              if r.get("event") == "batch_submitting" and r.get("batch") == 2 for p in r["partitions"]]
+    # The rollback cancelled what was still moving: those partitions are back on their old replicas (a partition
+    # of the batch may have finished before the kill, within Kafka's throttle burst, and stays moved).
+    back = [p for p in second if after[p] == before[p]]
+    assert back, (before, after)
+    assert all(after[p] == before[p] or len(after[p]) == 4 for p in second), (before, after)
+    from kafkaops.environment import Environment
+
+    env = Environment(stretch)
+    try:
+        assert not [tp for tp in env.reassigner().list() if tp[0] == topic]
+    finally:
+        env.close()
+    again = kafkaops(home, stretch, "placement", "apply", str(plan_file))
+    assert again.returncode == 8, again.stdout + again.stderr
