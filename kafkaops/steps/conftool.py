@@ -26,8 +26,15 @@ def _tags(host: Host, service: str | None) -> dict[str, str]:
 
 
 def _services(step: StepBase, host: Host) -> list[str]:
+    """The pooled services to act on; none for a host that serves no load-balanced service (a stretched
+    or analytics cluster's broker has no conftool object: its maintenance has nothing to depool)."""
     wanted = step.params.get("services") or []
+    if not wanted and not host.conftool_tags:
+        return []
     return [str(s) for s in wanted] or [host.conftool_tags.get("service", "")]
+
+
+NO_POOL = "serves no load-balanced service (no conftool tags in the inventory): nothing to {}"
 
 
 def _fact(host: Host, service: str) -> str:
@@ -79,6 +86,8 @@ class Depool(StepBase):
 
     def plan(self, obs: Observation) -> Action | Noop:
         host, states = obs.data["host"], obs.data["services"]
+        if not states:
+            return Noop(f"{host} " + NO_POOL.format("depool"))
         todo = [s for s, v in states.items() if v["pooled"] == "yes"]
         if not todo:
             return Noop(f"{host} is already out of the pool ("
@@ -151,6 +160,8 @@ class Repool(StepBase):
 
     def plan(self, obs: Observation) -> Action | Noop:
         host, states = obs.data["host"], obs.data["services"]
+        if not states:
+            return Noop(f"{host} " + NO_POOL.format("repool"))
         todo, left = [], []
         for s, v in states.items():
             before = v["before_run"]

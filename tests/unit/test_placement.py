@@ -153,3 +153,20 @@ def test_throttle_rates(text: str, value: float) -> None:
 def test_bad_throttle_rates(text: str) -> None:
     with pytest.raises(ValueError):
         parse_rate(text)
+
+
+def test_a_host_without_a_pooled_service_has_nothing_to_depool() -> None:
+    """A stretched cluster's broker has no conftool object: depool and repool are no-ops saying so."""
+    from kafkaops.engine.step import Noop, Observation
+    from kafkaops.model import Host, SshEndpoint
+    from kafkaops.steps.conftool import Depool, Repool, _services
+
+    bare = Host("kafka-stretch1001", "kafka-stretch1001.eqiad.lab.local", "127.0.20.1", 1001, "eqiad", "eqiad",
+                SshEndpoint("127.0.20.1"))
+    pooled = Host("kafka1001", "kafka1001.eqiad.wmnet", "127.0.10.1", 1001, "eqiad", "a",
+                  SshEndpoint("127.0.10.1"), conftool_tags={"dc": "eqiad", "cluster": "c", "service": "eventbus"})
+    assert _services(Depool({}), bare) == []
+    assert _services(Depool({}), pooled) == ["eventbus"]
+    for step in (Depool({}), Repool({})):
+        decision = step.plan(Observation({"host": bare.fqdn, "name": bare.name, "services": {}}))
+        assert isinstance(decision, Noop) and "no load-balanced service" in decision.reason
