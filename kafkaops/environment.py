@@ -144,6 +144,20 @@ class RunFacts:
             os.close(dfd)
 
 
+def parse_batch(spec: str) -> int | None:
+    """``--batch``: ``auto`` (None: as many as safe) or a positive number.
+
+    Raises:
+        ValueError: Anything else.
+    """
+    text = str(spec).strip().lower()
+    if text == "auto":
+        return None
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise ValueError(f"{spec!r} is not auto or a number of brokers (1 or more)")
+
+
 class Environment:
     """The root object of a run (see the module docstring).
 
@@ -255,6 +269,32 @@ class Environment:
             return list(hosts), []
         return [h for h in hosts if h.broker_id != controller] + last, [
             f"controller {last[0].name} goes last (one controller election for the whole roll)"]
+
+    def batch_hosts(self, hosts: list[Host], spec: str, *, headroom: int = 0) -> tuple[list[list[Host]], list[str]]:
+        """``hosts`` (in roll order) cut into the batches ``--batch`` asks for, and notes for the plan.
+
+        ``1``: one at a time. ``auto``: the largest batches the live placement allows
+        (:func:`kafkaops.batching.plan_batches`: a DC — or a rack, on a one-DC cluster — at once where every
+        partition keeps min ISR + ``headroom``; the controller's batch last; hosts of a pooled service one
+        at a time). ``N``: at most N per batch, judged the same way.
+        """
+        max_size = parse_batch(spec)
+        if max_size == 1 or len(hosts) < 2:
+            return [[h] for h in hosts], []
+        from kafkaops.batching import plan_batches
+
+        snap = self.kafka.snapshot(with_configs=True)
+        by_id = {h.broker_id: h for h in hosts}
+        several_dcs = len({h.dc for h in hosts}) > 1
+        plan = plan_batches(snap, [h.broker_id for h in hosts],
+                            group_of={h.broker_id: h.dc if several_dcs else h.rack for h in hosts},
+                            headroom=headroom, max_size=max_size,
+                            services={h.broker_id: [s.name for s in h.services] if h.conftool_tags else []
+                                      for h in hosts})
+        batches = [[by_id[b] for b in batch] for batch in plan.batches]
+        shown = " then ".join("[" + ", ".join(h.name for h in b) + "]" for b in batches)
+        return batches, [f"--batch {spec}: {len(batches)} batch(es), {plan.strategy}: {shown}",
+                         *(f"batch boundary: {r}" for r in plan.reasons)]
 
     # --- adapters ----------------------------------------------------------------------------------
 

@@ -250,6 +250,16 @@ def plan_cmd(
         raise typer.BadParameter(str(exc), param_hint="--throttle") from None
     if save_plan is not None:
         check_writable(save_plan, "the plan", "--save-plan FILE", parents=True)
+    if rf is not None:  # against the inventory's DCs, before any system is asked
+        from kafkaops.cli.lookup import find_cluster
+        from kafkaops.errors import ConfigError
+        from kafkaops.placement.layout import dcs_of
+        from kafkaops.placement.planner import shares
+
+        try:
+            shares(rf, dcs_of({h.broker_id: h.dc for h in find_cluster(cluster, inventory).hosts}))
+        except ConfigError as exc:
+            raise typer.BadParameter(f"{exc.message} ({exc.hint})", param_hint="--rf") from None
     live = _live(cluster, inventory, topics)
     env = live["env"]
     try:

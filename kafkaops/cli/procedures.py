@@ -512,12 +512,24 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
                            param_hint="--reason")
     load_plugins()
     rb = find_runbook(runbook) if isinstance(runbook, str) else runbook
+    if "batch" in params:
+        from kafkaops.environment import parse_batch
+
+        try:
+            parse_batch(str(params["batch"]))
+        except ValueError as exc:
+            raise BadParameter(str(exc), param_hint="--batch") from None
     plan_env = env if env is not None else environment(cluster, dry_run=True, confirm=confirm)
     try:
         order = rb.targets.order if rb.targets else "inventory"
         ordered, notes = plan_env.order_hosts(list(hosts), order)
+        batches: list[list[Any]] = []
+        if rb.rolling and str(params.get("batch", "1")) != "1":
+            batches, more = plan_env.batch_hosts(ordered, str(params["batch"]),
+                                                 headroom=int(params.get("isr_headroom") or 0))
+            ordered, notes = [h for b in batches for h in b], [*notes, *more]
         bound = bind_runbook(rb, cluster=cluster, targets=[Target(h.name, host=h) for h in ordered],
-                             params=params)
+                             params=params, batches=[[h.name for h in b] for b in batches])
         runner = Runner(echo=_echo)
         operator = current_operator()
         plan = runner.dry_run(bound, env=plan_env, operator=operator, reason=reason or "", task=task,

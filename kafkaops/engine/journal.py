@@ -251,11 +251,16 @@ class RunState:
         return self.step(target, index).status == STEP_DONE
 
     def cursor(self) -> tuple[str, int] | None:
-        """The first step (target, index) not yet verified, in run order; ``None`` when all are done."""
-        for t in self.started.get("runbook", {}).get("targets", []):
-            for s in t.get("steps", []):
-                if not self.is_done(t["name"], int(s["index"])):
-                    return t["name"], int(s["index"])
+        """The first step (target, index) not yet verified, in run order (batches in lockstep: see
+        :func:`~kafkaops.engine.runbook.schedule`); ``None`` when all are done."""
+        from kafkaops.engine.runbook import BoundRunbook, schedule
+
+        raw = self.started.get("runbook")
+        if not raw:
+            return None
+        for t, s in schedule(BoundRunbook.from_dict(raw)):
+            if not self.is_done(t.name, s.index):
+                return t.name, s.index
         return None
 
     def changed_steps(self) -> list[StepState]:

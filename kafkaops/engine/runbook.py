@@ -891,6 +891,8 @@ class BoundRunbook:
     source: str = ""
     sha256: str = ""
     retry: Mapping[str, Any] | None = None
+    # Targets that go together (a rolling runbook's batches), in order; empty: one target at a time.
+    batches: tuple[tuple[str, ...], ...] = ()
 
     @property
     def target_names(self) -> list[str]:
@@ -907,6 +909,7 @@ class BoundRunbook:
             "source": self.source,
             "sha256": self.sha256,
             "retry": dict(self.retry) if self.retry else None,
+            **({"batches": [list(b) for b in self.batches]} if self.batches else {}),
         }
 
     @classmethod
@@ -921,6 +924,7 @@ class BoundRunbook:
             source=str(d.get("source", "")),
             sha256=str(d.get("sha256", "")),
             retry=d.get("retry"),
+            batches=tuple(tuple(str(n) for n in b) for b in d.get("batches") or ()),
         )
 
 
@@ -985,6 +989,7 @@ def bind_runbook(
     cluster: Any = None,
     targets: Sequence[Target] = (),
     params: Mapping[str, Any] | None = None,
+    batches: Sequence[Sequence[str]] = (),
 ) -> BoundRunbook:
     """Resolve templates and defaults for each target and order the targets.
 
@@ -995,6 +1000,8 @@ def bind_runbook(
             ``targets.order`` says (the engine knows nothing of controllers). A non-rolling runbook
             takes at most one; with none, the run has a single target named after the cluster.
         params: Runbook parameter values (strings from the command line are coerced).
+        batches: A rolling runbook's targets that go together (:func:`schedule`), covering every target
+            once, in the order of ``targets``; the gate between targets then stands only after a batch.
 
     Raises:
         ConfigError: Unknown/missing runbook parameter, unresolvable template, bad value after binding,
@@ -1037,6 +1044,13 @@ def bind_runbook(
         tlist = [Target(name=cluster_name or "cluster")]
     order = runbook.targets.order if runbook.targets else "inventory"
 
+    groups = [tuple(b) for b in batches if b]
+    if groups:
+        names_in = [n for b in groups for n in b]
+        if names_in != [t.name for t in tlist]:
+            raise ConfigError(f"runbook {runbook.name}: batches {groups} do not cover the targets "
+                              f"{[t.name for t in tlist]} once each, in order")
+    batch_ends = {b[-1] for b in groups}
     bound_targets = []
     for ti, target in enumerate(tlist):
         ctx: dict[str, Any] = {
@@ -1050,7 +1064,7 @@ def bind_runbook(
         ctx.update(target.extra)
         steps = [_bind_step(s, ctx, runbook, target) for s in runbook.steps]
         gate = runbook.targets.gate if runbook.targets else None
-        if gate is not None and ti < len(tlist) - 1:
+        if gate is not None and ti < len(tlist) - 1 and (not groups or target.name in batch_ends):
             g = _bind_step(gate, ctx, runbook, target)
             steps.append(
                 BoundStep(
@@ -1068,7 +1082,24 @@ def bind_runbook(
         source=runbook.source,
         sha256=runbook.sha256,
         retry=runbook.retry,
+        batches=tuple(groups) if any(len(b) > 1 for b in groups) else (),
     )
+
+
+def schedule(bound: BoundRunbook) -> list[tuple[BoundTarget, BoundStep]]:
+    """The order a run takes its steps in: target after target; with batches, the targets of a batch in
+    lockstep — step 1 of each, then step 2 of each, ... — so that a batch's hosts are all depooled, then
+    all stopped, then all started, before any is repooled, while every (target, step) keeps its own
+    journal records (a resume continues each broker where it stopped, and never stops one twice)."""
+    if not bound.batches:
+        return [(t, s) for t in bound.targets for s in t.steps]
+    by_name = {t.name: t for t in bound.targets}
+    out: list[tuple[BoundTarget, BoundStep]] = []
+    for batch in bound.batches:
+        members = [by_name[n] for n in batch]
+        for index in sorted({s.index for t in members for s in t.steps}):
+            out += [(t, s) for t in members for s in t.steps if s.index == index]
+    return out
 
 
 def _bind_step(spec: StepSpec, ctx: Mapping[str, Any], runbook: Runbook, target: Target) -> BoundStep:

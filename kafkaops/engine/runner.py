@@ -46,7 +46,7 @@ from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext
 from kafkaops.engine.journal import Journal, RunState, StepState, kafkaops_home, new_run_id, process_alive
 from kafkaops.engine.lock import LockBackend, held_error, lock_info
 from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_observations
-from kafkaops.engine.runbook import BoundRunbook, BoundStep, BoundTarget
+from kafkaops.engine.runbook import BoundRunbook, BoundStep, BoundTarget, schedule
 from kafkaops.engine.step import (
     Action,
     Noop,
@@ -318,35 +318,34 @@ class Runner:
         meta = _Meta("", bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names))
         projection = Projection()
         planned: list[PlannedStep] = []
-        for target in bound.targets:
-            for step in target.steps:
-                entry = require_kind(step.kind, step.label)
-                obj = entry.create(step.params)
-                obs = obj.observe(self._ctx(meta, target.name, step, step.params, env, projection.copy()))
-                decision = obj.plan(obs)
-                if isinstance(decision, Action):
-                    source = f"{target.name} step {step.index} ({step.kind})"
-                    for key, value in (obj.effects(obs, decision) or {}).items():
-                        projection.set(key, value, source)
-                comp = entry.compensate
-                rollback = entry.irreversible
-                if comp is not None:
-                    rollback = f"{comp.kind}" + (f": {comp.note}" if comp.note else "")
-                planned.append(
-                    PlannedStep(
-                        target=target.name,
-                        index=step.index,
-                        kind=step.kind,
-                        params=dict(step.params),
-                        observed=_summary(obs),
-                        fingerprint_data=_fp(obs),
-                        action=decision.to_dict() if isinstance(decision, Action) else None,
-                        noop_reason=decision.reason if isinstance(decision, Noop) else None,
-                        gate=step.gate,
-                        title=step.title,
-                        rollback=rollback,
-                    )
+        for target, step in schedule(bound):
+            entry = require_kind(step.kind, step.label)
+            obj = entry.create(step.params)
+            obs = obj.observe(self._ctx(meta, target.name, step, step.params, env, projection.copy()))
+            decision = obj.plan(obs)
+            if isinstance(decision, Action):
+                source = f"{target.name} step {step.index} ({step.kind})"
+                for key, value in (obj.effects(obs, decision) or {}).items():
+                    projection.set(key, value, source)
+            comp = entry.compensate
+            rollback = entry.irreversible
+            if comp is not None:
+                rollback = f"{comp.kind}" + (f": {comp.note}" if comp.note else "")
+            planned.append(
+                PlannedStep(
+                    target=target.name,
+                    index=step.index,
+                    kind=step.kind,
+                    params=dict(step.params),
+                    observed=_summary(obs),
+                    fingerprint_data=_fp(obs),
+                    action=decision.to_dict() if isinstance(decision, Action) else None,
+                    noop_reason=decision.reason if isinstance(decision, Noop) else None,
+                    gate=step.gate,
+                    title=step.title,
+                    rollback=rollback,
                 )
+            )
         lock_label = getattr(env, "lock_label", "")
         identity = env.identity() if callable(getattr(env, "identity", None)) else {}
         return Plan(
@@ -537,20 +536,21 @@ class Runner:
         result = RunResult(run_id=meta.run_id, status="running", journal=journal.path)
         self._pause_requested = False
         with self._sigint():
-            for target in bound.targets:
+            started = {t for t, _ in state.steps}
+            for target, step in schedule(bound):
                 if target.name in state.targets_done:
                     continue
-                if not any(k[0] == target.name for k in state.steps):
+                if target.name not in started:
                     journal.append("target_started", target=target.name)
-                for step in target.steps:
-                    if state.is_done(target.name, step.index):
-                        continue
+                    started.add(target.name)
+                if not state.is_done(target.name, step.index):
                     if self._pause_requested:
                         self._pause(journal, meta, target, step)
                     self._run_step(
                         journal, state.step(target.name, step.index), bound, target, step, env, meta, result
                     )
-                journal.append("target_finished", target=target.name)
+                if step is target.steps[-1]:
+                    journal.append("target_finished", target=target.name)
             journal.append("finished", applied=result.applied, skipped=result.skipped)
         self._audit_end(meta, passed=True)
         self.lock_for(env).release(bound.cluster, meta.run_id)

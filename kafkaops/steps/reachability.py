@@ -52,7 +52,7 @@ class Reachable(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = env(ctx)
         # A cluster-wide procedure (placement apply) has the cluster as its one target: then every host.
-        host = None if ctx.target == svc.cluster.name else target_host(ctx)
+        host = None if ctx.target == getattr(svc.cluster, "name", None) else target_host(ctx)
         wanted = [str(s) for s in self.params["systems"]]
         timeout = float(self.params["timeout"])
         checks: list[dict[str, Any]] = []

@@ -268,6 +268,17 @@ CASES = [
     Case("failed-events-replay-report-unwritable",
          ("failed-events", "replay", "lab", "--output-invalid", "/proc/x/r.jsonl", "--dry-run"), CONFIG,
          "cannot write the report of rejected events"),
+    # --- placement ---------------------------------------------------------------------------------
+    Case("placement-check-unknown-cluster", ("placement", "check", "nosuch"), CONFIG, "unknown cluster 'nosuch'"),
+    Case("placement-check-bad-topics", ("placement", "check", "lab", "--topics", "("), USAGE,
+         "not a regular expression"),
+    Case("placement-plan-bad-throttle", ("placement", "plan", "lab", "--throttle", "fast"), USAGE,
+         "'fast' is not a rate"),
+    Case("placement-plan-rf-too-low", ("placement", "plan", "lab", "--rf", "1"), USAGE,
+         "replication factor 1 cannot give each of 1 DCs 2 replicas"),
+    Case("placement-plan-unwritable", ("placement", "plan", "lab", "--save-plan", "/proc/x/p.json"), CONFIG,
+         "cannot write the plan"),
+    Case("placement-apply-missing-plan", ("placement", "apply", "{world}/nope.json"), CONFIG, "cannot read plan"),
     # --- runbooks -----------------------------------------------------------------------------------
     Case("runbooks-show-unknown", ("runbooks", "show", "nosuch"), CONFIG, "no runbook named 'nosuch'"),
     Case("runbooks-show-path", ("runbooks", "show", "../../etc/passwd"), CONFIG, "no runbook named"),

@@ -154,6 +154,31 @@ def test_bind_resolves_templates_keeps_the_callers_order_and_inserts_gates() -> 
     assert BoundRunbook.from_dict(bound.to_dict()) == bound
 
 
+def test_a_batch_runs_in_lockstep_with_the_gate_only_between_batches() -> None:
+    """Issue 19: the hosts of a batch are depooled together, ... repooled together; each (host, step)
+    keeps its own journal records, and a resume's cursor follows the same order."""
+    from kafkaops.engine.journal import RunState
+    from kafkaops.engine.runbook import BoundRunbook, schedule
+
+    rb = load_runbook(GOOD / "roll.yaml")
+    bound = bind_runbook(rb, cluster="c", targets=_hosts(), params={"flag": "done"}, batches=[["k2", "k3"], ["k1"]])
+    order = [(t.name, s.kind) for t, s in schedule(bound)]
+    assert order == [("k2", "test.depool"), ("k3", "test.depool"), ("k2", "test.set"), ("k3", "test.set"),
+                     ("k2", "test.set"), ("k3", "test.set"), ("k2", "test.repool"), ("k3", "test.repool"),
+                     ("k3", "test.wait_for"),  # the gate: after the batch, not between its hosts
+                     ("k1", "test.depool"), ("k1", "test.set"), ("k1", "test.set"), ("k1", "test.repool")]
+    assert BoundRunbook.from_dict(bound.to_dict()) == bound
+    state = RunState(run_id="r", started={"runbook": bound.to_dict()})
+    assert state.cursor() == ("k2", 1)
+    state.steps[("k2", 1)] = state.step("k2", 1)
+    state.steps[("k2", 1)].status = "verified"
+    assert state.cursor() == ("k3", 1)  # lockstep: the batch's next host, not k2's next step
+    with pytest.raises(ConfigError, match="do not cover the targets"):
+        bind_runbook(rb, cluster="c", targets=_hosts(), params={"flag": "done"}, batches=[["k3", "k2"], ["k1"]])
+    single = bind_runbook(rb, cluster="c", targets=_hosts(), params={"flag": "done"})
+    assert [t.name for t, _ in schedule(single)][:6] == ["k2"] * 5 + ["k3"]
+
+
 def test_bind_rejects_unknown_runbook_param_and_missing_attribute() -> None:
     rb = load_runbook(GOOD / "roll.yaml")
     with pytest.raises(ConfigError, match="unknown parameter 'flags'"):
