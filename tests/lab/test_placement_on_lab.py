@@ -16,7 +16,6 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,28 +26,8 @@ from kafkaops.model import Cluster
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
              "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
-
-
-@pytest.fixture(scope="module")
-def stretch() -> Iterator[Cluster]:
-    """The stretch lab, started here unless one is up (then left as it was found)."""
-    from kafkaops.inventory import load_inventory
-    from kafkaops.lab import lab
-    from kafkaops.lab.paths import lab_dir
-
-    cluster = load_inventory(REPO / "inventory" / "lab-stretch.yaml")
-    started = False
-    if not lab.is_up(lab_dir(cluster.name)):
-        lab.up(cluster)
-        started = True
-    try:
-        yield cluster
-    finally:
-        if started and not os.environ.get("KAFKAOPS_KEEP_LAB"):
-            lab.down(lab_dir(cluster.name))
 
 
 def _assignment(cluster: Cluster, topic: str) -> dict[int, tuple[int, ...]]:
