@@ -29,6 +29,7 @@ partitions, for each batch tried): under a second for the whole cluster (``bench
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,14 +172,31 @@ def plan_batches(snap: ClusterSnapshot, order: Sequence[int], *, group_of: Mappi
     candidates.append(("first-fit", *_first_fit(model, order, max_size)))
     busiest = sorted(order, key=lambda b: (-len(model.index[b]), order.index(b)))
     candidates.append(("most-partitions-first", *_first_fit(model, busiest, max_size)))
-    strategy, batches, reasons = min(candidates, key=lambda c: len(c[1]))
-    notes = list(dict.fromkeys(reasons))
+    strategy, batches, _ = min(candidates, key=lambda c: len(c[1]))
+    notes = _boundaries(model, batches, max_size, group_of or {})
     controller = snap.controller
     last = [b for b in batches if controller in b]
     if last:
         batches = [b for b in batches if controller not in b] + last
         notes.append(f"the batch of controller {controller} goes last (one controller election for the roll)")
     return BatchPlan(tuple(tuple(b) for b in batches), strategy, tuple(notes))
+
+
+def _boundaries(model: _Model, batches: Sequence[Sequence[int]], max_size: int | None,
+                group_of: Mapping[int, str]) -> list[str]:
+    """Why each batch starts where it does: what keeps its first broker out of the batch before it."""
+    notes = []
+    for before, batch in itertools.pairwise(batches):
+        counts = _Counts(model)
+        for b in before:
+            counts.add(b)
+        first = batch[0]
+        if max_size is not None and len(before) >= max_size:
+            notes.append(f"{first} starts a new batch: the one before holds {max_size} (--batch {max_size})")
+            continue
+        notes.append(counts.blocker(first) or f"{first} starts a new batch with its rack/DC "
+                                                  f"{group_of.get(first, '?')} (as few batches either way)")
+    return notes
 
 
 def batch_is_safe(snap: ClusterSnapshot, batch: Sequence[int], headroom: int = 0) -> bool:

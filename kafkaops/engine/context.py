@@ -129,6 +129,7 @@ class RunContext:
     pause_requested: Callable[[], bool] = field(default=_never, repr=False)
     progress: Callable[[str], None] = field(default=_discard, repr=False)
     targets: tuple[str, ...] = ()
+    batch: tuple[str, ...] = ()  # the targets that go together with this one (a batched roll), itself included
     record: Callable[..., None] = field(default=_ignore, repr=False)
     confirmed: Mapping[str, str] = field(default_factory=dict)
     ask: Callable[[str], bool] | None = field(default=None, repr=False)

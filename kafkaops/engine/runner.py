@@ -127,6 +127,7 @@ class _Meta:
     task: str | None
     runbook: str
     targets: tuple[str, ...]
+    batches: tuple[tuple[str, ...], ...] = ()
 
 
 def _discard(_: str) -> None:
@@ -272,6 +273,7 @@ class Runner:
             pause_requested=self.pause_requested,
             progress=self.echo,
             targets=meta.targets,
+            batch=next((b for b in meta.batches if target in b), (target,)),
             record=record,
             confirmed=dict(self.confirmed),
             ask=self.ask,
@@ -315,7 +317,8 @@ class Runner:
         if holder is not None and holder.run_id != owner:
             raise held_error(holder)
 
-        meta = _Meta("", bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names))
+        meta = _Meta("", bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names),
+                     bound.batches)
         projection = Projection()
         planned: list[PlannedStep] = []
         for target, step in schedule(bound):
@@ -457,7 +460,8 @@ class Runner:
         except BaseException:
             lock.release(bound.cluster, run_id)
             raise
-        meta = _Meta(run_id, bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names))
+        meta = _Meta(run_id, bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names),
+                     bound.batches)
         self._audit_start(meta)
         self.echo(f"run {run_id}: {bound.name} on {', '.join(meta.targets)} (journal {journal.path})")
         return self._drive(journal, journal.replay(), bound, env, meta)
@@ -490,6 +494,7 @@ class Runner:
             started.get("task"),
             bound.name,
             tuple(bound.target_names),
+            bound.batches,
         )
         self.lock_for(env).acquire(
             lock_info(bound.cluster, run_id, started["operator"], started["reason"], started.get("task"))
@@ -767,7 +772,8 @@ class Runner:
             raise ConfigError("aborting a run needs a reason", hint="pass --reason '...'")
         journal, state, bound, started = self._open(run_id, verb="abort")
         meta = _Meta(
-            run_id, bound.cluster, operator, reason, started.get("task"), bound.name, tuple(bound.target_names)
+            run_id, bound.cluster, operator, reason, started.get("task"), bound.name, tuple(bound.target_names),
+            bound.batches,
         )
         lock = self.lock_for(env)
         result = RunResult(run_id=run_id, status="aborted", journal=journal.path)

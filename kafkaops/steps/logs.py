@@ -215,6 +215,15 @@ def _when(value: Any) -> str:
     return "the stop" if value == PLANNED else "?"
 
 
+def _batch_benign(ctx: RunContext) -> list[str]:
+    """In a batched roll, the controller failing to send to a broker of its own batch — stopped by this run
+    at the same time — is the same benign line as its failing to send to itself (BENIGN_KAFKA_ERRORS)."""
+    svc = env(ctx)
+    others = [svc.host(t).broker_id for t in getattr(ctx, "batch", ()) if t != ctx.target]
+    return [r"\[RequestSendThread controllerId=(\d+)\] Controller \1 fails to send a request to broker "
+            rf"\S+ \(id: {b} " for b in others]
+
+
 def _reported_key(host: Host) -> str:
     """Fact: Kafka log lines a failed scan already showed (a resumed scan stops only on others)."""
     return f"kafka_log_reported/{host.name}"
@@ -230,7 +239,8 @@ class ScanKafkaLog(StepBase):
         host = target_host(ctx)
         facts = svc.facts(ctx.run_id)
         start = projected_fact(ctx, disruption_name(host.name))
-        ignore = [b.pattern for b in BENIGN_KAFKA_ERRORS] + [str(p) for p in self.params["ignore"]]
+        ignore = [b.pattern for b in BENIGN_KAFKA_ERRORS] + _batch_benign(ctx) + [str(p) for p in
+                                                                                  self.params["ignore"]]
         compile_patterns(ignore, "ignore")  # a bad pattern is refused in the plan, not after the reboot
         epoch = _epoch(start)
         cmd = svc.command(host, "kafka_log", since=epoch if epoch is not None else "<maintenance start>") \
@@ -267,7 +277,7 @@ class ScanKafkaLog(StepBase):
                          f"{self.params['lookback']:.0f}s of Kafka's log")
         cmd = svc.command(host, "kafka_log", since=int(start))
         out = svc.run(host, cmd, timeout=60).stdout
-        scan = scan_kafka_lines(out.splitlines(), [str(p) for p in self.params["ignore"]])
+        scan = scan_kafka_lines(out.splitlines(), _batch_benign(ctx) + [str(p) for p in self.params["ignore"]])
         reported = list(facts.get(_reported_key(host)) or [])
         errors = [m for m in scan.errors if m.line not in reported]
         benign = f"; {len(scan.ignored)} known-benign ERROR line(s) ignored" if scan.ignored else ""
