@@ -576,10 +576,14 @@ class WaitStable(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         first = not ctx.targets or ctx.target == ctx.targets[0]
-        return Observation({"first": first, "stable_for": float(self.params["stable_for"])},
+        batch = tuple(getattr(ctx, "batch", ()) or ())
+        lead = batch[0] if len(batch) > 1 and ctx.target != batch[0] else ""
+        return Observation({"first": first, "stable_for": float(self.params["stable_for"]), "batch_lead": lead},
                            summary="first host of the roll" if first else "after the previous host's gate")
 
     def plan(self, obs: Observation) -> Action | Noop:
+        if obs.data.get("batch_lead"):  # the batch stops together: its first host waited for all of it
+            return Noop(f"in {obs.data['batch_lead']}'s batch: the window was waited for once, before the batch")
         if obs.data["first"] or not obs.data["stable_for"]:
             return Noop("first host of the roll: the pre-flight found the cluster healthy"
                         if obs.data["first"] else "no stability window (--stable-for 0)")

@@ -71,14 +71,19 @@ class KafkaAdmin:
         """``attempts`` metadata requests of ``timeout`` seconds each before Kafka counts as unreachable:
         a run rides through a broker bounce; an interactive look (``status``) fails fast. With
         ``dry_run`` every method that changes the cluster refuses (:mod:`kafkaops.systems.guard`)."""
-        from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap_servers
         self.timeout = timeout
         self.attempts = attempts
         self.cluster = cluster
         self.dry_run = dry_run
-        self._admin = AdminClient({
+        self._admin = self._new_admin()
+
+    def _new_admin(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        timeout, bootstrap_servers = self.timeout, self.bootstrap
+        return AdminClient({
             "bootstrap.servers": bootstrap_servers,
             "socket.timeout.ms": int(timeout * 1000),
             "socket.connection.setup.timeout.ms": int(min(timeout, 5) * 1000),
@@ -214,11 +219,18 @@ class KafkaAdmin:
         from confluent_kafka import ElectionType, TopicPartition
 
         tps = [TopicPartition(t, p) for t, p in partitions] if partitions is not None else None
-        try:
-            future = self._admin.elect_leaders(ElectionType.PREFERRED, tps)
-        except Exception as exc:
-            raise self._unreachable("elect_leaders", exc) from exc
-        result = self._result(future, "elect_leaders", timeout=max(self.timeout, 30.0))
+        for fresh in (False, True):
+            try:
+                future = self._admin.elect_leaders(ElectionType.PREFERRED, tps)
+                result = future.result(timeout=max(self.timeout, 30.0))
+                break
+            except Exception as exc:
+                if fresh or "_TIMED_OUT" not in str(exc):
+                    raise self._unreachable("elect_leaders", exc) from exc
+                # Right after the controller moved (its broker restarted), librdkafka can keep sending the
+                # election to a connection that never answers: measured on the stretch lab, 10 s lost and
+                # a step retry. A new client asks the cluster afresh who the controller is.
+                self._admin = self._new_admin()
         failed = {}
         for tp, err in (result or {}).items():
             if err is None:
