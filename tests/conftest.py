@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,19 +24,39 @@ def lab_inventory() -> Path:
     return Path(os.environ.get("KAFKAOPS_TEST_INVENTORY") or REPO / "inventory" / "lab.yaml")
 
 
-@pytest.fixture(scope="session")
-def lab_cluster() -> Iterator[Cluster]:
-    """The lab's inventory, with the lab up (started here if needed, stopped at the end if so)."""
-    from kafkaops.inventory import load_inventory
+@contextmanager
+def _running(cluster: Cluster, base: Path | None = None) -> Iterator[Cluster]:
+    """``cluster``'s lab up for the block: started here if it is down (and then stopped at the end, unless
+    KAFKAOPS_KEEP_LAB), used as it is if someone's lab is already up."""
     from kafkaops.lab import lab
 
-    cluster = load_inventory(lab_inventory())
     started = False
-    if not lab.is_up():
+    if not lab.is_up(base):
         lab.up(cluster)
         started = True
     try:
         yield cluster
     finally:
         if started and not os.environ.get("KAFKAOPS_KEEP_LAB"):
-            lab.down()
+            lab.down(base)
+
+
+@pytest.fixture(scope="session")
+def lab_cluster() -> Iterator[Cluster]:
+    """The lab's inventory, with the lab up (started here if needed, stopped at the end if so)."""
+    from kafkaops.inventory import load_inventory
+
+    with _running(load_inventory(lab_inventory())) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def stretch() -> Iterator[Cluster]:
+    """The stretch lab (issues 15 and 19): four brokers over two DCs, beside the default lab; started for
+    the module that needs it unless one is up."""
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab.paths import lab_dir
+
+    cluster = load_inventory(REPO / "inventory" / "lab-stretch.yaml")
+    with _running(cluster, lab_dir(cluster.name)) as running:
+        yield running

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,26 +10,6 @@ import pytest
 from harness import kafkaops
 
 from kafkaops.model import Cluster
-
-
-@pytest.fixture(scope="module")
-def stretch() -> Iterator[Cluster]:
-    """The stretch lab (issues 15 and 19), started for the module unless one is up (then left as it was
-    found): four brokers over two DCs beside the default lab."""
-    from kafkaops.inventory import load_inventory
-    from kafkaops.lab import lab
-    from kafkaops.lab.paths import lab_dir
-
-    cluster = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-stretch.yaml")
-    started = False
-    if not lab.is_up(lab_dir(cluster.name)):
-        lab.up(cluster)
-        started = True
-    try:
-        yield cluster
-    finally:
-        if started and not os.environ.get("KAFKAOPS_KEEP_LAB"):
-            lab.down(lab_dir(cluster.name))
 
 
 @pytest.fixture
