@@ -6,6 +6,7 @@ Pure logic on hand-made assignments; the same code runs on the stretch lab in
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
@@ -170,3 +171,45 @@ def test_a_host_without_a_pooled_service_has_nothing_to_depool() -> None:
     for step in (Depool({}), Repool({})):
         decision = step.plan(Observation({"host": bare.fqdn, "name": bare.name, "services": {}}))
         assert isinstance(decision, Noop) and "no load-balanced service" in decision.reason
+
+
+def test_throttle_configs_throttle_what_moves_and_nothing_else() -> None:
+    """Current replicas send (leader list), added ones receive (follower list); a reorder throttles nothing."""
+    from kafkaops.steps.placement import throttle_configs
+
+    current = {("u", 0): (A1, B1, A2), ("u", 1): (B1, A1, B2, A2)}
+    target = {("u", 0): (A1, A2, B1, B2), ("u", 1): (B1, B2, A1, A2)}
+    brokers, topics = throttle_configs(current, target, 10_000_000)
+    assert sorted(brokers) == [A1, A2, B1, B2]
+    assert brokers[A1] == {"leader.replication.throttled.rate": "10000000",
+                           "follower.replication.throttled.rate": "10000000"}
+    assert topics == {"u": {"leader.replication.throttled.replicas": f"0:{A1},0:{B1},0:{A2}",
+                            "follower.replication.throttled.replicas": f"0:{B2}"}}
+
+
+@pytest.mark.parametrize(("problem", "value", "message"), [
+    ("urp", ["t-0"], "1 partition(s) under-replicated"),
+    ("offline", ["t-0"], "offline"),
+    ("missing", [2002], "broker(s) 2002 of the target are not registered"),
+    ("reassigning", ["t-1"], "a reassignment is already in progress"),
+    ("throttles", ["broker:1001"], "replication throttles are set on broker:1001"),
+])
+def test_placement_preflight_refuses_naming_the_problem(problem: str, value: list, message: str) -> None:
+    from kafkaops.engine.step import Noop, Observation
+    from kafkaops.errors import SafetyRefusal
+    from kafkaops.steps.placement import Preflight
+
+    clean = {"offline": [], "urp": [], "under_min_isr": [], "missing": [], "unknown": [], "reassigning": [],
+             "throttles": []}
+    step = Preflight({"assignment": [["t", 0, [A1, A2, B1, B2]]]})
+    assert isinstance(step.plan(Observation(clean)), Noop)
+    with pytest.raises(SafetyRefusal, match=re.escape(message)):
+        step.plan(Observation({**clean, problem: value}))
+
+
+@pytest.mark.parametrize("value", [[], [["t", "0", [1]]], [["t", 0, []]], [["t", 0, [True]]], [["t", 0]]])
+def test_a_malformed_assignment_parameter_is_refused(value: list) -> None:
+    from kafkaops.steps.placement import target_assignment
+
+    with pytest.raises(ConfigError):
+        target_assignment(value)
