@@ -191,6 +191,7 @@ class Environment:
         self._lock: LockBackend | None = None
         self._facts: dict[str, RunFacts] = {}
         self._health_watch: HealthWatch | None = None
+        self._reassigner: Reassigner | None = None
 
     # --- building ---------------------------------------------------------------------------------
 
@@ -359,7 +360,10 @@ class Environment:
 
     def reassigner(self) -> Reassigner:
         """Kafka's ``kafka-reassign-partitions`` on the first inventory broker that is registered (the
-        inventory's ``kafka_reassign`` template): how a run moves replicas."""
+        inventory's ``kafka_reassign`` template): how a run moves replicas. Chosen once per environment:
+        every observe and apply of a placement run asks it, and choosing asks ZooKeeper."""
+        if self._reassigner is not None:
+            return self._reassigner
         from kafkaops.systems.reassign import Reassigner
 
         alive = set(self.registered_brokers())
@@ -367,7 +371,8 @@ class Environment:
         if host is None:
             raise ConfigError(f"no broker of {self.cluster.name} is registered to run kafka-reassign-partitions on",
                               hint="start a broker first")
-        return Reassigner(self.ssh(host), self.command(host, "kafka_reassign"), dry_run=self.dry_run)
+        self._reassigner = Reassigner(self.ssh(host), self.command(host, "kafka_reassign"), dry_run=self.dry_run)
+        return self._reassigner
 
     def ssh(self, host: Host) -> SshClient:
         """The run's SSH connection to ``host`` (host keys checked), opened on first use."""

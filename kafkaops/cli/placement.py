@@ -241,7 +241,7 @@ def plan_cmd(
     reordering is free. Compared with Kafka's own --generate, which rebuilds every replica list from
     scratch and keeps the replication factor."""
     from kafkaops.placement.estimate import cross_dc_traffic, estimate_moves, parse_rate
-    from kafkaops.placement.layout import check_layout, moves
+    from kafkaops.placement.layout import check_layout
     from kafkaops.placement.planner import plan_layout
 
     try:
@@ -283,7 +283,6 @@ def plan_cmd(
             "traffic": {"sampled_seconds": sample, "before": before.to_dict(), "after": after.to_dict()},
             "kafka_generate": kafka, "leaders_after": after_check.leaders.to_dict(),
             "throttle_bytes_per_s": rate, "batch_size": batch_size, "plan_file": str(save_plan) if save_plan else None}
-        assert moves(current, plan.target) == plan.moves
     finally:
         env.close()
     if output is Output.json:

@@ -107,9 +107,6 @@ class LayoutReport:
         """No violation at all and leaders balanced."""
         return not self.hits and self.leaders.balanced
 
-    def partitions_violating(self) -> set[TopicPartition]:
-        return set(self.hits)
-
     def counts(self) -> dict[str, int]:
         """Partitions per rule broken (a partition breaking the DC-loss rule for two DCs counts once)."""
         counts: Counter[str] = Counter()

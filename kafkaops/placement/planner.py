@@ -41,8 +41,6 @@ class PlacementPlan:
     changed: tuple[TopicPartition, ...]  # partitions whose replica list or order changes
     rf: int
 
-    def to_dict(self) -> dict[str, object]:
-        return {"rf": self.rf, "moves": self.moves, "changed": len(self.changed)}
 
 
 def shares(rf: int, dcs: Sequence[str], *, per_dc: int = PER_DC) -> dict[str, int]:

@@ -30,11 +30,10 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal
 from kafkaops.placement.estimate import human_bytes
+from kafkaops.placement.layout import TopicPartition
 from kafkaops.placement.planner import batches
 from kafkaops.safety import cluster_health
 from kafkaops.steps.common import env, names, wait
-
-TopicPartition = tuple[str, int]
 
 #: The dynamic configs a throttle consists of: set before a batch, deleted at the end.
 RATE_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -283,7 +282,7 @@ class Reassign(StepBase):
                          f"{human_bytes(moved[1])} moved so far")
 
         try:
-            pending = {tp: target[tp] for tp in self._in_progress(ctx, target)}
+            pending = {tp: target[tp] for tp in sorted(tool.list()) if tp in target}
             if pending:
                 in_flight = dict(pending)
                 ctx.record("reassign_awaiting", partitions=[f"{t}-{p}" for t, p in in_flight])
@@ -313,10 +312,6 @@ class Reassign(StepBase):
             raise
         cleared = clear_throttles(ctx, topics)
         ctx.record("throttle_cleared", configs=cleared)
-
-    @staticmethod
-    def _in_progress(ctx: RunContext, target: Mapping[TopicPartition, tuple[int, ...]]) -> list[TopicPartition]:
-        return sorted(tp for tp in env(ctx).reassigner().list() if tp in target)
 
     @staticmethod
     def _undo(ctx: RunContext, tool: Any, in_flight: Mapping[TopicPartition, tuple[int, ...]],
