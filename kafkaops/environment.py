@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from kafkaops.systems.conftool import Conftool
     from kafkaops.systems.health_watch import HealthWatch
     from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops.systems.quorum import MetadataQuorum
     from kafkaops.systems.reassign import Reassigner
     from kafkaops.systems.ssh import CommandResult, SshClient, SshPool
     from kafkaops.systems.zookeeper import ZooKeeper
@@ -189,6 +190,7 @@ class Environment:
         self._conftool: Conftool | None = None
         self._ssh: SshPool | None = None
         self._lock: LockBackend | None = None
+        self._quorum: MetadataQuorum | None = None
         self._facts: dict[str, RunFacts] = {}
         self._health_watch: HealthWatch | None = None
         self._reassigner: Reassigner | None = None
@@ -264,12 +266,32 @@ class Environment:
         """
         if order != "controller_last":
             return list(hosts), []
+        if self.cluster.kraft:
+            return self._kraft_order(hosts)
         controller = self.kafka.controller(attempts=1)
         last = [h for h in hosts if h.broker_id == controller]
         if not last:
             return list(hosts), []
         return [h for h in hosts if h.broker_id != controller] + last, [
             f"controller {last[0].name} goes last (one controller election for the whole roll)"]
+
+    def _kraft_order(self, hosts: list[Host]) -> tuple[list[Host], list[str]]:
+        """A KRaft roll: controller nodes first, the quorum's leader last among them (one leader election
+        for the whole roll); then the brokers in inventory order (no broker is the controller on KRaft)."""
+        from kafkaops.quorum import judge
+
+        controllers = [h for h in hosts if h.role == "controller"]
+        brokers = [h for h in hosts if h.role != "controller"]
+        if not controllers:
+            return brokers, []
+        leader = judge(self.quorum().replication()).leader_id
+        last = [h for h in controllers if h.broker_id == leader]
+        ordered = [h for h in controllers if h.broker_id != leader] + last
+        notes = [f"controller nodes first, the active controller {last[0].name} last (one quorum leader election "
+                 "for the whole roll)" if last else "the quorum has no leader now: the quorum gate will refuse"]
+        if brokers:
+            notes.append("then the brokers, in inventory order, once the quorum is whole")
+        return ordered + brokers, notes
 
     def batch_hosts(self, hosts: list[Host], spec: str, *, headroom: int = 0) -> tuple[list[list[Host]], list[str]]:
         """``hosts`` (in roll order) cut into the batches ``--batch`` asks for, and notes for the plan.
@@ -282,6 +304,11 @@ class Environment:
         max_size = parse_batch(spec)
         if max_size == 1 or len(hosts) < 2:
             return [[h] for h in hosts], []
+        controllers = [[h] for h in hosts if h.role == "controller"]
+        if controllers:  # a quorum loses one voter at a time, whatever --batch says for the brokers
+            batches, notes = self.batch_hosts([h for h in hosts if h.role != "controller"], spec, headroom=headroom)
+            return controllers + batches, ["controller nodes one at a time (a quorum may lose only one voter)",
+                                           *notes]
         from kafkaops.batching import plan_batches
 
         snap = self.kafka.snapshot(with_configs=True)
@@ -357,6 +384,18 @@ class Environment:
                               hint=f"add commands.{name} to the inventory")
         check_values(values)
         return render(template, host=host, cluster=self.cluster, **values)
+
+    def quorum(self) -> MetadataQuorum:
+        """The KRaft metadata quorum, asked through ``kafka-metadata-quorum`` on the inventory's controller
+        nodes (any that answers). Refused for a ZooKeeper-mode cluster, which has no such quorum."""
+        if self._quorum is None:
+            if not self.cluster.kraft:
+                raise ConfigError(f"{self.cluster.name} runs in ZooKeeper mode: it has no KRaft metadata quorum",
+                                  hint="its controller is a broker elected through ZooKeeper")
+            from kafkaops.systems.quorum import MetadataQuorum
+
+            self._quorum = MetadataQuorum(self, self.cluster.controllers or self.cluster.hosts)
+        return self._quorum
 
     def reassigner(self) -> Reassigner:
         """Kafka's ``kafka-reassign-partitions`` on the first inventory broker that is registered (the

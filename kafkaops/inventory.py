@@ -27,7 +27,7 @@ REQUIRED_COMMANDS = ("kafka_stop", "kafka_start", "kafka_status", "reboot", "boo
 #: Templates a runbook may use when present.
 OPTIONAL_COMMANDS = ("service_restart", "service_status", "deploy", "syn_capture", "service_log",
                      "service_pid", "deploy_revision", "system_state", "kafka_log", "failed_events_read",
-                     "kafka_reassign")
+                     "kafka_reassign", "kafka_metadata_quorum")
 #: What ``environment:`` may say: a lab needs no --yes for a benchmark; production is the default.
 ENVIRONMENTS = ("production", "lab")
 
@@ -264,8 +264,12 @@ def _check_templates(doc: _Doc, path: str, commands: Mapping[str, str]) -> None:
 
 
 def _host(doc: _Doc, r: _Reader, name: str, services: dict[str, Service],
-          ssh_defaults: SshEndpoint | None, commands: Mapping[str, str], *, broker: bool) -> Host:
-    r.allow("fqdn", "address", "broker_id", "dc", "rack", "ssh", "services", "conftool", "commands")
+          ssh_defaults: SshEndpoint | None, commands: Mapping[str, str], *, broker: bool,
+          role: str = "broker") -> Host:
+    if role == "controller":  # a KRaft controller node: its node.id, no services, no pool
+        r.allow("fqdn", "address", "node_id", "dc", "rack", "ssh", "commands")
+    else:
+        r.allow("fqdn", "address", "broker_id", "dc", "rack", "ssh", "services", "conftool", "commands")
     address = r.text("address") or ""
     host_services = []
     for i, svc in enumerate(r.str_list("services")):
@@ -281,13 +285,15 @@ def _host(doc: _Doc, r: _Reader, name: str, services: dict[str, Service],
         name=name,
         fqdn=r.text("fqdn", name) or name,
         address=address,
-        broker_id=r.integer("broker_id") if broker else r.integer("broker_id", -1),
+        broker_id=(r.integer("node_id") if role == "controller" else
+                   r.integer("broker_id") if broker else r.integer("broker_id", -1)),
         dc=(r.text("dc", "") if not broker else r.text("dc")) or "",
         rack=(r.text("rack", "") if not broker else r.text("rack")) or "",
         ssh=_ssh(r.sub("ssh", required=False), address, ssh_defaults),
         services=tuple(host_services),
         conftool_tags=r.str_map("conftool"),
         commands={**commands, **r.str_map("commands")},
+        role=role,
     )
 
 
@@ -301,7 +307,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     doc = _Doc(p)
     top = _Reader(doc, doc.data if doc.data is not None else {}, "")
     top.allow("cluster", "environment", "kafka", "conftool", "ssh", "commands", "services", "hosts", "deploy_host",
-              "checkpoints")
+              "checkpoints", "controllers")
     environment = top.text("environment", "production") or "production"
     if environment not in ENVIRONMENTS:
         raise doc.error("environment", f"expected one of {', '.join(ENVIRONMENTS)}, got {environment!r}")
@@ -351,6 +357,24 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
                             f"broker id {host.broker_id} already used by {seen_ids[host.broker_id]}")
         seen_ids[host.broker_id] = host.name
         hosts.append(host)
+    controllers: list[Host] = []
+    ctrl_r = top.sub("controllers", required=False)
+    if ctrl_r is not None:
+        if kafka.has("zookeeper"):
+            raise doc.error("controllers", "a ZooKeeper-mode cluster has no KRaft controller nodes (its "
+                            "controller is a broker): remove controllers:, or kafka.zookeeper for a KRaft cluster")
+        for name in ctrl_r.data or {}:
+            cr = ctrl_r.sub(str(name))
+            assert cr is not None
+            node = _host(doc, cr, str(name), services, ssh_defaults, commands, broker=False, role="controller")
+            if node.broker_id in seen_ids:
+                raise doc.error(cr.key("node_id"),
+                                f"node id {node.broker_id} already used by {seen_ids[node.broker_id]}")
+            if any(node.name == h.name for h in hosts):
+                raise doc.error(cr.key("address"), f"{node.name} is both a broker and a controller: "
+                                "combined nodes are listed once, under hosts:")
+            seen_ids[node.broker_id] = node.name
+            controllers.append(node)
     deploy_r = top.sub("deploy_host", required=False)
     deploy_host = None
     if deploy_r is not None:
@@ -372,6 +396,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
         environment=environment,
         pool_weight=pool_weight,
         checkpoints=checkpoints,
+        controllers=tuple(controllers),
     )
 
 
@@ -379,7 +404,7 @@ def resolve_host(cluster: Cluster, name: str) -> Host:
     """Find HOST by short name or FQDN, or fail with the list of known hosts."""
     host = cluster.host(name)
     if host is None:
-        known = ", ".join(h.name for h in cluster.hosts)
+        known = ", ".join(h.name for h in (*cluster.hosts, *cluster.controllers))
         raise UnknownHostError(f"unknown host {name!r} in cluster {cluster.name!r} ({cluster.source})",
                                hint=f"known hosts: {known}")
     return host

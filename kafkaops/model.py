@@ -44,9 +44,15 @@ class Service:
         return self.failed_events_log.replace("{host.name}", host) if self.failed_events_log else None
 
 
+#: The roles of a step's target host (:attr:`Host.role`): steps that only make sense for one declare it.
+BROKER = ("broker",)
+CONTROLLER = ("controller",)
+
+
 @dataclass(frozen=True)
 class Host:
-    """One machine of a cluster: a Kafka broker plus the services co-located on it."""
+    """One machine of a cluster: a Kafka broker plus the services co-located on it, or (``role``
+    ``controller``) a KRaft controller node, whose ``broker_id`` is its ``node.id``."""
 
     name: str  # short name, e.g. kafka1001
     fqdn: str  # kafka1001.eqiad.wmnet
@@ -59,6 +65,7 @@ class Host:
     conftool_tags: Mapping[str, str] = field(default_factory=dict)
     # Per-host overrides of the cluster's command templates (rare; e.g. a host with another init).
     commands: Mapping[str, str] = field(default_factory=dict)
+    role: str = "broker"  # "broker", or "controller": a KRaft controller-only node (inventory `controllers:`)
 
     def service(self, name: str) -> Service | None:
         return next((s for s in self.services if s.name == name), None)
@@ -81,10 +88,18 @@ class Cluster:
     pool_weight: int = 10  # the weight every pooled host is expected to have (conftool.weight)
     # Manual checkpoints a runbook may require (name -> what the operator confirms), e.g. changeprop.
     checkpoints: Mapping[str, str] = field(default_factory=dict)
+    # KRaft controller-only nodes (the quorum's voters), apart from ``hosts`` (the brokers): every
+    # broker procedure iterates ``hosts``; only a roll asked to (``--role controllers|all``) takes these.
+    controllers: tuple[Host, ...] = ()
+
+    @property
+    def kraft(self) -> bool:
+        """A KRaft cluster: metadata in Kafka's own quorum, no ZooKeeper (every cluster on Kafka 4)."""
+        return not self.zookeeper
 
     def host(self, name: str) -> Host | None:
-        """Find a host by short name or FQDN."""
-        return next((h for h in self.hosts if name in (h.name, h.fqdn)), None)
+        """Find a host (a broker, or a controller node) by short name or FQDN."""
+        return next((h for h in (*self.hosts, *self.controllers) if name in (h.name, h.fqdn)), None)
 
     def by_broker_id(self, broker_id: int) -> Host | None:
         return next((h for h in self.hosts if h.broker_id == broker_id), None)

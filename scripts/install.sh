@@ -2,6 +2,7 @@
 # Install everything kafkaops and its lab need, idempotently, on a fresh Debian machine:
 #   Debian packages (etcd, OpenSSH server, tcpdump, kcat, ab, a JDK, Maven),
 #   the project with its extras (pip), the jars (Maven Central, cached outside git): Kafka 3.9 broker
+#   and Kafka 4.x (the KRaft lab)
 #   + CLI tools + log4j binding, Spark's Kafka connector matching pyspark, and the post-check's own
 #   Spark reader, compiled here against pyspark.
 # Re-running it only checks; it downloads nothing that is already there.
@@ -48,6 +49,10 @@ kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' script
 if [ ! -f "$CACHE/jars/kafka/kafka_2.13-$kafka_version.jar" ] || [ ! -f "$CACHE/jars/kafka/kafka-tools-$kafka_version.jar" ]; then
   resolve scripts/maven/kafka.pom.xml "$CACHE/jars/kafka"
 fi
+kafka4_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/maven/kafka4.pom.xml)
+if [ ! -f "$CACHE/jars/kafka4/kafka_2.13-$kafka4_version.jar" ] || [ ! -f "$CACHE/jars/kafka4/kafka-tools-$kafka4_version.jar" ]; then
+  resolve scripts/maven/kafka4.pom.xml "$CACHE/jars/kafka4"  # the KRaft lab (lab up --mode kraft)
+fi
 spark_version=$($PYTHON -c 'import pyspark; print(pyspark.__version__)')
 if [ ! -f "$CACHE/jars/spark/spark-sql-kafka-0-10_2.13-$spark_version.jar" ]; then
   # Spark's own Kafka source, matching pyspark: the baseline bench/bench_spark_scan.py measures our
@@ -60,4 +65,4 @@ if [ ! -f "$CACHE/jars/spark/spark-sql-kafka-0-10_2.13-$spark_version.jar" ]; th
 fi
 # 4. The post-check's Spark reader (kafkaops/health/jvm), built against this pyspark + kafka-clients --
 scan_jar=$($PYTHON -m kafkaops.health.scan_jar)
-say "ready: kafka $kafka_version jars, spark connector $spark_version, scan reader $(basename "$scan_jar"), $($PYTHON -m kafkaops.cli.main --version)"
+say "ready: kafka $kafka_version and $kafka4_version (KRaft) jars, spark connector $spark_version, scan reader $(basename "$scan_jar"), $($PYTHON -m kafkaops.cli.main --version)"

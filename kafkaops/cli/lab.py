@@ -25,12 +25,15 @@ InventoryOpt = typer.Option(None, "--inventory", "-i", help="Lab inventory (defa
 
 #: The labs `lab up` builds from its layout options: (brokers, DCs) -> the inventory describing it.
 LAYOUTS = {(3, ("eqiad",)): "lab.yaml", (4, ("eqiad", "codfw")): "lab-stretch.yaml"}
+#: ... and from ``--mode``: ZooKeeper mode is the default lab, KRaft mode the KRaft lab.
+MODES = {"zookeeper": "lab.yaml", "kraft": "lab-kraft.yaml"}
 
 
 @app.callback()
 def _which_lab(lab: str = typer.Option("lab", "--lab", metavar="CLUSTER",
-                                       help="Which lab the command acts on: lab (default) or lab-stretch, each "
-                                            "in its own directory (~/.local/state/kafkaops/CLUSTER).")) -> None:
+                                       help="Which lab the command acts on: lab (default), lab-stretch or "
+                                            "lab-kraft, each in its own directory "
+                                            "(~/.local/state/kafkaops/CLUSTER).")) -> None:
     """The lab commands act on one lab: ``--lab`` picks it by its cluster name (before the sub-command:
     ``kafkaops lab --lab lab-stretch down``)."""
     import os
@@ -65,14 +68,21 @@ def up(inventory: Path | None = InventoryOpt,
                                           "--dcs eqiad,codfw: the stretch lab, inventory/lab-stretch.yaml)."),
        dcs: str | None = typer.Option(None, "--dcs", help="DCs, comma-separated: eqiad, or eqiad,codfw for the "
                                       "stretch lab (two brokers per DC, broker.rack = DC, follower fetching)."),
+       mode: str | None = typer.Option(None, "--mode", metavar="zookeeper|kraft",
+                                       help="zookeeper: Kafka 3.9 with ZooKeeper (the default lab); kraft: Kafka "
+                                            "4.x, three controller nodes + three brokers, no ZooKeeper "
+                                            "(inventory/lab-kraft.yaml)."),
        ) -> None:
     """Start the lab from scratch (about 30-60 s with jars cached). Refuses if it is already up."""
-    from kafkaops.inventory import load_inventory
+    from kafkaops.inventory import DEFAULT_INVENTORY_DIR, load_inventory
     from kafkaops.lab import lab
 
-    if inventory is not None and (brokers is not None or dcs is not None):
-        raise LabError("give either --inventory or --brokers/--dcs, not both")
-    cluster = load_inventory(inventory or _layout_inventory(brokers, dcs))
+    if sum(x is not None for x in (inventory, mode)) + (brokers is not None or dcs is not None) > 1:
+        raise LabError("give one of --inventory, --mode or --brokers/--dcs")
+    if mode is not None and mode not in MODES:
+        raise LabError(f"unknown lab mode {mode!r}", hint=f"modes: {', '.join(MODES)}")
+    layout = DEFAULT_INVENTORY_DIR / MODES[mode] if mode else _layout_inventory(brokers, dcs)
+    cluster = load_inventory(inventory or layout)
     seconds = lab.up(cluster, progress=_progress)
     which = "" if cluster.name == "lab" else f" --lab {cluster.name}"
     console.print(f"[green]lab {cluster.name} up[/] in {seconds:.1f}s — `kafkaops lab{which} status` to inspect, "

@@ -60,10 +60,12 @@ def collect(cluster: Any) -> dict[str, Any]:
     # Starts connecting at once. One 5 s try: an operator asking "can I touch this cluster?" wants
     # "Kafka did not answer" in seconds, not after a maintenance run's patient retries.
     admin = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name, timeout=5.0, attempts=1)
-    with ThreadPoolExecutor(max_workers=1) as executor:
+    with ThreadPoolExecutor(max_workers=2) as executor:
         pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
+        asking = executor.submit(quorum_state, cluster) if cluster.kraft and cluster.controllers else None
         snap, min_isr_error = _snapshot(admin)
         pools, pool_error = pending.result() if pending else ({}, "")
+        quorum = asking.result() if asking else None
 
     from kafkaops.safety import broker_dc_map, cluster_health, partition_name
 
@@ -72,16 +74,22 @@ def collect(cluster: Any) -> dict[str, Any]:
     for h in cluster.hosts:
         brokers.append({
             "host": h.name, "broker_id": h.broker_id, "dc": h.dc, "rack": h.rack,
-            "registered": h.broker_id in snap.brokers, "controller": snap.controller == h.broker_id,
+            "registered": h.broker_id in snap.brokers,
+            # On KRaft a broker is never the controller (the metadata answer names one at random).
+            "controller": snap.controller == h.broker_id and not cluster.kraft,
             "leaders": health.leaders_by_broker.get(h.broker_id, 0),
             "preferred_ratio": round(health.preferred_ratio_by_broker.get(h.broker_id, 1.0), 4),
             "pooled": pools[h.fqdn].pooled if h.fqdn in pools else (
                 "unknown" if pool_error or not cluster.conftool_config else "absent"),
             "weight": pools[h.fqdn].weight if h.fqdn in pools else None,
         })
+    quorum_ok = quorum is None or (not quorum["error"] and quorum["leader"] is not None
+                                   and all(v["caught_up"] for v in quorum["voters"]))
     return {
-        # "healthy" is a promise that every gate would pass: not without knowing min ISR.
-        "cluster": cluster.name, "healthy": health.healthy and not min_isr_error, "controller": snap.controller,
+        # "healthy" is a promise that every gate would pass: not without knowing min ISR (nor, on KRaft,
+        # without a quorum whose voters are all caught up: the controller gate would refuse).
+        "cluster": cluster.name, "healthy": health.healthy and not min_isr_error and quorum_ok,
+        "controller": quorum["leader"] if quorum else snap.controller,
         "taken_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(snap.taken_at)),
         "partitions": health.partition_count,
         "offline": [partition_name(p) for p in health.offline],
@@ -93,6 +101,36 @@ def collect(cluster: Any) -> dict[str, Any]:
         "unregistered_replica_brokers": list(health.unregistered_replica_brokers),
         "pool_error": pool_error,
         "min_isr_error": min_isr_error,
+        **({"quorum": quorum} if quorum is not None else {}),
+    }
+
+
+def quorum_state(cluster: Any) -> dict[str, Any]:
+    """The KRaft metadata quorum as ``kafka-metadata-quorum describe --status`` and ``--replication`` tell
+    it (over SSH on a controller node), each voter judged caught up or not as the roll's gate judges it."""
+    from kafkaops.environment import Environment
+    from kafkaops.errors import KafkaOpsError
+    from kafkaops.quorum import judge
+
+    env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
+    try:
+        quorum = env.quorum()
+        status = quorum.status()
+        replicas = quorum.replication()
+    except KafkaOpsError as exc:
+        return {"error": exc.message, "leader": None, "voters": [], "observers": []}
+    finally:
+        env.close()
+    view = judge(replicas)
+    names = {h.broker_id: h.name for h in (*cluster.controllers, *cluster.hosts)}
+    rows = {r.node_id: r for r in replicas}
+    return {
+        "error": "", "asked": quorum.asked, "leader": status.leader_id, "epoch": status.leader_epoch,
+        "high_watermark": status.high_watermark, "max_follower_lag": status.max_follower_lag,
+        "voters": [{"node_id": v.node_id, "host": names.get(v.node_id, "?"), "leader": v.leader, "lag": v.lag,
+                    "behind_ms": v.behind_ms, "caught_up": v.caught_up,
+                    "log_end_offset": rows[v.node_id].log_end_offset} for v in view.voters],
+        "observers": [{"node_id": o.node_id, "host": names.get(o.node_id, "?"), "lag": o.lag} for o in view.observers],
     }
 
 
@@ -141,11 +179,37 @@ def _notes(data: dict[str, Any]) -> list[tuple[str, str]]:
         out.append(("min ISR unknown (counted as 1)", data["min_isr_error"]))
     if data["pool_error"]:
         out.append(("pool state unavailable", data["pool_error"]))
+    quorum = data.get("quorum")
+    if quorum and quorum["error"]:
+        out.append(("quorum unknown", quorum["error"]))
+    elif quorum and (quorum["leader"] is None or not all(v["caught_up"] for v in quorum["voters"])):
+        lagging = [v["host"] for v in quorum["voters"] if not v["caught_up"]]
+        out.append(("quorum", ("no leader; " if quorum["leader"] is None else "")
+                    + (f"voter(s) not caught up: {', '.join(lagging)} (a controller roll refuses)" if lagging else "")))
     off = [b for b in data["brokers"] if b.get("weight") is not None and b["weight"] != data.get("pool_weight")]
     if off:
         out.append(("pool weight", ", ".join(f"{b['host']} at {b['weight']}" for b in off)
                     + f" (expected {data.get('pool_weight')}: a maintenance refuses to depool until it is restored)"))
     return out
+
+
+_QUORUM_COLUMNS = ("controller", "node", "role", "log end", "lag", "last caught up", "caught up")
+
+
+def _quorum_rows(quorum: dict[str, Any]) -> list[tuple[str, ...]]:
+    def ago(v: dict[str, Any]) -> str:
+        return "now" if v["leader"] else "never" if v["behind_ms"] is None else f"{v['behind_ms'] / 1000:.1f}s ago"
+
+    return [(v["host"], str(v["node_id"]), "leader" if v["leader"] else "follower", str(v["log_end_offset"]),
+             str(v["lag"]), ago(v), "yes" if v["caught_up"] else "no") for v in quorum["voters"]]
+
+
+def _quorum_line(quorum: dict[str, Any]) -> str:
+    if quorum["error"]:
+        return "metadata quorum: unknown"
+    leader = f"leader {quorum['leader']} (epoch {quorum['epoch']})" if quorum["leader"] is not None else "NO LEADER"
+    return (f"metadata quorum (KRaft): {leader}, high watermark {quorum['high_watermark']}, "
+            f"{len(quorum['voters'])} voters, {len(quorum['observers'])} observers (asked {quorum['asked']})")
 
 
 def _render(data: dict[str, Any]) -> None:
@@ -164,6 +228,15 @@ def _render(data: dict[str, Any]) -> None:
                       row[6] if row[6] == "yes" else f"[yellow]{row[6]}[/]",
                       f"[red]{row[7]}[/]" if row[7].endswith("!") else row[7])
     console.print(table)
+    if quorum := data.get("quorum"):
+        console.print(_quorum_line(quorum), highlight=False)
+        if quorum["voters"]:
+            qt = Table()
+            for col in _QUORUM_COLUMNS:
+                qt.add_column(col)
+            for row in _quorum_rows(quorum):
+                qt.add_row(*row[:6], row[6] if row[6] == "yes" else f"[red]{row[6]}[/]")
+            console.print(qt)
     console.print("leaders per DC: " + ", ".join(f"{dc} {n}" for dc, n in sorted(data["leaders_by_dc"].items())))
     for label, text in _notes(data):
         severe = label in ("offline", "under min ISR", "under-replicated")
@@ -177,6 +250,11 @@ def to_markdown(data: dict[str, Any]) -> str:
              f"preferred leaders {data['preferred_leader_ratio']:.0%} ({data['taken_at']})", "",
              "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     lines += ["| " + " | ".join(row) + " |" for row in _rows(data)]
+    if quorum := data.get("quorum"):
+        lines += ["", _quorum_line(quorum), ""]
+        if quorum["voters"]:
+            lines += ["| " + " | ".join(_QUORUM_COLUMNS) + " |", "|" + "---|" * len(_QUORUM_COLUMNS)]
+            lines += ["| " + " | ".join(row) + " |" for row in _quorum_rows(quorum)]
     lines += ["", "leaders per DC: " + ", ".join(f"{dc} {n}" for dc, n in sorted(data["leaders_by_dc"].items()))]
     if notes := _notes(data):
         lines += ["", *(f"- **{label}:** {text}" for label, text in notes)]
@@ -191,10 +269,12 @@ def register(app: typer.Typer) -> None:
         output: Output = typer.Option(Output.table, "--output", "-o",
                                       help="table, json, or markdown (for the task or change review)."),
     ) -> None:
-        """Cluster health before (or after) maintenance: brokers, URP, min ISR, leaders, pools.
+        """Cluster health before (or after) maintenance: brokers, URP, min ISR, leaders, pools; on a KRaft
+        cluster also the metadata quorum (leader, each voter's lag, as kafka-metadata-quorum tells it).
 
-        Exit 0 when healthy, 9 when any partition is offline, under-replicated or under min ISR, or when
-        min ISR could not be read (right after a controller dies), 4 when Kafka does not answer.
+        Exit 0 when healthy, 9 when any partition is offline, under-replicated or under min ISR, when
+        min ISR could not be read (right after a controller dies), or when a KRaft quorum has no leader or
+        a voter that is not caught up; 4 when Kafka does not answer.
         """
         from kafkaops.cli.lookup import find_cluster
         from kafkaops.errors import CheckFailed

@@ -1062,13 +1062,17 @@ def bind_runbook(
         if isinstance(cluster, str) or cluster is None:
             ctx["cluster"] = {"name": cluster_name}
         ctx.update(target.extra)
-        steps = [_bind_step(s, ctx, runbook, target) for s in runbook.steps]
+        # A step of another role is left out for this target (a broker's ISR wait on a KRaft controller
+        # node, a quorum gate on a broker): its index stays, so journals and lockstep batches line up.
+        role = getattr(target.host, "role", None)
+        steps = [_bind_step(s, ctx, runbook, target) for s in runbook.steps
+                 if require_kind(s.kind, runbook.source or runbook.name).applies_to(role)]
         gate = runbook.targets.gate if runbook.targets else None
         if gate is not None and ti < len(tlist) - 1 and (not groups or target.name in batch_ends):
             g = _bind_step(gate, ctx, runbook, target)
             steps.append(
                 BoundStep(
-                    len(steps) + 1, g.kind, g.params, g.title or "gate before next target", True, g.retry
+                    len(runbook.steps) + 1, g.kind, g.params, g.title or "gate before next target", True, g.retry
                 )
             )
         bound_targets.append(BoundTarget(name=target.name, steps=tuple(steps)))

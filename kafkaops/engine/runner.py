@@ -649,7 +649,8 @@ class Runner:
         obj: Step = entry.create(step.params)
         ctx = self._ctx(meta, target.name, step, step.params, env, journal=journal)
         base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": step.kind}
-        label = f"[{step.index}/{len(target.steps)}] {step.kind}"
+        # The step's place among this target's own steps (a KRaft controller node runs fewer than a broker).
+        label = f"[{target.steps.index(step) + 1}/{len(target.steps)}] {step.kind}"
         failures = 0
         while True:
             try:

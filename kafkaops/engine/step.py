@@ -213,6 +213,12 @@ class StepKind:
     compensate: Compensation | None = None
     irreversible: str = ""
     check: Callable[[Mapping[str, Any]], str | None] | None = None
+    #: The roles of target host it applies to (``broker``, ``controller``); empty: every target. A bound
+    #: runbook leaves a step out for a target of another role (a broker's ISR wait on a KRaft controller).
+    roles: tuple[str, ...] = ()
+
+    def applies_to(self, role: str | None) -> bool:
+        return not self.roles or role is None or role in self.roles
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -240,6 +246,7 @@ def register_step(
     irreversible: str = "",
     check: Callable[[Mapping[str, Any]], str | None] | None = None,
     replace: bool = False,
+    roles: Sequence[str] = (),
 ) -> StepKind:
     """Register a step kind so runbooks can use it.
 
@@ -254,6 +261,7 @@ def register_step(
         check: Validates the bound parameters together (``window`` shorter than ``timeout``); returns
             what is wrong, or None. Called when the runbook is bound, before anything runs.
         replace: Allow re-registering an existing kind (tests, plugins overriding a built-in).
+        roles: The target roles the kind applies to (``broker``, ``controller``); empty: all.
 
     Returns:
         The registered :class:`StepKind`.
@@ -272,7 +280,7 @@ def register_step(
         doc = (getattr(cls, "__doc__", None) or "").strip()
         summary = doc.splitlines()[0] if doc else ""
     entry = StepKind(kind=kind, factory=cls, params=tuple(params), summary=summary, compensate=compensate,
-                     irreversible=irreversible, check=check)
+                     irreversible=irreversible, check=check, roles=tuple(roles))
     _REGISTRY[kind] = entry
     return entry
 

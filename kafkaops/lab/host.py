@@ -79,10 +79,14 @@ class LabHost:
         if unit == "sshd":
             return ["/usr/sbin/sshd", "-D", "-e", "-f", str(d.etc / "sshd_config")]
         if unit == "kafka":
+            # A controller-only node holds the metadata log, not partitions: a smaller heap.
+            heap = ["-Xms128m", "-Xmx256m"] if self.host.role == "controller" else ["-Xms192m", "-Xmx320m"]
+            logging = (f"-Dlog4j2.configurationFile={d.etc / 'log4j2.properties'}" if self.spec.kraft
+                       else f"-Dlog4j.configuration=file:{d.etc / 'log4j.properties'}")
             return [
-                self.spec.java, "-Xms192m", "-Xmx320m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=50",
+                self.spec.java, *heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=50",
                 "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Djava.awt.headless=true",
-                f"-Dlog4j.configuration=file:{d.etc / 'log4j.properties'}", f"-Dkafka.logs.dir={d.log}",
+                logging, f"-Dkafka.logs.dir={d.log}",
                 "-cp", f"{self.spec.kafka_jars}/*", "kafka.Kafka", str(d.etc / "server.properties"),
             ]
         if unit == "eventbus" and self.host.eventbus:

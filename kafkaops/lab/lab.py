@@ -78,14 +78,16 @@ def is_up(base: Path | None = None) -> bool:
 def _preflight(spec: LabSpec) -> None:
     jars = Path(spec.kafka_jars)
     if not any(jars.glob("kafka_2.13-*.jar")):
-        raise LabError(f"Kafka jars not found in {jars}", hint="run scripts/install.sh to resolve them from Maven")
+        raise LabError(f"Kafka {'4.x ' if spec.kraft else ''}jars not found in {jars}",
+                       hint="run scripts/install.sh to resolve them from Maven")
     for binary in ("etcd", "ssh-keygen", "tcpdump"):
         if shutil.which(binary) is None:
             raise LabError(f"{binary} not found on PATH", hint="run scripts/install.sh (Debian packages)")
     if not Path("/usr/sbin/sshd").exists():
         raise LabError("/usr/sbin/sshd not found", hint="run scripts/install.sh (openssh-server)")
-    wanted = [(spec.zk_address, spec.zk_port, "ZooKeeper"), (spec.etcd_address, spec.etcd_port, "etcd"),
-              (spec.etcd_address, spec.etcd_port + 1, "etcd peer")]
+    wanted = [(spec.etcd_address, spec.etcd_port, "etcd"), (spec.etcd_address, spec.etcd_port + 1, "etcd peer")]
+    if not spec.kraft:
+        wanted.append((spec.zk_address, spec.zk_port, "ZooKeeper"))
     if spec.vip_address:
         wanted.append((spec.vip_address, spec.vip_port, "VIP"))
     for h in spec.hosts:
@@ -130,13 +132,17 @@ def _prepare(spec: LabSpec) -> None:
             seed_releases(base)
             continue
         (d.etc / "server.properties").write_text(configs.server_properties(spec, h, d))
-        (d.etc / "log4j.properties").write_text(configs.log4j_properties(d))
+        if spec.kraft:
+            (d.etc / "log4j2.properties").write_text(configs.log4j2_properties(d))
+            (d.etc / "tools-log4j2.properties").write_text(configs.tools_log4j2_properties())
+        else:
+            (d.etc / "log4j.properties").write_text(configs.log4j_properties(d))
         script = d.bin / "hostctl"
         script.write_text(configs.hostctl_script(spec))
         script.chmod(0o755)
-        for tool, main_class in configs.KAFKA_TOOLS.items():
+        for tool, main_class in configs.kafka_tools(spec).items():
             script = d.bin / tool
-            script.write_text(configs.kafka_tool_script(spec, main_class))
+            script.write_text(configs.kafka_tool_script(spec, main_class, d))
             script.chmod(0o755)
     (ssh / "known_hosts").write_text("\n".join(known) + "\n")
     (base / "zookeeper" / "zoo.cfg").write_text(configs.zoo_cfg(spec, base / "zookeeper"))
@@ -145,6 +151,26 @@ def _prepare(spec: LabSpec) -> None:
     Path(spec.conftool_config).write_text(
         configs.conftool_config(spec, base / "conftool" / "etcdrc", base / "conftool" / "cache"))
     spec.save()
+
+
+def _format_storage(spec: LabSpec) -> None:
+    """``kafka-storage format`` on every KRaft node, in parallel: a KRaft node refuses to start on an
+    unformatted log directory (it holds the cluster id and the node's directory id)."""
+    base = Path(spec.lab_dir)
+    running = []
+    for h in spec.hosts:
+        d = host_dirs(h.name, base)
+        argv = [str(d.bin / "kafka-storage"), "format", "-t", spec.cluster_id, "-c", str(d.etc / "server.properties")]
+        log = open(d.log / "storage-format.log", "wb")  # noqa: SIM115 - closed below, after the wait
+        running.append((h, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
+    failed = []
+    for h, proc, log in running:
+        if proc.wait(timeout=120) != 0:
+            failed.append(h.name)
+        log.close()
+    if failed:
+        raise LabError(f"kafka-storage format failed on {', '.join(failed)}",
+                       hint=f"see hosts/{failed[0]}/log/storage-format.log under {base}")
 
 
 def _start_zookeeper(spec: LabSpec) -> int:
@@ -209,6 +235,8 @@ def _seed_pools(spec: LabSpec) -> None:
 
 
 def _brokers_registered(spec: LabSpec) -> bool:
+    if spec.kraft:  # registered and unfenced: a KRaft cluster's metadata lists only those
+        return set(_kraft_brokers(spec)) >= {h.broker_id for h in spec.brokers}
     from kafkaops.systems.zookeeper import ZooKeeper
 
     try:
@@ -216,6 +244,15 @@ def _brokers_registered(spec: LabSpec) -> bool:
             return set(zk.registered_brokers()) >= {h.broker_id for h in spec.hosts}
     except KafkaOpsError:
         return False
+
+
+def _kraft_brokers(spec: LabSpec) -> list[int]:
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    try:
+        return sorted(KafkaAdmin(spec.bootstrap_servers, timeout=3, cluster=spec.cluster).metadata().brokers)
+    except KafkaOpsError:
+        return []
 
 
 def _brokers_alive(hosts: list[LabHost]) -> bool:
@@ -255,13 +292,18 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
     try:
         progress("preparing keys and configs")
         _prepare(spec)
-        progress("starting ZooKeeper and etcd")
-        zk_pid, etcd_pid = _start_zookeeper(spec), _start_etcd(spec)
+        if spec.kraft:
+            progress("formatting KRaft storage (kafka-storage format)")
+            _format_storage(spec)
+        progress("starting etcd" if spec.kraft else "starting ZooKeeper and etcd")
+        zk_pid = None if spec.kraft else _start_zookeeper(spec)
+        etcd_pid = _start_etcd(spec)
         progress("booting hosts (sshd, kafka" + (", eventbus)" if any(h.eventbus for h in spec.hosts) else ")"))
         hosts = [LabHost(spec, h) for h in spec.hosts]
         _wait("etcd", lambda: procs.port_open(spec.etcd_address, spec.etcd_port), 30, etcd_pid)
         _seed_pools(spec)
-        _wait("ZooKeeper", lambda: _zk_ok(spec), 60, zk_pid)
+        if zk_pid is not None:
+            _wait("ZooKeeper", lambda: _zk_ok(spec), 60, zk_pid)
         for host in hosts:
             host.power_on(wait=False)
         progress("waiting for the brokers to register")
@@ -307,10 +349,13 @@ def down(base: Path | None = None, progress: Progress = _noop) -> int:
         procs.terminate(eventbus, timeout=10)
         progress("stopping the brokers")
         # All brokers at once: with the whole cluster going away, a controlled shutdown has nowhere
-        # to move leadership, so do not wait long for it.
-        brokers = [p for h in hosts if (p := h.pid("kafka"))]
+        # to move leadership, so do not wait long for it. KRaft controller nodes after them: a broker's
+        # controlled shutdown asks the quorum.
+        brokers = [p for h in hosts if h.host.role == "broker" and (p := h.pid("kafka"))]
         procs.terminate(brokers, timeout=20)
-        stopped += len(eventbus) + len(brokers)
+        controllers = [p for h in hosts if h.host.role == "controller" and (p := h.pid("kafka"))]
+        procs.terminate(controllers, timeout=20)
+        stopped += len(eventbus) + len(brokers) + len(controllers)
         for h in hosts:
             h.power_off(clean=False)
         if spec.deploy is not None:
@@ -326,14 +371,18 @@ def status(base: Path | None = None) -> list[Component]:
     """Every component and its health, checked live (ports, ruok, registrations, pool state)."""
     spec = LabSpec.load(base)
     out: list[Component] = []
-    zk_pid = procs.live_pid(_run_dir(spec) / "zookeeper.pid")
-    out.append(Component("zookeeper", "zookeeper", spec.zk_connect, zk_pid, _zk_ok(spec)))
+    if not spec.kraft:
+        zk_pid = procs.live_pid(_run_dir(spec) / "zookeeper.pid")
+        out.append(Component("zookeeper", "zookeeper", spec.zk_connect, zk_pid, _zk_ok(spec)))
     etcd_pid = procs.live_pid(_run_dir(spec) / "etcd.pid")
-    out.append(Component("etcd", "etcd", f"{spec.etcd_address}:{spec.etcd_port}", etcd_pid,
-                         etcd_pid is not None and procs.port_open(spec.etcd_address, spec.etcd_port)))
+    etcd = Component("etcd", "etcd", f"{spec.etcd_address}:{spec.etcd_port}", etcd_pid,
+                     etcd_pid is not None and procs.port_open(spec.etcd_address, spec.etcd_port))
+    out.append(etcd)
     registered: set[int] = set()
     controller = None
-    if out[0].healthy:
+    if spec.kraft:
+        registered = set(_kraft_brokers(spec))
+    elif out[0].healthy:
         from kafkaops.systems.zookeeper import ZooKeeper
 
         try:
@@ -342,7 +391,7 @@ def status(base: Path | None = None) -> list[Component]:
         except KafkaOpsError:
             pass
     pools: dict[str, str] = {}
-    if out[1].healthy and spec.hosts[0].conftool_tags:  # a cluster without a pooled service has no pools
+    if etcd.healthy and spec.hosts[0].conftool_tags:  # a cluster without a pooled service has no pools
         from kafkaops.systems.conftool import Conftool
 
         try:
@@ -358,6 +407,12 @@ def status(base: Path | None = None) -> list[Component]:
                              sshd is not None and procs.port_open(h.address, h.ssh_port),
                              extra={"host": h.name, "boot_id": boot}))
         kpid = host.pid("kafka")
+        if h.role == "controller":  # its place in the quorum: `kafkaops status` asks Kafka's tool
+            out.append(Component(f"{h.name}/kafka", "kafka-controller", f"{h.address}:{h.kafka_port}", kpid,
+                                 kpid is not None and procs.port_open(h.address, h.kafka_port),
+                                 detail=f"controller node {h.broker_id}",
+                                 extra={"host": h.name, "node_id": h.broker_id}))
+            continue
         reg = h.broker_id in registered
         out.append(Component(f"{h.name}/kafka", "kafka", f"{h.address}:{h.kafka_port}", kpid,
                              kpid is not None and reg,

@@ -31,8 +31,9 @@ def cache_dir() -> Path:
     return Path(os.environ.get("KAFKAOPS_CACHE") or "~/.cache/kafkaops").expanduser()
 
 
-def kafka_jars() -> Path:
-    return cache_dir() / "jars" / "kafka"
+def kafka_jars(*, kraft: bool = False) -> Path:
+    """Kafka 3.9 (ZooKeeper mode, ``jars/kafka``) or Kafka 4.x (KRaft only, ``jars/kafka4``)."""
+    return cache_dir() / "jars" / ("kafka4" if kraft else "kafka")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ class LabHostSpec:
     http_port: int
     conftool_tags: dict[str, str] = field(default_factory=dict)
     eventbus: bool = True  # the host serves eventbus (the inventory gives it services)
+    role: str = "broker"  # or "controller": a KRaft controller-only node (kafka_port is its controller listener)
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,32 @@ class LabSpec:
     hosts: tuple[LabHostSpec, ...]
     #: The deploy server (only an sshd and the releases), when the inventory has a ``deploy_host``.
     deploy: LabHostSpec | None = None
+    #: ``zookeeper`` (Kafka 3.9, the default lab) or ``kraft`` (Kafka 4.x, controller nodes, no ZooKeeper).
+    mode: str = "zookeeper"
+    #: The KRaft cluster id every node's storage is formatted with (``kafka-storage format -t``).
+    cluster_id: str = ""
+
+    @property
+    def kraft(self) -> bool:
+        return self.mode == "kraft"
+
+    @property
+    def brokers(self) -> tuple[LabHostSpec, ...]:
+        return tuple(h for h in self.hosts if h.role == "broker")
+
+    @property
+    def controllers(self) -> tuple[LabHostSpec, ...]:
+        return tuple(h for h in self.hosts if h.role == "controller")
+
+    @property
+    def quorum_voters(self) -> str:
+        """``controller.quorum.voters``: a static quorum, ``id@host:port`` for each controller node."""
+        return ",".join(f"{h.broker_id}@{h.address}:{h.kafka_port}" for h in self.controllers)
 
     @property
     def dcs(self) -> tuple[str, ...]:
         """The DCs the lab's brokers are in, in inventory order (two for the stretch lab)."""
-        return tuple(dict.fromkeys(h.dc for h in self.hosts))
+        return tuple(dict.fromkeys(h.dc for h in self.brokers))
 
     def host(self, name: str) -> LabHostSpec:
         for h in self.hosts:
@@ -93,9 +115,12 @@ def _split(hostport: str, what: str) -> tuple[str, int]:
 
 def from_inventory(cluster: Cluster) -> LabSpec:
     """Derive the lab layout from the lab inventory; refuse anything that is not loopback."""
-    if not cluster.zookeeper or not cluster.etcd or not cluster.conftool_config:
-        raise LabError(f"{cluster.source}: a lab inventory needs kafka.zookeeper, conftool.etcd and conftool.config")
-    zk_address, zk_port = _split(cluster.zookeeper, "kafka.zookeeper")
+    if not cluster.etcd or not cluster.conftool_config:
+        raise LabError(f"{cluster.source}: a lab inventory needs conftool.etcd and conftool.config")
+    if cluster.kraft and not cluster.controllers:
+        raise LabError(f"{cluster.source}: a lab inventory needs kafka.zookeeper (ZooKeeper mode) or "
+                       "controllers: (KRaft mode)")
+    zk_address, zk_port = _split(cluster.zookeeper, "kafka.zookeeper") if cluster.zookeeper else ("", 0)
     etcd_address, etcd_port = _split(cluster.etcd.removeprefix("http://"), "conftool.etcd")
     vip_address, vip_port = "", 0
     hosts = []
@@ -109,13 +134,18 @@ def from_inventory(cluster: Cluster) -> LabSpec:
             ssh_port=h.ssh.port or 22, kafka_port=brokers.get(h.address, 9092),
             http_port=svc.port if svc else 8085, conftool_tags=dict(h.conftool_tags), eventbus=svc is not None,
         ))
+    for c in cluster.controllers:
+        hosts.append(LabHostSpec(
+            name=c.name, fqdn=c.fqdn, address=c.address, broker_id=c.broker_id, rack=c.rack, dc=c.dc,
+            ssh_port=c.ssh.port or 22, kafka_port=CONTROLLER_PORT, http_port=0, eventbus=False, role="controller",
+        ))
     deploy = None
     if cluster.deploy_host is not None:
         d = cluster.deploy_host
         deploy = LabHostSpec(name=d.name, fqdn=d.fqdn, address=d.address, broker_id=-1, rack="", dc="",
                              ssh_port=d.ssh.port or 22, kafka_port=0, http_port=0)
-    for address in [zk_address, etcd_address, *([vip_address] if vip_address else []), *(h.address for h in hosts),
-                    *([deploy.address] if deploy else [])]:
+    addresses = [zk_address, etcd_address, vip_address, *(h.address for h in hosts), deploy.address if deploy else ""]
+    for address in filter(None, addresses):
         if not address.startswith("127."):
             raise LabError(f"{cluster.source}: lab address {address!r} is not loopback (127.0.0.0/8)",
                            hint="the lab only ever binds loopback addresses")
@@ -124,8 +154,21 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         raise LabError("java not found on PATH", hint="run scripts/install.sh (installs OpenJDK)")
     return LabSpec(
         cluster=cluster.name, lab_dir=str(paths.lab_dir(cluster.name)), python=sys.executable, java=java,
-        kafka_jars=str(paths.kafka_jars()), zk_address=zk_address, zk_port=zk_port,
+        kafka_jars=str(paths.kafka_jars(kraft=cluster.kraft)), zk_address=zk_address, zk_port=zk_port,
         etcd_address=etcd_address, etcd_port=etcd_port, conftool_config=cluster.conftool_config,
         bootstrap_servers=cluster.bootstrap_servers, vip_address=vip_address, vip_port=vip_port,
-        hosts=tuple(hosts), deploy=deploy,
+        hosts=tuple(hosts), deploy=deploy, mode="kraft" if cluster.kraft else "zookeeper",
+        cluster_id=_kraft_cluster_id() if cluster.kraft else "",
     )
+
+
+#: The controller listener of a KRaft lab's controller nodes (brokers reach the quorum there).
+CONTROLLER_PORT = 9093
+
+
+def _kraft_cluster_id() -> str:
+    """A new cluster id as ``kafka-storage random-uuid`` prints it: 16 random bytes, URL-safe base64."""
+    import base64
+    import uuid
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

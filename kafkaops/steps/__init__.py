@@ -13,6 +13,7 @@ from kafkaops.steps import (
     health,
     host,
     kafka,
+    kraft,
     logs,
     placement,
     reachability,
@@ -21,9 +22,8 @@ from kafkaops.steps import (
     traffic,
 )
 
-__all__ = ["canary", "confirm", "conftool", "deploy", "health", "host", "kafka", "logs", "placement", "reachability",
-           "replay",
-           "service", "traffic"]
+__all__ = ["canary", "confirm", "conftool", "deploy", "health", "host", "kafka", "kraft", "logs", "placement",
+           "reachability", "replay", "service", "traffic"]
 
 
 def register_all() -> None:

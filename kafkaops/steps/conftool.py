@@ -13,7 +13,7 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, SafetyRefusal
-from kafkaops.model import Host
+from kafkaops.model import BROKER, Host
 from kafkaops.steps.common import env, target_host
 from kafkaops.steps.projection import fact_key, pool_key, projected_fact, provenance
 
@@ -199,5 +199,5 @@ class Repool(StepBase):
 
 SERVICES = Param("services", "list", default=[], help="conftool services (default: the host's conftool tags)")
 register_step("conftool.depool", Depool, [SERVICES],
-              compensate=Compensation("conftool.repool", note="repool what this run depooled"))
-register_step("conftool.repool", Repool, [SERVICES])
+              compensate=Compensation("conftool.repool", note="repool what this run depooled"), roles=BROKER)
+register_step("conftool.repool", Repool, [SERVICES], roles=BROKER)

@@ -13,7 +13,7 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, ConfigError
-from kafkaops.model import ClusterSnapshot, Host
+from kafkaops.model import BROKER, ClusterSnapshot, Host
 from kafkaops.safety import (
     DEFAULT_MAX_LEADER_IMBALANCE,
     LeaderSpread,
@@ -708,15 +708,16 @@ register_step("kafka.preflight", Preflight, [
     Param("allow_urp", "bool", default=False, help="proceed despite URP elsewhere (--force)"),
     Param("isr_headroom", "int", default=0, help="require this many ISR replicas above min.insync.replicas"),
     MAX_LEADER_IMBALANCE,
-])
+], roles=BROKER)
 register_step("kafka.stop_broker", StopBroker, [TIMEOUT], compensate=Compensation(
     "kafka.restore_broker", params={}, note="start the broker again and wait until it is back in every ISR",
-    verify="kafka.cluster_whole"))
-register_step("kafka.restore_broker", RestoreBroker, [Param("timeout", "duration", default=1800.0, max=86400)])
+    verify="kafka.cluster_whole"), roles=BROKER)
+register_step("kafka.restore_broker", RestoreBroker, [Param("timeout", "duration", default=1800.0, max=86400)],
+              roles=BROKER)
 register_step("kafka.cluster_whole", ClusterWhole, [Param("timeout", "duration", default=1800.0, max=86400)])
-register_step("kafka.start_broker", StartBroker, [TIMEOUT])
-register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "duration", default=120.0)])
-register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)])
+register_step("kafka.start_broker", StartBroker, [TIMEOUT], roles=BROKER)
+register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "duration", default=120.0)], roles=BROKER)
+register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)], roles=BROKER)
 ELECTION_SCOPES = ("broker", "cluster")
 ELECTION = [Param("enabled", "bool", default=True, help="false skips the election (--no-election)"),
             Param("at_end", "bool", default=False,
@@ -732,9 +733,10 @@ def _check_scope(params: Any) -> str | None:
 
 
 register_step("kafka.preferred_election", PreferredElection, ELECTION, check=_check_scope,
-              irreversible="nothing to undo: the election only puts leaders back on their preferred replicas")
+              irreversible="nothing to undo: the election only puts leaders back on their preferred replicas",
+              roles=BROKER)
 register_step("kafka.verify_leaders", VerifyLeaders, [Param("timeout", "duration", default=120.0), *ELECTION,
-                                                      MAX_LEADER_IMBALANCE], check=_check_scope)
+                                                      MAX_LEADER_IMBALANCE], check=_check_scope, roles=BROKER)
 register_step("kafka.wait_healthy", WaitHealthy, [
     Param("stable_for", "duration", default=5.0, help="how long the cluster must stay healthy"),
     Param("timeout", "duration", default=1800.0),

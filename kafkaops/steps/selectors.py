@@ -219,6 +219,27 @@ def deploy_message_is_safe(inv: Invocation, *, message: str = "message") -> None
 # --- selections ------------------------------------------------------------------------------------------
 
 
+#: ``--role`` of a roll: which nodes of the cluster it restarts.
+ROLES = ("brokers", "controllers", "all")
+
+
+@hook("select")
+def hosts_of_role(inv: Invocation, hosts: list[Host], *, role: str = "role") -> list[Host]:
+    """The nodes ``--role`` names: brokers (the default), the KRaft controller nodes, or all (controllers
+    first: the quorum the brokers depend on is whole before any broker stops)."""
+    wanted = str(inv.param(role) or "brokers")
+    if wanted not in ROLES:
+        raise InvalidParameter(role, f"unknown role {wanted!r} (roles: {', '.join(ROLES)})")
+    if wanted == "brokers":
+        return hosts
+    if not inv.cluster.controllers:
+        why = ("a ZooKeeper-mode cluster's controller is one of its brokers (roll them with --role brokers)"
+               if not inv.cluster.kraft else f"the inventory lists no controllers: for {inv.cluster.name}")
+        raise ConfigError(f"{inv.cluster.name} has no KRaft controller nodes to restart: {why}",
+                          hint="list the controller nodes under controllers: in the inventory (KRaft clusters)")
+    return list(inv.cluster.controllers) + (hosts if wanted == "all" else [])
+
+
 @hook("select")
 def hosts_running_service(inv: Invocation, hosts: list[Host], *, service: str = "service") -> list[Host]:
     """The hosts that run the service (a named host that does not is refused)."""

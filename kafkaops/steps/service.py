@@ -39,7 +39,7 @@ from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, WaitTimeout
 from kafkaops.facts.clock import parse_epoch_seconds
 from kafkaops.facts.systemd import parse_main_pid, parse_unit_activity
-from kafkaops.model import Host, Service
+from kafkaops.model import BROKER, Host, Service
 from kafkaops.steps.common import env, target_host, wait
 from kafkaops.steps.deploy_host import rollback_hint
 from kafkaops.steps.projection import fact_key, provenance, service_key
@@ -453,8 +453,8 @@ register_step("service.verify_health", VerifyHealth, [
     EVERY_SERVICE,
     Param("timeout", "duration", default=60.0, help="how long the service may take to answer HTTP 200"),
     Param("stable_for", "duration", default=0.0, help="how long it must keep answering 200"),
-])
+], roles=BROKER)
 register_step("service.scan_log", ScanLog, [
     EVERY_SERVICE,
     Param("window", "duration", default=0.0, help="watch the log this long before scanning"),
-])
+], roles=BROKER)

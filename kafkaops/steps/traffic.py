@@ -14,7 +14,7 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
-from kafkaops.model import Host
+from kafkaops.model import BROKER, Host
 from kafkaops.steps.common import env, target_host
 
 
@@ -108,4 +108,4 @@ register_step("traffic.wait_zero_syns", WaitZeroSyns, [
     Param("port", "int", default=0, min=0, max=65535, help="service port (default: the host's first service)"),
     Param("window", "duration", default=10.0, min=1, max=3600, help="how long the count must stay at zero"),
     Param("timeout", "duration", default=300.0, min=1, max=86400, help="give up (and stop the run) after this long"),
-], check=_window_fits)
+], check=_window_fits, roles=BROKER)

@@ -1,0 +1,204 @@
+"""KRaft controller steps: the quorum gate, stop, start, and the wait for a caught-up voter.
+
+These run on controller-only nodes (inventory ``controllers:``) of ``rolling-restart --role
+controllers|all``; a broker target leaves them out (their role is ``controller``), as a controller node
+leaves out the broker steps. Every answer about the quorum comes from the quorum itself
+(``kafka-metadata-quorum`` through :class:`~kafkaops.systems.quorum.MetadataQuorum`), judged by
+:mod:`kafkaops.quorum`: a controller process that exited is not yet a quorum that has a new leader, and
+one that started is not yet a voter that has caught up.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
+from kafkaops.errors import SafetyRefusal
+from kafkaops.model import CONTROLLER, Host
+from kafkaops.quorum import QuorumView, judge, leader_clock, majority, restart_refusals
+from kafkaops.steps.common import env, target_host, wait
+from kafkaops.steps.projection import STARTED, STOPPED, provenance
+
+
+def _key(node: int) -> str:
+    """What a controller's stop and start project for the steps after them (apart from brokers' keys)."""
+    return f"controller/{node}"
+
+
+def _started_fact(host: Host) -> str:
+    return f"controller_started_at/{host.name}"
+
+
+def _view(ctx: RunContext, step: StepBase) -> QuorumView:
+    return judge(env(ctx).quorum().replication(), max_lag=int(step.params["max_lag"]),
+                 max_behind_ms=int(float(step.params["max_behind"]) * 1000))
+
+
+def _active(ctx: RunContext, host: Host) -> bool:
+    svc = env(ctx)
+    return svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
+
+
+class QuorumGate(StepBase):
+    """Refuse unless the quorum has a leader, every other voter is caught up, and a majority stays caught up."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        host = target_host(ctx)
+        view = _view(ctx, self)
+        refusals = restart_refusals(view, host.broker_id)
+        data = {"host": host.name, "node": host.broker_id, "leader": view.leader_id, "refusals": refusals,
+                "voters": len(view.voters), "caught_up": list(view.caught_up), "summary": view.summary(),
+                "asked": env(ctx).quorum().asked}
+        return Observation(data, summary=f"quorum: {view.summary()} (asked {data['asked']})")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["refusals"]:
+            raise SafetyRefusal(f"restarting controller {d['node']} ({d['host']}) now could cost the metadata quorum "
+                                f"its majority: {'; '.join(d['refusals'])}",
+                                hint="wait until every voter has caught up (kafkaops status shows the quorum), "
+                                     "then resume the run")
+        left = len([n for n in d["caught_up"] if n != d["node"]])
+        role = "the active controller: one leader election follows" if d["leader"] == d["node"] else "a follower"
+        return Noop(f"quorum gate passes: {d['summary']}; without {d['node']} ({role}), {left} of {d['voters']} "
+                    f"voters stay caught up (a majority is {majority(d['voters'])})")
+
+
+class StopController(StepBase):
+    """Stop a KRaft controller node and wait until its process is gone and the quorum has a leader."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        host = target_host(ctx)
+        svc = env(ctx)
+        active = False if ctx.projected.get(_key(host.broker_id)) == STOPPED else _active(ctx, host)
+        return Observation({"host": host.name, "node": host.broker_id, "active": active,
+                            "command": svc.command(host, "kafka_stop")},
+                           summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}"
+                                   + provenance(ctx, [_key(host.broker_id)]))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["active"]:
+            return Noop(f"controller {d['node']} is already stopped (process inactive)")
+        return Action(
+            description=f"stop Kafka (controller {d['node']}) on {d['host']}; wait until it has exited and the "
+                        "quorum has a leader",
+            commands=(f"on {d['host']}: {d['command']}",
+                      "kafka-metadata-quorum describe --replication, polled, until a leader other than "
+                      f"{d['node']} leads"),
+            impact="the quorum runs on the other voters; if it led, they elect a new leader",
+            rollback=f"start it again: on {d['host']}: kafka_start template",
+            idempotent=True,
+        )
+
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {_key(obs.data["node"]): STOPPED}
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = env(ctx)
+        host = target_host(ctx)
+        timeout = float(self.params["timeout"])
+        svc.facts(ctx.run_id).set(f"kafka_stop_sent/{host.name}", time.time())
+        svc.change(host, svc.command(host, "kafka_stop"), timeout=timeout)
+        wait(ctx, lambda: (not _active(ctx, host), "still shutting down"),
+             what=f"controller {host.broker_id} stopped", timeout=timeout)
+
+        def led_by_another() -> tuple[bool, str]:
+            view = judge(svc.quorum().replication())
+            return view.leader_id not in (None, host.broker_id), view.summary()
+
+        wait(ctx, led_by_another, what="a quorum leader among the other voters", timeout=timeout, interval=0.5)
+
+
+class StartController(StepBase):
+    """Start a KRaft controller node and wait until its process runs."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        host = target_host(ctx)
+        svc = env(ctx)
+        projected = ctx.projected.get(_key(host.broker_id))
+        active = False if projected == STOPPED else _active(ctx, host)
+        return Observation({"host": host.name, "node": host.broker_id, "active": active,
+                            "command": svc.command(host, "kafka_start")},
+                           summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}"
+                                   + provenance(ctx, [_key(host.broker_id)]))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["active"]:
+            return Noop(f"controller {d['node']} is running")
+        return Action(description=f"start Kafka (controller {d['node']}) on {d['host']}",
+                      commands=(f"on {d['host']}: {d['command']}",))
+
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {_key(obs.data["node"]): STARTED}
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = env(ctx)
+        host = target_host(ctx)
+        timeout = float(self.params["timeout"])
+        # The quorum leader's clock before the start: the wait after it counts only a catch-up later than
+        # this (the leader keeps reporting the voter's last catch-up from before its stop for a while).
+        started = leader_clock(svc.quorum().replication())
+        svc.facts(ctx.run_id).set(_started_fact(host), started if started is not None else -1)
+        svc.change(host, svc.command(host, "kafka_start"), timeout=timeout)
+        wait(ctx, lambda: (_active(ctx, host), "starting"), what=f"controller {host.broker_id} running",
+             timeout=timeout)
+
+
+class WaitVoterCaughtUp(StepBase):
+    """Wait until the restarted controller is a caught-up voter again and the quorum has a leader."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        host = target_host(ctx)
+        if ctx.projected.get(_key(host.broker_id)) in (STOPPED, STARTED):
+            return Observation({"host": host.name, "node": host.broker_id, "ok": False,
+                                "summary": "restarted by this run"},
+                               summary=f"controller {host.broker_id}" + provenance(ctx, [_key(host.broker_id)]))
+        view = _view(ctx, self)
+        voter = view.voter(host.broker_id)
+        ok = view.leader_id is not None and voter is not None and voter.caught_up
+        return Observation({"host": host.name, "node": host.broker_id, "ok": ok, "summary": view.summary()},
+                           summary=f"quorum: {view.summary()}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["ok"]:
+            return Noop(f"controller {d['node']} is a caught-up voter ({d['summary']})")
+        return Action(
+            description=f"wait until controller {d['node']} is a caught-up voter again (lag <= "
+                        f"{self.params['max_lag']} records, caught up within {self.params['max_behind']:.0f}s of "
+                        f"the leader; timeout {self.params['timeout']:.0f}s)",
+            commands=("kafka-metadata-quorum describe --replication, polled",),
+            impact="read-only",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        host = target_host(ctx)
+        since = int(env(ctx).facts(ctx.run_id).get(_started_fact(host)) or -1)
+
+        def caught_up() -> tuple[bool, str]:
+            view = _view(ctx, self)
+            voter = view.voter(host.broker_id)
+            ok = view.leader_id is not None and voter is not None and voter.caught_up_since(since)
+            return ok, view.summary()
+
+        wait(ctx, caught_up, what=f"controller {host.broker_id} a caught-up voter",
+             timeout=float(self.params["timeout"]), interval=0.5)
+
+
+TIMEOUT = Param("timeout", "duration", default=300.0, help="give up after this long")
+CAUGHT_UP = [
+    Param("max_lag", "int", default=1000, min=0, max=10_000_000,
+          help="records a voter may be behind the leader's log end and still count as caught up"),
+    Param("max_behind", "duration", default=5.0, min=0.5, max=600,
+          help="how long ago (on the leader's clock) a voter may last have been caught up"),
+]
+register_step("kraft.quorum_gate", QuorumGate, CAUGHT_UP, roles=CONTROLLER)
+register_step("kraft.stop_controller", StopController, [TIMEOUT], roles=CONTROLLER, compensate=Compensation(
+    "kraft.start_controller", params={}, note="start the controller again", verify="kafka.cluster_whole"))
+register_step("kraft.start_controller", StartController, [TIMEOUT], roles=CONTROLLER)
+register_step("kraft.wait_voter_caught_up", WaitVoterCaughtUp, [Param("timeout", "duration", default=600.0),
+                                                                 *CAUGHT_UP], roles=CONTROLLER)
