@@ -60,3 +60,15 @@ def stretch() -> Iterator[Cluster]:
     cluster = load_inventory(REPO / "inventory" / "lab-stretch.yaml")
     with _running(cluster, lab_dir(cluster.name)) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def kraft() -> Iterator[Cluster]:
+    """The KRaft lab (issue 16): Kafka 4.x, three controller nodes and three brokers, no ZooKeeper, beside
+    the default lab; started for the module that needs it unless one is up."""
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab.paths import lab_dir
+
+    cluster = load_inventory(REPO / "inventory" / "lab-kraft.yaml")
+    with _running(cluster, lab_dir(cluster.name)) as running:
+        yield running

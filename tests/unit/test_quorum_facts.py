@@ -21,8 +21,10 @@ CurrentObservers:       [{"id": 1003, "directoryId": "SnDvjXesmEKlk6sie3VI-A"}, 
 "LTIlf6L9LuXnhVNwrvPhnA"}, {"id": 1002, "directoryId": "4rb8I9C1MS-OBoBOXm85sg"}]
 """
 
+HEADER = "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
+
 # kafka-ctrl3003 stopped 8 s earlier: 16 records behind, last caught up 8.1 s before the leader's "now".
-ONE_DOWN = """NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t
+ONE_DOWN = HEADER + """\
 3001  \tAAAAAAAAAAAAAAAAAAAAAA\t687         \t0  \t1795560073050     \t1795560073050        \tLeader  \t
 3002  \tAAAAAAAAAAAAAAAAAAAAAA\t687         \t0  \t1795560072965     \t1795560072965        \tFollower\t
 3003  \tAAAAAAAAAAAAAAAAAAAAAA\t671         \t16 \t1795560065452     \t1795560064962        \tFollower\t
@@ -31,7 +33,7 @@ ONE_DOWN = """NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimest
 1002  \t4rb8I9C1MS-OBoBOXm85sg\t687         \t0  \t1795560072965     \t1795560072965        \tObserver\t
 """
 
-ALL_CAUGHT_UP = """NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t
+ALL_CAUGHT_UP = HEADER + """\
 3001  \tAAAAAAAAAAAAAAAAAAAAAA\t701         \t0  \t1795560079498     \t1795560079498        \tLeader  \t
 3002  \tAAAAAAAAAAAAAAAAAAAAAA\t701         \t0  \t1795560079467     \t1795560079467        \tFollower\t
 3003  \tAAAAAAAAAAAAAAAAAAAAAA\t701         \t0  \t1795560079472     \t1795560079472        \tFollower\t

@@ -1,0 +1,176 @@
+"""Issue 16 on the KRaft lab (Kafka 4.3.1: three controller nodes, three brokers, no ZooKeeper).
+
+* ``status`` shows the quorum as ``kafka-metadata-quorum describe --status`` does.
+* A voter paused with SIGSTOP makes ``rolling-restart --role controllers`` refuse, naming it, before
+  anything is stopped.
+* ``rolling-restart --role all`` under continuous acks=all load, SIGKILLed right after the second
+  controller's stop and resumed: 0 acked messages lost or duplicated, every node stopped exactly once
+  (counted from the lab hosts' own logs), controllers before brokers, the active controller last among
+  them, and the quorum never without a leader for longer than an election (polled with Kafka's own tool
+  all along). The lock is etcd's: there is no ZooKeeper to hold it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from harness import Load, kafkaops, output, spawn
+from invariants import live_journal
+
+from kafkaops.facts.quorum import parse_status
+from kafkaops.lab.host import LabHost
+from kafkaops.model import Cluster
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+
+def _tool(kraft: Cluster) -> list[str]:
+    """Kafka's own kafka-metadata-quorum (a lab host's copy), bootstrapped on every controller node."""
+    from kafkaops.lab.paths import host_dirs, lab_dir
+
+    first = kraft.controllers[0].name
+    return [str(host_dirs(first, lab_dir(kraft.name)).bin / "kafka-metadata-quorum"), "--bootstrap-controller",
+            ",".join(f"{c.address}:9093" for c in kraft.controllers)]
+
+
+def _status(kraft: Cluster) -> dict[str, object]:
+    done = subprocess.run([*_tool(kraft), "describe", "--status"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    s = parse_status(done.stdout)
+    return {"leader": s.leader_id, "epoch": s.leader_epoch, "voters": sorted(s.voters)}
+
+
+def _hosts(kraft: Cluster) -> dict[str, LabHost]:
+    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.spec import LabSpec
+
+    spec = LabSpec.load(lab_dir(kraft.name))
+    return {h.name: LabHost.named(h.name, spec) for h in (*kraft.controllers, *kraft.hosts)}
+
+
+def test_status_shows_the_quorum_as_kafkas_own_tool_does(kraft: Cluster, home: Path) -> None:
+    shown = kafkaops(home, kraft, "status", kraft.name, "-o", "json")
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    quorum = json.loads(shown.stdout)["quorum"]
+    tool = _status(kraft)
+    assert quorum["leader"] == tool["leader"] and quorum["epoch"] == tool["epoch"], (quorum, tool)
+    assert sorted(v["node_id"] for v in quorum["voters"]) == tool["voters"]
+    assert all(v["caught_up"] for v in quorum["voters"]), quorum
+    assert sorted(o["node_id"] for o in quorum["observers"]) == sorted(h.broker_id for h in kraft.hosts)
+    # No broker is "the controller" on KRaft: the quorum leader is.
+    assert json.loads(shown.stdout)["controller"] == tool["leader"]
+
+
+def test_a_lagging_voter_makes_the_controller_roll_refuse_naming_it(kraft: Cluster, home: Path) -> None:
+    hosts = _hosts(kraft)
+    leader = _status(kraft)["leader"]
+    paused = next(c for c in kraft.controllers if c.broker_id != leader)
+    stops = {n: len(h.events("kafka-stop")) for n, h in hosts.items()}
+    pid = hosts[paused.name].pid("kafka")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(7)  # longer than the gate's 5 s: the leader's record of its last catch-up ages
+        shown = kafkaops(home, kraft, "status", kraft.name, "-o", "json")
+        assert shown.returncode == 9, shown.stdout  # a voter behind: not healthy
+        refused = kafkaops(home, kraft, "rolling-restart", kraft.name, "--role", "controllers", "--yes",
+                           "--no-scan", "--reason", "issue 16: must refuse")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert refused.returncode == 6, refused.stdout[-2000:] + refused.stderr
+    said = refused.stdout + refused.stderr
+    assert f"voter {paused.broker_id}:" in said and "lagging or down" in said, said[-2000:]
+    assert {n: len(h.events("kafka-stop")) for n, h in hosts.items()} == stops
+
+
+class QuorumWatch:
+    """Kafka's own tool, run in a loop for the block: when the quorum had a leader, and each epoch seen."""
+
+    def __init__(self, kraft: Cluster) -> None:
+        self.argv = [*_tool(kraft), "describe", "--status"]
+        self.samples: list[tuple[float, int | None, int | None]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            done = subprocess.run(self.argv, capture_output=True, text=True, timeout=60)
+            try:
+                s = parse_status(done.stdout) if done.returncode == 0 else None
+            except Exception:  # a half answer counts as no leader
+                s = None
+            ok = s is not None and s.leader_id >= 0
+            self.samples.append((time.monotonic(), s.leader_id if ok and s else None,
+                                 s.leader_epoch if ok and s else None))
+
+    def __enter__(self) -> QuorumWatch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(90)
+
+    def longest_without_leader(self) -> float:
+        """Seconds between a sample with a leader and the next one with a leader, at most."""
+        led = [t for t, leader, _ in self.samples if leader is not None]
+        return max((b - a for a, b in itertools.pairwise(led)), default=0.0)
+
+    def epochs(self) -> list[int]:
+        return sorted({e for _, _, e in self.samples if e is not None})
+
+
+def test_role_all_rolls_controllers_then_brokers_killed_and_resumed(kraft: Cluster, tmp_path: Path) -> None:
+    hosts = _hosts(kraft)
+    home = tmp_path / "home"
+    planned = kafkaops(home, kraft, "rolling-restart", kraft.name, "--role", "all", "--dry-run", "-o", "json",
+                       "--no-scan")
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    leader = _status(kraft)["leader"]
+    names: dict[object, str] = {h.broker_id: h.name for h in (*kraft.controllers, *kraft.hosts)}
+    order = [t["name"] for t in plan["bound"]["targets"]]
+    controllers = [c.name for c in kraft.controllers]
+    assert sorted(order[:3]) == sorted(controllers) and order[2] == names[leader], (order, leader)
+    assert order[3:] == [h.name for h in kraft.hosts]
+    assert any("lock: etcd http://127.0.50.11:2379" in n for n in plan["notes"]), plan["notes"]
+
+    stops = {n: len(h.events("kafka-stop")) for n, h in hosts.items()}
+    with QuorumWatch(kraft) as watch, Load(kraft, rate=150, http_rate=4) as load:
+        proc = spawn(home, kraft, "rolling-restart", kraft.name, "--role", "all", "--yes", "--no-scan",
+                     "--syn-window", "2s", "--stable-for", "2s", "--reason", "issue 16 KRaft roll")
+        second = order[1]
+
+        def stopped_second() -> bool:
+            return any(r.get("type") == "step_verified" and r.get("kind") == "kraft.stop_controller"
+                       and r.get("target") == second for r in live_journal(home))
+
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None and not stopped_second():
+            time.sleep(0.2)
+        assert proc.poll() is None, output(proc)[-3000:]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        run_id = live_journal(home)[0]["run_id"]
+        resumed = kafkaops(home, kraft, "resume", run_id)
+        assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr + output(proc)[-2000:]
+    report = load.report
+    assert report is not None and report.produced_acked > 0
+    assert report.lost == 0 and report.duplicated == 0, report
+    # Every node stopped exactly once, by the hosts' own count; controllers first, the leader last of them.
+    assert {n: len(h.events("kafka-stop")) - stops[n] for n, h in hosts.items()} == dict.fromkeys(hosts, 1)
+    when = {n: h.events("kafka-stop")[-1]["t"] for n, h in hosts.items()}
+    assert sorted(when, key=lambda n: when[n]) == order, when
+    gap = watch.longest_without_leader()
+    epochs = watch.epochs()
+    print(f"quorum: longest without a leader {gap:.1f}s over {len(watch.samples)} samples; epochs {epochs}")
+    assert gap < 15, (gap, watch.samples[-20:])
+    # One leader election for the whole roll: only the active controller's restart moves the leadership.
+    assert len(epochs) == 2, epochs
