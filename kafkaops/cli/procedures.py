@@ -458,6 +458,10 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
     check_refs(rb)
     if rb.command.target == "host":
         cluster, host = find_host(target, inventory)
+        if host.role == "controller":  # its procedure has a quorum gate the host runbooks do not
+            raise ConfigError(f"{host.name} is a KRaft controller node: {rb.name} is a broker procedure",
+                              hint=f"restart controllers with `kafkaops rolling-restart {cluster.name} --role "
+                                   "controllers`: a quorum gate before each, the active controller last")
         hosts = [host]
     else:
         cluster = find_cluster(target, inventory)

@@ -162,7 +162,7 @@ class StopBroker(StepBase):
                 moves[new] = moves.get(new, 0) + 1
         data: dict[str, Any] = {
                 "host": host.name, "broker": host.broker_id, "active": active, "state": _state(snap, host.broker_id),
-                "command": svc.command(host, "kafka_stop"),
+                "command": svc.command(host, "kafka_stop"), "kraft": svc.cluster.kraft,
                 "impact": {"moves": {str(k): v for k, v in sorted(moves.items())},
                            "loses_isr": [partition_name(p) for p in impact.loses_isr_replica],
                            "below_min_isr": [partition_name(p) for p in impact.below_min_isr],
@@ -198,9 +198,13 @@ class StopBroker(StepBase):
         if d["impact"].get("cross_dc"):
             impact += f"; across DCs: {d['impact']['cross_dc']}"
         return Action(
-            description=f"stop Kafka on {d['host']} and wait until broker {d['broker']} is unregistered",
+            description=f"stop Kafka on {d['host']} and wait until broker {d['broker']} is "
+                        + ("fenced" if d.get("kraft") else "unregistered"),
+            # KRaft has no /brokers/ids: a stopped broker is fenced by the controller and leaves the metadata.
             commands=(f"on {d['host']}: {d['command']}",
-                      f"wait until /brokers/ids/{d['broker']} is gone (timeout {self.params['timeout']:.0f}s)"),
+                      (f"wait until broker {d['broker']} is fenced (gone from the cluster's metadata)" if d.get("kraft")
+                       else f"wait until /brokers/ids/{d['broker']} is gone")
+                      + f" (timeout {self.params['timeout']:.0f}s)"),
             impact=impact,
             rollback=f"start it again: on {d['host']}: kafka_start template",
             idempotent=True,

@@ -232,11 +232,13 @@ def hosts_of_role(inv: Invocation, hosts: list[Host], *, role: str = "role") -> 
         raise InvalidParameter(role, f"unknown role {wanted!r} (roles: {', '.join(ROLES)})")
     if wanted == "brokers":
         return hosts
+    if not inv.cluster.controllers and not inv.cluster.kraft:
+        raise ConfigError(f"{inv.cluster.name} runs in ZooKeeper mode: it has no KRaft controller nodes",
+                          hint="its controller is one of its brokers: --role brokers (the default) restarts them, "
+                               "the controller last")
     if not inv.cluster.controllers:
-        why = ("a ZooKeeper-mode cluster's controller is one of its brokers (roll them with --role brokers)"
-               if not inv.cluster.kraft else f"the inventory lists no controllers: for {inv.cluster.name}")
-        raise ConfigError(f"{inv.cluster.name} has no KRaft controller nodes to restart: {why}",
-                          hint="list the controller nodes under controllers: in the inventory (KRaft clusters)")
+        raise ConfigError(f"the inventory lists no controller nodes for {inv.cluster.name}",
+                          hint=f"list them under controllers: in {inv.cluster.source} (name, address, node_id)")
     return list(inv.cluster.controllers) + (hosts if wanted == "all" else [])
 
 

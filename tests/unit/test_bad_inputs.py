@@ -109,6 +109,16 @@ CASES = [
          "hosts.kafka1001: defined twice", inventory="duplicate-host.yaml"),
     Case("inventory-duplicate-broker-id", ("status", "lab"), CONFIG, "broker id 1001 already used by kafka1001",
          inventory="duplicate-broker-id.yaml"),
+    Case("inventory-controllers-beside-zookeeper", ("status", "lab"), CONFIG,
+         "controllers: a ZooKeeper-mode cluster has no KRaft controller nodes", inventory="zk-controllers.yaml"),
+    Case("inventory-controller-node-id-taken", ("status", "lab"), CONFIG, "node id 1001 already used by kafka1001",
+         inventory="kraft-id-taken.yaml"),
+    Case("rolling-restart-controllers-of-zookeeper-cluster", ("rolling-restart", "lab", "--role", "controllers",
+                                                              "--dry-run"), CONFIG, "runs in ZooKeeper mode"),
+    Case("rolling-restart-unknown-role", ("rolling-restart", "lab", "--role", "controller", "--dry-run"), USAGE,
+         "controller"),
+    Case("reboot-a-kraft-controller-node", ("reboot", "kafka-ctrl3001", "--dry-run"), CONFIG,
+         "kafka-ctrl3001 is a KRaft controller node", inventory="kraft.yaml"),
     Case("inventory-quoted-placeholder", ("rolling-deploy", "lab", "-s", "eventbus", "-m", "m", "--dry-run"),
          CONFIG, "puts {message} inside its own quotes", inventory="quoted-placeholder.yaml"),
     Case("inventory-malformed-template", ("status", "lab"), CONFIG, "command template 'reboot' is malformed",
@@ -304,6 +314,14 @@ def _variant(base: str, old: str, new: str) -> str:
     return base.replace(old, new, 1)
 
 
+_CONTROLLERS = """
+controllers:
+  kafka-ctrl3001:
+    address: 127.0.47.31
+    node_id: 3001
+"""
+
+
 def _inventories(world: Path) -> None:
     base = (REPO / "inventory" / "lab.yaml").read_text().replace("127.0.10.", CLOSED_NET)
     assert "127.0.10." not in base
@@ -323,6 +341,10 @@ def _inventories(world: Path) -> None:
         "bad-regex.yaml": _variant(base, '"Failed processing event"', '"Failed (processing event"'),
         "hostile-names.yaml": _variant(_variant(base, "  kafka1002:\n", "  kafka[/]1002:\n"),
                                        "  kafka1003:\n", '  "kafka1003;id":\n'),
+        "zk-controllers.yaml": base + _CONTROLLERS,
+        "kraft-id-taken.yaml": _variant(base, "  zookeeper: 127.0.47.10:2181\n", "") + _CONTROLLERS.replace(
+            "node_id: 3001", "node_id: 1001"),
+        "kraft.yaml": _variant(base, "  zookeeper: 127.0.47.10:2181\n", "") + _CONTROLLERS,
         "empty.yaml": "",
         "stale.yaml": base,
     }

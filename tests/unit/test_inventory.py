@@ -88,3 +88,15 @@ def test_unset_variable_without_default_is_an_error(tmp_path: Path, monkeypatch:
     path = _broken(tmp_path, "  port: 2222\n", "  port: 2222\n  user: ${KAFKAOPS_NOPE}\n")
     with pytest.raises(ConfigError, match=r"ssh\.user: environment variable KAFKAOPS_NOPE is not set"):
         load_inventory(path)
+
+
+def test_kraft_inventory_keeps_controller_nodes_apart_from_brokers() -> None:
+    cluster = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-kraft.yaml")
+    assert cluster.kraft and cluster.zookeeper is None
+    assert [h.role for h in cluster.hosts] == ["broker"] * 3  # every broker procedure iterates these
+    assert [(c.name, c.broker_id, c.role) for c in cluster.controllers] == [
+        ("kafka-ctrl3001", 3001, "controller"), ("kafka-ctrl3002", 3002, "controller"),
+        ("kafka-ctrl3003", 3003, "controller")]
+    assert resolve_host(cluster, "kafka-ctrl3002.lab.local").role == "controller"
+    assert all(not c.services and not c.conftool_tags for c in cluster.controllers)
+    assert "kafka_metadata_quorum" in cluster.controllers[0].commands

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from kafkaops.engine.step import format_duration, parse_duration
 from kafkaops.errors import ConfigError
 
 from engine_fakes import FIXTURES  # isort: skip
+
+REPO = Path(__file__).resolve().parents[3]
 
 BAD = FIXTURES / "bad"
 GOOD = FIXTURES / "good"
@@ -332,3 +335,25 @@ def test_bad_declarations_name_file_line_and_fix(tmp_path: object, edit: tuple[s
         return
     msg = _decl_error(tmp_path, text)
     assert expected in msg, msg
+
+
+def test_a_target_of_another_role_leaves_the_step_out_and_keeps_the_indexes() -> None:
+    """A KRaft controller node runs the kraft.* steps and none of the broker's; a broker the reverse. Each
+    kept step has its YAML index, and the gate an index past every step (no collision)."""
+    import kafkaops.steps  # noqa: F401 - registers the kinds the shipped runbook names
+    from kafkaops.inventory import load_inventory
+    from kafkaops.model import Cluster
+
+    cluster: Cluster = load_inventory(REPO / "inventory" / "lab-kraft.yaml")
+    rb = load_runbook(REPO / "runbooks" / "rolling-restart.yaml")
+    ctrl, broker = cluster.controllers[0], cluster.hosts[0]
+    bound = bind_runbook(rb, cluster=cluster, targets=[Target(ctrl.name, host=ctrl), Target(broker.name, host=broker)])
+    kinds = {t.name: [s.kind for s in t.steps] for t in bound.targets}
+    assert "kraft.stop_controller" in kinds[ctrl.name] and "kafka.stop_broker" not in kinds[ctrl.name]
+    assert not any(k.startswith(("conftool.", "traffic.", "service.")) for k in kinds[ctrl.name])
+    assert "kafka.stop_broker" in kinds[broker.name] and not any(k.startswith("kraft.") for k in kinds[broker.name])
+    by_kind = {s.kind: s.index for s in bound.targets[0].steps}
+    assert by_kind["kraft.stop_controller"] == 1 + [s.kind for s in rb.steps].index("kraft.stop_controller")
+    gate = bound.targets[0].steps[-1]
+    assert gate.gate and gate.index == len(rb.steps) + 1
+    assert len({s.index for s in bound.targets[0].steps}) == len(bound.targets[0].steps)
