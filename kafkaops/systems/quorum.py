@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 #: Seconds one invocation may take: a JVM start plus one request round trip.
 TOOL_TIMEOUT = 60.0
+#: The tool's client settings, on its standard input (``--command-config /dev/stdin``): a controller
+#: that is down (the one being restarted) must fail the ask in seconds, not after the AdminClient's
+#: default minute of retries, so the next node is asked while the roll still waits.
+CLIENT_CONFIG = (b"default.api.timeout.ms=5000\nrequest.timeout.ms=4000\nsocket.connection.setup.timeout.ms=2000\n"
+                 b"socket.connection.setup.timeout.max.ms=2000\n")
 
 
 class MetadataQuorum:
@@ -34,10 +39,14 @@ class MetadataQuorum:
 
     def _ask(self, flag: str) -> str:
         failures = []
-        for node in self.nodes:
-            command = f"{self.env.command(node, 'kafka_metadata_quorum')} describe {flag}"
+        # The node that answered last first: while one controller is down, every poll of a wait would
+        # otherwise spend its first seconds on it.
+        nodes = sorted(self.nodes, key=lambda n: n.name != self.asked)
+        for node in nodes:
+            command = (f"{self.env.command(node, 'kafka_metadata_quorum')} --command-config /dev/stdin "
+                       f"describe {flag}")
             try:
-                result = self.env.run(node, command, timeout=TOOL_TIMEOUT, check=False)
+                result = self.env.ssh(node).run(command, timeout=TOOL_TIMEOUT, check=False, stdin=CLIENT_CONFIG)
             except KafkaOpsError as exc:  # the node is down or unreachable: ask the next one
                 failures.append(f"{node.name}: {exc.message}")
                 continue

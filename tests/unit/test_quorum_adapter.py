@@ -1,0 +1,67 @@
+"""``MetadataQuorum``: Kafka's tool asked of the controller nodes in turn, the one that answered first next
+time, its client settings on stdin (a fake SSH here: this is the adapter's own logic)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kafkaops.errors import CheckFailed, KafkaOpsError
+from kafkaops.systems.quorum import CLIENT_CONFIG, MetadataQuorum
+from kafkaops.systems.ssh import CommandResult
+
+from test_quorum_facts import ALL_CAUGHT_UP  # isort: skip
+
+
+@dataclass
+class Node:
+    name: str
+
+
+@dataclass
+class FakeSsh:
+    answers: dict[str, Any]
+    calls: list[tuple[str, str, bytes | None]] = field(default_factory=list)
+    node: str = ""
+
+    def run(self, command: str, *, timeout: float, check: bool, stdin: bytes | None = None) -> CommandResult:
+        self.calls.append((self.node, command, stdin))
+        answer = self.answers[self.node]
+        if isinstance(answer, Exception):
+            raise answer
+        return CommandResult(command=command, exit_code=answer[0], stdout=answer[1], stderr="", seconds=0.1)
+
+
+@dataclass
+class FakeEnv:
+    ssh_: FakeSsh
+
+    def command(self, node: Node, name: str) -> str:
+        assert name == "kafka_metadata_quorum"
+        return f"kafka-metadata-quorum --bootstrap-controller {node.name}:9093"
+
+    def ssh(self, node: Node) -> FakeSsh:
+        self.ssh_.node = node.name
+        return self.ssh_
+
+
+def test_a_node_that_does_not_answer_is_skipped_and_the_one_that_did_is_asked_first() -> None:
+    ssh = FakeSsh({"c1": (1, ""), "c2": (0, ALL_CAUGHT_UP), "c3": (0, ALL_CAUGHT_UP)})
+    quorum = MetadataQuorum(FakeEnv(ssh), [Node("c1"), Node("c2"), Node("c3")])  # type: ignore[arg-type]
+    assert [r.node_id for r in quorum.replication()][:3] == [3001, 3002, 3003]
+    assert [c[0] for c in ssh.calls] == ["c1", "c2"] and quorum.asked == "c2"
+    quorum.replication()
+    assert [c[0] for c in ssh.calls] == ["c1", "c2", "c2"]
+    _, command, stdin = ssh.calls[-1]
+    assert command == "kafka-metadata-quorum --bootstrap-controller c2:9093 --command-config /dev/stdin " \
+                      "describe --replication"
+    assert stdin == CLIENT_CONFIG and b"default.api.timeout.ms=5000" in stdin
+
+
+def test_no_node_answering_is_a_failed_check_naming_each() -> None:
+    ssh = FakeSsh({"c1": KafkaOpsError("connection refused"), "c2": (1, "")})
+    quorum = MetadataQuorum(FakeEnv(ssh), [Node("c1"), Node("c2")])  # type: ignore[arg-type]
+    with pytest.raises(CheckFailed, match=r"c1: connection refused; c2: exit 1"):
+        quorum.status()
