@@ -332,7 +332,7 @@ class Environment:
             from kafkaops.systems.kafka import KafkaAdmin
 
             self._kafka = KafkaAdmin(self.cluster.bootstrap_servers, timeout=self.kafka_timeout,
-                                     cluster=self.cluster.name, dry_run=self.dry_run)
+                                     cluster=self.cluster.name, dry_run=self.dry_run, kraft=self.cluster.kraft)
         return self._kafka
 
     @property
@@ -484,7 +484,7 @@ class Environment:
             from kafkaops.systems.kafka import KafkaAdmin
 
             admin = KafkaAdmin(self.cluster.bootstrap_servers, timeout=5.0, cluster=self.cluster.name,
-                               attempts=1, dry_run=True)  # it only reads
+                               attempts=1, dry_run=True, kraft=self.cluster.kraft)  # it only reads
             self._health_watch = HealthWatch(lambda: admin.snapshot(with_configs=False),
                                              frozenset(h.broker_id for h in self.cluster.hosts))
             self._health_watch.start()

@@ -51,6 +51,18 @@ class Output(StrEnum):
     markdown = "markdown"
 
 
+class PlanOutput(StrEnum):
+    """How a procedure renders its plan: ``auto`` (the default) is the wide table on a terminal of at
+    least 120 columns and ``plain`` otherwise (a narrow terminal, a log, a pipe); ``table`` and
+    ``plain`` force one; ``markdown`` for the change review; ``json`` for tools."""
+
+    auto = "auto"
+    table = "table"
+    plain = "plain"
+    markdown = "markdown"
+    json = "json"
+
+
 class TableOrJson(StrEnum):
     """For commands with nothing to paste into a review: ``--help`` lists, and click checks, only these."""
 

@@ -37,7 +37,7 @@ from typer._click.types import ParamType
 from typer._types import TyperChoice
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from kafkaops.cli.common import CommandLineError, Output, check_writable, console, err_console
+from kafkaops.cli.common import CommandLineError, Output, PlanOutput, check_writable, console, err_console
 from kafkaops.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -153,9 +153,10 @@ def _common_options() -> list[Parameter]:
                     help="Do not ask for confirmation after showing the plan."),
         TyperOption(param_decls=["--dry-run", "dry_run"], is_flag=True, default=False,
                     help="Observe and plan for real, show the plan, change nothing."),
-        TyperOption(param_decls=["--output", "-o", "output"], type=TyperChoice([o.value for o in Output]),
-                    default=Output.table.value, show_default=True,
-                    help="Plan format: table, markdown (change review), json."),
+        TyperOption(param_decls=["--output", "-o", "output"], type=TyperChoice([o.value for o in PlanOutput]),
+                    default=PlanOutput.auto.value, show_default=True,
+                    help="Plan format: auto (a table on a terminal of 120+ columns, else plain), table, plain "
+                         "(one block per step: for narrow terminals and logs), markdown (change review), json."),
         TyperOption(param_decls=["--save-plan", "save_plan"], metavar="PATH",
                     help="Write the plan (with its fingerprint) for `kafkaops apply`."),
         TyperOption(param_decls=["--confirmed", "confirmed"], multiple=True, metavar="NAME",
@@ -277,7 +278,7 @@ def build_command(rb: Runbook, *, alias: bool) -> TyperCommand:
 def _common(kw: Mapping[str, Any]) -> dict[str, Any]:
     return {"inventory": Path(kw["inventory"]) if kw.get("inventory") else None, "reason": kw.get("reason"),
             "task": kw.get("task"), "yes": bool(kw.get("yes")), "dry_run": bool(kw.get("dry_run")),
-            "output": Output(kw.get("output") or Output.table.value),
+            "output": PlanOutput(kw.get("output") or PlanOutput.auto.value),
             "save_plan": Path(kw["save_plan"]) if kw.get("save_plan") else None,
             "confirmed": tuple(kw.get("confirmed") or ())}
 
@@ -429,7 +430,7 @@ def _check_command_line(rb: Runbook, given: Mapping[str, Any], alias: bool) -> N
 
 
 def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, inventory: Path | None,
-                  reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output,
+                  reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output | PlanOutput,
                   save_plan: Path | None, alias: bool = False, confirmed: tuple[str, ...] = ()) -> None:
     """Invoke ``rb`` on TARGET with the parameters ``given`` on the command line (typed).
 
@@ -492,7 +493,7 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
 
 
 def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: dict[str, Any], *,
-                reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output,
+                reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output | PlanOutput,
                 save_plan: Path | None, confirm: Callable[[str], bool] | None = None, env: Any = None,
                 confirmed: tuple[str, ...] = (), show: bool = True) -> None:
     """Plan, show, confirm, run: the shape of every state-changing command.
@@ -505,7 +506,7 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
     command whose own JSON is its output saves the plan without printing it).
     """
     from kafkaops.cli.lookup import environment
-    from kafkaops.cli.plan_render import render_plan
+    from kafkaops.cli.plan_render import render_plan, render_plan_text, wants_table
     from kafkaops.cli.plugins import load_plugins
     from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
     from kafkaops.engine.audit import current_operator
@@ -546,8 +547,12 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
         sys.stdout.write(plan.to_json())
     elif output == Output.markdown:
         sys.stdout.write(plan.to_markdown())
-    else:
+    elif output == PlanOutput.table or (output != PlanOutput.plain and wants_table(console.is_terminal,
+                                                                                     console.width)):
         console.print(render_plan(plan))
+    else:
+        sys.stdout.write(render_plan_text(plan, width=console.width))
+        sys.stdout.flush()
     if save_plan is not None:
         write_plan(plan, save_plan)
         err_console.print(f"plan saved to {save_plan}; run it with `kafkaops apply {save_plan}`")

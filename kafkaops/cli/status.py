@@ -59,7 +59,7 @@ def collect(cluster: Any) -> dict[str, Any]:
 
     # Starts connecting at once. One 5 s try: an operator asking "can I touch this cluster?" wants
     # "Kafka did not answer" in seconds, not after a maintenance run's patient retries.
-    admin = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name, timeout=5.0, attempts=1)
+    admin = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name, timeout=5.0, attempts=1, kraft=cluster.kraft)
     with ThreadPoolExecutor(max_workers=2) as executor:
         pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
         asking = executor.submit(quorum_state, cluster) if cluster.kraft and cluster.controllers else None

@@ -67,7 +67,7 @@ class KafkaAdmin:
     """A bounded, typed facade over ``confluent_kafka.admin.AdminClient``."""
 
     def __init__(self, bootstrap_servers: str, *, timeout: float = 10.0, cluster: str = "",
-                 attempts: int = 3, dry_run: bool = False) -> None:
+                 attempts: int = 3, dry_run: bool = False, kraft: bool = False) -> None:
         """``attempts`` metadata requests of ``timeout`` seconds each before Kafka counts as unreachable:
         a run rides through a broker bounce; an interactive look (``status``) fails fast. With
         ``dry_run`` every method that changes the cluster refuses (:mod:`kafkaops.systems.guard`)."""
@@ -77,6 +77,9 @@ class KafkaAdmin:
         self.attempts = attempts
         self.cluster = cluster
         self.dry_run = dry_run
+        # On KRaft no broker is the controller: the metadata answer names a random live broker (KIP-590),
+        # which a stop impact must not call "the controller" (the quorum's leader is, kafkaops.quorum).
+        self.kraft = kraft
         self._admin = self._new_admin()
 
     def _new_admin(self) -> Any:
@@ -123,7 +126,7 @@ class KafkaAdmin:
 
     def controller(self, attempts: int | None = None) -> int | None:
         controller = self.metadata(attempts).controller_id
-        return int(controller) if controller >= 0 else None
+        return int(controller) if controller >= 0 and not self.kraft else None
 
     def topic_configs(self, topics: Iterable[str], replication: dict[str, int] | None = None) -> dict[str, TopicConfig]:
         """min.insync.replicas (and cleanup.policy) per topic, in one batched request."""
@@ -155,7 +158,7 @@ class KafkaAdmin:
 
         ``attempts`` overrides the adapter's metadata tries (one, where a caller retries itself)."""
         md = self.metadata(attempts)
-        controller = md.controller_id if md.controller_id >= 0 else None
+        controller = md.controller_id if md.controller_id >= 0 and not self.kraft else None
         partitions = []
         for name, topic in md.topics.items():
             if not include_internal and name.startswith("__"):
