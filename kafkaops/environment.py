@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from kafkaops.systems.kafka import KafkaAdmin
     from kafkaops.systems.quorum import MetadataQuorum
     from kafkaops.systems.reassign import Reassigner
+    from kafkaops.systems.run_samples import RunSampler
     from kafkaops.systems.ssh import CommandResult, SshClient, SshPool
     from kafkaops.systems.zookeeper import ZooKeeper
 
@@ -475,6 +476,18 @@ class Environment:
 
                 self._facts[run_id] = RunFacts(runs_dir(self.home) / run_id / "facts.json")
         return self._facts[run_id]
+
+    def run_sampler(self, path: Path) -> RunSampler | None:
+        """A sampler of the cluster's URP and produce rate for the run's chart, on its own client; None in a
+        dry-run (a plan is not a run). The runner starts it for each process of a run."""
+        if self.dry_run:
+            return None
+        from kafkaops.systems.kafka import KafkaAdmin
+        from kafkaops.systems.run_samples import RunSampler
+
+        admin = KafkaAdmin(self.cluster.bootstrap_servers, timeout=5.0, cluster=self.cluster.name, attempts=1,
+                           dry_run=True, kraft=self.cluster.kraft)  # it only reads
+        return RunSampler(path, lambda: admin.snapshot(with_configs=False), admin.list_offsets)
 
     def health_watch(self) -> HealthWatch:
         """The run's background witness of cluster health (:mod:`kafkaops.systems.health_watch`), started on

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from kafkaops.cli.common import Output, console, err_console, print_json
+from kafkaops.cli.common import Output, check_writable, console, err_console, print_json
 
 
 def _echo(line: str) -> None:
@@ -92,75 +92,111 @@ def _status_style(status: str) -> str:
     return f"[{color.get(status, 'cyan')}]{status}[/]"
 
 
+def _took(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.1f}s" if seconds < 90 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def _clock(ts: float | None) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(ts)) if ts else "-"
+
+
+def _restarts(restarts: list[dict[str, Any]]) -> str:
+    """``3 restart(s): new SYN from 127.0.0.1 (3)``: why a wait started again, counted per reason."""
+    if not restarts:
+        return ""
+    counts: dict[str, int] = {}
+    for r in restarts:
+        counts[r["reason"]] = counts.get(r["reason"], 0) + 1
+    return f"{len(restarts)} restart(s): " + ", ".join(f"{k} ({n})" if n > 1 else k for k, n in counts.items())
+
+
+def _notes(s: dict[str, Any]) -> str:
+    parts = [_restarts(s["restarts"])] + [f"failed: {e}" for e in s["errors"][-1:]]
+    return "; ".join(p for p in parts if p)
+
+
+def _sessions_lines(row: dict[str, Any]) -> list[str]:
+    out = []
+    for x in row["sessions"]:
+        who = f" (pid {x['pid']} on {x['host']})" if x.get("pid") else ""
+        out.append(f"{x['how']} {_when(x['start'])}{who}; {x['ended_by']} at {_when(x['end'])} "
+                   f"after {_took(x['end'] - x['start'])}")
+    return out
+
+
 def show_cmd(
     run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`)."),
-    output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
+    output: Output = typer.Option(Output.table, "--output", "-o",
+                                  help="table, json (stable, for tools) or markdown (for the change or incident "
+                                       "record)."),
+    chart: Path | None = typer.Option(None, "--chart", metavar="FILE.png",
+                                      help="Also draw the run's timeline: a lane per host, a bar per step coloured "
+                                           "by kind, kills and resumes, with URP and produce rate under it."),
 ) -> None:
-    """Show a run: metadata and the state of every step of every target."""
+    """Show a run as a report: per host and step its start, duration, outcome, retries and why its waits
+    started again; the operator, reason and task; where it was paused, killed and resumed."""
     from kafkaops.engine.journal import Journal
+    from kafkaops.engine.timeline import run_report
 
     journal = Journal.open(run_id)
     state = journal.replay()
     row = _run_row(state)
+    timeline = run_report(journal.records(), alive=row["status"] == "running")
+    report = timeline.to_dict()
     steps = []
+    by_key = {(s["target"], s["step"]): s for s in report["steps"]}
     for t in state.started.get("runbook", {}).get("targets", []):
         for s in t.get("steps", []):
             st = state.step(t["name"], int(s["index"]))
-            steps.append(
-                {
-                    "target": t["name"],
-                    "step": s["index"],
-                    "kind": s["kind"],
-                    "gate": s.get("gate", False),
-                    "status": st.status,
-                    "changed": st.changed,
-                    "compensated": st.compensated,
-                    "error": st.last_error,
-                }
-            )
-    row["steps"] = steps
-    row["journal"] = str(journal.path)
+            rep = by_key.get((t["name"], int(s["index"])), {})
+            steps.append({
+                "target": t["name"], "step": s["index"], "kind": s["kind"], "gate": s.get("gate", False),
+                "status": st.status, "changed": st.changed, "compensated": st.compensated, "error": st.last_error,
+                **{k: rep.get(k) for k in ("start", "end", "duration", "outcome", "attempts", "restarts", "errors",
+                                            "category", "description")},
+            })
+    row.update({"steps": steps, "journal": str(journal.path), "sessions": report["sessions"],
+                "events": report["events"], "duration": report["duration"]})
+    if chart is not None:
+        from kafkaops.cli.run_chart import draw
+        from kafkaops.systems.run_samples import read_samples
+
+        check_writable(chart, "the chart", "--chart FILE.png", parents=True)
+        draw(timeline, read_samples(journal.path.parent / "samples.jsonl"), chart)
+        err_console.print(f"chart written to {chart}", highlight=False)
     if output is Output.json:
         print_json(row)
         return
-    head = (
-        f"run {row['run_id']}: {row['runbook']} on {row['cluster']} — {row['status']}\n"
-        f"operator {row['operator']}, reason: {row['reason']}"
-        + (f", task {row['task']}" if row["task"] else "")
-        + f"\nstarted {_when(row['started_at'])}, updated {_when(row['updated_at'])}"
-        + f"\njournal {row['journal']}"
-    )
+    head = [f"run {row['run_id']}: {row['runbook']} on {row['cluster']} — {row['status']}"
+            + (f" in {_took(row['duration'])}" if row["duration"] else ""),
+            f"operator {row['operator']}, reason: {row['reason']}" + (f", task {row['task']}" if row["task"] else ""),
+            *_sessions_lines(row), f"journal {row['journal']}"]
     if output is Output.markdown:
-        lines = [
-            f"# Run `{row['run_id']}`",
-            "",
-            head.replace("\n", "  \n"),
-            "",
-            "| target | step | kind | status | changed |",
-            "|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {s['target']} | {s['step']} | `{s['kind']}` | {s['status']} | "
-            f"{'yes' if s['changed'] else ''} |"
-            for s in steps
-        ]
-        console.print("\n".join(lines), markup=False, highlight=False)
+        lines = [f"# Run `{row['run_id']}`", "", *(f"- {h}" for h in head), "",
+                 "| target | step | kind | start (UTC) | took | outcome | tries | notes |",
+                 "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {s['target']} | {'gate' if s['gate'] else s['step']} | `{s['kind']}` | {_clock(s['start'])} | "
+                  f"{_took(s['duration'])} | {s['outcome']} | {s['attempts'] or ''} | "
+                  f"{_notes(s).replace('|', '/')} |" for s in steps]
+        if row["events"]:
+            lines += ["", "Events:", ""]
+            lines += [f"- {_clock(e['t'])} {e.get('target') or ''} {e['event']}" for e in row["events"]]
+        console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
         return
     from rich.table import Table
 
-    console.print(head, highlight=False, markup=False)
+    console.print("\n".join(head), highlight=False, markup=False)
     table = Table()
-    for col in ("target", "#", "kind", "status", "changed", "error"):
+    for col in ("target", "#", "kind", "start", "took", "outcome", "tries", "notes"):
         table.add_column(col)
     for s in steps:
-        table.add_row(
-            s["target"],
-            "gate" if s["gate"] else str(s["step"]),
-            s["kind"],
-            s["status"],
-            "rolled back" if s["compensated"] else ("yes" if s["changed"] else ""),
-            s["error"] or "",
-        )
+        outcome = s["outcome"] or s["status"]
+        colour = {"failed": "red", "rolled back": "yellow", "no-op": "dim"}.get(outcome)
+        table.add_row(s["target"], "gate" if s["gate"] else str(s["step"]), s["kind"], _clock(s["start"]),
+                      _took(s["duration"]), f"[{colour}]{outcome}[/]" if colour else outcome,
+                      str(s["attempts"] or ""), _notes(s))
     console.print(table)
     if row["status"] in ("failed", "paused", "crashed", "running"):
         console.print(

@@ -540,6 +540,19 @@ class Runner:
         """The one loop every run goes through (started, resumed or applied from a plan)."""
         result = RunResult(run_id=meta.run_id, status="running", journal=journal.path)
         self._pause_requested = False
+        # The cluster's state while this process runs, for the run's chart (``runs show --chart``).
+        make_sampler = getattr(env, "run_sampler", None)
+        sampler = make_sampler(journal.path.parent / "samples.jsonl") if callable(make_sampler) else None
+        if sampler is not None:
+            sampler.start()
+        try:
+            return self._steps(journal, state, bound, env, meta, result)
+        finally:
+            if sampler is not None:
+                sampler.stop()
+
+    def _steps(self, journal: Journal, state: RunState, bound: BoundRunbook, env: Any, meta: _Meta,
+               result: RunResult) -> RunResult:
         with self._sigint():
             started = {t for t, _ in state.steps}
             for target, step in schedule(bound):

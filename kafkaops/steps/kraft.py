@@ -31,6 +31,11 @@ def _started_fact(host: Host) -> str:
     return f"controller_started_at/{host.name}"
 
 
+def _since(ctx: RunContext, host: Host) -> int:
+    """The leader's clock when this run started the controller (-1: it did not)."""
+    return int(env(ctx).facts(ctx.run_id).get(_started_fact(host)) or -1)
+
+
 def _view(ctx: RunContext, step: StepBase) -> QuorumView:
     return judge(env(ctx).quorum().replication(), max_lag=int(step.params["max_lag"]),
                  max_behind_ms=int(float(step.params["max_behind"]) * 1000))
@@ -159,7 +164,8 @@ class WaitVoterCaughtUp(StepBase):
                                summary=f"controller {host.broker_id}" + provenance(ctx, [_key(host.broker_id)]))
         view = _view(ctx, self)
         voter = view.voter(host.broker_id)
-        ok = view.leader_id is not None and voter is not None and voter.caught_up
+        since = _since(ctx, host)
+        ok = view.leader_id is not None and voter is not None and voter.caught_up_since(since)
         return Observation({"host": host.name, "node": host.broker_id, "ok": ok, "summary": view.summary()},
                            summary=f"quorum: {view.summary()}")
 
@@ -177,7 +183,7 @@ class WaitVoterCaughtUp(StepBase):
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         host = target_host(ctx)
-        since = int(env(ctx).facts(ctx.run_id).get(_started_fact(host)) or -1)
+        since = _since(ctx, host)
 
         def caught_up() -> tuple[bool, str]:
             view = _view(ctx, self)

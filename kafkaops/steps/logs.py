@@ -102,6 +102,18 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
                 "org.apache.kafka.common.errors.OutOfOrderSequenceException: Out of order sequence number for "
                 "producer 12000 at offset 3845 in partition lab.load-0: 745 (incoming seq. number), 743 (current "
                 "end sequence number)",
+    ),    BenignError(
+        # Only a broker heartbeat answered NotControllerException: the same line with another exception
+        # (a storage or authorization error) still stops the run.
+        pattern=r"\[ControllerApis nodeId=\d+\] Unexpected error handling request RequestHeader\(apiKey="
+                r"BROKER_HEARTBEAT\b[^\n]*\n[^\n]*?\borg\.apache\.kafka\.common\.errors\.NotControllerException: ",
+        why="KRaft: a broker's heartbeat reaches the active controller while it hands the quorum's leadership over "
+            "(its controlled stop); the broker sends the next heartbeat to the new leader",
+        example="[2026-11-24 22:59:08,159] ERROR [ControllerApis nodeId=3002] Unexpected error handling request "
+                "RequestHeader(apiKey=BROKER_HEARTBEAT, apiVersion=2, clientId=1002, correlationId=94, "
+                "headerVersion=2) -- BrokerHeartbeatRequestData(brokerId=1002, brokerEpoch=1862) with context "
+                "RequestContext(...) (org.apache.kafka.controller.ControllerApis)\n"
+                "org.apache.kafka.common.errors.NotControllerException: No controller appears to be active.",
     ),
 )
 

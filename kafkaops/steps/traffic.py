@@ -73,11 +73,13 @@ class WaitZeroSyns(StepBase):
         shown = [0.0]
 
         def restarted(source: str, count: int) -> None:
-            # At most one line a second: a busy host must not flood the log while it drains.
+            # At most one line (and one journal record) a second: a busy host must not flood the log, nor
+            # the journal, while it drains; the record says how many SYNs the line stands for.
             if time.monotonic() - shown[0] >= 1.0:
                 shown[0] = time.monotonic()
                 ctx.progress(f"  {host.name}: new SYN from {source} ({count} so far): the {window:.0f}s window "
                              f"starts again")
+                ctx.record("wait_restarted", reason=f"new SYN from {source}", syns=count)
 
         ctx.progress(f"  {host.name}: capturing SYNs to :{port} until {window:.0f}s pass without one")
         quiet = watch_syns(svc.ssh(host), host, host.commands.get("syn_capture"), port, window,
