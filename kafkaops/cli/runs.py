@@ -113,7 +113,8 @@ def _restarts(restarts: list[dict[str, Any]]) -> str:
 
 
 def _notes(s: dict[str, Any]) -> str:
-    parts = [_restarts(s["restarts"])] + [f"failed: {e}" for e in s["errors"][-1:]]
+    verb = "failed" if s["outcome"] == "failed" else "retried after"
+    parts = [_restarts(s["restarts"])] + [f"{verb}: {e}" for e in (s["errors"] or [])[-1:]]
     return "; ".join(p for p in parts if p)
 
 
