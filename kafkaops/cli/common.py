@@ -163,3 +163,32 @@ def confirm_checkpoints(needed: list[tuple[str, str]], given: tuple[str, ...] | 
                                hint=f"once it holds, answer yes or pass --confirmed {name}")
         out[name] = "prompt"
     return out
+
+
+class LiveStatus:
+    """A run's live wait status on a terminal: rich's status line on stderr, redrawn in place (what the
+    wait waits for, the value, elapsed/timeout) while the run's plain lines scroll above it; cleared when
+    the wait ends. Only ever built for a terminal (:func:`live_status`): a log never gets a carriage return."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self._status: Any = None
+
+    def __call__(self, text: str | None) -> None:
+        from rich.text import Text
+
+        if text is None:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+            return
+        if self._status is None:
+            self._status = self.console.status(Text(text), spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(Text(text))
+
+
+def live_status() -> LiveStatus | None:
+    """The live status for a run on a terminal (stderr is one), else None: plain lines only."""
+    return LiveStatus(err_console) if err_console.is_terminal else None

@@ -37,7 +37,15 @@ from typer._click.types import ParamType
 from typer._types import TyperChoice
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from kafkaops.cli.common import CommandLineError, Output, PlanOutput, check_writable, console, err_console
+from kafkaops.cli.common import (
+    CommandLineError,
+    Output,
+    PlanOutput,
+    check_writable,
+    console,
+    err_console,
+    live_status,
+)
 from kafkaops.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -535,7 +543,7 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
             ordered, notes = [h for b in batches for h in b], [*notes, *more]
         bound = bind_runbook(rb, cluster=cluster, targets=[Target(h.name, host=h) for h in ordered],
                              params=params, batches=[[h.name for h in b] for b in batches])
-        runner = Runner(echo=_echo)
+        runner = Runner(echo=_echo, status=live_status())
         operator = current_operator()
         plan = runner.dry_run(bound, env=plan_env, operator=operator, reason=reason or "", task=task,
                               notes=tuple(notes))

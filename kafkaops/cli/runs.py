@@ -209,10 +209,10 @@ def show_cmd(
 
 
 def _runner(confirmed: dict[str, str] | None = None) -> Any:
-    from kafkaops.cli.common import checkpoint_prompt
+    from kafkaops.cli.common import checkpoint_prompt, live_status
     from kafkaops.engine.runner import Runner
 
-    return Runner(echo=_echo, confirmed=confirmed or {}, ask=checkpoint_prompt())
+    return Runner(echo=_echo, confirmed=confirmed or {}, ask=checkpoint_prompt(), status=live_status())
 
 
 def _reason(value: str | None) -> str | None:

@@ -32,6 +32,10 @@ def _discard(_: str) -> None:
     return None
 
 
+def _discard_status(_text: str | None) -> None:
+    return None
+
+
 def _ignore(event: str, **fields: Any) -> None:
     return None
 
@@ -104,7 +108,9 @@ class RunContext:
         step_index: 1-based index of the step in the runbook.
         kind: The step kind.
         pause_requested: True once the operator pressed Ctrl-C; long waits pass it to ``wait_until``.
-        progress: Print one progress line (wait status, log recovery...).
+        progress: Print one progress line (wait status, log recovery...): a change of state, for logs.
+        status: Show (or, with None, clear) the live status of a wait — what it waits for, the value,
+            elapsed/timeout — redrawn in place on a terminal; a no-op without one (logs get ``progress``).
         targets: Every target of the run, in execution order (a step can tell the last one of a roll).
         record: Journal an event of this step (``record("reboot_sent", outcome=...)``): what a step did
             that the runner cannot see, such as a command sent whose effect shows only later. Discarded
@@ -128,6 +134,7 @@ class RunContext:
     kind: str = ""
     pause_requested: Callable[[], bool] = field(default=_never, repr=False)
     progress: Callable[[str], None] = field(default=_discard, repr=False)
+    status: Callable[[str | None], None] = field(default=_discard_status, repr=False)
     targets: tuple[str, ...] = ()
     batch: tuple[str, ...] = ()  # the targets that go together with this one (a batched roll), itself included
     record: Callable[..., None] = field(default=_ignore, repr=False)

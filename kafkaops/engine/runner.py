@@ -177,6 +177,7 @@ class Runner:
         echo: Callable[[str], None] | None = None,
         confirmed: Mapping[str, str] | tuple[str, ...] | list[str] = (),
         ask: Callable[[str], bool] | None = None,
+        status: Callable[[str | None], None] | None = None,
     ) -> None:
         self.home = home or kafkaops_home()
         self.confirmed: dict[str, str] = (
@@ -189,6 +190,7 @@ class Runner:
         self.hook = hook
         self.handle_sigint = handle_sigint
         self.echo = echo or _discard
+        self.status = status  # a live status line on a terminal (RunContext.status); None: none
         self._pause_requested = False
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -272,6 +274,7 @@ class Runner:
             kind=step.kind,
             pause_requested=self.pause_requested,
             progress=self.echo,
+            **({"status": self.status} if self.status is not None else {}),
             targets=meta.targets,
             batch=next((b for b in meta.batches if target in b), (target,)),
             record=record,

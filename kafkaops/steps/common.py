@@ -25,18 +25,30 @@ def target_host(ctx: RunContext) -> Host:
 
 def wait(ctx: RunContext, predicate: Callable[[], Any], *, what: str, timeout: float, interval: float = 0.5,
          stable_for: float = 0.0, fast: float | None = None) -> Any:
-    """``wait_until`` with live progress (at most one line every 5 s) and Ctrl-C as cancellation; ``fast``:
-    adaptive polling (see :func:`~kafkaops.engine.wait.wait_until`), for predicates as cheap as a
-    metadata request."""
-    last = [-10.0]
+    """``wait_until`` with progress and Ctrl-C as cancellation; ``fast``: adaptive polling (see
+    :func:`~kafkaops.engine.wait.wait_until`), for predicates as cheap as a metadata request.
+
+    Progress goes two ways. On a terminal, the live status (:attr:`RunContext.status`) is redrawn at every
+    poll: what it waits for, the value, elapsed/timeout. For logs, one plain line (:attr:`RunContext.progress`)
+    per change of state — the value changed, or the wait is done — at most one a second, and one every
+    30 s while nothing changes (so a long wait still shows it is alive); never a carriage return.
+    """
+    last = {"t": -100.0, "value": object()}
 
     def progress(p: WaitProgress) -> None:
-        if p.elapsed - last[0] >= 5 or (p.ok and p.stable_elapsed >= p.stable_for):
-            last[0] = p.elapsed
-            ctx.progress(f"  {ctx.target}: {p.line()}")
+        line = f"  {ctx.target}: {p.line()}"
+        ctx.status(line.strip())
+        done = p.ok and p.stable_elapsed >= p.stable_for
+        changed = p.value != last["value"] and p.elapsed - float(last["t"]) >= 1  # type: ignore[arg-type]
+        if done or changed or p.elapsed - float(last["t"]) >= 30:  # type: ignore[arg-type]
+            last.update(t=p.elapsed, value=p.value)
+            ctx.progress(line)
 
-    return wait_until(predicate, timeout=timeout, interval=interval, stable_for=stable_for, what=what,
-                      progress=progress, cancelled=ctx.pause_requested, fast=fast)
+    try:
+        return wait_until(predicate, timeout=timeout, interval=interval, stable_for=stable_for, what=what,
+                          progress=progress, cancelled=ctx.pause_requested, fast=fast)
+    finally:
+        ctx.status(None)
 
 
 def names(items: list[str], limit: int = 4) -> str:
