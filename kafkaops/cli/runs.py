@@ -161,7 +161,7 @@ def show_cmd(
     row.update({"steps": steps, "journal": str(journal.path), "sessions": report["sessions"],
                 "events": report["events"], "duration": report["duration"]})
     if chart is not None:
-        from kafkaops.cli.run_chart import draw
+        from kafkaops.health.timeline_chart import draw
         from kafkaops.systems.run_samples import read_samples
 
         check_writable(chart, "the chart", "--chart FILE.png", parents=True)

@@ -132,11 +132,13 @@ class PostCheck(StepBase):
         if path is not None:
             from kafkaops.health.report import render_chart, render_markdown
 
-            (path.parent / "post-check.md").write_text(render_markdown(result))
+            report = render_markdown(result)
             try:
                 render_chart(result, path.parent / "post-check.png")
-            except ImportError:  # matplotlib is optional; the report stands without its chart
+                report += _timeline(path.parent)
+            except ImportError:  # matplotlib is optional; the report stands without its charts
                 pass
+            (path.parent / "post-check.md").write_text(report)
         ctx.progress(f"  post-check: {result.summary()}"
                      + (f" (report: {path.parent / 'post-check.md'}, chart: post-check.png)" if path else ""))
         try:
@@ -144,6 +146,29 @@ class PostCheck(StepBase):
         except CheckFailed as exc:
             exc.retryable = False  # a scan's findings do not change by retrying
             raise
+
+
+def _timeline(run_dir: Path) -> str:
+    """Draw the run's timeline so far (its journal and samples, in ``run_dir``) beside the post-check
+    report, and the Markdown that embeds it: the reviewer sees when each host was down next to the
+    findings. Nothing when the run has no journal there (a post-check outside a run)."""
+    import json
+
+    from kafkaops.engine.timeline import run_report
+    from kafkaops.health.timeline_chart import draw
+    from kafkaops.systems.run_samples import read_samples
+
+    journal = run_dir / "journal.jsonl"
+    if not journal.exists():
+        return ""
+    records = []
+    for line in journal.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    draw(run_report(records, alive=True), read_samples(run_dir / "samples.jsonl"), run_dir / "timeline.png")
+    return "\n## The run's timeline\n\n![the run's timeline: a lane per host, URP and produce rate](timeline.png)\n"
 
 
 def _reader_known(params: Mapping[str, Any]) -> str | None:

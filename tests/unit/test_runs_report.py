@@ -67,7 +67,7 @@ def test_chart_is_a_png_with_lanes_and_samples(home: Path, tmp_path: Path) -> No
 
 
 def test_produce_rate_between_samples() -> None:
-    from kafkaops.cli.run_chart import produce_rate
+    from kafkaops.health.timeline_chart import produce_rate
 
     rate = produce_rate([{"t": 0, "end_offsets": 0}, {"t": 2, "end_offsets": 300}, {"t": 3, "error": "x"},
                          {"t": 4, "end_offsets": 250}, {"t": 6, "end_offsets": 450}])

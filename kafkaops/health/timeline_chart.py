@@ -1,4 +1,4 @@
-"""``runs show RUN --chart FILE.png``: a run's timeline as a picture, for the change or incident record.
+"""A run's timeline as a picture: ``runs show RUN --chart FILE.png``, and embedded in the post-check report.
 
 One lane per host, a bar per step (coloured by what it acts on: traffic, Kafka, host, service, check),
 a mark where a wait started again, the sessions (a kill and a resume show as a gap between two); under
