@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from kafkaops.cli.common import Output, check_writable, console, err_console, print_json
+from kafkaops.cli.common import Output, check_writable, console, err_console, print_json, print_text
 
 
 def _echo(line: str) -> None:
@@ -115,6 +115,8 @@ def _restarts(restarts: list[dict[str, Any]]) -> str:
 def _notes(s: dict[str, Any]) -> str:
     verb = "failed" if s["outcome"] == "failed" else "retried after"
     parts = [_restarts(s["restarts"])] + [f"{verb}: {e}" for e in (s["errors"] or [])[-1:]]
+    if s.get("interrupted"):
+        parts.append("interrupted (pause or kill); taken up again by the next session")
     return "; ".join(p for p in parts if p)
 
 
@@ -156,7 +158,7 @@ def show_cmd(
                 "target": t["name"], "step": s["index"], "kind": s["kind"], "gate": s.get("gate", False),
                 "status": st.status, "changed": st.changed, "compensated": st.compensated, "error": st.last_error,
                 **{k: rep.get(k) for k in ("start", "end", "duration", "outcome", "attempts", "restarts", "errors",
-                                            "category", "description")},
+                                            "category", "description", "interrupted")},
             })
     row.update({"steps": steps, "journal": str(journal.path), "sessions": report["sessions"],
                 "events": report["events"], "duration": report["duration"]})
@@ -186,9 +188,43 @@ def show_cmd(
             lines += [f"- {_clock(e['t'])} {e.get('target') or ''} {e['event']}" for e in row["events"]]
         console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
         return
+    from kafkaops.cli.plan_render import wants_table
+
+    console.print("\n".join(head), highlight=False, markup=False, soft_wrap=True)
+    if not wants_table(console.is_terminal, console.width):  # a narrow terminal, a log: one line a step
+        print_text(_report_text(steps))
+    else:
+        _report_table(steps)
+    if row["status"] in ("failed", "paused", "crashed", "running"):
+        console.print(
+            f"resume: kafkaops resume {run_id}    roll back: kafkaops runs abort {run_id} --rollback "
+            "--reason ...",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _report_text(steps: list[dict[str, Any]]) -> str:
+    """The report's steps for a narrow terminal or a log: per target, one line a step (time, took, outcome,
+    tries, step), its notes on the line below."""
+    lines: list[str] = []
+    target = None
+    for s in steps:
+        if s["target"] != target:
+            target = s["target"]
+            lines += ["", target]
+        tries = f"x{s['attempts']}" if (s["attempts"] or 0) > 1 else ""
+        label = "gate" if s["gate"] else str(s["step"])
+        lines.append(f"  {_clock(s['start'])} {_took(s['duration']):>7} {(s['outcome'] or s['status']):<11} "
+                     f"{tries:<3} [{label}] {s['kind']}")
+        if note := _notes(s):
+            lines.append(f"      {note}")
+    return "\n".join(lines) + "\n"
+
+
+def _report_table(steps: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
-    console.print("\n".join(head), highlight=False, markup=False)
     table = Table()
     for col in ("target", "#", "kind", "start", "took", "outcome", "tries", "notes"):
         table.add_column(col)
@@ -199,13 +235,6 @@ def show_cmd(
                       _took(s["duration"]), f"[{colour}]{outcome}[/]" if colour else outcome,
                       str(s["attempts"] or ""), _notes(s))
     console.print(table)
-    if row["status"] in ("failed", "paused", "crashed", "running"):
-        console.print(
-            f"resume: kafkaops resume {run_id}    roll back: kafkaops runs abort {run_id} --rollback "
-            "--reason ...",
-            highlight=False,
-            markup=False,
-        )
 
 
 def _runner(confirmed: dict[str, str] | None = None) -> Any:

@@ -48,6 +48,12 @@ class StepReport:
     description: str = ""
     errors: list[str] = field(default_factory=list)  # each failed attempt's error, in order
     restarts: list[dict[str, Any]] = field(default_factory=list)  # {"t", "reason"}: a wait started again
+    sessions: set[int] = field(default_factory=set)  # which sessions (0: the first process) worked on it
+
+    @property
+    def interrupted(self) -> bool:
+        """Begun by one process and finished by another (a pause, a kill, then a resume)."""
+        return len(self.sessions) > 1
 
     @property
     def duration(self) -> float | None:
@@ -58,7 +64,9 @@ class StepReport:
         return category(self.kind)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "duration": self.duration, "category": self.category}
+        out = asdict(self)
+        del out["sessions"]
+        return {**out, "duration": self.duration, "category": self.category, "interrupted": self.interrupted}
 
 
 @dataclass
@@ -131,8 +139,11 @@ def run_report(records: Iterable[Mapping[str, Any]], *, alive: bool = False) -> 
     steps = {(t, i): StepReport(t, i, k, g) for t, i, k, g in order}
     events = []
     prev: float | None = None  # the record before: a step starts when the one before it ended
+    session = -1
     for rec in recs:
         kind = rec["type"]
+        if kind in ("run_started", "resumed"):
+            session += 1
         before, prev = prev, float(rec.get("ts") or 0) or prev
         key = (str(rec.get("target", "")), int(rec.get("step", -1)))
         st = steps.get(key)
@@ -150,6 +161,7 @@ def run_report(records: Iterable[Mapping[str, Any]], *, alive: bool = False) -> 
         if st.start is None:
             st.start = before if before is not None else ts  # its observation ran since then
         st.end = ts
+        st.sessions.add(session)
         if kind == "step_applying":
             st.attempts += 1
             st.description = str((rec.get("action") or {}).get("description", st.description))
@@ -161,7 +173,8 @@ def run_report(records: Iterable[Mapping[str, Any]], *, alive: bool = False) -> 
             st.errors.append(str(rec.get("error", "")))
             st.outcome = "failed"
         elif kind == "step_skipped":
-            st.outcome = "no-op"
+            # Applied before a kill and found done after the resume: the change is this run's.
+            st.outcome = "changed" if st.attempts else "no-op"
             st.description = str(rec.get("reason", ""))
         elif kind == "step_verified" and st.outcome not in ("no-op", "failed"):
             st.outcome = "changed"

@@ -54,7 +54,8 @@ def test_markdown_report_for_the_change_record(home: Path) -> None:
     assert "started 1970-01-01 00:01:40Z (pid 11 on adm); killed at 1970-01-01 00:01:56Z" in md
     assert "| kafka1001 | 2 | `traffic.wait_zero_syns` | 00:01:41 | 15.0s | changed | 1 | " \
            "2 restart(s): new SYN from 127.0.0.1 (2) |" in md
-    assert "| kafka1001 | 3 | `kafka.stop_broker` | 00:01:56 | 89.0s | changed | 2 | retried after: timeout |" in md
+    assert "| kafka1001 | 3 | `kafka.stop_broker` | 00:01:56 | 89.0s | changed | 2 | retried after: timeout; " \
+           "interrupted (pause or kill); taken up again by the next session |" in md
 
 
 def test_chart_is_a_png_with_lanes_and_samples(home: Path, tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ def test_steps_have_their_times_outcomes_tries_and_restart_reasons() -> None:
     assert (depool.start, depool.end, depool.duration, depool.outcome) == (100.1, 101.0, 0.9, "changed")
     assert syn.duration == 15.0 and [r["reason"] for r in syn.restarts] == ["new SYN from 127.0.0.1"] * 2
     assert (stop.attempts, stop.errors, stop.outcome) == (2, ["timeout"], "changed")  # applied again after the kill
+    assert stop.interrupted and not syn.interrupted and not gate.interrupted
     assert gate.gate and gate.outcome == "no-op" and gate.description == "healthy"
     assert by[("kafka1002", 1)].outcome == "pending" and by[("kafka1002", 1)].start is None
     assert [e["event"] for e in report.events] == ["reboot_intent"]  # restarts are the step's, not events
