@@ -503,18 +503,6 @@ class Environment:
             self._health_watch.start()
         return self._health_watch
 
-    def sample_urp(self, run_id: str, snapshot: Any) -> None:
-        """Append (time, under-replicated partitions) to the run's ``urp.jsonl``: the post-check's chart
-        shows what the cluster went through during the run, not only before and after."""
-        if not run_id:
-            return
-        from kafkaops.engine.journal import runs_dir
-        from kafkaops.health.check import URP_SAMPLES
-
-        urp = sum(1 for p in snapshot.partitions if p.under_replicated)
-        with open(runs_dir(self.home) / run_id / URP_SAMPLES, "a") as f:
-            f.write(json.dumps([round(snapshot.taken_at, 3), urp]) + "\n")
-
     def urp_samples(self, run_id: str) -> list[tuple[float, int]]:
         from kafkaops.engine.journal import runs_dir
         from kafkaops.health.check import URP_SAMPLES, read_urp_samples

@@ -14,7 +14,6 @@ the retryable :class:`~kafkaops.errors.CheckFailed` the runner understands.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -200,27 +199,21 @@ def plan_ranges(now: OffsetsSnapshot, baseline_ends: Mapping[tuple[str, int], in
     return tuple(out)
 
 
-#: What a run writes beside its ``baseline.json``: one ``[unix seconds, URP]`` JSON array per line.
-URP_SAMPLES = "urp.jsonl"
+#: What a run writes beside its ``baseline.json``: the cluster sampled while it ran
+#: (:mod:`kafkaops.systems.run_samples`, one JSON object per line).
+URP_SAMPLES = "samples.jsonl"
 
 
 def read_urp_samples(path: Path) -> list[tuple[float, int]]:
-    """The URP counts a run sampled while it worked (``urp.jsonl``); none when the file is absent.
+    """The URP counts a run sampled while it worked (``samples.jsonl``); none when the file is absent.
 
-    A run appends a sample at each step that looks at the cluster, so the chart shows what the cluster
-    went through during the run, not only before and after. A torn last line (a run killed while
-    writing) is skipped.
+    The run's sampler takes one every 2 s for as long as the run's process lives, so the chart shows
+    what the cluster went through during the run, not only before and after. A sample Kafka did not
+    answer, and a torn last line (a run killed while writing), are skipped.
     """
-    samples: list[tuple[float, int]] = []
-    if not path.is_file():
-        return samples
-    for line in path.read_text().splitlines():
-        try:
-            t, n = json.loads(line)
-            samples.append((float(t), int(n)))
-        except (ValueError, TypeError):
-            continue
-    return samples
+    from kafkaops.systems.run_samples import read_samples
+
+    return [(float(s["t"]), int(s["urp"])) for s in read_samples(path) if "urp" in s]
 
 
 def _admin(cluster: Cluster, timeout: float) -> KafkaAdmin:

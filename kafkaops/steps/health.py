@@ -92,9 +92,7 @@ class PostCheck(StepBase):
         svc = env(ctx)
 
         def healthy() -> tuple[bool, str]:
-            snap = svc.kafka.snapshot()
-            svc.sample_urp(ctx.run_id, snap)
-            s = cluster_health(snap)
+            s = cluster_health(svc.kafka.snapshot())
             return s.healthy, (f"{len(s.offline)} offline, {len(s.under_replicated)} URP, "
                                f"{len(s.under_min_isr)} under min ISR")
 

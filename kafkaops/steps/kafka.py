@@ -49,13 +49,9 @@ FAST_POLL = 0.1
 
 
 def _snapshot(ctx: RunContext, *, configs: bool = False) -> ClusterSnapshot:
-    """Leaders/ISR always; topic configs (min ISR) only where a decision needs them. Every snapshot taken
-    during a run is also a URP sample for the post-check's chart. While planning, the cluster as the
-    steps planned before will have left it (:mod:`kafkaops.steps.projection`)."""
-    svc = env(ctx)
-    snap = svc.kafka.snapshot(with_configs=configs)
-    svc.sample_urp(ctx.run_id, snap)
-    return project_snapshot(snap, ctx)
+    """Leaders/ISR always; topic configs (min ISR) only where a decision needs them. While planning, the
+    cluster as the steps planned before will have left it (:mod:`kafkaops.steps.projection`)."""
+    return project_snapshot(env(ctx).kafka.snapshot(with_configs=configs), ctx)
 
 
 def _registered(ctx: RunContext) -> list[int]:

@@ -103,7 +103,7 @@ def test_healthy_topics_pass_via_the_cli(lab_cluster: Cluster, tmp_path: Path) -
     assert snap.returncode == 0, snap.stderr
     # As a run leaves it: URP samples beside its baseline go into the standalone check's chart too.
     sampled_at = round(time.time(), 3)
-    (tmp_path / "urp.jsonl").write_text(f"[{sampled_at}, 7]\n")
+    (tmp_path / "samples.jsonl").write_text(json.dumps({"t": sampled_at, "urp": 7, "offline": 0}) + "\n")
     for topic in (eq, cf):
         assert _produce(lab_cluster, topic, [ProduceRecord(_event(i), partition=i % 3) for i in range(150)]) == 150
     chart = tmp_path / "chart.png"

@@ -149,9 +149,6 @@ class FakeEnv(Environment):
     def kafka(self) -> Any:
         return SimpleNamespace(snapshot=lambda with_configs=False: self.snapshot)
 
-    def sample_urp(self, run_id: str, snapshot: Any) -> None:
-        pass
-
     def host(self, name: str) -> Any:
         return SimpleNamespace(name=name, broker_id=int(name.removeprefix("kafka")))
 
