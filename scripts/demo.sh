@@ -36,4 +36,6 @@ step "kafkaops status lab"
 kafkaops status lab
 step "post-check report: kafkaops check lab --baseline <run>/baseline.json   (Spark scan of the data)"
 kafkaops check lab --baseline "$KAFKAOPS_HOME/runs/$run/baseline.json" --chart "$KAFKAOPS_HOME/demo-post-check.png"
-echo "chart: $KAFKAOPS_HOME/demo-post-check.png   journal: $KAFKAOPS_HOME/runs/$run/journal.jsonl"
+step "kafkaops runs show $run --chart ...   (the run as a report, and its timeline)"
+kafkaops runs show "$run" --chart "$KAFKAOPS_HOME/demo-timeline.png"
+echo "charts: $KAFKAOPS_HOME/demo-post-check.png $KAFKAOPS_HOME/demo-timeline.png   journal: $KAFKAOPS_HOME/runs/$run/journal.jsonl"
