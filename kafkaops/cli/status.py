@@ -129,7 +129,9 @@ def quorum_state(cluster: Any) -> dict[str, Any]:
         "high_watermark": status.high_watermark, "max_follower_lag": status.max_follower_lag,
         "voters": [{"node_id": v.node_id, "host": names.get(v.node_id, "?"), "leader": v.leader, "lag": v.lag,
                     "behind_ms": v.behind_ms, "caught_up": v.caught_up,
-                    "log_end_offset": rows[v.node_id].log_end_offset} for v in view.voters],
+                    "log_end_offset": rows[v.node_id].log_end_offset,
+                    "last_fetch_ms": rows[v.node_id].last_fetch_ms,
+                    "last_caught_up_ms": rows[v.node_id].last_caught_up_ms} for v in view.voters],
         "observers": [{"node_id": o.node_id, "host": names.get(o.node_id, "?"), "lag": o.lag} for o in view.observers],
     }
 
