@@ -150,8 +150,7 @@ def _timeline(run_dir: Path) -> str:
     """Draw the run's timeline so far (its journal and samples, in ``run_dir``) beside the post-check
     report, and the Markdown that embeds it: the reviewer sees when each host was down next to the
     findings. Nothing when the run has no journal there (a post-check outside a run)."""
-    import json
-
+    from kafkaops.engine.journal import Journal
     from kafkaops.engine.timeline import run_report
     from kafkaops.health.timeline_chart import draw
     from kafkaops.systems.run_samples import read_samples
@@ -159,12 +158,7 @@ def _timeline(run_dir: Path) -> str:
     journal = run_dir / "journal.jsonl"
     if not journal.exists():
         return ""
-    records = []
-    for line in journal.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            continue
+    records = Journal(journal).records()
     draw(run_report(records, alive=True), read_samples(run_dir / "samples.jsonl"), run_dir / "timeline.png")
     return "\n## The run's timeline\n\n![the run's timeline: a lane per host, URP and produce rate](timeline.png)\n"
 

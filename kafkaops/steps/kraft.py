@@ -46,6 +46,17 @@ def _active(ctx: RunContext, host: Host) -> bool:
     return svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
 
 
+def _process(ctx: RunContext, template: str) -> Observation:
+    """Whether the controller's process runs (projected stopped after this run's stop, while planning),
+    and the command ``template`` the step would send."""
+    host = target_host(ctx)
+    active = False if ctx.projected.get(_key(host.broker_id)) == STOPPED else _active(ctx, host)
+    return Observation({"host": host.name, "node": host.broker_id, "active": active,
+                        "command": env(ctx).command(host, template)},
+                       summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}"
+                               + provenance(ctx, [_key(host.broker_id)]))
+
+
 class QuorumGate(StepBase):
     """Refuse unless the quorum has a leader, every other voter is caught up, and a majority stays caught up."""
 
@@ -75,13 +86,7 @@ class StopController(StepBase):
     """Stop a KRaft controller node and wait until its process is gone and the quorum has a leader."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        host = target_host(ctx)
-        svc = env(ctx)
-        active = False if ctx.projected.get(_key(host.broker_id)) == STOPPED else _active(ctx, host)
-        return Observation({"host": host.name, "node": host.broker_id, "active": active,
-                            "command": svc.command(host, "kafka_stop")},
-                           summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}"
-                                   + provenance(ctx, [_key(host.broker_id)]))
+        return _process(ctx, "kafka_stop")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -121,14 +126,7 @@ class StartController(StepBase):
     """Start a KRaft controller node and wait until its process runs."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        host = target_host(ctx)
-        svc = env(ctx)
-        projected = ctx.projected.get(_key(host.broker_id))
-        active = False if projected == STOPPED else _active(ctx, host)
-        return Observation({"host": host.name, "node": host.broker_id, "active": active,
-                            "command": svc.command(host, "kafka_start")},
-                           summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}"
-                                   + provenance(ctx, [_key(host.broker_id)]))
+        return _process(ctx, "kafka_start")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
