@@ -32,3 +32,21 @@ def test_one_line_per_change_of_state_and_a_live_status_per_poll() -> None:
     polls = [s for s in statuses if s is not None]
     assert len(polls) > 10 and statuses[-1] is None  # redrawn at every poll, cleared when the wait ends
     assert "(waiting, " in polls[0] and "s of 10s)" in polls[0]
+
+
+def test_the_live_status_is_drawn_on_a_terminal_and_gone_after() -> None:
+    import io
+
+    from rich.console import Console
+
+    from kafkaops.cli.common import LiveStatus
+
+    out = io.StringIO()
+    live = LiveStatus(Console(file=out, force_terminal=True, width=100))
+    live("kafka1001: broker 1001 back in every ISR: 'in sync in 1/3' (waiting, 1s of 60s)")
+    live("kafka1001: broker 1001 back in every ISR: 'in sync in [red]2/3' (waiting, 2s of 60s)")
+    assert live._status is not None
+    live(None)
+    assert live._status is None
+    live(None)  # clearing twice is harmless
+    assert "in sync in [red]2/3" in out.getvalue()  # text from a host is shown literally, never as markup
