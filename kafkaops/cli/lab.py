@@ -13,7 +13,9 @@ from kafkaops.errors import LabError
 app = typer.Typer(
     help=(
         "The local lab: ZooKeeper, three Kafka 3.9 brokers, etcd + conftool, one sshd per host, an "
-        "eventbus HTTP service per host behind a pybal-like load balancer. All on 127.0.10.0/24."
+        "eventbus HTTP service per host behind a pybal-like load balancer. All on 127.0.10.0/24. Also the "
+        "stretch lab (--brokers 4 --dcs eqiad,codfw, 127.0.20.0/24) and the KRaft lab (--mode kraft: "
+        "Kafka 4.x, three controller nodes + three brokers, 127.0.50.0/24); pick one with --lab."
     ),
     no_args_is_help=True,
 )
