@@ -55,6 +55,10 @@ def summarise(error: BaseException | str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: The config conftool's process-wide backend was last set up for (see :meth:`Conftool._backend`).
+_active: list[str] = [""]
+
+
 class Conftool:
     """Pool state through the real conftool library; writes refuse themselves in a dry-run."""
 
@@ -86,15 +90,30 @@ class Conftool:
             audit.propagate = False
             client.set_audit_logger(audit)
             _clients[self.config_path] = client
+            _active[0] = self.config_path  # ConftoolClient() set the process-wide backend up for it
             self._node = client.get("node")
         return self._node
+
+    def _backend(self) -> Any:
+        """The node type, with conftool's process-wide backend pointing at *this* config's etcd.
+
+        conftool keeps one backend per process (``Entity.setup`` sets class attributes). A process that
+        talks to two conftool configs — the test session with the default and the KRaft lab, an operator's
+        script over two sites — would otherwise ask the etcd of whichever was set up last."""
+        node = self.node
+        if _active[0] != self.config_path:
+            from conftool.kvobject import Entity
+
+            Entity.setup(_clients[self.config_path].configuration)
+            _active[0] = self.config_path
+        return node
 
     def _obj(self, fqdn: str, tags: Mapping[str, str]) -> Any:
         missing = [t for t in ("dc", "cluster", "service") if t not in tags]
         if missing:
             raise ConfigError(f"conftool tags of {fqdn} lack {', '.join(missing)}",
                               hint="set hosts.<host>.conftool: {dc, cluster, service} in the inventory")
-        node = self.node
+        node = self._backend()
         _backend_errors.messages.clear()
         try:
             obj = node(tags["dc"], tags["cluster"], tags["service"], fqdn)
@@ -141,7 +160,7 @@ class Conftool:
         query = {k: re.compile(f"^{re.escape(v)}$") for k, v in tags.items()}
         try:
             return sorted((PoolState(host=o.name, service=o.tags["service"], pooled=o.pooled, weight=int(o.weight))
-                           for o in self.node.query(query)), key=lambda s: s.host)
+                           for o in self._backend().query(query)), key=lambda s: s.host)
         except Exception as exc:
             raise self._unreachable(exc) from exc
 

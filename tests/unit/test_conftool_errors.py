@@ -32,3 +32,21 @@ def test_library_error_chains_are_summarised_in_one_short_line() -> None:
     assert line == "NewConnectionError: Failed to establish a new connection: [Errno 111] Connection refused"
     assert summarise("a\nb  c") == "a b c"
     assert len(summarise("x" * 5000)) == 160
+
+
+def test_two_configs_in_one_process_each_ask_their_own_etcd(tmp_path: Path) -> None:
+    """conftool keeps one backend per process: the adapter points it at the config each call is for (the test
+    session's default and KRaft labs, an operator's script over two sites). Both etcds are down here; the
+    library's backend is checked after each call."""
+    from conftool.kvobject import Entity
+
+    configs = {}
+    for name, port in (("a", 9), ("b", 7)):  # discard and echo: nothing listens on either
+        configs[name] = tmp_path / f"{name}.yaml"
+        configs[name].write_text(f"driver: etcd\nhosts: ['http://127.0.0.1:{port}']\nnamespace: /conftool\n"
+                                 "api_version: v1\npools_path: pools\n")
+    a, b = Conftool(str(configs["a"])), Conftool(str(configs["b"]))
+    for client, port in ((a, 9), (b, 7), (a, 9), (b, 7)):
+        with pytest.raises(UnreachableError):
+            client.get("kafka1001.example", TAGS)
+        assert Entity.config.hosts == [f"http://127.0.0.1:{port}"]
