@@ -78,8 +78,10 @@ class Conftool:
                 conftool_log.addHandler(_backend_errors)
                 conftool_log.propagate = False
             try:
-                client = _clients.get(self.config_path) or ConftoolClient(
-                    configfile=self.config_path, schema={}, irc_logging=False)
+                client = _clients.get(self.config_path)
+                if client is None:
+                    client = ConftoolClient(configfile=self.config_path, schema={}, irc_logging=False)
+                    _active[0] = self.config_path  # the constructor set the process-wide backend up for it
             except Exception as exc:
                 raise ConfigError(f"cannot load conftool config {self.config_path}: {exc}",
                                   hint="check conftool.config in the inventory") from exc
@@ -90,7 +92,6 @@ class Conftool:
             audit.propagate = False
             client.set_audit_logger(audit)
             _clients[self.config_path] = client
-            _active[0] = self.config_path  # ConftoolClient() set the process-wide backend up for it
             self._node = client.get("node")
         return self._node
 

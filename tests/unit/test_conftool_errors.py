@@ -46,7 +46,8 @@ def test_two_configs_in_one_process_each_ask_their_own_etcd(tmp_path: Path) -> N
         configs[name].write_text(f"driver: etcd\nhosts: ['http://127.0.0.1:{port}']\nnamespace: /conftool\n"
                                  "api_version: v1\npools_path: pools\n")
     a, b = Conftool(str(configs["a"])), Conftool(str(configs["b"]))
-    for client, port in ((a, 9), (b, 7), (a, 9), (b, 7)):
+    # The same adapters again, and new ones for configs already loaded (the library's client is cached).
+    for client, port in ((a, 9), (b, 7), (a, 9), (Conftool(str(configs["b"])), 7), (Conftool(str(configs["a"])), 9)):
         with pytest.raises(UnreachableError):
             client.get("kafka1001.example", TAGS)
         assert Entity.config.hosts == [f"http://127.0.0.1:{port}"]
