@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -130,3 +131,22 @@ def quiet_windows_hold(cluster: Cluster, watch: SynWatch, home: Path, run_id: st
         assert passed is not None and repool, f"{host.name}: no SYN gate or repool in the journal"
         out[host.name] = len(watch.between(host.address, float(passed), min(repool)))
     return out
+
+
+def kill_after_step(home: Path, proc: subprocess.Popen[str], kind: str, target: str, *, timeout: float = 300) -> str:
+    """SIGKILL the spawned run (its whole process group) right after ``target``'s ``kind`` step is verified
+    in its journal, as a crash there would; return the run's id for the resume. Fails when the run ended
+    first, or never got there."""
+    deadline = time.monotonic() + timeout
+
+    def reached() -> bool:
+        return any(r.get("type") == "step_verified" and r.get("kind") == kind and r.get("target") == target
+                   for r in live_journal(home))
+
+    while time.monotonic() < deadline and proc.poll() is None and not reached():
+        time.sleep(0.2)
+    assert proc.poll() is None, f"the run ended before {target} {kind} could be interrupted"
+    assert reached(), f"{target} {kind} not verified within {timeout:.0f}s"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    return str(live_journal(home)[0]["run_id"])

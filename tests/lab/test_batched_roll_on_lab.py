@@ -12,14 +12,11 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 from pathlib import Path
 
 import pytest
 from harness import Load, kafkaops, output, spawn
-from invariants import live_journal
+from invariants import kill_after_step, live_journal
 
 from kafkaops.model import Cluster
 
@@ -66,20 +63,8 @@ def test_batch_auto_rolls_the_stretch_lab_one_dc_at_a_time_killed_and_resumed(st
         stops = {n: len(h.events("kafka-stop")) for n, h in hosts.items()}
         proc = spawn(home, stretch, "rolling-restart", stretch.name, "--batch", "auto", "--yes", "--no-scan",
                      "--stable-for", "2s", "--reason", "issue 19 batched roll")
-        first = batches[0][0]
-
-        def stopped_first() -> bool:
-            return any(r.get("type") == "step_verified" and r.get("kind") == "kafka.stop_broker"
-                       and r.get("target") == first for r in live_journal(home))
-
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None and not stopped_first():
-            time.sleep(0.2)
-        assert proc.poll() is None, output(proc)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        run_id = kill_after_step(home, proc, "kafka.stop_broker", batches[0][0])
         assert "--batch auto: 2 batch(es)" in output(proc), output(proc)[:3000]
-        run_id = live_journal(home)[0]["run_id"]
         resumed = kafkaops(home, stretch, "resume", run_id)
         assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr + output(proc)[-2000:]
     report = load.report
