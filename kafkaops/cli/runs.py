@@ -140,13 +140,14 @@ def show_cmd(
 ) -> None:
     """Show a run as a report: per host and step its start, duration, outcome, retries and why its waits
     started again; the operator, reason and task; where it was paused, killed and resumed."""
-    from kafkaops.engine.journal import Journal
+    from kafkaops.engine.journal import Journal, replay
     from kafkaops.engine.timeline import run_report
 
     journal = Journal.open(run_id)
-    state = journal.replay()
+    records = journal.records()  # read once: the state and the report are folded from the same records
+    state = replay(records, run_id=journal.run_id)
     row = _run_row(state)
-    timeline = run_report(journal.records(), alive=row["status"] == "running")
+    timeline = run_report(records, alive=row["status"] == "running")
     report = timeline.to_dict()
     steps = []
     by_key = {(s["target"], s["step"]): s for s in report["steps"]}

@@ -185,9 +185,7 @@ def run_report(records: Iterable[Mapping[str, Any]], *, alive: bool = False) -> 
     sessions = _sessions(recs)
     if sessions and sessions[-1].ended_by == "running" and not alive:
         sessions[-1].ended_by = "killed"
-    status = "running"
-    for s in sessions:
-        status = s.ended_by
+    status = sessions[-1].ended_by if sessions else "running"
     all_ts = [float(r["ts"]) for r in recs if r.get("ts")]
     return RunReport(
         run_id=str(started.get("run_id", "")), runbook=str((started.get("runbook") or {}).get("name", "")),

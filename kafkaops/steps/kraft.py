@@ -10,7 +10,6 @@ one that started is not yet a voter that has caught up.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from kafkaops.engine.context import RunContext
@@ -110,7 +109,6 @@ class StopController(StepBase):
         svc = env(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
-        svc.facts(ctx.run_id).set(f"kafka_stop_sent/{host.name}", time.time())
         svc.change(host, svc.command(host, "kafka_stop"), timeout=timeout)
         wait(ctx, lambda: (not _active(ctx, host), "still shutting down"),
              what=f"controller {host.broker_id} stopped", timeout=timeout)
