@@ -36,7 +36,8 @@ from kafkaops.model import Cluster, Host
 
 if TYPE_CHECKING:
     from kafkaops.engine.lock import LockBackend
-    from kafkaops.systems.conftool import Conftool
+    from kafkaops.systems.conftool import Conftool, Discovery
+    from kafkaops.systems.groups import ConsumerGroups
     from kafkaops.systems.health_watch import HealthWatch
     from kafkaops.systems.kafka import KafkaAdmin
     from kafkaops.systems.quorum import MetadataQuorum
@@ -195,6 +196,8 @@ class Environment:
         self._facts: dict[str, RunFacts] = {}
         self._health_watch: HealthWatch | None = None
         self._reassigner: Reassigner | None = None
+        self._sites: dict[str, Environment] = {}
+        self._discovery: Discovery | None = None
 
     # --- building ---------------------------------------------------------------------------------
 
@@ -347,6 +350,41 @@ class Environment:
             self._conftool = Conftool(self.cluster.conftool_config, dry_run=self.dry_run)
         return self._conftool
 
+    # --- a multi-site inventory's sites ---------------------------------------------------------------
+
+    def site(self, dc: str) -> Environment:
+        """The environment of site ``dc`` of a multi-site inventory (its Kafka, conftool, hosts), sharing
+        this one's dry-run, state directory and journal."""
+        if dc not in self.cluster.sites:
+            known = ", ".join(self.cluster.sites) or "none (not a multi-site inventory)"
+            raise ConfigError(f"{self.cluster.name} has no site {dc!r} ({self.cluster.source})", hint=f"sites: {known}")
+        if dc not in self._sites:
+            site = self.cluster.sites[dc]
+            self._sites[dc] = Environment(site, inventory=site.source, dry_run=self.dry_run, home=self.home,
+                                          kafka_timeout=self.kafka_timeout, confirm=self.confirm,
+                                          lock_dir=self.lock_dir)
+        return self._sites[dc]
+
+    @property
+    def discovery(self) -> Discovery:
+        """The discovery records (conftool) of a multi-site inventory."""
+        if self._discovery is None:
+            if not self.cluster.conftool_config:
+                raise ConfigError(f"{self.cluster.name} has no discovery.config in {self.cluster.source}",
+                                  hint="add discovery: {etcd: ..., config: /etc/conftool/config.yaml}")
+            from kafkaops.systems.conftool import Discovery
+
+            self._discovery = Discovery(self.cluster.conftool_config, dry_run=self.dry_run)
+        return self._discovery
+
+    def groups(self, dc: str) -> ConsumerGroups:
+        """Consumer groups on site ``dc``'s cluster (a new client: a translation asks a few times)."""
+        from kafkaops.systems.groups import ConsumerGroups
+
+        site = self.site(dc).cluster
+        return ConsumerGroups(site.bootstrap_servers, cluster=site.name, timeout=self.kafka_timeout,
+                              dry_run=self.dry_run)
+
     @contextmanager
     def zookeeper(self) -> Iterator[ZooKeeper | None]:
         """A ZooKeeper session, or None for KRaft clusters (callers fall back to Kafka metadata)."""
@@ -480,7 +518,7 @@ class Environment:
     def run_sampler(self, path: Path) -> RunSampler | None:
         """A sampler of the cluster's URP and produce rate for the run's chart, on its own client; None in a
         dry-run (a plan is not a run). The runner starts it for each process of a run."""
-        if self.dry_run:
+        if self.dry_run or self.cluster.multi_site:  # a switchover's samples would be two clusters' (not yet)
             return None
         from kafkaops.systems.kafka import KafkaAdmin
         from kafkaops.systems.run_samples import RunSampler
@@ -510,6 +548,8 @@ class Environment:
         return read_urp_samples(runs_dir(self.home) / run_id / URP_SAMPLES) if run_id else []
 
     def close(self) -> None:
+        for site in self._sites.values():
+            site.close()
         if self._health_watch is not None:
             self._health_watch.stop()
         if self._ssh is not None:

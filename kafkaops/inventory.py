@@ -20,14 +20,14 @@ from typing import Any
 import yaml
 
 from kafkaops.errors import ConfigError, UnknownHostError
-from kafkaops.model import Cluster, Host, Service, SshEndpoint
+from kafkaops.model import Cluster, Host, Service, SshEndpoint, SwitchedService
 
 #: Command templates every inventory must define; runbooks fail to bind without them.
 REQUIRED_COMMANDS = ("kafka_stop", "kafka_start", "kafka_status", "reboot", "boot_id")
 #: Templates a runbook may use when present.
 OPTIONAL_COMMANDS = ("service_restart", "service_status", "deploy", "syn_capture", "service_log",
                      "service_pid", "deploy_revision", "system_state", "kafka_log", "failed_events_read",
-                     "kafka_reassign", "kafka_metadata_quorum")
+                     "kafka_reassign", "kafka_metadata_quorum", "vip_syn_capture")
 #: What ``environment:`` may say: a lab needs no --yes for a benchmark; production is the default.
 ENVIRONMENTS = ("production", "lab")
 
@@ -306,6 +306,8 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     p = Path(path) if path else default_inventory()
     doc = _Doc(p)
     top = _Reader(doc, doc.data if doc.data is not None else {}, "")
+    if top.has("sites"):
+        return _load_sites(doc, top, p)
     top.allow("cluster", "environment", "kafka", "conftool", "ssh", "commands", "services", "hosts", "deploy_host",
               "checkpoints", "controllers")
     environment = top.text("environment", "production") or "production"
@@ -397,6 +399,61 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
         pool_weight=pool_weight,
         checkpoints=checkpoints,
         controllers=tuple(controllers),
+    )
+
+
+_DNSDISC = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+
+
+def _load_sites(doc: _Doc, top: _Reader, path: Path) -> Cluster:
+    """A multi-site inventory: each DC's cluster (its own inventory file), where the discovery records
+    live, and the services a switchover moves between the sites."""
+    top.allow("sites", "environment", "clusters", "discovery", "switchover")
+    environment = top.text("environment", "production") or "production"
+    if environment not in ENVIRONMENTS:
+        raise doc.error("environment", f"expected one of {', '.join(ENVIRONMENTS)}, got {environment!r}")
+    clusters_r = top.sub("clusters")
+    assert clusters_r is not None
+    sites: dict[str, Cluster] = {}
+    for dc in clusters_r.data:
+        file = clusters_r.text(str(dc)) or ""
+        site_path = Path(file) if Path(file).is_absolute() else path.parent / file
+        if not site_path.is_file():
+            raise doc.error(clusters_r.key(str(dc)), f"no inventory file {site_path}")
+        site = load_inventory(site_path)
+        if site.multi_site:
+            raise doc.error(clusters_r.key(str(dc)), f"{site_path} is itself a multi-site inventory")
+        wrong = sorted({h.dc for h in site.hosts} - {str(dc)})
+        if wrong:
+            raise doc.error(clusters_r.key(str(dc)), f"{site_path} has hosts in DC {', '.join(wrong)}, not {dc}: "
+                            "each site is one DC's cluster")
+        sites[str(dc)] = site
+    if len(sites) < 2:
+        raise doc.error("clusters", "a multi-site inventory needs two sites or more (dc: inventory file)")
+    names = [s.name for s in sites.values()]
+    if len(set(names)) < len(names):
+        raise doc.error("clusters", f"two sites are the same cluster ({', '.join(names)})")
+    discovery = top.sub("discovery")
+    assert discovery is not None
+    discovery.allow("etcd", "config")
+    switched: dict[str, SwitchedService] = {}
+    sw = top.sub("switchover", required=False)
+    for name in (sw.data if sw is not None else {}):
+        assert sw is not None
+        r = sw.sub(str(name))
+        assert r is not None
+        r.allow("discovery", "consumer_groups")
+        record = r.text("discovery", str(name)) or str(name)
+        if not _DNSDISC.fullmatch(record):
+            raise doc.error(r.key("discovery"), f"{record!r} is not a discovery record name (a-z, 0-9, - and _)")
+        groups = r.str_list("consumer_groups")
+        bad = [g for g in groups if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", g)]
+        if bad:
+            raise doc.error(r.key("consumer_groups"), f"{bad[0]!r} is not a Kafka group id (letters, digits, . _ -)")
+        switched[str(name)] = SwitchedService(str(name), record, tuple(groups))
+    return Cluster(
+        name=top.text("sites") or "", bootstrap_servers="", hosts=(), source=str(path), environment=environment,
+        etcd=discovery.text("etcd"), conftool_config=discovery.text("config"), sites=sites, switched=switched,
     )
 
 

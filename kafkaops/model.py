@@ -72,8 +72,19 @@ class Host:
 
 
 @dataclass(frozen=True)
+class SwitchedService:
+    """A service that runs in several sites, one of them active: which conftool discovery record says so,
+    and the consumer groups that must follow it to the other site (their offsets translated)."""
+
+    name: str  # eventbus
+    discovery: str  # the conftool discovery object's name (its ``dnsdisc`` tag)
+    consumer_groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Cluster:
-    """A Kafka cluster as the inventory describes it."""
+    """A Kafka cluster as the inventory describes it — or (``sites``) the sites of a multi-DC deployment:
+    one cluster per DC, MirrorMaker 2 between them, discovery records in conftool saying which is active."""
 
     name: str
     bootstrap_servers: str
@@ -91,11 +102,23 @@ class Cluster:
     # KRaft controller-only nodes (the quorum's voters), apart from ``hosts`` (the brokers): every
     # broker procedure iterates ``hosts``; only a roll asked to (``--role controllers|all``) takes these.
     controllers: tuple[Host, ...] = ()
+    # A multi-site inventory: DC -> that site's cluster. Its own ``hosts`` are empty (each host belongs to
+    # its site's cluster) and ``etcd``/``conftool_config`` are where the discovery records live.
+    sites: Mapping[str, Cluster] = field(default_factory=dict)
+    switched: Mapping[str, SwitchedService] = field(default_factory=dict)
 
     @property
     def kraft(self) -> bool:
         """A KRaft cluster: metadata in Kafka's own quorum, no ZooKeeper (every cluster on Kafka 4)."""
-        return not self.zookeeper
+        return not self.zookeeper and not self.sites
+
+    @property
+    def multi_site(self) -> bool:
+        return bool(self.sites)
+
+    def site(self, dc: str) -> Cluster:
+        """The cluster of site ``dc``; KeyError when the inventory has no such site."""
+        return self.sites[dc]
 
     def host(self, name: str) -> Host | None:
         """Find a host (a broker, or a controller node) by short name or FQDN."""

@@ -92,6 +92,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "service_restart": frozenset({"service"}), "service_status": frozenset({"service"}),
     "service_pid": frozenset({"service"}), "service_log": frozenset({"service", "since"}),
     "syn_capture": frozenset({"port", "window", "vip"}),
+    "vip_syn_capture": frozenset({"port", "window", "vip"}),
     "kafka_log": frozenset({"since"}), "failed_events_read": frozenset({"path"}),
     "deploy": frozenset({"rev", "message", "repo", "deploy_host"}), "deploy_revision": frozenset({"repo"}),
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything kafkaops and its lab need, idempotently, on a fresh Debian machine:
 #   Debian packages (etcd, OpenSSH server, tcpdump, kcat, ab, a JDK, Maven),
-#   the project with its extras (pip), the jars (Maven Central, cached outside git): Kafka 3.9 broker
+#   the project with its extras (pip), the jars (Maven Central, cached outside git): Kafka 3.9 broker (and MirrorMaker 2)
 #   and Kafka 4.x (the KRaft lab)
 #   + CLI tools + log4j binding, Spark's Kafka connector matching pyspark, and the post-check's own
 #   Spark reader, compiled here against pyspark.
@@ -46,7 +46,8 @@ resolve() {  # resolve POM OUTDIR [extra mvn args]
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/maven/kafka.pom.xml)
-if [ ! -f "$CACHE/jars/kafka/kafka_2.13-$kafka_version.jar" ] || [ ! -f "$CACHE/jars/kafka/kafka-tools-$kafka_version.jar" ]; then
+if [ ! -f "$CACHE/jars/kafka/kafka_2.13-$kafka_version.jar" ] || [ ! -f "$CACHE/jars/kafka/kafka-tools-$kafka_version.jar" ] \
+   || [ ! -f "$CACHE/jars/kafka/connect-mirror-$kafka_version.jar" ]; then
   resolve scripts/maven/kafka.pom.xml "$CACHE/jars/kafka"
 fi
 kafka4_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/maven/kafka4.pom.xml)

@@ -19,4 +19,5 @@ COMMAND_MODULES = {
     "service": "service",
     "failed-events": "failed_events",
     "placement": "placement",
+    "switchover": "switchover", "offsets": "switchover",
 }

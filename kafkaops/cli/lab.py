@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -15,7 +16,9 @@ app = typer.Typer(
         "The local lab: ZooKeeper, three Kafka 3.9 brokers, etcd + conftool, one sshd per host, an "
         "eventbus HTTP service per host behind a pybal-like load balancer. All on 127.0.10.0/24. Also the "
         "stretch lab (--brokers 4 --dcs eqiad,codfw, 127.0.20.0/24) and the KRaft lab (--mode kraft: "
-        "Kafka 4.x, three controller nodes + three brokers, 127.0.50.0/24); pick one with --lab."
+        "Kafka 4.x, three controller nodes + three brokers, 127.0.50.0/24) and the two-site lab (--sites "
+        "eqiad,codfw: two clusters, MirrorMaker 2, discovery records; 127.0.60.0/24 and 127.0.70.0/24); "
+        "pick one with --lab."
     ),
     no_args_is_help=True,
 )
@@ -33,8 +36,8 @@ MODES = {"zookeeper": "lab.yaml", "kraft": "lab-kraft.yaml"}
 
 @app.callback()
 def _which_lab(lab: str = typer.Option("lab", "--lab", metavar="CLUSTER",
-                                       help="Which lab the command acts on: lab (default), lab-stretch or "
-                                            "lab-kraft, each in its own directory "
+                                       help="Which lab the command acts on: lab (default), lab-stretch, "
+                                            "lab-kraft or lab-sites, each in its own directory "
                                             "(~/.local/state/kafkaops/CLUSTER).")) -> None:
     """The lab commands act on one lab: ``--lab`` picks it by its cluster name (before the sub-command:
     ``kafkaops lab --lab lab-stretch down``)."""
@@ -74,13 +77,20 @@ def up(inventory: Path | None = InventoryOpt,
                                        help="zookeeper: Kafka 3.9 with ZooKeeper (the default lab); kraft: Kafka "
                                             "4.x, three controller nodes + three brokers, no ZooKeeper "
                                             "(inventory/lab-kraft.yaml)."),
+       sites: str | None = typer.Option(None, "--sites", metavar="DC,DC",
+                                        help="eqiad,codfw: the two-site lab (inventory/lab-sites.yaml): main-eqiad "
+                                             "and main-codfw, an eventbus per site, MirrorMaker 2 between them, "
+                                             "discovery records in conftool (eqiad active)."),
        ) -> None:
     """Start the lab from scratch (about 30-60 s with jars cached). Refuses if it is already up."""
     from kafkaops.inventory import DEFAULT_INVENTORY_DIR, load_inventory
     from kafkaops.lab import lab
 
-    if sum(x is not None for x in (inventory, mode)) + (brokers is not None or dcs is not None) > 1:
-        raise LabError("give one of --inventory, --mode or --brokers/--dcs")
+    if sum(x is not None for x in (inventory, mode, sites)) + (brokers is not None or dcs is not None) > 1:
+        raise LabError("give one of --inventory, --mode, --sites or --brokers/--dcs")
+    if sites is not None or (inventory is not None and load_inventory(inventory).multi_site):
+        _sites_up(inventory or DEFAULT_INVENTORY_DIR / "lab-sites.yaml", sites)
+        return
     if mode is not None and mode not in MODES:
         raise LabError(f"unknown lab mode {mode!r}", hint=f"modes: {', '.join(MODES)}")
     layout = DEFAULT_INVENTORY_DIR / MODES[mode] if mode else _layout_inventory(brokers, dcs)
@@ -91,11 +101,44 @@ def up(inventory: Path | None = InventoryOpt,
                   f"`kafkaops lab{which} down` to stop")
 
 
+def _sites_up(inventory: Path, wanted: str | None) -> None:
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab import sites as sites_lab
+
+    sites = load_inventory(inventory)
+    if wanted is not None and [d.strip() for d in wanted.split(",")] != list(sites.sites):
+        raise LabError(f"no two-site lab of {wanted!r}", hint=f"{sites.source} has sites {','.join(sites.sites)}")
+    seconds = sites_lab.up(sites, progress=_progress)
+    which = f"kafkaops lab --lab {sites.name}"
+    console.print(f"[green]lab {sites.name} up[/] in {seconds:.1f}s ({', '.join(sites.sites)}) — "
+                  f"`{which} status` to inspect, `{which} down` to stop")
+
+
+def _selected_sites() -> Any:
+    """The multi-site lab ``--lab`` selected (its directory has ``sites.json``), else None."""
+    import json
+
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab import paths
+    from kafkaops.lab.sites import is_sites_lab
+
+    base = paths.lab_dir()
+    if not is_sites_lab(base):
+        return None
+    return load_inventory(json.loads((base / "sites.json").read_text())["inventory"])
+
+
 @app.command()
 def down() -> None:
     """Stop every lab process by pid (idempotent). Data is wiped at the next `up`."""
     from kafkaops.lab import lab
 
+    sites = _selected_sites()
+    if sites is not None:
+        from kafkaops.lab import sites as sites_lab
+
+        console.print(f"lab {sites.name} down ({sites_lab.down(sites, progress=_progress)} processes stopped)")
+        return
     n = lab.down(progress=_progress)
     console.print(f"lab down ({n} processes stopped)")
 
@@ -105,7 +148,13 @@ def status(output: TableOrJson = OutputOpt) -> None:
     """Every lab component and its health. Exit 0 when all are healthy, 12 otherwise."""
     from kafkaops.lab import lab
 
-    components = lab.status()
+    sites = _selected_sites()
+    if sites is not None:
+        from kafkaops.lab import sites as sites_lab
+
+        components = sites_lab.status(sites)
+    else:
+        components = lab.status()
     healthy = all(c.healthy for c in components)
     if output == TableOrJson.json:
         print_json({"healthy": healthy, "components": [c.to_dict() for c in components]})

@@ -269,7 +269,8 @@ def _create_topics(spec: LabSpec) -> None:
     from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
 
     admin = KafkaAdmin(spec.bootstrap_servers, timeout=15, cluster=spec.cluster)
-    admin.create_topics([TopicSpec(name, partitions) for name, partitions in LAB_TOPICS])
+    replicas = min(3, len(spec.brokers))  # a site of the two-site lab has two brokers
+    admin.create_topics([TopicSpec(name, partitions, replicas) for name, partitions in LAB_TOPICS])
     # Leave every partition led by its preferred replica, the state maintenance must restore.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

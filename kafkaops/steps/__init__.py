@@ -10,20 +10,24 @@ from kafkaops.steps import (
     confirm,
     conftool,
     deploy,
+    discovery,
     health,
     host,
     kafka,
     kraft,
     logs,
+    mirror,
+    offsets,
     placement,
     reachability,
     replay,
     service,
+    sites,
     traffic,
 )
 
-__all__ = ["canary", "confirm", "conftool", "deploy", "health", "host", "kafka", "kraft", "logs", "placement",
-           "reachability", "replay", "service", "traffic"]
+__all__ = ["canary", "confirm", "conftool", "deploy", "discovery", "health", "host", "kafka", "kraft", "logs", "mirror",
+           "offsets", "placement", "reachability", "replay", "service", "sites", "traffic"]
 
 
 def register_all() -> None:

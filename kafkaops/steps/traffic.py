@@ -111,3 +111,82 @@ register_step("traffic.wait_zero_syns", WaitZeroSyns, [
     Param("window", "duration", default=10.0, min=1, max=3600, help="how long the count must stay at zero"),
     Param("timeout", "duration", default=300.0, min=1, max=86400, help="give up (and stop the run) after this long"),
 ], check=_window_fits, roles=BROKER)
+
+
+class WaitZeroSynsAtSite(StepBase):
+    """Wait until no new SYN reaches a site's service address (its VIP) for a whole window.
+
+    After a site's discovery record is depooled, clients still holding the old DNS answer keep connecting
+    to that site's VIP until their TTL runs out. MirrorMaker can only be drained — and consumers moved —
+    once nothing new is produced there: this is the gate that proves it, captured on a host of the site.
+    """
+
+    def _where(self, ctx: RunContext) -> tuple[Any, Host, int, str]:
+        from kafkaops.steps.sites import switched
+
+        svc = env(ctx)
+        service = switched(svc, str(self.params["service"]))
+        site = svc.site(str(self.params["site"]))
+        host = site.cluster.hosts[0]
+        spec = next((s for h in site.cluster.hosts for s in h.services if s.name == service.name), None)
+        if spec is None or not spec.vip:
+            from kafkaops.errors import ConfigError
+
+            raise ConfigError(f"{site.cluster.name} has no {service.name} service with a vip ({site.cluster.source})",
+                              hint="add services.<name>.vip to the site's inventory")
+        return site, host, spec.port, spec.vip
+
+    def observe(self, ctx: RunContext) -> Observation:
+        from kafkaops.systems.traffic import capture_command
+
+        _site, host, port, vip = self._where(ctx)
+        command = capture_command(host, host.commands.get("vip_syn_capture"), port, float(self.params["timeout"]),
+                                  vip=vip)
+        return Observation({"site": self.params["site"], "host": host.name, "vip": vip, "port": port,
+                            "window": float(self.params["window"]), "timeout": float(self.params["timeout"]),
+                            "command": command}, summary=f"{vip}:{port} (captured when the step runs)")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        return Action(
+            description=f"wait until {d['site']}'s service address {d['vip']}:{d['port']} gets no new SYN for "
+                        f"{d['window']:.0f}s (timeout {d['timeout']:.0f}s)",
+            commands=(f"on {d['host']}: {d['command']}   (one capture; ends {d['window']:.0f}s after the last SYN)",),
+            impact=f"read-only: proves no client connects to {d['site']} any more",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        from kafkaops.systems.traffic import watch_syns
+
+        site, host, port, vip = self._where(ctx)
+        window = float(self.params["window"])
+        shown = [0.0]
+
+        def restarted(source: str, count: int) -> None:
+            if time.monotonic() - shown[0] >= 1.0:
+                shown[0] = time.monotonic()
+                ctx.progress(f"  {vip}:{port}: new SYN from {source} ({count} so far): the {window:.0f}s window "
+                             "starts again")
+                ctx.record("wait_restarted", reason=f"new SYN from {source}", syns=count)
+
+        ctx.progress(f"  {self.params['site']}: capturing SYNs to {vip}:{port} on {host.name} until {window:.0f}s "
+                     "pass without one")
+        quiet = watch_syns(site.ssh(host), host, host.commands.get("vip_syn_capture"), port, window,
+                           budget=float(self.params["timeout"]), vip=vip, on_syn=restarted,
+                           cancelled=ctx.pause_requested)
+        ctx.progress(f"  {vip}:{port}: no new SYN for {window:.0f}s (waited {quiet.waited:.1f}s, {quiet.syns} SYN(s) "
+                     "before)")
+        env(ctx).facts(ctx.run_id).set(f"site_syn_gate/{self.params['site']}",
+                                       {"window": window, "waited": round(quiet.waited, 3), "syns": quiet.syns})
+
+    def verify(self, ctx: RunContext) -> None:
+        if env(ctx).facts(ctx.run_id).get(f"site_syn_gate/{self.params['site']}") is None:
+            raise CheckFailed(f"SYN gate at {self.params['site']}'s service address did not record a quiet window")
+
+
+register_step("traffic.wait_zero_syns_at_site", WaitZeroSynsAtSite, [
+    Param("service", "str", required=True, help="the service of the inventory's switchover: section"),
+    Param("site", "str", required=True, help="the site (DC) whose service address must go quiet"),
+    Param("window", "duration", default=10.0, min=1, max=3600, help="how long the count must stay at zero"),
+    Param("timeout", "duration", default=300.0, min=1, max=86400, help="give up (and stop the run) after this long"),
+], check=_window_fits)

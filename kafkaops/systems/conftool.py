@@ -59,6 +59,19 @@ def summarise(error: BaseException | str, limit: int = 160) -> str:
 _active: list[str] = [""]
 
 
+#: Object types beside conftool's built-in ``node``: the DNS discovery records of multi-DC services, as
+#: production's conftool-data schema defines them (``discovery/<dnsdisc>/<dc>``, ``pooled`` a bool).
+SCHEMA: dict[str, Any] = {
+    "discovery": {
+        "path": "discovery",
+        "tags": ["dnsdisc"],
+        "schema": {"pooled": {"type": "bool", "default": False},
+                   "references": {"type": "list", "default": []},
+                   "ttl": {"type": "int", "default": 300}},
+    },
+}
+
+
 class Conftool:
     """Pool state through the real conftool library; writes refuse themselves in a dry-run."""
 
@@ -80,7 +93,7 @@ class Conftool:
             try:
                 client = _clients.get(self.config_path)
                 if client is None:
-                    client = ConftoolClient(configfile=self.config_path, schema={}, irc_logging=False)
+                    client = ConftoolClient(configfile=self.config_path, schema=SCHEMA, irc_logging=False)
                     _active[0] = self.config_path  # the constructor set the process-wide backend up for it
             except Exception as exc:
                 raise ConfigError(f"cannot load conftool config {self.config_path}: {exc}",
@@ -162,6 +175,64 @@ class Conftool:
         try:
             return sorted((PoolState(host=o.name, service=o.tags["service"], pooled=o.pooled, weight=int(o.weight))
                            for o in self._backend().query(query)), key=lambda s: s.host)
+        except Exception as exc:
+            raise self._unreachable(exc) from exc
+
+
+class Discovery(Conftool):
+    """The discovery records of multi-DC services (``confctl --object-type discovery``): one object per
+    service and DC whose ``pooled`` says whether clients resolving the service are sent to that DC."""
+
+    def _record_type(self) -> Any:
+        self._backend()
+        return _clients[self.config_path].get("discovery")
+
+    def _record(self, service: str, dc: str) -> Any:
+        kind = self._record_type()
+        _backend_errors.messages.clear()
+        try:
+            obj = kind(service, dc)
+        except Exception as exc:
+            raise self._unreachable(exc) from exc
+        if _backend_errors.messages:
+            raise UnreachableError(f"etcd did not answer for discovery/{service}/{dc} ({self.config_path}): "
+                                   f"{summarise(_backend_errors.messages[0])}",
+                                   hint="check etcd is up and the hosts in the conftool config")
+        return obj
+
+    def states(self, service: str) -> dict[str, bool]:
+        """DC -> pooled, for every discovery record of ``service``."""
+        try:
+            found = self._record_type().query({"dnsdisc": re.compile(f"^{re.escape(service)}$")})
+            return {o.name: bool(o.pooled) for o in sorted(found, key=lambda o: o.name)}
+        except Exception as exc:
+            raise self._unreachable(exc) from exc
+
+    def active(self, service: str) -> list[str]:
+        """The DCs clients of ``service`` are sent to (pooled records)."""
+        return [dc for dc, pooled in self.states(service).items() if pooled]
+
+    @write
+    def set(self, service: str, dc: str, pooled: bool) -> bool:
+        """Pool or depool ``service`` in ``dc``; return the state before."""
+        obj = self._record(service, dc)
+        if not obj.exists:
+            raise ConfigError(f"conftool has no discovery record {service}/{dc}",
+                              hint="create it (confctl --object-type discovery ...) or check switchover: in "
+                                   "the multi-site inventory")
+        before = bool(obj.pooled)
+        if before != pooled:
+            try:
+                obj.update({"pooled": pooled})
+            except Exception as exc:
+                raise self._unreachable(exc) from exc
+        return before
+
+    @write
+    def seed(self, service: str, dc: str, *, pooled: bool) -> None:
+        """Create or overwrite a record (the lab seeds them)."""
+        try:
+            self._record(service, dc).update({"pooled": pooled, "references": [], "ttl": 5})
         except Exception as exc:
             raise self._unreachable(exc) from exc
 

@@ -302,6 +302,16 @@ class KafkaAdmin:
             found.update(self._list_offsets({k: OffsetSpec.latest() for k in missing}))
         return found
 
+    def offsets_at(self, timestamps: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int | None]:
+        """:meth:`offsets_for_times` with a timestamp of its own per partition (one batched request)."""
+        from confluent_kafka.admin import OffsetSpec
+
+        found = self._list_offsets({k: OffsetSpec.for_timestamp(int(ts)) for k, ts in timestamps.items()})
+        missing = [k for k, v in found.items() if v is None]
+        if missing:
+            found.update(self._list_offsets({k: OffsetSpec.latest() for k in missing}))
+        return found
+
     def offset_timestamps(self, request: Mapping[TopicPartitionKey, int | str]
                           ) -> dict[TopicPartitionKey, tuple[int, int] | None]:
         """Which record answers a timestamp query, with that record's own timestamp (read-only).

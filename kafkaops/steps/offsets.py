@@ -1,0 +1,157 @@
+"""Translate a consumer group's position from one site to the other, by timestamp (:mod:`kafkaops.translation`).
+
+The plan lists, per partition, the group's position on the source, the timestamp it stands for, the
+offset on the target it becomes and the records it will read twice, with the guarantee in words. The
+apply commits exactly those offsets on the target (journaled with the action), then checks them.
+A group with members on the target is refused: its consumers would overwrite the commit, and Kafka
+refuses it anyway. Resumable: a target group already at the translated offsets is a no-op.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.errors import CheckFailed, SafetyRefusal
+from kafkaops.steps.common import env, names
+from kafkaops.translation import SourcePosition, guarantee, seek_times, translate
+
+
+def _groups(step: StepBase, ctx: RunContext) -> list[str]:
+    """The ``group`` parameter, else the consumer groups the inventory lists for ``service``."""
+    if step.params.get("group"):
+        return [str(step.params["group"])]
+    from kafkaops.steps.sites import switched
+
+    return list(switched(env(ctx), str(step.params["service"])).consumer_groups)
+
+
+def _already(g: dict[str, Any]) -> bool:
+    """The group's committed offsets on the target are the translated ones (a resumed run's apply is done)."""
+    return all(g["target_current"].get(f"{m['topic']}-{m['partition']}") == m["target_offset"] for m in g["moves"])
+
+
+def _why(g: dict[str, Any], m: dict[str, Any]) -> str:
+    if m["anchor_ts"] is None:
+        return f"{g['from']} position {m['source_committed']} (empty) -> {g['to']} log end {m['target_offset']}"
+    return (f"{g['from']} position {m['source_committed']}, CreateTime {m['anchor_ts']} - {g['margin_ms']}ms -> "
+            f"{g['to']} offset {m['target_offset']}, {m['duplicates']} duplicate(s)")
+
+
+class Translate(StepBase):
+    """Move consumer groups' committed offsets from one site to the other by record timestamp, minus a margin."""
+
+    def _translate(self, ctx: RunContext, group: str) -> dict[str, Any]:
+        svc = env(ctx)
+        src, dst = str(self.params["from_site"]), str(self.params["to_site"])
+        margin_ms = int(float(self.params["margin"]) * 1000)
+        pattern = re.compile(str(self.params.get("topics") or ".*"))
+        source, target = svc.groups(src), svc.groups(dst)
+        state = target.state(group)
+        committed = {k: v for k, v in source.committed(group).items() if pattern.fullmatch(k[0])}
+        source_admin, target_admin = svc.site(src).kafka, svc.site(dst).kafka
+        bounds = source_admin.list_offsets(list(committed))
+        positions = []
+        for (topic, partition), offset in sorted(committed.items()):
+            start, end = bounds.get((topic, partition), (None, None))
+            if start is None or end is None:
+                raise CheckFailed(f"{svc.site(src).cluster.name} did not give the offsets of {topic}-{partition}")
+            positions.append(SourcePosition(topic, partition, offset, start, end))
+        anchors = source.timestamps([(p.topic, p.partition, p.anchor) for p in positions if p.anchor is not None])
+        anchor_ts = {(t, p): ts for (t, p, _o), ts in anchors.items()}
+        seeks = seek_times(positions, anchor_ts, margin_ms)
+        target_topics = set(target_admin.metadata().topics)
+        missing = sorted({p.topic for p in positions} - target_topics)
+        if missing:
+            raise SafetyRefusal(f"refusing to translate {group}: {names(missing)} do not exist on "
+                                f"{svc.site(dst).cluster.name}", hint="check MirrorMaker mirrors them (topics: in "
+                                "its config), or narrow --topics")
+        moves = translate(positions, anchor_ts, margin_ms, target_at=target_admin.offsets_at(seeks),
+                          source_at=source_admin.offsets_at(seeks),
+                          target_end={k: v[1] for k, v in target_admin.list_offsets(
+                              [(p.topic, p.partition) for p in positions if p.anchor is None]).items()})
+        current = target.committed(group)
+        return {"group": group, "from": src, "to": dst, "margin_ms": margin_ms,
+                "target_state": state.state, "target_members": list(state.members),
+                "moves": [m.to_dict() for m in moves],
+                "target_current": {f"{t}-{p}": o for (t, p), o in sorted(current.items())},
+                "guarantee": guarantee(group, src, dst, margin_ms, moves)}
+
+    def observe(self, ctx: RunContext) -> Observation:
+        if self.params.get("service"):
+            from kafkaops.steps.discovery import projected_states
+            from kafkaops.steps.sites import switched
+
+            record = switched(env(ctx), str(self.params["service"])).discovery
+            if projected_states(ctx, record).get(str(self.params["to_site"])):
+                return Observation({"groups": [], "active": self.params["to_site"]},
+                                   summary=f"{self.params['service']} is already active in {self.params['to_site']}")
+        groups = [self._translate(ctx, g) for g in _groups(self, ctx)]
+        return Observation({"groups": groups}, summary="; ".join(
+            f"{g['group']}: {len(g['moves'])} partition(s), {sum(m['duplicates'] for m in g['moves'])} duplicate(s) "
+            f"at most" for g in groups) or "no consumer group listed")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        groups = obs.data["groups"]
+        if obs.data.get("active"):
+            return Noop(f"the service is already active in {obs.data['active']}: its consumers may be reading there "
+                        "(translating now would move them back)")
+        if not groups:
+            return Noop("no consumer group to translate (switchover.<service>.consumer_groups is empty)")
+        for g in groups:
+            if g["target_members"] or g["target_state"] not in ("EMPTY", "DEAD", "UNKNOWN"):
+                raise SafetyRefusal(f"refusing to translate {g['group']}: it is active on {g['to']} "
+                                    f"({g['target_state']}, {len(g['target_members'])} member(s): "
+                                    f"{names(g['target_members'], 3) or '-'})",
+                                    hint=f"stop its consumers on {g['to']} first: their commits would overwrite the "
+                                         "translation")
+        todo = [g for g in groups if not _already(g)]
+        if not todo:
+            return Noop("every group is already at its translated offsets on the target")
+        commands = []
+        for g in todo:
+            offsets = ", ".join(f"{m['topic']}-{m['partition']}={m['target_offset']}" for m in g["moves"])
+            commands.append(f"on {g['to']}: alter_consumer_group_offsets({g['group']}, {offsets})")
+            commands += [f"  {m['topic']}-{m['partition']}: {_why(g, m)}" for m in g["moves"]]
+        first = todo[0]
+        return Action(description="translate " + ", ".join(g["group"] for g in todo) + f" from {first['from']} to "
+                                  f"{first['to']} by timestamp (margin {first['margin_ms'] / 1000:g}s)",
+                      commands=tuple(commands), impact=" | ".join(g["guarantee"] for g in todo),
+                      data={"groups": [{"group": g["group"], "to": g["to"],
+                                        "offsets": [[m["topic"], m["partition"], m["target_offset"]]
+                                                    for m in g["moves"]]} for g in todo]})
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        svc = env(ctx)
+        for g in action.data["groups"]:
+            target = svc.groups(g["to"])
+            state = target.state(g["group"])
+            if state.active:  # a consumer started between the plan and now
+                raise SafetyRefusal(f"refusing to translate {g['group']}: it became active on {g['to']} "
+                                    f"({state.state}, {len(state.members)} member(s))",
+                                    hint=f"stop its consumers on {g['to']}, then `kafkaops resume`")
+            target.set_offsets(g["group"], {(t, p): int(o) for t, p, o in g["offsets"]})
+            ctx.progress(f"  {g['group']}: {len(g['offsets'])} partition(s) committed on {g['to']}")
+        env(ctx).facts(ctx.run_id).set("translated", action.data["groups"])
+
+    def verify(self, ctx: RunContext) -> None:
+        svc = env(ctx)
+        for g in env(ctx).facts(ctx.run_id).get("translated") or []:
+            current = svc.groups(g["to"]).committed(g["group"])
+            wrong = [f"{t}-{p} at {current.get((t, p))}, not {o}" for t, p, o in g["offsets"]
+                     if current.get((t, p)) != o]
+            if wrong:
+                raise CheckFailed(f"{g['group']} on {g['to']}: {names(wrong)}")
+
+
+register_step("offsets.translate", Translate, [
+    Param("from_site", "str", required=True, help="the site (DC) the group read from"),
+    Param("to_site", "str", required=True, help="the site (DC) it will read from"),
+    Param("service", "str", default="", help="the switchover service whose consumer_groups to translate"),
+    Param("group", "str", default="", help="one consumer group (instead of the service's)"),
+    Param("topics", "str", default="", help="only topics matching this regular expression (default: all)"),
+    Param("margin", "duration", default=60.0, min=0, max=86400,
+          help="how far out of timestamp order a record may be and still not be lost"),
+])

@@ -1,0 +1,165 @@
+"""The checks around a switchover: both sites healthy before, the service answering where it went after.
+
+A switchover moves every client of a service to the other site at once, so it starts only when that
+site can take them — its Kafka whole, its service answering behind its VIP — and when MirrorMaker is
+close enough behind that the wait for it to drain (with the service depooled everywhere) is short.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.environment import Environment
+from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal
+from kafkaops.model import SwitchedService
+from kafkaops.steps.common import env, names
+
+
+def switched(svc: Environment, name: str) -> SwitchedService:
+    """The inventory's ``switchover:`` entry of service ``name``."""
+    found = svc.cluster.switched.get(name)
+    if found is None:
+        known = ", ".join(svc.cluster.switched) or "none"
+        raise ConfigError(f"{svc.cluster.name} has no switchover service {name!r} ({svc.cluster.source})",
+                          hint=f"services it switches: {known}")
+    return found
+
+
+def site_health(svc: Environment, dc: str, service: str) -> dict[str, Any]:
+    """One site: Kafka reachable and whole, the service answering its health path through the VIP."""
+    from kafkaops.safety import cluster_health
+    from kafkaops.systems.http import get_json
+
+    site = svc.site(dc)
+    out: dict[str, Any] = {"cluster": site.cluster.name, "problems": []}
+    try:
+        health = cluster_health(site.kafka.snapshot(with_configs=False))
+        out["brokers"] = list(health.brokers)
+        if health.offline:
+            out["problems"].append(f"{len(health.offline)} offline partition(s)")
+        if health.under_replicated:
+            out["problems"].append(f"{len(health.under_replicated)} under-replicated partition(s)")
+        missing = sorted({h.broker_id for h in site.cluster.hosts} - set(health.brokers))
+        if missing:
+            out["problems"].append(f"broker(s) {', '.join(map(str, missing))} not registered")
+    except KafkaOpsError as exc:
+        out["problems"].append(f"Kafka unreachable: {exc}")
+    spec = next((s for h in site.cluster.hosts for s in h.services if s.name == service), None)
+    if spec is None or not spec.vip or not spec.health_path:
+        out["problems"].append(f"no {service} with a vip and health_path in {site.cluster.source}")
+    else:
+        check = get_json(f"http://{spec.vip}:{spec.port}{spec.health_path}", timeout=5)
+        out["service"] = f"{check.url}: {check.status or check.error}"
+        if check.status != 200:
+            out["problems"].append(f"{service} at {spec.vip}:{spec.port} answers {check.status or check.error}")
+    return out
+
+
+class Preflight(StepBase):
+    """Refuse a switchover unless both sites are healthy, the source is the active site and MirrorMaker's
+    lag on every mirrored partition is below the threshold."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        from kafkaops.systems.mirror import MirrorLag
+
+        svc = env(ctx)
+        src, dst = str(self.params["from_site"]), str(self.params["to_site"])
+        service = switched(svc, str(self.params["service"]))
+        for dc in (src, dst):
+            svc.site(dc)  # an unknown site is a ConfigError naming the known ones
+        if src == dst:
+            raise ConfigError(f"--from and --to are both {src}", hint="name two different sites")
+        records = svc.discovery.states(service.discovery)
+        sites = {dc: site_health(svc, dc, service.name) for dc in (src, dst)}
+        max_lag = int(self.params["max_lag"])
+        try:
+            lags = MirrorLag(svc.cluster, src, dst, timeout=svc.kafka_timeout).partitions()
+            lag_rows: list[dict[str, Any]] = [{"partition": f"{p.topic}-{p.partition}", "lag": p.lag} for p in lags]
+            lag_error = None
+        except KafkaOpsError as exc:
+            lag_rows, lag_error = [], str(exc)
+        data = {"service": service.name, "record": service.discovery, "from": src, "to": dst, "records": records,
+                "sites": sites, "max_lag": max_lag, "lag": lag_rows, "lag_error": lag_error,
+                "groups": list(service.consumer_groups)}
+        worst = max((int(r["lag"]) for r in lag_rows), default=0)
+        return Observation(data, summary=f"discovery {service.discovery}: "
+                           + ", ".join(f"{dc} {'pooled' if p else 'depooled'}" for dc, p in records.items())
+                           + f"; mirror {src}->{dst}: {len(lag_rows)} partition(s), worst lag {worst}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        src, dst, records = d["from"], d["to"], d["records"]
+        for dc in (src, dst):
+            if dc not in records:
+                raise SafetyRefusal(f"refusing to switch {d['service']}: no discovery record {d['record']}/{dc}",
+                                    hint="create it in conftool (confctl --object-type discovery)")
+        if not records[src] and records[dst]:
+            return Noop(f"{d['service']} is already active in {dst} only (discovery {d['record']}/{dst} pooled)")
+        if not records[src]:
+            raise SafetyRefusal(f"refusing to switch {d['service']} from {src}: it is not active there "
+                                f"(discovery {d['record']}/{src} depooled)",
+                                hint="check `kafkaops status` of the sites: an earlier switchover may be half done "
+                                     "(`kafkaops runs list`)")
+        for dc in (src, dst):
+            if d["sites"][dc]["problems"]:
+                raise SafetyRefusal(f"refusing to switch {d['service']}: site {dc} is not healthy: "
+                                    + "; ".join(d["sites"][dc]["problems"]),
+                                    hint="let the site recover first (`kafkaops status` of its cluster)")
+        if d["lag_error"]:
+            raise SafetyRefusal(f"refusing to switch {d['service']}: MirrorMaker's lag {src}->{dst} is unknown: "
+                                f"{d['lag_error']}", hint="check MirrorMaker 2 runs the flow")
+        behind = [f"{r['partition']} ({r['lag']})" for r in d["lag"] if r["lag"] > d["max_lag"]]
+        if behind:
+            raise SafetyRefusal(f"refusing to switch {d['service']}: MirrorMaker {src}->{dst} is more than "
+                                f"{d['max_lag']} records behind on {names(behind)}",
+                                hint="wait for it to catch up, or raise --max-lag (the service stays depooled in "
+                                     "both sites while the rest drains)")
+        return Noop(f"gates pass: {src} active, both sites healthy, MirrorMaker {src}->{dst} at most "
+                    f"{max((r['lag'] for r in d['lag']), default=0)} record(s) behind (threshold {d['max_lag']})")
+
+
+class PostCheck(StepBase):
+    """Both sites healthy, the service active in the target site only and answering there."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        svc = env(ctx)
+        src, dst = str(self.params["from_site"]), str(self.params["to_site"])
+        service = switched(svc, str(self.params["service"]))
+        return Observation({"service": service.name, "record": service.discovery, "from": src, "to": dst,
+                            "records": svc.discovery.states(service.discovery),
+                            "sites": {dc: site_health(svc, dc, service.name) for dc in (src, dst)}},
+                           summary="checked when the step runs")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        return Action(description=f"check {d['service']} is active in {d['to']} only and both sites are healthy",
+                      commands=(f"confctl --object-type discovery select 'dnsdisc={d['record']}' get",
+                                *(f"{dc}: metadata (offline, URP, brokers) + GET {v.get('service', '-')}"
+                                  for dc, v in d["sites"].items())),
+                      impact="read-only: the run's end state")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        return None
+
+    def verify(self, ctx: RunContext) -> None:
+        d = self.observe(ctx).data
+        active = sorted(dc for dc, pooled in d["records"].items() if pooled)
+        if active != [d["to"]]:
+            raise CheckFailed(f"{d['service']} is active in {', '.join(active) or 'no site'}, not {d['to']} only")
+        bad = {dc: v["problems"] for dc, v in d["sites"].items() if v["problems"]}
+        if bad:
+            raise CheckFailed("after the switchover: " + "; ".join(f"{dc}: {', '.join(p)}" for dc, p in bad.items()))
+        ctx.progress(f"  {d['service']} active in {d['to']}; both sites whole; "
+                     + "; ".join(f"{dc}: {v.get('service')}" for dc, v in d["sites"].items()))
+
+
+SERVICE = Param("service", "str", required=True, help="the service of the inventory's switchover: section")
+FROM = Param("from_site", "str", required=True, help="the site (DC) the service leaves")
+TO = Param("to_site", "str", required=True, help="the site (DC) the service moves to")
+register_step("sites.preflight", Preflight, [
+    SERVICE, FROM, TO,
+    Param("max_lag", "int", default=1000, min=0, help="records MirrorMaker may be behind per mirrored partition"),
+])
+register_step("sites.post_check", PostCheck, [SERVICE, FROM, TO])

@@ -1,0 +1,129 @@
+"""Consumer offsets from one site to the other, by timestamp (pure: no client library, no I/O).
+
+Offsets mean nothing across clusters: MirrorMaker 2 copies records, not offsets, and the two copies of a
+topic were not born together (``eventstreams-multi-dc.txt``: clients whose offsets were reset after a
+switch back). What does carry over is the record's CreateTime, set by the producer (equal to
+``meta.dt``) and kept by MirrorMaker. So, per partition the group has a position on:
+
+1. on the source, the timestamp ``T`` of the first record the group has not read (of the last one it
+   read, when it is at the end);
+2. on the target, the first offset whose timestamp is >= ``T - margin``: the group resumes there.
+
+Why the margin: events are not ordered by time (``eventstreams-consumer-tips.txt``); a record written
+after the group's position may carry a timestamp older than ``T``. **Zero loss** holds for every record
+at most ``margin`` older than one before it, once the mirror has caught up. The price is **duplicates**:
+the records on the source in ``[first offset with timestamp >= T - margin, position)`` are read again,
+counted exactly here from the source itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+TopicPartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class SourcePosition:
+    """A group's position on one source partition, with the partition's bounds."""
+
+    topic: str
+    partition: int
+    committed: int
+    start: int  # log start offset
+    end: int  # log end offset (high watermark)
+
+    @property
+    def anchor(self) -> int | None:
+        """The record whose timestamp anchors the translation: the first unread one, or the last read one
+        when the group is at the end; None for an empty partition."""
+        if self.end <= self.start:
+            return None
+        return min(max(self.committed, self.start), self.end - 1)
+
+    @property
+    def caught_up(self) -> bool:
+        return self.committed >= self.end
+
+
+@dataclass(frozen=True)
+class PartitionMove:
+    """Where the group resumes on one target partition, and why."""
+
+    topic: str
+    partition: int
+    source_committed: int
+    source_end: int
+    anchor_ts: int | None  # epoch ms; None: an empty source partition
+    seek_ts: int | None  # anchor_ts - margin
+    target_offset: int
+    duplicates: int  # records the group will read twice on this partition
+    note: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"topic": self.topic, "partition": self.partition, "source_committed": self.source_committed,
+                "source_end": self.source_end, "anchor_ts": self.anchor_ts, "seek_ts": self.seek_ts,
+                "target_offset": self.target_offset, "duplicates": self.duplicates, "note": self.note}
+
+
+def seek_times(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartitionKey, int],
+               margin_ms: int) -> dict[TopicPartitionKey, int]:
+    """The timestamp to look up on both sites for each partition that has an anchor."""
+    out = {}
+    for p in positions:
+        key = (p.topic, p.partition)
+        if p.anchor is not None and key in anchor_ts:
+            out[key] = max(0, anchor_ts[key] - margin_ms)
+    return out
+
+
+def translate(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartitionKey, int], margin_ms: int, *,
+              target_at: Mapping[TopicPartitionKey, int | None],
+              source_at: Mapping[TopicPartitionKey, int | None],
+              target_end: Mapping[TopicPartitionKey, int | None]) -> list[PartitionMove]:
+    """The move of every position.
+
+    Args:
+        positions: The group's committed positions on the source.
+        anchor_ts: Timestamp of each position's :attr:`~SourcePosition.anchor` record.
+        margin_ms: How far out of timestamp order a record may be and still not be lost.
+        target_at / source_at: First offset with timestamp >= the partition's :func:`seek_times` value on
+            the target / the source (the log end where no record is that recent).
+        target_end: Log end offsets on the target (where an empty source partition resumes).
+
+    Raises:
+        ValueError: A partition's answer is missing (the caller read it from the clusters: unreadable).
+    """
+    moves = []
+    for p in sorted(positions, key=lambda x: (x.topic, x.partition)):
+        key = (p.topic, p.partition)
+        if p.anchor is None:
+            end = target_end.get(key)
+            if end is None:
+                raise ValueError(f"no log end offset of {p.topic}-{p.partition} on the target")
+            moves.append(PartitionMove(p.topic, p.partition, p.committed, p.end, None, None, end, 0,
+                                       "empty at the source: resumes at the target's log end"))
+            continue
+        if key not in anchor_ts:
+            raise ValueError(f"no timestamp of {p.topic}-{p.partition}@{p.anchor} on the source")
+        seek = max(0, anchor_ts[key] - margin_ms)
+        target, source = target_at.get(key), source_at.get(key)
+        if target is None or source is None:
+            raise ValueError(f"no offset for timestamp {seek} of {p.topic}-{p.partition}")
+        position = max(p.committed, p.start)
+        duplicates = max(0, position - source)
+        note = ("at the end of the source: resumes with what arrives after its last record" if p.caught_up
+                else f"{p.end - position} record(s) not yet read on the source")
+        moves.append(PartitionMove(p.topic, p.partition, p.committed, p.end, anchor_ts[key], seek, target,
+                                   duplicates, note))
+    return moves
+
+
+def guarantee(group: str, source: str, target: str, margin_ms: int, moves: list[PartitionMove]) -> str:
+    """What the plan promises, in words (shown in the plan and the journal)."""
+    dup = sum(m.duplicates for m in moves)
+    return (f"zero loss: every record of {group}'s {len(moves)} partition(s) not yet read on {source} is at or "
+            f"after the translated offset on {target}, for records at most {margin_ms / 1000:g}s out of "
+            f"timestamp order and with the mirror caught up; duplicates: at most {dup} record(s) read again "
+            f"(the {margin_ms / 1000:g}s margin before each position, counted on {source})")
