@@ -281,7 +281,21 @@ def register(app: typer.Typer) -> None:
         from kafkaops.cli.lookup import find_cluster
         from kafkaops.errors import CheckFailed
 
-        data = collect(find_cluster(cluster_name, inventory))
+        cluster = find_cluster(cluster_name, inventory)
+        if cluster.multi_site:
+            from kafkaops.cli.status_sites import collect_sites, render_sites, sites_markdown
+
+            data = collect_sites(cluster)
+            if output == Output.json:
+                print_json(data)
+            elif output == Output.markdown:
+                print_text(sites_markdown(data))
+            else:
+                render_sites(data)
+            if not data["healthy"]:
+                raise typer.Exit(CheckFailed.exit_code)
+            return
+        data = collect(cluster)
         if output == Output.json:
             print_json(data)
         elif output == Output.markdown:

@@ -98,8 +98,11 @@ def switchover_cmd(
     source's discovery record, zero new SYNs at its service address, MirrorMaker lag 0, consumer groups
     translated by timestamp, pool the target, post-check. Resumable (`kafkaops resume RUN`);
     `kafkaops runs abort RUN --rollback` switches back."""
+    from kafkaops.cli.plugins import load_plugins
     from kafkaops.cli.procedures import run_runbook
     from kafkaops.engine import find_runbook
+
+    load_plugins()  # the step kinds the runbook is checked against
 
     sites = find_sites_of_service(service, inventory)
     src, dst = _check_site(sites, from_site, "--from"), _check_site(sites, to_site, "--to")
@@ -127,8 +130,11 @@ def translate_cmd(
     the zero-loss guarantee and the duplicates; refused while the group has members on the target."""
     import re
 
+    from kafkaops.cli.plugins import load_plugins
     from kafkaops.cli.procedures import run_runbook
     from kafkaops.engine import find_runbook
+
+    load_plugins()  # the step kinds the runbook is checked against
 
     try:
         re.compile(topics)

@@ -27,17 +27,24 @@ advertised.listeners=PLAINTEXT://{h.address}:{h.kafka_port}
 log.dirs={dirs.kafka_data}
 zookeeper.connect={spec.zk_connect}
 zookeeper.session.timeout.ms=6000
-""" + _COMMON + _stretch(spec)
+""" + _common(spec) + _stretch(spec)
 
 
-#: What brokers of both modes share: replication as production runs it, small thread pools and segments.
+def _common(spec: LabSpec) -> str:
+    """What brokers of both modes share: replication as production runs it (RF 3, min ISR 2; a site of the
+    two-site lab has two brokers: RF 2, min ISR 1), small thread pools and segments."""
+    replicas = min(3, len(spec.brokers))
+    min_isr = 2 if replicas >= 3 else 1
+    return f"""default.replication.factor={replicas}
+min.insync.replicas={min_isr}
+offsets.topic.replication.factor={replicas}
+transaction.state.log.replication.factor={replicas}
+transaction.state.log.min.isr={min_isr}
+""" + _COMMON
+
+
 _COMMON = """num.partitions=3
-default.replication.factor=3
-min.insync.replicas=2
-offsets.topic.replication.factor=3
 offsets.topic.num.partitions=6
-transaction.state.log.replication.factor=3
-transaction.state.log.min.isr=2
 auto.create.topics.enable=false
 auto.leader.rebalance.enable=false
 unclean.leader.election.enable=false
@@ -83,7 +90,7 @@ listeners=PLAINTEXT://{h.address}:{h.kafka_port}
 advertised.listeners=PLAINTEXT://{h.address}:{h.kafka_port}
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
-""" + _COMMON + _stretch(spec)
+""" + _common(spec) + _stretch(spec)
 
 
 def log4j2_properties(dirs: HostDirs) -> str:

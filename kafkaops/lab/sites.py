@@ -64,7 +64,8 @@ def mirror_properties(sites: Cluster) -> str:
     for src in dcs:
         for dst in dcs:
             if src != dst:
-                lines += [f"{src}->{dst}.enabled = true", f"{src}->{dst}.topics = {src}\\..*"]
+                # A properties file turns "\\\\" into "\\": MirrorMaker gets the regex eqiad\\..* (a literal dot).
+                lines += [f"{src}->{dst}.enabled = true", f"{src}->{dst}.topics = {src}\\\\..*"]
     lines += [
         "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
         f"replication.factor = {replicas}",
@@ -73,8 +74,10 @@ def mirror_properties(sites: Cluster) -> str:
             "config.storage")),
         # The switchover translates by timestamp itself; MirrorMaker's own group-offset sync would race it.
         "emit.checkpoints.enabled = false", "sync.group.offsets.enabled = false",
-        "emit.heartbeats.enabled = false", "sync.topic.acls.enabled = false",
-        "refresh.topics.interval.seconds = 5", "offset.flush.interval.ms = 1000",
+        "emit.heartbeats.enabled = false", "sync.topic.acls.enabled = false", "sync.topic.configs.enabled = false",
+        "refresh.topics.interval.seconds = 5",
+        # A Connect worker setting only counts with the target's alias in front (a bare one stays 60 s).
+        *(f"{dc}.offset.flush.interval.ms = 1000" for dc in dcs),
         "tasks.max = 2",
     ]
     return "\n".join(lines) + "\n"

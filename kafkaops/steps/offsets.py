@@ -107,7 +107,11 @@ class Translate(StepBase):
                                     f"{names(g['target_members'], 3) or '-'})",
                                     hint=f"stop its consumers on {g['to']} first: their commits would overwrite the "
                                          "translation")
-        todo = [g for g in groups if not _already(g)]
+        empty = [g["group"] for g in groups if not g["moves"]]
+        todo = [g for g in groups if g["moves"] and not _already(g)]
+        if empty and not todo:
+            return Noop(f"{names(empty)} committed no offset on {groups[0]['from']}: nothing to translate (on "
+                        f"{groups[0]['to']} the consumers start where their auto.offset.reset says)")
         if not todo:
             return Noop("every group is already at its translated offsets on the target")
         commands = []
@@ -121,7 +125,8 @@ class Translate(StepBase):
                       commands=tuple(commands), impact=" | ".join(g["guarantee"] for g in todo),
                       data={"groups": [{"group": g["group"], "to": g["to"],
                                         "offsets": [[m["topic"], m["partition"], m["target_offset"]]
-                                                    for m in g["moves"]]} for g in todo]})
+                                                    for m in g["moves"]],
+                                        "duplicates": sum(m["duplicates"] for m in g["moves"])} for g in todo]})
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)

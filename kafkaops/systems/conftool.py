@@ -237,13 +237,8 @@ class Discovery(Conftool):
             raise self._unreachable(exc) from exc
 
 
-def read_pools(config_path: str, tags: Mapping[str, str], *, timeout: float = 3.0) -> list[PoolState]:
-    """Read pool states straight from etcd's v2 API, where conftool keeps them (read-only).
-
-    ``kafkaops status`` shows pool state on every call; the conftool library costs ~0.2 s to import
-    (python-etcd, dnspython, jsonschema), more than the rest of the command. Reading the same keys over
-    HTTP takes milliseconds. Every *write* still goes through :class:`Conftool`.
-    """
+def _etcd_read(config_path: str, *parts: str, timeout: float) -> list[dict[str, Any]]:
+    """The child nodes of conftool's key ``<namespace>/<api_version>/<parts...>`` over etcd's v2 API."""
     import json
     import urllib.error
     import urllib.request
@@ -256,21 +251,56 @@ def read_pools(config_path: str, tags: Mapping[str, str], *, timeout: float = 3.
     except OSError as exc:
         raise ConfigError(f"cannot read conftool config {config_path}: {exc.strerror}") from exc
     base = (cfg.get("hosts") or ["http://localhost:2379"])[0].rstrip("/")
-    path = "/".join(p.strip("/") for p in (cfg.get("namespace", "/conftool"), cfg.get("api_version", "v1"),
-                                            cfg.get("pools_path", "pools"), tags["dc"], tags["cluster"],
-                                            tags["service"]))
+    path = "/".join(p.strip("/") for p in (cfg.get("namespace", "/conftool"), cfg.get("api_version", "v1"), *parts))
     try:
         with urllib.request.urlopen(f"{base}/v2/keys/{path}?recursive=true", timeout=timeout) as resp:
-            nodes = json.load(resp).get("node", {}).get("nodes", [])
+            nodes: list[dict[str, Any]] = json.load(resp).get("node", {}).get("nodes", [])
+            return nodes
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return []
         raise UnreachableError(f"etcd at {base} answered {exc.code} for {path}") from exc
     except (OSError, ValueError) as exc:
         raise UnreachableError(f"etcd at {base} did not answer: {exc}", hint="check conftool.etcd") from exc
+
+
+def read_pools(config_path: str, tags: Mapping[str, str], *, timeout: float = 3.0) -> list[PoolState]:
+    """Read pool states straight from etcd's v2 API, where conftool keeps them (read-only).
+
+    ``kafkaops status`` shows pool state on every call; the conftool library costs ~0.2 s to import
+    (python-etcd, dnspython, jsonschema), more than the rest of the command. Reading the same keys over
+    HTTP takes milliseconds. Every *write* still goes through :class:`Conftool`.
+    """
+    import json
+
+    import yaml
+
+    try:
+        with open(config_path) as f:
+            cfg = yaml.safe_load(f) or {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read conftool config {config_path}: {exc.strerror}") from exc
+    nodes = _etcd_read(config_path, cfg.get("pools_path", "pools"), tags["dc"], tags["cluster"], tags["service"],
+                       timeout=timeout)
     out = []
     for node in nodes:
         value = json.loads(node.get("value") or "{}")
         out.append(PoolState(host=node["key"].rsplit("/", 1)[-1], service=tags["service"],
                              pooled=str(value.get("pooled", "inactive")), weight=int(value.get("weight", 0))))
     return sorted(out, key=lambda s: s.host)
+
+
+def read_discovery(config_path: str, record: str, *, timeout: float = 3.0) -> dict[str, bool]:
+    """DC -> pooled of discovery record ``record``, straight from etcd (read-only, as :func:`read_pools`):
+    what ``kafkaops status`` shows, and what the lab's clients resolve the service by."""
+    import json
+
+    out = {}
+    for node in _etcd_read(config_path, "discovery", record, timeout=timeout):
+        value = json.loads(node.get("value") or "{}")
+        pooled = value.get("pooled")
+        if not isinstance(pooled, bool):
+            raise UnreachableError(f"discovery/{record}/{node['key'].rsplit('/', 1)[-1]} has pooled={pooled!r}, "
+                                   "not true or false", hint="fix it with confctl --object-type discovery")
+        out[node["key"].rsplit("/", 1)[-1]] = pooled
+    return dict(sorted(out.items()))

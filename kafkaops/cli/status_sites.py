@@ -1,0 +1,91 @@
+"""``kafkaops status SITES`` of a multi-site inventory: each site's status, which site each switched
+service is active in, and MirrorMaker's lag per direction (worst partitions named).
+
+Healthy means a switchover could start either way: every site healthy, every service active in exactly
+one site, and MirrorMaker's lag readable in every direction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkaops.cli.common import console
+from kafkaops.cli.status import _render, collect, to_markdown
+from kafkaops.errors import KafkaOpsError
+
+
+def collect_sites(sites: Any) -> dict[str, Any]:
+    from kafkaops.systems.conftool import read_discovery
+    from kafkaops.systems.mirror import MirrorLag
+
+    clusters = {}
+    for dc, site in sites.sites.items():
+        try:
+            clusters[dc] = collect(site)
+        except KafkaOpsError as exc:
+            clusters[dc] = {"cluster": site.name, "healthy": False, "error": str(exc)}
+    services = {}
+    for name, svc in sites.switched.items():
+        try:
+            records, error = read_discovery(sites.conftool_config, svc.discovery), ""
+        except KafkaOpsError as exc:
+            records, error = {}, str(exc)
+        services[name] = {"record": svc.discovery, "records": records, "error": error,
+                          "active": [dc for dc, pooled in records.items() if pooled],
+                          "consumer_groups": list(svc.consumer_groups)}
+    mirror = {}
+    for src in sites.sites:
+        for dst in sites.sites:
+            if src == dst:
+                continue
+            try:
+                lags = MirrorLag(sites, src, dst, timeout=5.0).partitions()
+                behind = sorted((p for p in lags if p.lag), key=lambda p: -p.lag)
+                mirror[f"{src}->{dst}"] = {"lag": sum(p.lag for p in lags), "partitions": len(lags),
+                                           "worst": [f"{p.topic}-{p.partition} ({p.lag})" for p in behind[:3]],
+                                           "error": ""}
+            except KafkaOpsError as exc:
+                mirror[f"{src}->{dst}"] = {"lag": None, "partitions": 0, "worst": [], "error": str(exc)}
+    healthy = (all(c.get("healthy") for c in clusters.values())
+               and all(len(s["active"]) == 1 and not s["error"] for s in services.values())
+               and all(not m["error"] for m in mirror.values()))
+    return {"sites": sites.name, "healthy": healthy, "clusters": clusters, "services": services, "mirror": mirror}
+
+
+def _service_lines(data: dict[str, Any]) -> list[str]:
+    out = []
+    for name, s in data["services"].items():
+        where = s["error"] or (", ".join(s["active"]) if s["active"] else "NO site (depooled everywhere)")
+        if len(s["active"]) > 1:
+            where += " (active in more than one site)"
+        out.append(f"{name}: active in {where} (discovery {s['record']}: "
+                   + ", ".join(f"{dc} {'pooled' if p else 'depooled'}" for dc, p in s["records"].items()) + ")")
+    return out
+
+
+def _mirror_lines(data: dict[str, Any]) -> list[str]:
+    return [f"MirrorMaker {flow}: " + (m["error"] or f"lag {m['lag']} over {m['partitions']} partition(s)"
+                                       + (f", worst {', '.join(m['worst'])}" if m["worst"] else ""))
+            for flow, m in data["mirror"].items()]
+
+
+def render_sites(data: dict[str, Any]) -> None:
+    verdict = "[green]healthy[/]" if data["healthy"] else "[bold red]NOT healthy[/]"
+    console.print(f"sites [bold]{data['sites']}[/]: {verdict}")
+    for line in _service_lines(data) + _mirror_lines(data):
+        console.print("  " + line, highlight=False)
+    for dc, cluster in data["clusters"].items():
+        console.print(f"\n[bold]site {dc}[/]")
+        if "error" in cluster:
+            console.print(f"[red]{cluster['cluster']}: {cluster['error']}[/]", highlight=False)
+        else:
+            _render(cluster)
+
+
+def sites_markdown(data: dict[str, Any]) -> str:
+    lines = [f"**{data['sites']}: {'healthy' if data['healthy'] else 'NOT healthy'}**", ""]
+    lines += [f"- {line}" for line in _service_lines(data) + _mirror_lines(data)]
+    for dc, cluster in data["clusters"].items():
+        lines += ["", f"### site {dc}", ""]
+        lines.append(f"{cluster['cluster']}: {cluster['error']}" if "error" in cluster else to_markdown(cluster))
+    return "\n".join(lines) + "\n"
