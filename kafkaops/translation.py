@@ -9,11 +9,14 @@ switch back). What does carry over is the record's CreateTime, set by the produc
    read, when it is at the end);
 2. on the target, the first offset whose timestamp is >= ``T - margin``: the group resumes there.
 
-Why the margin: events are not ordered by time (``eventstreams-consumer-tips.txt``); a record written
-after the group's position may carry a timestamp older than ``T``. **Zero loss** holds for every record
-at most ``margin`` older than one before it, once the mirror has caught up. The price is **duplicates**:
-the records on the source in ``[first offset with timestamp >= T - margin, position)`` are read again,
-counted exactly here from the source itself.
+**Zero loss**: MirrorMaker keeps a partition's records in order, so the record at the group's position
+is on the target with timestamp ``T``, and the first record there at or after ``T - margin`` is at or
+before that copy: every record the group has not read comes after the translated offset — once the
+mirror has caught up, whatever the margin. The margin is for what reaches the target in another order
+than at the source (events are not ordered by time, ``eventstreams-consumer-tips.txt``: a record copied
+by another path, a late event): such a record is kept when it is at most ``margin`` older than ``T``.
+The price is **duplicates**: the records on the source in ``[first offset with timestamp >= T - margin,
+position)`` are read again, counted exactly here from the source itself.
 """
 
 from __future__ import annotations
@@ -124,6 +127,7 @@ def guarantee(group: str, source: str, target: str, margin_ms: int, moves: list[
     """What the plan promises, in words (shown in the plan and the journal)."""
     dup = sum(m.duplicates for m in moves)
     return (f"zero loss: every record of {group}'s {len(moves)} partition(s) not yet read on {source} is at or "
-            f"after the translated offset on {target}, for records at most {margin_ms / 1000:g}s out of "
-            f"timestamp order and with the mirror caught up; duplicates: at most {dup} record(s) read again "
-            f"(the {margin_ms / 1000:g}s margin before each position, counted on {source})")
+            f"after the translated offset on {target} (the mirror caught up and keeping each partition's order; a "
+            f"record reaching {target} in another order is kept when at most {margin_ms / 1000:g}s older); "
+            f"duplicates: at most {dup} record(s) read again (the {margin_ms / 1000:g}s margin before each "
+            f"position, counted on {source})")

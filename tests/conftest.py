@@ -72,3 +72,22 @@ def kraft() -> Iterator[Cluster]:
     cluster = load_inventory(REPO / "inventory" / "lab-kraft.yaml")
     with _running(cluster, lab_dir(cluster.name)) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def sites() -> Iterator[Cluster]:
+    """The two-site lab (issue 17): main-eqiad and main-codfw with MirrorMaker 2 between them and the
+    eventbus discovery records; started for the module that needs it unless it is up (then used as is)."""
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab import sites as sites_lab
+
+    cluster = load_inventory(REPO / "inventory" / "lab-sites.yaml")
+    started = False
+    if sites_lab.mirror_pid(sites_lab.sites_dir(cluster)) is None:
+        sites_lab.up(cluster)
+        started = True
+    try:
+        yield cluster
+    finally:
+        if started and not os.environ.get("KAFKAOPS_KEEP_LAB"):
+            sites_lab.down(cluster)

@@ -40,7 +40,7 @@ class SwitchReport:
     duplicates: int = 0  # reads beyond the first of an id
     foreign: int = 0  # records that are no load's (the lab's start-up markers and the mirror copies' history)
     history: dict[str, int] = field(default_factory=dict)  # site -> mirror-copy history records read there
-    earlier: int = 0  # events of an earlier load (the group's committed position was before them)
+    earlier: dict[str, int] = field(default_factory=dict)  # site -> events of an earlier load read there
     retries: int = 0  # posts that were not accepted and were retried
     waited: float = 0.0  # seconds the producer waited with no site active
     sites: list[str] = field(default_factory=list)  # where the consumer read, in order
@@ -65,7 +65,7 @@ class SwitchLoad:
         self._consumed: list[int] = []
         self.reads: list[tuple[int, str, str, int, int]] = []  # id, site, topic, partition, offset
         self._foreign = 0
-        self._earlier = 0
+        self._earlier: dict[str, int] = {}
         self._history: dict[str, int] = {}
         self.token = uuid.uuid4().hex[:8]  # this load's events (ids restart at 0 for every load)
         self._retries = 0
@@ -168,7 +168,7 @@ class SwitchLoad:
                     if isinstance(value, dict) and "history" in value:
                         self._history[str(at)] = self._history.get(str(at), 0) + 1
                 elif value.get("load") != self.token:
-                    self._earlier += 1  # an earlier load's event, read again from where the group stood
+                    self._earlier[str(at)] = self._earlier.get(str(at), 0) + 1  # read again from where the group stood
                 elif isinstance(value["id"], int):
                     self._consumed.append(value["id"])
                     self.reads.append((value["id"], str(at), msg.topic(), msg.partition(), msg.offset()))
@@ -199,5 +199,5 @@ class SwitchLoad:
         return SwitchReport(
             produced=len(self._produced), consumed=len(self._consumed),
             lost=sorted(set(self._produced) - consumed), duplicates=len(self._consumed) - len(consumed),
-            foreign=self._foreign, history=dict(self._history), earlier=self._earlier, retries=self._retries,
+            foreign=self._foreign, history=dict(self._history), earlier=dict(self._earlier), retries=self._retries,
             waited=self._waited, sites=list(self._sites))

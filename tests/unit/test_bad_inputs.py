@@ -289,6 +289,31 @@ CASES = [
     Case("placement-plan-unwritable", ("placement", "plan", "lab", "--save-plan", "/proc/x/p.json"), CONFIG,
          "cannot write the plan"),
     Case("placement-apply-missing-plan", ("placement", "apply", "{world}/nope.json"), CONFIG, "cannot read plan"),
+    # --- multi-site: switchover, offsets translate, the two-site lab ------------------------------------
+    Case("switchover-unknown-service", ("switchover", "nosuch", "--from", "eqiad", "--to", "codfw", "--dry-run"),
+         CONFIG, "no multi-site inventory switches 'nosuch'"),
+    Case("switchover-unknown-site", ("switchover", "eventbus", "--from", "eqiad", "--to", "ulsfo", "--dry-run"),
+         USAGE, "'ulsfo' is not a site of closed-sites", inventory="sites.yaml"),
+    Case("switchover-to-itself", ("switchover", "eventbus", "--from", "eqiad", "--to", "lab", "--dry-run"),
+         USAGE, "the service would stay in eqiad", inventory="sites.yaml"),
+    Case("switchover-bad-margin", ("switchover", "eventbus", "--from", "eqiad", "--to", "codfw", "--margin", "soon",
+                                   "--dry-run"), USAGE, "soon", inventory="sites.yaml"),
+    Case("switchover-no-reason", ("switchover", "eventbus", "--from", "eqiad", "--to", "codfw", "--yes"), USAGE,
+         "--reason is required", inventory="sites.yaml"),
+    Case("offsets-translate-not-two-sites", ("offsets", "translate", "g1", "--from", "lab", "--to", "nosuch",
+                                             "--dry-run"), CONFIG, "no multi-site inventory has both lab and nosuch",
+         inventory="sites.yaml"),
+    Case("offsets-translate-bad-topics", ("offsets", "translate", "g1", "--from", "lab", "--to", "lab-codfw",
+                                          "--topics", "(", "--dry-run"), USAGE, "not a regular expression",
+         inventory="sites.yaml"),
+    Case("inventory-sites-one-site", ("status", "closed-sites"), CONFIG, "needs two sites or more",
+         inventory="sites-one.yaml"),
+    Case("inventory-sites-wrong-dc", ("status", "closed-sites"), CONFIG, "has hosts in DC eqiad, not codfw",
+         inventory="sites-wrong-dc.yaml"),
+    Case("inventory-sites-bad-group", ("status", "closed-sites"), CONFIG, "'bad group' is not a Kafka group id",
+         inventory="sites-bad-group.yaml"),
+    Case("lab-up-unknown-sites", ("lab", "up", "--sites", "eqiad,ulsfo"), LAB, "no two-site lab of 'eqiad,ulsfo'",
+         inventory=None),
     # --- runbooks -----------------------------------------------------------------------------------
     Case("runbooks-show-unknown", ("runbooks", "show", "nosuch"), CONFIG, "no runbook named 'nosuch'"),
     Case("runbooks-show-path", ("runbooks", "show", "../../etc/passwd"), CONFIG, "no runbook named"),
@@ -322,6 +347,21 @@ controllers:
 """
 
 
+_SITES = f"""sites: closed-sites
+environment: lab
+clusters:
+  eqiad: closed.yaml
+  codfw: site-codfw.yaml
+discovery:
+  etcd: http://{CLOSED_NET}11:2379
+  config: ${{KAFKAOPS_LAB_DIR}}/conftool/config.yaml
+switchover:
+  eventbus:
+    discovery: eventbus
+    consumer_groups: [lab-switchover]
+"""
+
+
 def _inventories(world: Path) -> None:
     base = (REPO / "inventory" / "lab.yaml").read_text().replace("127.0.10.", CLOSED_NET)
     assert "127.0.10." not in base
@@ -348,6 +388,13 @@ def _inventories(world: Path) -> None:
         "empty.yaml": "",
         "stale.yaml": base,
     }
+    codfw = (base.replace(CLOSED_NET, "127.0.48.").replace("dc: eqiad", "dc: codfw")
+             .replace("cluster: lab\n", "cluster: lab-codfw\n").replace("kafka100", "kafka200"))
+    files["site-codfw.yaml"] = codfw
+    files["sites.yaml"] = _SITES
+    files["sites-one.yaml"] = _variant(_SITES, "  codfw: site-codfw.yaml\n", "")
+    files["sites-wrong-dc.yaml"] = _variant(_SITES, "  codfw: site-codfw.yaml\n", "  codfw: stale.yaml\n")
+    files["sites-bad-group.yaml"] = _variant(_SITES, "[lab-switchover]", "[bad group]")
     for name, text in files.items():
         (world / name).write_text(text)
     (world / "not-utf8.yaml").write_bytes(b"cluster: lab\n# caf\xe9 in latin-1\n")

@@ -24,7 +24,7 @@ PROCEDURES = ("reboot", "restart", "rolling-reboot", "rolling-restart", "restart
               "rolling-restart-service", "rolling-deploy")
 #: The built-in commands.
 BUILTINS = ("status", "resume", "apply", "runs", "check", "snapshot", "run", "runbooks", "lab", "failed-events",
-            "service", "placement")
+            "service", "placement", "switchover", "offsets")
 
 
 def _top_level_names(app: typer.Typer) -> set[str]:

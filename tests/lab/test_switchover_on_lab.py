@@ -1,0 +1,154 @@
+"""Issue 17 on the two-site lab: switchover of eventbus between main-eqiad and main-codfw, MirrorMaker 2
+between them, consumer offsets translated by timestamp.
+
+A producer posts numbered events through the eventbus of whichever site the discovery record names and a
+consumer group reads both sites' streams where the record points (:mod:`kafkaops.lab.switch_load`). After
+each switchover: every id produced was consumed (0 lost), the ids read twice are within the bound the
+run's own translation journaled, and the consumer read none of the mirror copies' history at the target
+(a translation to the wrong place would: the copies start with 25 records of their own per partition).
+
+Each test switches from whichever site is active, so they run in any order.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import kafkaops, output, spawn
+from invariants import journal, kill_after_step
+
+from kafkaops.lab.switch_load import SwitchLoad
+from kafkaops.model import Cluster
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+
+def _records(sites: Cluster) -> dict[str, bool]:
+    from kafkaops.systems.conftool import read_discovery
+
+    assert sites.conftool_config is not None
+    return read_discovery(sites.conftool_config, "eventbus")
+
+
+def _active(sites: Cluster) -> tuple[str, str]:
+    pooled = [dc for dc, p in _records(sites).items() if p]
+    assert len(pooled) == 1, f"eventbus active in {pooled}"
+    other = next(dc for dc in sites.sites if dc != pooled[0])
+    return pooled[0], other
+
+
+def _translated_bound(home: Path, run_id: str) -> int:
+    """The duplicates the run's translation promised at most (journaled with its action)."""
+    applied = [r for r in journal(home, run_id)
+               if r.get("type") == "step_applying" and r.get("kind") == "offsets.translate"]
+    assert applied, "the run did not translate any offset"
+    return sum(g["duplicates"] for g in applied[-1]["action"]["data"]["groups"])
+
+
+def _check(sites: Cluster, load: SwitchLoad, src: str, dst: str, bound: int) -> dict[str, Any]:
+    report = load.report()
+    assert not load.errors, load.errors
+    assert report.produced > 100, report.to_dict()
+    assert report.lost == [], f"{len(report.lost)} id(s) produced were never consumed: {report.lost[:10]}"
+    # The bound counts every record of the margin before each position, an earlier load's events included.
+    again = report.duplicates + report.earlier.get(dst, 0)
+    assert again <= bound, f"{again} record(s) read again at {dst}, over the journaled bound {bound}"
+    assert report.history.get(dst, 0) == 0, f"read the mirror copies' history at {dst}: wrong offsets"
+    assert report.sites[-2:] == [src, dst], report.sites
+    assert _active(sites) == (dst, src)
+    return {**report.to_dict(), "bound": bound}
+
+
+def test_status_shows_the_active_site_and_mirrormaker_lag(sites: Cluster, tmp_path: Path) -> None:
+    src, _ = _active(sites)
+    r = kafkaops(tmp_path, sites, "status", "lab-sites", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["services"]["eventbus"]["active"] == [src]
+    assert set(data["mirror"]) == {"eqiad->codfw", "codfw->eqiad"}
+    assert all(isinstance(m["lag"], int) and m["partitions"] > 0 for m in data["mirror"].values()), data["mirror"]
+    assert set(data["clusters"]) == {"eqiad", "codfw"} and all(c["healthy"] for c in data["clusters"].values())
+
+
+def test_switchover_under_load_loses_nothing(sites: Cluster, tmp_path: Path) -> None:
+    src, dst = _active(sites)
+    with SwitchLoad(sites) as load:
+        time.sleep(6)
+        r = kafkaops(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes",
+                     "-r", "lab test", "-o", "plain", timeout=600)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        time.sleep(6)
+        load.finish()
+    run_id = next(line.split()[1].rstrip(":") for line in r.stderr.splitlines() + r.stdout.splitlines()
+                  if line.startswith("run ") and "finished" in line)
+    report = _check(sites, load, src, dst, _translated_bound(tmp_path, run_id))
+    print(f"switchover {src}->{dst}: {report}")
+
+
+def test_switchover_killed_mid_way_and_resumed_loses_nothing(sites: Cluster, tmp_path: Path) -> None:
+    src, dst = _active(sites)
+    with SwitchLoad(sites) as load:
+        time.sleep(6)
+        proc = spawn(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes", "-r", "lab test",
+                     "-o", "plain")
+        run_id = kill_after_step(tmp_path, proc, "mirror.wait_caught_up", "lab-sites")
+        assert not _records(sites)[src], "the source is still pooled after its depool step"
+        time.sleep(3)  # killed with no site active: producers wait, the consumer has left the group
+        r = kafkaops(tmp_path, sites, "resume", run_id, timeout=600)
+        assert r.returncode == 0, output(proc)[-2000:] + r.stdout[-3000:] + r.stderr[-3000:]
+        time.sleep(6)
+        load.finish()
+    report = _check(sites, load, src, dst, _translated_bound(tmp_path, run_id))
+    assert report["waited_s"] > 3, "the producer never saw the gap with no active site"
+    print(f"switchover {src}->{dst}, killed after the mirror wait and resumed: {report}")
+
+
+def test_abort_with_rollback_switches_back(sites: Cluster, tmp_path: Path) -> None:
+    src, dst = _active(sites)
+    with SwitchLoad(sites) as load:
+        time.sleep(6)
+        proc = spawn(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes", "-r", "lab test",
+                     "-o", "plain")
+        run_id = kill_after_step(tmp_path, proc, "offsets.translate", "lab-sites")
+        r = kafkaops(tmp_path, sites, "runs", "abort", run_id, "--rollback", "--reason", "lab test: switch back")
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert _active(sites) == (src, dst), "the rollback did not make the source the active site again"
+        time.sleep(6)
+        load.finish()
+    report = load.report()
+    assert not load.errors, load.errors
+    assert report.lost == [], f"{len(report.lost)} id(s) lost across the rolled-back switchover"
+    # The consumer never left the source for good: back there it resumes from its own commits.
+    assert report.duplicates == 0, report.to_dict()
+    assert report.sites[-2:] == [src, src], report.sites
+
+
+def test_translate_refuses_a_group_active_on_the_target(sites: Cluster, tmp_path: Path) -> None:
+    from confluent_kafka import Consumer
+
+    from kafkaops.systems.groups import ConsumerGroups
+
+    src, dst = _active(sites)
+    target = sites.site(dst)
+    group = "lab-translate-refusal"
+    consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": group,
+                         "auto.offset.reset": "latest", "log_level": 2})
+    consumer.subscribe([f"{dst}.test.event"])
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment(), "the test consumer never joined its group"
+        before = ConsumerGroups(target.bootstrap_servers).committed(group)
+        r = kafkaops(tmp_path, sites, "offsets", "translate", group, "--from", sites.site(src).name,
+                     "--to", target.name, "--yes", "-r", "lab test")
+        after = ConsumerGroups(target.bootstrap_servers).committed(group)
+    finally:
+        consumer.close()
+    assert r.returncode == 6, r.stdout[-2000:] + r.stderr[-2000:]
+    assert f"refusing to translate {group}: it is active on {dst}" in r.stderr, r.stderr
+    assert after == before
