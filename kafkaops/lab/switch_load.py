@@ -130,7 +130,7 @@ class SwitchLoad:
                 time.sleep(0.1)
 
     def _consume(self) -> None:
-        from confluent_kafka import Consumer
+        from confluent_kafka import Consumer, TopicPartition
 
         consumer: Any = None
         at: str | None = None
@@ -154,11 +154,11 @@ class SwitchLoad:
                 at = site
                 self._sites.append(site)
             batch = consumer.consume(200, timeout=0.2)
-            got = False
+            done: dict[tuple[str, int], int] = {}
             for msg in batch:
                 if msg.error():
                     continue
-                got = True
+                done[(msg.topic(), msg.partition())] = msg.offset() + 1
                 try:
                     value = json.loads(msg.value())
                 except ValueError:
@@ -172,8 +172,8 @@ class SwitchLoad:
                 elif isinstance(value["id"], int):
                     self._consumed.append(value["id"])
                     self.reads.append((value["id"], str(at), msg.topic(), msg.partition(), msg.offset()))
-            if got:
-                consumer.commit(asynchronous=False)
+            if done:  # exactly what was read: the next offset of each partition
+                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in done.items()], asynchronous=False)
 
     def __enter__(self) -> SwitchLoad:
         for t in self._threads:

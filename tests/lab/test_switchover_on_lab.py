@@ -95,16 +95,17 @@ def test_switchover_killed_mid_way_and_resumed_loses_nothing(sites: Cluster, tmp
         time.sleep(6)
         proc = spawn(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes", "-r", "lab test",
                      "-o", "plain")
-        run_id = kill_after_step(tmp_path, proc, "mirror.wait_caught_up", "lab-sites")
+        run_id = kill_after_step(tmp_path, proc, "discovery.depool", "lab-sites")
         assert not _records(sites)[src], "the source is still pooled after its depool step"
         time.sleep(3)  # killed with no site active: producers wait, the consumer has left the group
+        assert not any(_records(sites).values())
         r = kafkaops(tmp_path, sites, "resume", run_id, timeout=600)
         assert r.returncode == 0, output(proc)[-2000:] + r.stdout[-3000:] + r.stderr[-3000:]
         time.sleep(6)
         load.finish()
     report = _check(sites, load, src, dst, _translated_bound(tmp_path, run_id))
     assert report["waited_s"] > 3, "the producer never saw the gap with no active site"
-    print(f"switchover {src}->{dst}, killed after the mirror wait and resumed: {report}")
+    print(f"switchover {src}->{dst}, killed after the depool and resumed: {report}")
 
 
 def test_abort_with_rollback_switches_back(sites: Cluster, tmp_path: Path) -> None:
@@ -113,7 +114,7 @@ def test_abort_with_rollback_switches_back(sites: Cluster, tmp_path: Path) -> No
         time.sleep(6)
         proc = spawn(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes", "-r", "lab test",
                      "-o", "plain")
-        run_id = kill_after_step(tmp_path, proc, "offsets.translate", "lab-sites")
+        run_id = kill_after_step(tmp_path, proc, "discovery.depool", "lab-sites")
         r = kafkaops(tmp_path, sites, "runs", "abort", run_id, "--rollback", "--reason", "lab test: switch back")
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert _active(sites) == (src, dst), "the rollback did not make the source the active site again"
