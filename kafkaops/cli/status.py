@@ -285,13 +285,13 @@ def register(app: typer.Typer) -> None:
         if cluster.multi_site:
             from kafkaops.cli.status_sites import collect_sites, render_sites, sites_markdown
 
-            data = collect_sites(cluster)
+            data = collect_sites(cluster, collect)
             if output == Output.json:
                 print_json(data)
             elif output == Output.markdown:
-                print_text(sites_markdown(data))
+                print_text(sites_markdown(data, to_markdown))
             else:
-                render_sites(data)
+                render_sites(data, _render)
             if not data["healthy"]:
                 raise typer.Exit(CheckFailed.exit_code)
             return

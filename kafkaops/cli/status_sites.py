@@ -7,14 +7,18 @@ one site, and MirrorMaker's lag readable in every direction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kafkaops.cli.common import console
-from kafkaops.cli.status import _render, collect, to_markdown
 from kafkaops.errors import KafkaOpsError
 
+Data = dict[str, Any]
 
-def collect_sites(sites: Any) -> dict[str, Any]:
+
+def collect_sites(sites: Any, collect: Callable[[Any], Data]) -> Data:
+    """``collect``: one cluster's status (:func:`kafkaops.cli.status.collect`), passed in by the status command
+    so that this module does not import it back."""
     from kafkaops.systems.conftool import read_discovery
     from kafkaops.systems.mirror import MirrorLag
 
@@ -69,7 +73,7 @@ def _mirror_lines(data: dict[str, Any]) -> list[str]:
             for flow, m in data["mirror"].items()]
 
 
-def render_sites(data: dict[str, Any]) -> None:
+def render_sites(data: Data, render: Callable[[Data], None]) -> None:
     verdict = "[green]healthy[/]" if data["healthy"] else "[bold red]NOT healthy[/]"
     console.print(f"sites [bold]{data['sites']}[/]: {verdict}")
     for line in _service_lines(data) + _mirror_lines(data):
@@ -79,10 +83,10 @@ def render_sites(data: dict[str, Any]) -> None:
         if "error" in cluster:
             console.print(f"[red]{cluster['cluster']}: {cluster['error']}[/]", highlight=False)
         else:
-            _render(cluster)
+            render(cluster)
 
 
-def sites_markdown(data: dict[str, Any]) -> str:
+def sites_markdown(data: Data, to_markdown: Callable[[Data], str]) -> str:
     lines = [f"**{data['sites']}: {'healthy' if data['healthy'] else 'NOT healthy'}**", ""]
     lines += [f"- {line}" for line in _service_lines(data) + _mirror_lines(data)]
     for dc, cluster in data["clusters"].items():
