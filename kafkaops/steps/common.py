@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Observation
 from kafkaops.engine.wait import WaitProgress, wait_until
 from kafkaops.environment import Environment
 from kafkaops.model import Host
@@ -55,3 +57,15 @@ def names(items: list[str], limit: int = 4) -> str:
     if len(items) <= limit:
         return ", ".join(items)
     return ", ".join(items[:limit]) + f" and {len(items) - limit} more"
+
+
+@dataclass(frozen=True)
+class StableObservation(Observation):
+    """An observation whose saved-plan fingerprint is ``stable`` — what decides the step — not every figure
+    of ``data``: a consumer's position or MirrorMaker's lag moves every second, and a plan must go stale on
+    a changed verdict, not on traffic."""
+
+    stable: Any = None
+
+    def fingerprint_data(self) -> Any:
+        return self.stable

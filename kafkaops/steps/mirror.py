@@ -11,7 +11,7 @@ from __future__ import annotations
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
-from kafkaops.steps.common import env, names, wait
+from kafkaops.steps.common import StableObservation, env, names, wait
 
 
 class WaitCaughtUp(StepBase):
@@ -28,7 +28,7 @@ class WaitCaughtUp(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         src, dst = self.params["from_site"], self.params["to_site"]
         behind = self._lag(ctx)
-        return Observation({"from": src, "to": dst, "behind": behind},
+        return StableObservation({"from": src, "to": dst, "behind": behind}, stable={"from": src, "to": dst},
                            summary=f"{src}->{dst}: "
                            + (f"{len(behind)} partition(s) behind" if behind else "caught up"))
 

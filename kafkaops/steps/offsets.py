@@ -15,7 +15,7 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, SafetyRefusal
-from kafkaops.steps.common import env, names
+from kafkaops.steps.common import StableObservation, env, names
 from kafkaops.translation import SourcePosition, guarantee, seek_times, translate
 
 
@@ -89,7 +89,12 @@ class Translate(StepBase):
                 return Observation({"groups": [], "active": self.params["to_site"]},
                                    summary=f"{self.params['service']} is already active in {self.params['to_site']}")
         groups = [self._translate(ctx, g) for g in _groups(self, ctx)]
-        return Observation({"groups": groups}, summary="; ".join(
+        # Positions move while consumers read: the plan goes stale on which groups and partitions move and
+        # whether a group is active on the target, not on the offsets (the apply re-observes them).
+        stable = [{"group": g["group"], "active": bool(g["target_members"]) or g["target_state"] not in
+                   ("EMPTY", "DEAD", "UNKNOWN"), "partitions": [f"{m['topic']}-{m['partition']}" for m in g["moves"]]}
+                  for g in groups]
+        return StableObservation({"groups": groups}, stable=stable, summary="; ".join(
             f"{g['group']}: {len(g['moves'])} partition(s), {sum(m['duplicates'] for m in g['moves'])} duplicate(s) "
             f"at most" for g in groups) or "no consumer group listed")
 

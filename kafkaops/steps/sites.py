@@ -14,7 +14,7 @@ from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, reg
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal
 from kafkaops.model import SwitchedService
-from kafkaops.steps.common import env, names
+from kafkaops.steps.common import StableObservation, env, names
 
 
 def switched(svc: Environment, name: str) -> SwitchedService:
@@ -84,7 +84,10 @@ class Preflight(StepBase):
                 "sites": sites, "max_lag": max_lag, "lag": lag_rows, "lag_error": lag_error,
                 "groups": list(service.consumer_groups)}
         worst = max((int(r["lag"]) for r in lag_rows), default=0)
-        return Observation(data, summary=f"discovery {service.discovery}: "
+        over = sorted(r["partition"] for r in lag_rows if r["lag"] > max_lag)
+        stable = {"records": records, "problems": {dc: v["problems"] for dc, v in sites.items()},
+                  "lag_error": bool(lag_error), "over_max": over}
+        return StableObservation(data, stable=stable, summary=f"discovery {service.discovery}: "
                            + ", ".join(f"{dc} {'pooled' if p else 'depooled'}" for dc, p in records.items())
                            + f"; mirror {src}->{dst}: {len(lag_rows)} partition(s), worst lag {worst}")
 

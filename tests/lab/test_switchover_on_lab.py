@@ -74,16 +74,23 @@ def test_status_shows_the_active_site_and_mirrormaker_lag(sites: Cluster, tmp_pa
     assert set(data["clusters"]) == {"eqiad", "codfw"} and all(c["healthy"] for c in data["clusters"].values())
 
 
-def test_switchover_under_load_loses_nothing(sites: Cluster, tmp_path: Path) -> None:
+def test_switchover_planned_then_applied_under_load_loses_nothing(sites: Cluster, tmp_path: Path) -> None:
+    """The change-review path: a saved plan, applied while the consumer's positions and MirrorMaker's lag
+    move (the plan must not go stale on them), then the same invariants."""
     src, dst = _active(sites)
+    plan = tmp_path / "switchover.json"
     with SwitchLoad(sites) as load:
         time.sleep(6)
-        r = kafkaops(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes",
-                     "-r", "lab test", "-o", "plain", timeout=600)
+        r = kafkaops(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--dry-run",
+                     "--save-plan", str(plan), "-r", "lab test", "-o", "markdown")
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "zero loss" in r.stdout and "duplicates: at most" in r.stdout, r.stdout[-3000:]
+        time.sleep(5)  # positions and lags move under the load meanwhile
+        r = kafkaops(tmp_path, sites, "apply", str(plan), timeout=600)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         time.sleep(6)
         load.finish()
-    run_id = next(line.split()[1].rstrip(":") for line in r.stderr.splitlines() + r.stdout.splitlines()
+    run_id = next(line.split()[1] for line in r.stderr.splitlines() + r.stdout.splitlines()
                   if line.startswith("run ") and "finished" in line)
     report = _check(sites, load, src, dst, _translated_bound(tmp_path, run_id))
     print(f"switchover {src}->{dst}: {report}")
