@@ -56,7 +56,7 @@ class SwitchLoad:
     """Producer and consumer threads for ``with`` blocks; :meth:`report` after the block."""
 
     def __init__(self, sites: Cluster, *, service: str = "eventbus", rate: float = 40.0) -> None:
-        self.sites, self.rate = sites, rate
+        self.sites, self.rate, self.service = sites, rate, service
         self.record = sites.switched[service].discovery
         self.group = sites.switched[service].consumer_groups[0]
         self.stop = threading.Event()  # ends the consumer
@@ -113,7 +113,7 @@ class SwitchLoad:
                 self._waited += 0.05
                 time.sleep(0.05)
                 continue
-            svc = next(s for h in self.sites.site(site).hosts for s in h.services if s.name == "eventbus")
+            svc = next(s for h in self.sites.site(site).hosts for s in h.services if s.name == self.service)
             event = {"meta": {"stream": STREAM, "dt": datetime.now(UTC).isoformat()}, "id": n, "load": self.token,
                      "via": site}
             try:
