@@ -9,9 +9,10 @@ run side by side.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,20 +26,26 @@ def lab_inventory() -> Path:
 
 
 @contextmanager
-def _running(cluster: Cluster, base: Path | None = None) -> Iterator[Cluster]:
-    """``cluster``'s lab up for the block: started here if it is down (and then stopped at the end, unless
+def _kept_up(cluster: Cluster, is_up: Callable[[], bool], up: Callable[[], Any], down: Callable[[], Any]
+             ) -> Iterator[Cluster]:
+    """A lab up for the block: started here if it is down (and then stopped at the end, unless
     KAFKAOPS_KEEP_LAB), used as it is if someone's lab is already up."""
-    from kafkaops.lab import lab
-
     started = False
-    if not lab.is_up(base):
-        lab.up(cluster)
+    if not is_up():
+        up()
         started = True
     try:
         yield cluster
     finally:
         if started and not os.environ.get("KAFKAOPS_KEEP_LAB"):
-            lab.down(base)
+            down()
+
+
+def _running(cluster: Cluster, base: Path | None = None) -> AbstractContextManager[Cluster]:
+    """``cluster``'s lab (one site) up for the block."""
+    from kafkaops.lab import lab
+
+    return _kept_up(cluster, lambda: lab.is_up(base), lambda: lab.up(cluster), lambda: lab.down(base))
 
 
 @pytest.fixture(scope="session")
@@ -82,12 +89,6 @@ def sites() -> Iterator[Cluster]:
     from kafkaops.lab import sites as sites_lab
 
     cluster = load_inventory(REPO / "inventory" / "lab-sites.yaml")
-    started = False
-    if sites_lab.mirror_pid(sites_lab.sites_dir(cluster)) is None:
-        sites_lab.up(cluster)
-        started = True
-    try:
-        yield cluster
-    finally:
-        if started and not os.environ.get("KAFKAOPS_KEEP_LAB"):
-            sites_lab.down(cluster)
+    with _kept_up(cluster, lambda: sites_lab.mirror_pid(sites_lab.sites_dir(cluster)) is not None,
+                  lambda: sites_lab.up(cluster), lambda: sites_lab.down(cluster)) as running:
+        yield running

@@ -128,13 +128,18 @@ class Conftool:
             raise ConfigError(f"conftool tags of {fqdn} lack {', '.join(missing)}",
                               hint="set hosts.<host>.conftool: {dc, cluster, service} in the inventory")
         node = self._backend()
+        return self._load(fqdn, lambda: node(tags["dc"], tags["cluster"], tags["service"], fqdn))
+
+    def _load(self, what: str, make: Any) -> Any:
+        """An object of conftool's, loaded from etcd by ``make()``; conftool logs (not raises) a backend
+        error and answers an empty object, which must not pass for "not there"."""
         _backend_errors.messages.clear()
         try:
-            obj = node(tags["dc"], tags["cluster"], tags["service"], fqdn)
+            obj = make()
         except Exception as exc:
             raise self._unreachable(exc) from exc
         if _backend_errors.messages:
-            raise UnreachableError(f"etcd did not answer for {fqdn} ({self.config_path}): "
+            raise UnreachableError(f"etcd did not answer for {what} ({self.config_path}): "
                                    f"{summarise(_backend_errors.messages[0])}",
                                    hint="check etcd is up and the hosts in the conftool config")
         return obj
@@ -189,16 +194,7 @@ class Discovery(Conftool):
 
     def _record(self, service: str, dc: str) -> Any:
         kind = self._record_type()
-        _backend_errors.messages.clear()
-        try:
-            obj = kind(service, dc)
-        except Exception as exc:
-            raise self._unreachable(exc) from exc
-        if _backend_errors.messages:
-            raise UnreachableError(f"etcd did not answer for discovery/{service}/{dc} ({self.config_path}): "
-                                   f"{summarise(_backend_errors.messages[0])}",
-                                   hint="check etcd is up and the hosts in the conftool config")
-        return obj
+        return self._load(f"discovery/{service}/{dc}", lambda: kind(service, dc))
 
     def states(self, service: str) -> dict[str, bool]:
         """DC -> pooled, for every discovery record of ``service``."""

@@ -13,6 +13,7 @@ Each test switches from whichever site is active, so they run in any order.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -96,13 +97,18 @@ def test_switchover_planned_then_applied_under_load_loses_nothing(sites: Cluster
     print(f"switchover {src}->{dst}: {report}")
 
 
+def _killed_after_depool(home: Path, sites: Cluster, src: str, dst: str) -> tuple[str, subprocess.Popen[str]]:
+    """A switchover SIGKILLed right after its depool: no site active, the run's lock still held."""
+    proc = spawn(home, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes", "-r", "lab test",
+                 "-o", "plain")
+    return kill_after_step(home, proc, "discovery.depool", "lab-sites"), proc
+
+
 def test_switchover_killed_mid_way_and_resumed_loses_nothing(sites: Cluster, tmp_path: Path) -> None:
     src, dst = _active(sites)
     with SwitchLoad(sites) as load:
         time.sleep(6)
-        proc = spawn(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes", "-r", "lab test",
-                     "-o", "plain")
-        run_id = kill_after_step(tmp_path, proc, "discovery.depool", "lab-sites")
+        run_id, proc = _killed_after_depool(tmp_path, sites, src, dst)
         assert not _records(sites)[src], "the source is still pooled after its depool step"
         time.sleep(3)  # killed with no site active: producers wait, the consumer has left the group
         assert not any(_records(sites).values())
@@ -119,9 +125,7 @@ def test_abort_with_rollback_switches_back(sites: Cluster, tmp_path: Path) -> No
     src, dst = _active(sites)
     with SwitchLoad(sites) as load:
         time.sleep(6)
-        proc = spawn(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes", "-r", "lab test",
-                     "-o", "plain")
-        run_id = kill_after_step(tmp_path, proc, "discovery.depool", "lab-sites")
+        run_id, _ = _killed_after_depool(tmp_path, sites, src, dst)
         r = kafkaops(tmp_path, sites, "runs", "abort", run_id, "--rollback", "--reason", "lab test: switch back")
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert _active(sites) == (src, dst), "the rollback did not make the source the active site again"
