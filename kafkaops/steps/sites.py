@@ -28,12 +28,20 @@ def switched(svc: Environment, name: str) -> SwitchedService:
 
 
 def site_health(svc: Environment, dc: str, service: str) -> dict[str, Any]:
-    """One site: Kafka reachable and whole, the service answering its health path through the VIP."""
+    """One site: no maintenance run holding its lock, Kafka reachable and whole, the service answering its
+    health path through the VIP."""
     from kafkaops.safety import cluster_health
     from kafkaops.systems.http import get_json
 
     site = svc.site(dc)
     out: dict[str, Any] = {"cluster": site.cluster.name, "problems": []}
+    try:
+        # A site being rebooted or rolled is no site to send every client to (nor to take them from).
+        holder = site.lock.holder(site.cluster.name)
+        if holder is not None:
+            out["problems"].append(f"run {holder.run_id} ({holder.operator}: {holder.reason}) holds its lock")
+    except KafkaOpsError as exc:
+        out["problems"].append(f"its lock is unreadable: {exc}")
     try:
         health = cluster_health(site.kafka.snapshot(with_configs=False))
         out["brokers"] = list(health.brokers)
