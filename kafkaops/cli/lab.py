@@ -88,24 +88,25 @@ def up(inventory: Path | None = InventoryOpt,
 
     if sum(x is not None for x in (inventory, mode, sites)) + (brokers is not None or dcs is not None) > 1:
         raise LabError("give one of --inventory, --mode, --sites or --brokers/--dcs")
-    if sites is not None or (inventory is not None and load_inventory(inventory).multi_site):
-        _sites_up(inventory or DEFAULT_INVENTORY_DIR / "lab-sites.yaml", sites)
-        return
     if mode is not None and mode not in MODES:
         raise LabError(f"unknown lab mode {mode!r}", hint=f"modes: {', '.join(MODES)}")
-    layout = DEFAULT_INVENTORY_DIR / MODES[mode] if mode else _layout_inventory(brokers, dcs)
+    if sites is not None:
+        layout: Path | None = DEFAULT_INVENTORY_DIR / "lab-sites.yaml"
+    else:
+        layout = DEFAULT_INVENTORY_DIR / MODES[mode] if mode else _layout_inventory(brokers, dcs)
     cluster = load_inventory(inventory or layout)
+    if cluster.multi_site:
+        _sites_up(cluster, sites)
+        return
     seconds = lab.up(cluster, progress=_progress)
     which = "" if cluster.name == "lab" else f" --lab {cluster.name}"
     console.print(f"[green]lab {cluster.name} up[/] in {seconds:.1f}s — `kafkaops lab{which} status` to inspect, "
                   f"`kafkaops lab{which} down` to stop")
 
 
-def _sites_up(inventory: Path, wanted: str | None) -> None:
-    from kafkaops.inventory import load_inventory
+def _sites_up(sites: Any, wanted: str | None) -> None:
     from kafkaops.lab import sites as sites_lab
 
-    sites = load_inventory(inventory)
     if wanted is not None and [d.strip() for d in wanted.split(",")] != list(sites.sites):
         raise LabError(f"no two-site lab of {wanted!r}", hint=f"{sites.source} has sites {','.join(sites.sites)}")
     seconds = sites_lab.up(sites, progress=_progress)

@@ -63,7 +63,6 @@ class SwitchLoad:
         self.stop_producing = threading.Event()
         self._produced: list[int] = []
         self._consumed: list[int] = []
-        self.reads: list[tuple[int, str, str, int, int]] = []  # id, site, topic, partition, offset
         self._foreign = 0
         self._earlier: dict[str, int] = {}
         self._history: dict[str, int] = {}
@@ -171,7 +170,6 @@ class SwitchLoad:
                     self._earlier[str(at)] = self._earlier.get(str(at), 0) + 1  # read again from where the group stood
                 elif isinstance(value["id"], int):
                     self._consumed.append(value["id"])
-                    self.reads.append((value["id"], str(at), msg.topic(), msg.partition(), msg.offset()))
             if done:  # exactly what was read: the next offset of each partition
                 consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in done.items()], asynchronous=False)
 

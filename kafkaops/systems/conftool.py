@@ -233,19 +233,22 @@ class Discovery(Conftool):
             raise self._unreachable(exc) from exc
 
 
-def _etcd_read(config_path: str, *parts: str, timeout: float) -> list[dict[str, Any]]:
+def _conftool_config(config_path: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        with open(config_path) as f:
+            return yaml.safe_load(f) or {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read conftool config {config_path}: {exc.strerror}") from exc
+
+
+def _etcd_read(cfg: Mapping[str, Any], *parts: str, timeout: float) -> list[dict[str, Any]]:
     """The child nodes of conftool's key ``<namespace>/<api_version>/<parts...>`` over etcd's v2 API."""
     import json
     import urllib.error
     import urllib.request
 
-    import yaml
-
-    try:
-        with open(config_path) as f:
-            cfg = yaml.safe_load(f) or {}
-    except OSError as exc:
-        raise ConfigError(f"cannot read conftool config {config_path}: {exc.strerror}") from exc
     base = (cfg.get("hosts") or ["http://localhost:2379"])[0].rstrip("/")
     path = "/".join(p.strip("/") for p in (cfg.get("namespace", "/conftool"), cfg.get("api_version", "v1"), *parts))
     try:
@@ -269,14 +272,8 @@ def read_pools(config_path: str, tags: Mapping[str, str], *, timeout: float = 3.
     """
     import json
 
-    import yaml
-
-    try:
-        with open(config_path) as f:
-            cfg = yaml.safe_load(f) or {}
-    except OSError as exc:
-        raise ConfigError(f"cannot read conftool config {config_path}: {exc.strerror}") from exc
-    nodes = _etcd_read(config_path, cfg.get("pools_path", "pools"), tags["dc"], tags["cluster"], tags["service"],
+    cfg = _conftool_config(config_path)
+    nodes = _etcd_read(cfg, cfg.get("pools_path", "pools"), tags["dc"], tags["cluster"], tags["service"],
                        timeout=timeout)
     out = []
     for node in nodes:
@@ -292,7 +289,7 @@ def read_discovery(config_path: str, record: str, *, timeout: float = 3.0) -> di
     import json
 
     out = {}
-    for node in _etcd_read(config_path, "discovery", record, timeout=timeout):
+    for node in _etcd_read(_conftool_config(config_path), "discovery", record, timeout=timeout):
         value = json.loads(node.get("value") or "{}")
         pooled = value.get("pooled")
         if not isinstance(pooled, bool):
