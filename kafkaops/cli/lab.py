@@ -305,6 +305,8 @@ def load(
         console.print(table)
         for err in report.http_errors:
             console.print(f"  http error: {err}")
+        for err in report.read_errors:
+            console.print(f"  reader: {err}")
     if not report.clean:
         raise CheckFailed(f"load run not clean: lost={report.lost} duplicated={report.duplicated} "
                           f"http_failed={report.http_failed}")

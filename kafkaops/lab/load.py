@@ -33,6 +33,7 @@ class LoadReport:
     http_sent: int = 0
     http_failed: int = 0
     http_errors: list[str] = field(default_factory=list)
+    read_errors: list[str] = field(default_factory=list)  # what the reader's consumer was told, first 20
 
     @property
     def clean(self) -> bool:
@@ -57,13 +58,31 @@ class _Reader(threading.Thread):
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 2,
             "isolation.level": "read_committed",
         })
+        self.errors: list[str] = []
         try:
-            md = self.consumer.list_topics(topic, timeout=10)
+            partitions = self._partitions(topic)
         except KafkaException as exc:
             raise UnreachableError(f"Kafka at {bootstrap} did not answer a metadata request: {exc}",
                                    hint="check the lab's brokers: `kafkaops lab status`") from exc
-        self.consumer.assign([TopicPartition(topic, p, self._high_watermark(topic, p))
-                              for p in md.topics[topic].partitions])
+        self.consumer.assign([TopicPartition(topic, p, self._high_watermark(topic, p)) for p in partitions])
+
+    def _partitions(self, topic: str, timeout: float = 60.0) -> list[int]:
+        """The topic's partitions, asked again until a broker knows the topic.
+
+        A broker whose metadata cache has not caught up with a topic just created answers
+        UNKNOWN_TOPIC_OR_PART with no partitions; assigning that empty list reads nothing at all, and the
+        load then reports every acked message lost (CI, on a stretch lab started a moment before).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            described = self.consumer.list_topics(topic, timeout=10).topics.get(topic)
+            if described is not None and described.error is None and described.partitions:
+                return sorted(described.partitions)
+            if time.monotonic() > deadline:
+                raise UnreachableError(f"Kafka does not know the load's topic {topic}: "
+                                       f"{described.error if described is not None else 'not in its metadata'}",
+                                       hint="check the lab's topics: `kafkaops lab status`")
+            time.sleep(0.5)
 
     def _high_watermark(self, topic: str, partition: int, timeout: float = 60.0) -> int:
         """Where this run starts reading a partition, retried while its leadership moves.
@@ -87,12 +106,19 @@ class _Reader(threading.Thread):
         while not self.stop.is_set():
             for msg in self.consumer.consume(500, timeout=0.2):
                 value = msg.value()
-                if msg.error() is None and value is not None:
+                if msg.error() is not None:
+                    self._note(str(msg.error()))
+                elif value is not None:
                     run, _, seq = value.partition(b":")
                     if run == self.run_id:
                         with self.lock:
                             self.seen[int(seq)] += 1
         self.consumer.close()
+
+    def _note(self, error: str) -> None:
+        """Keep what the consumer was told, so a load that read nothing says why."""
+        if len(self.errors) < 20 and not any(e.endswith(f" {error}") for e in self.errors):
+            self.errors.append(f"{time.strftime('%H:%M:%S')} {error}")
 
     def snapshot(self) -> Counter[int]:
         """A copy of what was read so far, safe to iterate while the reader goes on."""
@@ -180,4 +206,5 @@ def run_load(cluster: Cluster, seconds: float, *, rate: float = 200.0, http_rate
     report.consumed = sum(seen.values())
     report.lost = len(acked - set(seen))
     report.duplicated = sum(n - 1 for n in seen.values() if n > 1)
+    report.read_errors = list(reader.errors)
     return report
