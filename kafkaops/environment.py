@@ -477,9 +477,22 @@ class Environment:
 
     @property
     def lock(self) -> LockBackend:
-        """The cluster's lock: ZooKeeper, else conftool's etcd, else a file in a shared directory."""
+        """The cluster's lock: ZooKeeper, else conftool's etcd, else a file in a shared directory.
+
+        A multi-site inventory's run also holds every site's own lock (:class:`SiteLocks`), so that no
+        roll starts on a site while a switchover moves clients to it or from it.
+        """
         if self._lock is None:
-            if self.cluster.zookeeper:
+            if self.cluster.multi_site:
+                from kafkaops.engine.lock import SiteLocks
+                from kafkaops.systems.etcd import EtcdLockBackend
+
+                if not self.cluster.etcd:
+                    raise ConfigError(f"{self.cluster.name} has no discovery.etcd to keep its run lock in "
+                                      f"({self.cluster.source})", hint="add discovery: {etcd: http://HOST:2379}")
+                sites = {self.site(dc).cluster.name: self.site(dc).lock for dc in self.cluster.sites}
+                self._lock = SiteLocks(EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout), sites)
+            elif self.cluster.zookeeper:
                 from kafkaops.systems.zookeeper import ZooKeeperLockBackend
 
                 self._lock = ZooKeeperLockBackend(self.cluster.zookeeper, timeout=self.kafka_timeout)
@@ -496,6 +509,9 @@ class Environment:
     @property
     def lock_label(self) -> str:
         """Which lock guards runs on this cluster, in words (shown in the plan and journaled)."""
+        if self.cluster.multi_site:
+            sites = "; ".join(f"{self.site(dc).cluster.name}: {self.site(dc).lock_label}" for dc in self.cluster.sites)
+            return f"etcd {self.cluster.etcd} key /kafkaops/locks/{self.cluster.name}, and each site's ({sites})"
         if self.cluster.zookeeper:
             return f"ZooKeeper {self.cluster.zookeeper} znode /kafkaops/locks/{self.cluster.name}"
         if self.cluster.etcd:

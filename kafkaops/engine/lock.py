@@ -31,7 +31,7 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -176,6 +176,54 @@ class FileLockBackend:
             path.unlink()
         except FileNotFoundError:
             return None
+        return previous
+
+
+class SiteLocks:
+    """A multi-site run's lock: its own, and the lock of every site it touches, held together.
+
+    A switchover sends every client of a service to one site. A roll or a reboot started on that site
+    half-way through would take brokers away from all of them at once, so the switchover holds each
+    site's own cluster lock (the one those runs take) for its whole life, under its run id: a roll is
+    refused, naming the switchover, and the switchover is refused while a roll holds a site. Taken in
+    a fixed order (the run's own, then the sites by name); a refusal gives back what this call took and
+    leaves what the run already held (a resume that is refused keeps its run's own lock).
+    """
+
+    def __init__(self, own: LockBackend, sites: Mapping[str, LockBackend]) -> None:
+        self.own = own
+        self.sites = dict(sorted(sites.items()))
+
+    def acquire(self, info: LockInfo) -> LockInfo:
+        taken: list[tuple[str, LockBackend]] = []
+        try:
+            for name, backend in [(info.cluster, self.own), *self.sites.items()]:
+                current = backend.holder(name)
+                backend.acquire(replace(info, cluster=name))
+                if current is None:
+                    taken.append((name, backend))
+        except BaseException:
+            for name, backend in reversed(taken):
+                backend.release(name, info.run_id)
+            raise
+        return info
+
+    def release(self, cluster: str, run_id: str) -> bool:
+        for name, backend in reversed(self.sites.items()):
+            backend.release(name, run_id)
+        return self.own.release(cluster, run_id)
+
+    def holder(self, cluster: str) -> LockInfo | None:
+        return self.own.holder(cluster)
+
+    def force_unlock(self, cluster: str) -> LockInfo | None:
+        """Remove the run's own lock, and each site's lock *that same run* holds (not another run's)."""
+        previous = self.own.force_unlock(cluster)
+        if previous is not None:
+            for name, backend in self.sites.items():
+                site = backend.holder(name)
+                if site is not None and site.run_id == previous.run_id:
+                    backend.force_unlock(name)
         return previous
 
 

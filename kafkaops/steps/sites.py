@@ -27,9 +27,18 @@ def switched(svc: Environment, name: str) -> SwitchedService:
     return found
 
 
-def site_health(svc: Environment, dc: str, service: str) -> dict[str, Any]:
-    """One site: no maintenance run holding its lock, Kafka reachable and whole, the service answering its
-    health path through the VIP."""
+def lock_owner(svc: Environment) -> str:
+    """The run holding the sites' inventory's own lock ("" when none): the switchover itself, which holds
+    every site's lock while it runs (:class:`~kafkaops.engine.lock.SiteLocks`), so a site lock held by that
+    run is not "a run under way on the site". Asked of the lock rather than the step's context because a
+    saved plan's apply re-observes before its run id reaches the steps."""
+    holder = svc.lock.holder(svc.cluster.name)
+    return holder.run_id if holder is not None else ""
+
+
+def site_health(svc: Environment, dc: str, service: str, owner: str) -> dict[str, Any]:
+    """One site: no run but ``owner`` (:func:`lock_owner`) holding its lock, Kafka reachable and whole, the
+    service answering its health path through the VIP."""
     from kafkaops.safety import cluster_health
     from kafkaops.systems.http import get_json
 
@@ -38,7 +47,7 @@ def site_health(svc: Environment, dc: str, service: str) -> dict[str, Any]:
     try:
         # A site being rebooted or rolled is no site to send every client to (nor to take them from).
         holder = site.lock.holder(site.cluster.name)
-        if holder is not None:
+        if holder is not None and holder.run_id != owner:
             out["problems"].append(f"run {holder.run_id} ({holder.operator}: {holder.reason}) holds its lock")
     except KafkaOpsError as exc:
         out["problems"].append(f"its lock is unreadable: {exc}")
@@ -80,7 +89,8 @@ class Preflight(StepBase):
         if src == dst:
             raise ConfigError(f"--from and --to are both {src}", hint="name two different sites")
         records = svc.discovery.states(service.discovery)
-        sites = {dc: site_health(svc, dc, service.name) for dc in (src, dst)}
+        owner = lock_owner(svc)
+        sites = {dc: site_health(svc, dc, service.name, owner) for dc in (src, dst)}
         max_lag = int(self.params["max_lag"])
         try:
             lags = MirrorLag(svc.cluster, src, dst, timeout=svc.kafka_timeout).partitions()
@@ -138,9 +148,10 @@ class PostCheck(StepBase):
         svc = env(ctx)
         src, dst = str(self.params["from_site"]), str(self.params["to_site"])
         service = switched(svc, str(self.params["service"]))
+        owner = lock_owner(svc)
         return Observation({"service": service.name, "record": service.discovery, "from": src, "to": dst,
                             "records": svc.discovery.states(service.discovery),
-                            "sites": {dc: site_health(svc, dc, service.name) for dc in (src, dst)}},
+                            "sites": {dc: site_health(svc, dc, service.name, owner) for dc in (src, dst)}},
                            summary="checked when the step runs")
 
     def plan(self, obs: Observation) -> Action | Noop:

@@ -97,6 +97,21 @@ def test_switchover_planned_then_applied_under_load_loses_nothing(sites: Cluster
     print(f"switchover {src}->{dst}: {report}")
 
 
+def _lock_holders(sites: Cluster) -> dict[str, str | None]:
+    """Which run holds the lock of the sites' inventory and of each site's cluster (the one rolls take)."""
+    from kafkaops.environment import Environment
+
+    out: dict[str, str | None] = {}
+    for cluster in (sites, *sites.sites.values()):
+        env = Environment(cluster)
+        try:
+            holder = env.lock.holder(cluster.name)
+        finally:
+            env.close()
+        out[cluster.name] = holder.run_id if holder else None
+    return out
+
+
 def _killed_after_depool(home: Path, sites: Cluster, src: str, dst: str) -> tuple[str, subprocess.Popen[str]]:
     """A switchover SIGKILLed right after its depool: no site active, the run's lock still held."""
     proc = spawn(home, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes", "-r", "lab test",
@@ -112,8 +127,11 @@ def test_switchover_killed_mid_way_and_resumed_loses_nothing(sites: Cluster, tmp
         assert not _records(sites)[src], "the source is still pooled after its depool step"
         time.sleep(3)  # killed with no site active: producers wait, the consumer has left the group
         assert not any(_records(sites).values())
+        # Killed, the run still holds every site's lock: no roll starts on a site with no clients' way out.
+        assert set(_lock_holders(sites).values()) == {run_id}, _lock_holders(sites)
         r = kafkaops(tmp_path, sites, "resume", run_id, timeout=600)
         assert r.returncode == 0, output(proc)[-2000:] + r.stdout[-3000:] + r.stderr[-3000:]
+        assert set(_lock_holders(sites).values()) == {None}, _lock_holders(sites)
         time.sleep(6)
         load.finish()
     report = _check(sites, load, src, dst, _translated_bound(tmp_path, run_id))
@@ -178,10 +196,19 @@ def test_switchover_refuses_a_site_under_maintenance(sites: Cluster, tmp_path: P
                     reason="kernel upgrade", started_at=time.time())
     target.lock.acquire(held)
     try:
-        r = kafkaops(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--dry-run")
+        planned = kafkaops(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--dry-run")
+        applied = kafkaops(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--yes",
+                           "-r", "lab test")
+        holders = _lock_holders(sites)
     finally:
         target.lock.release(target.cluster.name, held.run_id)
         target.close()
-    assert r.returncode == 6, r.stdout[-2000:] + r.stderr[-2000:]
-    assert f"site {dst} is not healthy: run {held.run_id} (alice@cumin: kernel upgrade) holds its lock" in r.stderr
+    assert planned.returncode == 6, planned.stdout[-2000:] + planned.stderr[-2000:]
+    assert (f"site {dst} is not healthy: run {held.run_id} (alice@cumin: kernel upgrade) holds its lock"
+            in planned.stderr)
+    # Applied, it cannot take that site's lock: refused (lock held, exit 7) before anything changed, and the
+    # locks it took on its way are given back.
+    assert applied.returncode == 7, applied.stdout[-2000:] + applied.stderr[-2000:]
+    assert f"cluster {target.cluster.name} is locked by run {held.run_id}" in applied.stderr, applied.stderr
+    assert holders == {sites.name: None, sites.site(src).name: None, target.cluster.name: held.run_id}, holders
     assert _active(sites) == (src, dst)
