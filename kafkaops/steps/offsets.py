@@ -62,12 +62,20 @@ class Translate(StepBase):
         anchors = source.timestamps([(p.topic, p.partition, p.anchor) for p in positions if p.anchor is not None])
         anchor_ts = {(t, p): ts for (t, p, _o), ts in anchors.items()}
         seeks = seek_times(positions, anchor_ts, margin_ms)
-        target_topics = set(target_admin.metadata().topics)
-        missing = sorted({p.topic for p in positions} - target_topics)
+        target_topics = {t: set(m.partitions) for t, m in target_admin.metadata().topics.items()}
+        missing = sorted({p.topic for p in positions} - set(target_topics))
         if missing:
             raise SafetyRefusal(f"refusing to translate {group}: {names(missing)} do not exist on "
                                 f"{svc.site(dst).cluster.name}", hint="check MirrorMaker mirrors them (topics: in "
                                 "its config), or narrow --topics")
+        # A timestamp is looked up in the same partition on the target: MirrorMaker 2 mirrors partition N to
+        # partition N. A target topic with fewer partitions would have no partition to look in.
+        unmatched = sorted(f"{p.topic}-{p.partition}" for p in positions if p.partition not in target_topics[p.topic])
+        if unmatched:
+            raise SafetyRefusal(f"refusing to translate {group}: {svc.site(dst).cluster.name} has no partition "
+                                f"{names(unmatched)} to translate its position in",
+                                hint="mirrored topics must have the same partition count on both sites (MirrorMaker "
+                                     "2 mirrors partition N to partition N): add partitions to the target topic")
         moves = translate(positions, anchor_ts, margin_ms, target_at=target_admin.offsets_at(seeks),
                           source_at=source_admin.offsets_at(seeks),
                           target_end={k: v[1] for k, v in target_admin.list_offsets(

@@ -185,6 +185,26 @@ def test_translate_refuses_a_group_active_on_the_target(sites: Cluster, tmp_path
     assert after == before
 
 
+def test_translate_refuses_a_partition_the_target_topic_does_not_have(sites: Cluster, tmp_path: Path) -> None:
+    """A topic with 3 partitions on the source and 1 on the target (not MirrorMaker's doing: a name outside
+    its regex): the group's position in partition 2 has nowhere to go, so the translation is refused."""
+    from kafkaops.systems.groups import ConsumerGroups
+    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+
+    src, dst = _active(sites)
+    source, target = sites.site(src), sites.site(dst)
+    topic, group = "lab.narrow", "lab-translate-narrow"
+    KafkaAdmin(source.bootstrap_servers).create_topics([TopicSpec(topic, 3, 1)])
+    KafkaAdmin(target.bootstrap_servers).create_topics([TopicSpec(topic, 1, 1)])
+    ConsumerGroups(source.bootstrap_servers).set_offsets(group, {(topic, 0): 0, (topic, 2): 0})
+    before = ConsumerGroups(target.bootstrap_servers).committed(group)
+    r = kafkaops(tmp_path, sites, "offsets", "translate", group, "--from", src, "--to", dst, "--topics",
+                 r"lab\.narrow", "--yes", "-r", "lab test")
+    assert r.returncode == 6, r.stdout[-2000:] + r.stderr[-2000:]
+    assert f"refusing to translate {group}: {target.name} has no partition {topic}-2 to translate" in r.stderr, r.stderr
+    assert ConsumerGroups(target.bootstrap_servers).committed(group) == before
+
+
 def test_switchover_refuses_a_site_under_maintenance(sites: Cluster, tmp_path: Path) -> None:
     """A run holding the target site's lock (a roll, a reboot): the switchover refuses, naming it."""
     from kafkaops.engine.lock import LockInfo
