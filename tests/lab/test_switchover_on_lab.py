@@ -127,8 +127,11 @@ def test_switchover_killed_mid_way_and_resumed_loses_nothing(sites: Cluster, tmp
         assert not _records(sites)[src], "the source is still pooled after its depool step"
         time.sleep(3)  # killed with no site active: producers wait, the consumer has left the group
         assert not any(_records(sites).values())
-        # Killed, the run still holds every site's lock: no roll starts on a site with no clients' way out.
+        # Killed, the run still holds every site's lock: a roll of either site is refused, naming it.
         assert set(_lock_holders(sites).values()) == {run_id}, _lock_holders(sites)
+        site = sites.site(dst)
+        roll = kafkaops(tmp_path, site, "rolling-restart", site.name, "--dry-run")
+        assert roll.returncode == 7 and f"cluster {site.name} is locked by run {run_id}" in roll.stderr, roll.stderr
         r = kafkaops(tmp_path, sites, "resume", run_id, timeout=600)
         assert r.returncode == 0, output(proc)[-2000:] + r.stdout[-3000:] + r.stderr[-3000:]
         assert set(_lock_holders(sites).values()) == {None}, _lock_holders(sites)
@@ -226,9 +229,9 @@ def test_switchover_refuses_a_site_under_maintenance(sites: Cluster, tmp_path: P
     assert planned.returncode == 6, planned.stdout[-2000:] + planned.stderr[-2000:]
     assert (f"site {dst} is not healthy: run {held.run_id} (alice@cumin: kernel upgrade) holds its lock"
             in planned.stderr)
-    # Applied, it cannot take that site's lock: refused (lock held, exit 7) before anything changed, and the
-    # locks it took on its way are given back.
-    assert applied.returncode == 7, applied.stdout[-2000:] + applied.stderr[-2000:]
-    assert f"cluster {target.cluster.name} is locked by run {held.run_id}" in applied.stderr, applied.stderr
+    # Applied, it is refused the same way, before it takes any lock or changes anything. (Were the site
+    # locked between its plan and its start, taking the sites' locks would refuse it, exit 7, giving back
+    # what it took: tests/unit/engine/test_site_locks.py.)
+    assert applied.returncode == 6, applied.stdout[-2000:] + applied.stderr[-2000:]
     assert holders == {sites.name: None, sites.site(src).name: None, target.cluster.name: held.run_id}, holders
     assert _active(sites) == (src, dst)
