@@ -534,14 +534,22 @@ class Environment:
     def run_sampler(self, path: Path) -> RunSampler | None:
         """A sampler of the cluster's URP and produce rate for the run's chart, on its own client; None in a
         dry-run (a plan is not a run). The runner starts it for each process of a run."""
-        if self.dry_run or self.cluster.multi_site:  # a switchover's samples would be two clusters' (not yet)
+        if self.dry_run:
             return None
         from kafkaops.systems.kafka import KafkaAdmin
-        from kafkaops.systems.run_samples import RunSampler
+        from kafkaops.systems.run_samples import RunSampler, sample, sites_sample
 
-        admin = KafkaAdmin(self.cluster.bootstrap_servers, timeout=5.0, cluster=self.cluster.name, attempts=1,
-                           dry_run=True, kraft=self.cluster.kraft)  # it only reads
-        return RunSampler(path, lambda: admin.snapshot(with_configs=False), admin.list_offsets)
+        def admin(cluster: Cluster) -> KafkaAdmin:
+            return KafkaAdmin(cluster.bootstrap_servers, timeout=5.0, cluster=cluster.name, attempts=1,
+                              dry_run=True, kraft=cluster.kraft)  # it only reads
+
+        if self.cluster.multi_site:
+            sites = {dc: admin(site) for dc, site in self.cluster.sites.items()}
+            return RunSampler(path, lambda: sites_sample({
+                dc: sample(a.snapshot(with_configs=False), a.list_offsets, own_prefix=f"{dc}.")
+                for dc, a in sites.items()}))
+        one = admin(self.cluster)
+        return RunSampler(path, lambda: sample(one.snapshot(with_configs=False), one.list_offsets))
 
     def health_watch(self) -> HealthWatch:
         """The run's background witness of cluster health (:mod:`kafkaops.systems.health_watch`), started on

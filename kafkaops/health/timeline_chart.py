@@ -3,8 +3,8 @@
 One lane per host, a bar per step (coloured by what it acts on: traffic, Kafka, host, service, check),
 a mark where a wait started again, the sessions (a kill and a resume show as a gap between two); under
 it, from the samples the run took (:mod:`kafkaops.systems.run_samples`), the under-replicated and offline
-partitions and the produce rate. Steps that took less than a second are drawn a second wide, so that a
-no-op is still visible in its place.
+partitions and the produce rate (per site for a switchover). Steps that took less than a second are
+drawn a second wide, so that a no-op is still visible in its place.
 """
 
 from __future__ import annotations
@@ -27,6 +27,19 @@ def produce_rate(samples: list[dict[str, Any]]) -> list[tuple[float, float]]:
         if dt > 0:
             out.append((float(b["t"]), max(0.0, (int(b["end_offsets"]) - int(a["end_offsets"])) / dt)))
     return out
+
+
+def rate_series(samples: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]]:
+    """The produce rates to draw, by label: the cluster's, or for a multi-site run (a switchover) each
+    site's own topics' — where the events are produced, which is what a switchover moves."""
+    dcs = sorted({dc for s in samples for dc in s.get("sites", {})})
+    if not dcs:
+        rate = produce_rate(samples)
+        return {"produce rate": rate} if rate else {}
+    series = {f"produced in {dc} ({dc}.*)": produce_rate([{"t": s["t"], **s["sites"][dc]} for s in samples
+                                                          if dc in s.get("sites", {}) and "error" not in s])
+              for dc in dcs}
+    return {label: rate for label, rate in series.items() if rate}
 
 
 def draw(report: RunReport, samples: list[dict[str, Any]], path: Path) -> Path:
@@ -77,10 +90,11 @@ def draw(report: RunReport, samples: list[dict[str, Any]], path: Path) -> Path:
         ax_urp.step(ts, [x["urp"] for x in taken], where="post", color="#d62728", label="under-replicated")
         ax_urp.step(ts, [x["offline"] for x in taken], where="post", color="black", label="offline")
         ax_urp.set_ylabel("partitions", fontsize=8)
-        rate = produce_rate(samples)
-        if rate:
+        rates = rate_series(samples)
+        if rates:
             ax_rate = ax_urp.twinx()
-            ax_rate.plot([t - t0 for t, _ in rate], [r for _, r in rate], color="#1f77b4", label="produce rate")
+            for (label, rate), colour in zip(rates.items(), ("#1f77b4", "#ff7f0e", "#2ca02c"), strict=False):
+                ax_rate.plot([t - t0 for t, _ in rate], [r for _, r in rate], color=colour, label=label)
             ax_rate.set_ylabel("messages/s", fontsize=8)
             ax_rate.legend(loc="upper right", fontsize=7)
         ax_urp.legend(loc="upper left", fontsize=7)

@@ -12,6 +12,10 @@ sample would load the cluster for a chart), and ``end_offsets`` is null.
 
 A sample that could not be taken is written as such (``"error"``), never skipped silently: a gap in the
 chart then says "Kafka did not answer", which is itself worth seeing.
+
+A multi-site run (a switchover) samples every site (:func:`sites_sample`): URP, offline and brokers
+summed, and per site under ``"sites"`` the log end offsets of that site's *own* topics (``<dc>.*``) — the
+events produced there. The chart then shows the produce rate leave one site and arrive at the other.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,25 +35,41 @@ MAX_OFFSET_PARTITIONS = 5000
 EndOffsets = Callable[[Iterable[tuple[str, int]]], dict[tuple[str, int], tuple[int | None, int | None]]]
 
 
-def sample(snapshot: ClusterSnapshot, end_offsets: EndOffsets | None) -> dict[str, Any]:
-    """One sample of ``snapshot`` (and the summed log end offsets, when ``end_offsets`` is given)."""
+def sample(snapshot: ClusterSnapshot, end_offsets: EndOffsets | None, *, own_prefix: str = "") -> dict[str, Any]:
+    """One sample of ``snapshot`` (and the summed log end offsets, when ``end_offsets`` is given: of the
+    topics named ``own_prefix``..., every topic by default)."""
     out: dict[str, Any] = {"urp": sum(1 for p in snapshot.partitions if p.under_replicated),
                            "offline": sum(1 for p in snapshot.partitions if p.offline),
                            "brokers": len(snapshot.brokers), "end_offsets": None}
-    if end_offsets is not None and len(snapshot.partitions) <= MAX_OFFSET_PARTITIONS:
-        ends = end_offsets([(p.topic, p.partition) for p in snapshot.partitions])
+    counted = [(p.topic, p.partition) for p in snapshot.partitions if p.topic.startswith(own_prefix)]
+    if end_offsets is not None and len(counted) <= MAX_OFFSET_PARTITIONS:
+        ends = end_offsets(counted) if counted else {}
         out["end_offsets"] = sum(end or 0 for _start, end in ends.values())
     return out
 
 
-class RunSampler:
-    """Samples the cluster on a daemon thread into ``path`` (JSON lines), until :meth:`stop`."""
+def sites_sample(per_site: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """One sample of a multi-site run from each site's :func:`sample` (of its own ``<dc>.`` topics).
 
-    def __init__(self, path: Path, snapshot: Callable[[], ClusterSnapshot], end_offsets: EndOffsets | None, *,
-                 interval: float = INTERVAL) -> None:
+    The counts are summed; the log end offsets are not (``end_offsets`` null): a site's topics include the
+    other site's events mirrored, and a sum would count each event twice. They stay per site.
+    """
+    return {"urp": sum(int(s["urp"]) for s in per_site.values()),
+            "offline": sum(int(s["offline"]) for s in per_site.values()),
+            "brokers": sum(int(s["brokers"]) for s in per_site.values()), "end_offsets": None,
+            "sites": {dc: dict(s) for dc, s in sorted(per_site.items())}}
+
+
+class RunSampler:
+    """Samples the cluster on a daemon thread into ``path`` (JSON lines), until :meth:`stop`.
+
+    ``measure`` takes one sample (:func:`sample` of a snapshot, or :func:`sites_sample`); an exception is
+    written as a gap.
+    """
+
+    def __init__(self, path: Path, measure: Callable[[], dict[str, Any]], *, interval: float = INTERVAL) -> None:
         self.path = path
-        self._snapshot = snapshot
-        self._end_offsets = end_offsets
+        self._measure = measure
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kafkaops-run-samples", daemon=True)
@@ -57,7 +77,7 @@ class RunSampler:
     def take(self) -> dict[str, Any]:
         """Take one sample now and append it (the thread's body; tests call it directly)."""
         try:
-            line: dict[str, Any] = {"t": round(time.time(), 3), **sample(self._snapshot(), self._end_offsets)}
+            line: dict[str, Any] = {"t": round(time.time(), 3), **self._measure()}
         except Exception as exc:  # an unanswered request is a gap worth showing, not a crash of the run
             line = {"t": round(time.time(), 3), "error": str(exc)[:200]}
         with open(self.path, "a") as f:

@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,3 +75,40 @@ def test_produce_rate_between_samples() -> None:
     rate = produce_rate([{"t": 0, "end_offsets": 0}, {"t": 2, "end_offsets": 300}, {"t": 3, "error": "x"},
                          {"t": 4, "end_offsets": 250}, {"t": 6, "end_offsets": 450}])
     assert rate == [(2.0, 150.0), (4.0, 0.0), (6.0, 100.0)]  # never negative (a log truncated, a reset)
+
+
+def test_a_switchover_samples_each_site_own_topics_and_charts_a_rate_per_site() -> None:
+    """Each site counts only its own ``<dc>.`` topics (the mirror copies of the other site's would count
+    every event twice); the chart draws one produce rate per site, which is what a switchover moves."""
+    from kafkaops.health.timeline_chart import rate_series
+    from kafkaops.model import ClusterSnapshot, PartitionState
+    from kafkaops.systems.run_samples import EndOffsets, sample, sites_sample
+
+    def snapshot(*topics: str) -> ClusterSnapshot:
+        parts = tuple(PartitionState(t, 0, leader=1, replicas=(1, 2), isr=(1,) if t.startswith("codfw") else (1, 2))
+                      for t in topics)
+        return ClusterSnapshot("c", 0.0, brokers=(1, 2), controller=1, partitions=parts)
+
+    asked: list[list[tuple[str, int]]] = []
+
+    def ends(per_topic: dict[str, int]) -> EndOffsets:
+        def end_offsets(tps: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+            tps = list(tps)
+            asked.append(tps)
+            return {tp: (0, per_topic[tp[0]]) for tp in tps}
+        return end_offsets
+
+    def at(t: float, eqiad: int, codfw: int) -> dict[str, Any]:
+        topics = {"eqiad.test.event": eqiad, "codfw.test.event": codfw}
+        return {"t": t, **sites_sample({
+            "eqiad": sample(snapshot(*topics), ends(topics), own_prefix="eqiad."),
+            "codfw": sample(snapshot(*topics), ends(topics), own_prefix="codfw."),
+        })}
+
+    samples = [at(0, 0, 0), at(2, 80, 0), at(4, 80, 60), at(6, 80, 140)]
+    assert samples[1]["end_offsets"] is None and samples[1]["urp"] == 2  # one URP per site, summed
+    assert all(len(tps) == 1 for tps in asked), asked  # each site asked for its own topic only
+    assert samples[2]["sites"]["codfw"]["end_offsets"] == 60
+    assert rate_series(samples) == {"produced in codfw (codfw.*)": [(2.0, 0.0), (4.0, 30.0), (6.0, 40.0)],
+                                    "produced in eqiad (eqiad.*)": [(2.0, 40.0), (4.0, 0.0), (6.0, 0.0)]}
+    assert rate_series([{"t": 0, "end_offsets": 0}, {"t": 2, "end_offsets": 10}]) == {"produce rate": [(2.0, 5.0)]}
