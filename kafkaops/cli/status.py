@@ -149,7 +149,7 @@ def _counts(data: dict[str, Any]) -> list[tuple[str, int]]:
             ("under min ISR", len(data["under_min_isr"])), ("at min ISR", len(data["at_min_isr"]))]
 
 
-_COLUMNS = ("host", "broker", "dc/rack", "registered", "leaders", "preferred", "pooled", "weight")
+_COLUMNS = ("host", "broker", "dc/rack", "alive", "leaders", "preferred", "pooled", "weight")
 
 
 def _rows(data: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -220,11 +220,14 @@ def _render(data: dict[str, Any]) -> None:
                        for label, n in _counts(data))
     console.print(f"cluster [bold]{data['cluster']}[/]: [{colour}]{_verdict(data)}[/] — {data['partitions']} "
                   f"partitions, {counts}, preferred leaders {data['preferred_leader_ratio']:.0%}")
+    from rich import box
     from rich.table import Table
 
-    table = Table()
+    # No vertical rules, and host names never cut: at 80 columns (a log, a narrow pane) the boxed table
+    # truncated every name to "kafka-…", the one column an operator reads first.
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
     for col in _COLUMNS:
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "host")
     for row in _rows(data):
         table.add_row(*row[:3], row[3] if row[3] == "yes" else f"[red]{row[3]}[/]", *row[4:6],
                       row[6] if row[6] == "yes" else f"[yellow]{row[6]}[/]",
@@ -233,9 +236,9 @@ def _render(data: dict[str, Any]) -> None:
     if quorum := data.get("quorum"):
         console.print(_quorum_line(quorum), highlight=False)
         if quorum["voters"]:
-            qt = Table()
+            qt = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
             for col in _QUORUM_COLUMNS:
-                qt.add_column(col)
+                qt.add_column(col, no_wrap=col == "controller")
             for row in _quorum_rows(quorum):
                 qt.add_row(*row[:6], row[6] if row[6] == "yes" else f"[red]{row[6]}[/]")
             console.print(qt)

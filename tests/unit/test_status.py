@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
+
+import pytest
 
 from kafkaops.cli.status import _snapshot
 from kafkaops.errors import UnreachableError
@@ -76,3 +79,22 @@ def test_markdown_status_names_what_needs_attention() -> None:
     assert unknown.startswith("**lab: health unknown**") and "- **min ISR unknown (counted as 1):**" in unknown
     skewed = to_markdown(_data(preferred_leader_ratio=0.5))
     assert "- **leaders not preferred:** 50% of partitions" in skewed
+
+
+def test_the_status_table_keeps_host_names_whole_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a log or a narrow pane, the boxed table cut every host to "kafka-…": the name an operator reads."""
+    from rich.console import Console
+
+    from kafkaops.cli import status
+
+    data = _data()
+    for b in data["brokers"]:
+        b["host"] = b["host"].replace("kafka", "kafka-jumbo")
+    out = Console(width=80, record=True, file=io.StringIO())
+    monkeypatch.setattr(status, "console", out)
+    status._render(data)
+    text = out.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    assert "…" not in text and "1002 ctrl" in text, text
+    for b in data["brokers"]:
+        assert b["host"] in text, text
