@@ -216,6 +216,12 @@ class SiteLocks:
     def holder(self, cluster: str) -> LockInfo | None:
         return self.own.holder(cluster)
 
+    def close(self) -> None:
+        """Close the run's own lock's client; each site's is its site environment's to close."""
+        close = getattr(self.own, "close", None)
+        if callable(close):
+            close()
+
     def force_unlock(self, cluster: str) -> LockInfo | None:
         """Remove the run's own lock, and each site's lock *that same run* holds (not another run's)."""
         previous = self.own.force_unlock(cluster)

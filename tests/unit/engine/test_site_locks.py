@@ -78,3 +78,20 @@ def test_force_unlock_removes_the_runs_site_locks_and_no_one_elses(backends) -> 
     previous = locks.force_unlock("lab-sites")
     assert previous is not None and previous.run_id == SWITCHOVER.run_id
     assert _holders(backends) == {"lab-sites": None, "lab-eqiad": ROLL.run_id, "lab-codfw": None}
+
+
+def test_close_closes_the_runs_own_lock_client_and_leaves_the_sites_to_their_environments(backends) -> None:
+    closed: list[str] = []
+
+    class Closing(FileLockBackend):
+        def __init__(self, name: str, directory: Path) -> None:
+            super().__init__(directory)
+            self.name = name
+
+        def close(self) -> None:
+            closed.append(self.name)
+
+    own = Closing("own", backends["lab-sites"].directory)
+    site = Closing("lab-codfw", backends["lab-codfw"].directory)
+    SiteLocks(own, {"lab-codfw": site}).close()
+    assert closed == ["own"]
