@@ -490,7 +490,7 @@ class Environment:
                 if not self.cluster.etcd:
                     raise ConfigError(f"{self.cluster.name} has no discovery.etcd to keep its run lock in "
                                       f"({self.cluster.source})", hint="add discovery: {etcd: http://HOST:2379}")
-                sites = {self.site(dc).cluster.name: self.site(dc).lock for dc in self.cluster.sites}
+                sites = {site.name: self.site(dc).lock for dc, site in self.cluster.sites.items()}
                 self._lock = SiteLocks(EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout), sites)
             elif self.cluster.zookeeper:
                 from kafkaops.systems.zookeeper import ZooKeeperLockBackend
@@ -510,7 +510,7 @@ class Environment:
     def lock_label(self) -> str:
         """Which lock guards runs on this cluster, in words (shown in the plan and journaled)."""
         if self.cluster.multi_site:
-            sites = "; ".join(f"{self.site(dc).cluster.name}: {self.site(dc).lock_label}" for dc in self.cluster.sites)
+            sites = "; ".join(f"{site.name}: {self.site(dc).lock_label}" for dc, site in self.cluster.sites.items())
             return f"etcd {self.cluster.etcd} key /kafkaops/locks/{self.cluster.name}, and each site's ({sites})"
         if self.cluster.zookeeper:
             return f"ZooKeeper {self.cluster.zookeeper} znode /kafkaops/locks/{self.cluster.name}"

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from kafkaops.cli.common import TableOrJson, console, err_console, print_json
 from kafkaops.errors import LabError
+
+if TYPE_CHECKING:
+    from kafkaops.model import Cluster
 
 app = typer.Typer(
     help=(
@@ -104,7 +107,7 @@ def up(inventory: Path | None = InventoryOpt,
                   f"`kafkaops lab{which} down` to stop")
 
 
-def _sites_up(sites: Any, wanted: str | None) -> None:
+def _sites_up(sites: Cluster, wanted: str | None) -> None:
     from kafkaops.lab import sites as sites_lab
 
     if wanted is not None and [d.strip() for d in wanted.split(",")] != list(sites.sites):
