@@ -58,6 +58,8 @@ from kafkaops.steps.service import (
 _ENTRY = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}")
 #: How many continuation lines of an entry a benign pattern sees.
 _CONTEXT = 3
+#: The head of a stack trace: ``java.lang.NullPointerException: ...``, ``org.apache.kafka...Exception: ...``.
+_EXCEPTION = re.compile(r"^\s*(?:Caused by: )?[\w$.]+(?:Exception|Error)\b")
 KAFKA_LEVEL = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?\]\s+(ERROR|FATAL)\b")
 
 
@@ -102,7 +104,8 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
                 "org.apache.kafka.common.errors.OutOfOrderSequenceException: Out of order sequence number for "
                 "producer 12000 at offset 3845 in partition lab.load-0: 745 (incoming seq. number), 743 (current "
                 "end sequence number)",
-    ),    BenignError(
+    ),
+    BenignError(
         # Only a broker heartbeat answered NotControllerException: the same line with another exception
         # (a storage or authorization error) still stops the run.
         pattern=r"\[ControllerApis nodeId=\d+\] Unexpected error handling request RequestHeader\(apiKey="
@@ -114,6 +117,23 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
                 "headerVersion=2) -- BrokerHeartbeatRequestData(brokerId=1002, brokerEpoch=1862) with context "
                 "RequestContext(...) (org.apache.kafka.controller.ControllerApis)\n"
                 "org.apache.kafka.common.errors.NotControllerException: No controller appears to be active.",
+    ),
+    BenignError(
+        # Only an ApiVersions request failing on the raft manager not being set yet: any other exception of
+        # an ApiVersions request, or this one on another request, still stops the run.
+        pattern=r"\[ControllerApis nodeId=\d+\] Unexpected error handling request RequestHeader\(apiKey="
+                r"API_VERSIONS\b[^\n]*\n[^\n]*?\bjava\.lang\.NullPointerException: [^\n]*\"kafka\.server\."
+                r"ControllerServer\.raftManager\(\)\" is null",
+        why="KRaft (Kafka 4.x): a client's first request to a controller node that is still starting - its "
+            "listener accepts before its raft manager is set - fails, and the client connects again; seen when "
+            "kafka-metadata-quorum asks the restarted controller within its first second",
+        example="[2026-11-25 06:55:26,352] ERROR [ControllerApis nodeId=3001] Unexpected error handling request "
+                "RequestHeader(apiKey=API_VERSIONS, apiVersion=4, clientId=adminclient-1, correlationId=0, "
+                "headerVersion=2) -- ApiVersionsRequestData(clientSoftwareName='apache-kafka-java', "
+                "clientSoftwareVersion='4.3.1') with context RequestContext(...) "
+                "(org.apache.kafka.controller.ControllerApis)\n"
+                "java.lang.NullPointerException: Cannot invoke \"kafka.raft.KafkaRaftManager.client()\" because the "
+                "return value of \"kafka.server.ControllerServer.raftManager()\" is null",
     ),
 )
 
@@ -155,11 +175,13 @@ def scan_kafka_lines(lines: Iterable[str], ignore: Sequence[str] = ()) -> KafkaS
             continue
         # A benign pattern may name the entry's exception, on the line after it (a stack trace's head):
         # the same ERROR line with another exception (a storage error) must still stop the run.
-        following = itertools.takewhile(lambda x: not _ENTRY.search(x), text[index + 1:index + 1 + _CONTEXT])
+        following = list(itertools.takewhile(lambda x: not _ENTRY.search(x),
+                                             text[index + 1:index + 1 + _CONTEXT]))
         entry = "\n".join([line, *following])
         hit = next((p for p, rx in benign if rx.search(entry)), None)
         if hit is None:
-            errors.append(LogMatch(index + 1, level.group(1), line))
+            cause = following[0].strip() if following and _EXCEPTION.search(following[0]) else ""
+            errors.append(LogMatch(index + 1, level.group(1), line, cause))
         else:
             ignored.append(LogMatch(index + 1, hit, line))
     count = len(text)

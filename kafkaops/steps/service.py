@@ -55,11 +55,14 @@ class LogMatch:
         number: 1-based line number in the scanned output.
         pattern: The first pattern it matched (as written in the inventory).
         line: The line, without its newline.
+        cause: The entry's exception, when the line after it is one (a stack trace's head): the ERROR line of
+            a Kafka request handler names the request, the line after it says what went wrong.
     """
 
     number: int
     pattern: str
     line: str
+    cause: str = ""
 
 
 def compile_patterns(patterns: Iterable[str], what: str) -> list[tuple[str, re.Pattern[str]]]:
@@ -96,7 +99,8 @@ def find_error_lines(lines: Iterable[str], patterns: Sequence[str]) -> list[LogM
 
 def describe_matches(matches: Sequence[LogMatch], *, limit: int = 10, width: int = 300) -> str:
     """The matched lines for an error message: pattern and line, the first ``limit`` of them."""
-    shown = [f"    [{m.pattern}] {m.line[:width]}" for m in matches[:limit]]
+    shown = [f"    [{m.pattern}] {m.line[:width]}" + (f"\n      caused by: {m.cause[:width]}" if m.cause else "")
+             for m in matches[:limit]]
     if len(matches) > limit:
         shown.append(f"    ... and {len(matches) - limit} more")
     return "\n".join(shown)

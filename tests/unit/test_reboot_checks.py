@@ -23,7 +23,7 @@ from kafkaops.lab.host import KNOBS, LabHost
 from kafkaops.lab.hostctl import line_time, select_lines
 from kafkaops.steps import logs
 from kafkaops.steps.logs import KafkaLogErrorsFound, scan_kafka_lines
-from kafkaops.steps.service import disruption_name
+from kafkaops.steps.service import describe_matches, disruption_name
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "inventory" / "lab.yaml"
@@ -108,6 +108,32 @@ def test_the_controller_failing_to_reach_another_broker_is_not_benign() -> None:
     other = own.replace("127.0.10.3:9092 (id: 1003", "127.0.10.1:9092 (id: 1001")
     assert scan_kafka_lines([own]).errors == ()
     assert [m.number for m in scan_kafka_lines([other]).errors] == [1]
+
+
+def test_a_starting_controllers_api_versions_failure_is_benign_only_for_that_null_raft_manager() -> None:
+    head = ("[2026-11-25 06:42:11,264] ERROR [ControllerApis nodeId=3001] Unexpected error handling request "
+            "RequestHeader(apiKey=API_VERSIONS, apiVersion=4, clientId=adminclient-1, correlationId=0, "
+            "headerVersion=2) -- ApiVersionsRequestData(clientSoftwareName='apache-kafka-java') with context x")
+    npe = ('java.lang.NullPointerException: Cannot invoke "kafka.raft.KafkaRaftManager.client()" because the return '
+           'value of "kafka.server.ControllerServer.raftManager()" is null')
+    trace = "\tat kafka.server.ControllerServer.$anonfun$startup$7(ControllerServer.scala:165)"
+    assert scan_kafka_lines([head, npe, trace]).errors == ()
+    other_npe = npe.replace("ControllerServer.raftManager()", "ControllerServer.quorumControllerMetrics()")
+    assert [m.number for m in scan_kafka_lines([head, other_npe, trace]).errors] == [1]
+    on_fetch = head.replace("apiKey=API_VERSIONS", "apiKey=FETCH")
+    assert [m.number for m in scan_kafka_lines([on_fetch, npe, trace]).errors] == [1]
+    assert [m.number for m in scan_kafka_lines([head]).errors] == [1]  # no exception seen: not excused
+
+
+def test_an_error_is_reported_with_its_exception_line() -> None:
+    head = ("[2026-11-25 06:42:11,264] ERROR [ControllerApis nodeId=3001] Unexpected error handling request "
+            "RequestHeader(apiKey=FETCH, apiVersion=4)")
+    cause = "java.lang.IllegalStateException: the log is closed"
+    scan = scan_kafka_lines([head, cause, "\tat kafka.log.UnifiedLog.read(UnifiedLog.scala:1)"])
+    assert [m.cause for m in scan.errors] == [cause]
+    assert f"caused by: {cause}" in describe_matches(scan.errors)
+    # a line after the entry that is not an exception is not called one
+    assert scan_kafka_lines([head, "  more text of the entry"]).errors[0].cause == ""
 
 
 def test_a_bad_ignore_pattern_is_a_configuration_error() -> None:
@@ -211,7 +237,9 @@ def test_kafka_scan_fails_naming_the_lines_then_a_resume_stops_only_on_new_ones(
     assert asked == ["hostctl log kafka --since @1795466376"]  # from the mark, the host's clock
     message = str(failed.value)
     assert "Kafka log scan failed: 3 ERROR/FATAL line(s)" in message and "kafka1002 stays depooled" in message
-    assert "KafkaStorageException" not in message and "Error processing append operation" in message
+    # the stack trace's head is the entry's cause, shown under it, never an error line of its own
+    assert "Error processing append operation" in message and message.count("KafkaStorageException") == 1
+    assert "caused by: org.apache.kafka.common.errors.KafkaStorageException: Disk error" in message
     assert scan.plan(scan.observe(ctx)).description.count("already reported") == 1
     scan.apply(ctx, scan.plan(scan.observe(ctx)))  # resumed after a look: the same lines pass
     ctx.env.run = lambda *a, **k: SimpleNamespace(stdout=KAFKA_LOG + "[2026-11-23 20:41:00,000] ERROR new (x)\n")
