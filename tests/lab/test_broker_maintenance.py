@@ -149,7 +149,8 @@ def test_held_lock_refuses(healthy_lab: Cluster, home: Path) -> None:
     from kafkaops.environment import Environment
 
     cluster = healthy_lab
-    backend = Environment(cluster).lock
+    env = Environment(cluster)
+    backend = env.lock
     backend.acquire(lock_info("lab", "20990101-000000-other-0000", "alice@bastion", "someone else's roll", "T1"))
     try:
         result = kafkaops(home, cluster, "restart", "kafka1002", "--yes", "--reason", "must refuse")
@@ -158,6 +159,7 @@ def test_held_lock_refuses(healthy_lab: Cluster, home: Path) -> None:
         assert all(b["pooled"] == "yes" for b in collect(cluster)["brokers"])
     finally:
         backend.release("lab", "20990101-000000-other-0000")
+        env.close()  # its ZooKeeper session: left open, kazoo retries it for the rest of the session
 
 
 def test_dry_run_markdown_shows_live_impact_and_changes_nothing(healthy_lab: Cluster, home: Path) -> None:

@@ -208,16 +208,20 @@ def test_error_lines_in_the_log_after_the_restart_fail_the_scan_and_name_the_lin
     runner, services, bound = _in_process(cluster, home, "restart-service", [host],
                                           {"service": "eventbus", "syn_window": "2s", "log_window": "0s"},
                                           hook=bad_event_after_health_check)
-    with pytest.raises(RunFailed) as failed:
-        runner.start(bound, env=services, operator="test", reason="log scan test")
-    message = str(failed.value)
-    assert re.search(r"stopped at kafka100\d step \d+ \(service.scan_log\)", message), message
-    assert "[Failed processing event]" in message and "invalid JSON" in message
-    assert re.search(r"\[0 out of \\d\+ events were accepted\] .*0 out of 1 events were accepted", message), message
-    assert f"{host.name} stays depooled" in message
-    assert pooled(cluster)[host.name] == "no"
-    # Someone looked: resuming scans again, ignores the lines already reported, finds no new one, repools.
-    result = Runner(home=home, handle_sigint=False).resume(only_run(home), env=services)
+    try:
+        with pytest.raises(RunFailed) as failed:
+            runner.start(bound, env=services, operator="test", reason="log scan test")
+        message = str(failed.value)
+        assert re.search(r"stopped at kafka100\d step \d+ \(service.scan_log\)", message), message
+        assert "[Failed processing event]" in message and "invalid JSON" in message
+        assert re.search(r"\[0 out of \\d\+ events were accepted\] .*0 out of 1 events were accepted",
+                         message), message
+        assert f"{host.name} stays depooled" in message
+        assert pooled(cluster)[host.name] == "no"
+        # Someone looked: resuming scans again, ignores the lines already reported, finds no new one, repools.
+        result = Runner(home=home, handle_sigint=False).resume(only_run(home), env=services)
+    finally:
+        services.close()  # the CLI closes its environment; an in-process run's caller does
     assert result.status == "finished"
     assert pooled(cluster)[host.name] == "yes"
 
@@ -229,8 +233,11 @@ def test_canary_pauses_the_roll_until_resumed(svc_lab: Cluster, home: Path) -> N
                                           {"service": "eventbus", "canary": [cluster.hosts[0].name],
                                            "syn_window": "2s", "log_window": "0s"})
     services.confirm = lambda question: False  # the operator says "not yet"
-    with pytest.raises(Interrupted, match=f"canary {re.escape(cluster.hosts[0].name)} done"):
-        runner.start(bound, env=services, operator="test", reason="canary test")
+    try:
+        with pytest.raises(Interrupted, match=f"canary {re.escape(cluster.hosts[0].name)} done"):
+            runner.start(bound, env=services, operator="test", reason="canary test")
+    finally:
+        services.close()
     now = {h.name: info(h)["pid"] for h in cluster.hosts}
     assert now[cluster.hosts[0].name] != pids[cluster.hosts[0].name]
     assert all(now[h.name] == pids[h.name] for h in cluster.hosts[1:]), "went past the canary"
