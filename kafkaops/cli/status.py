@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from kafkaops.cli.common import Output, console, print_json, print_text
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def _pool_states(cluster: Any) -> tuple[dict[str, Any], str]:
@@ -214,18 +217,22 @@ def _quorum_line(quorum: dict[str, Any]) -> str:
             f"{len(quorum['voters'])} voters, {len(quorum['observers'])} observers (asked {quorum['asked']})")
 
 
+def _plain_table() -> Table:
+    """A table without vertical rules: at 80 columns (a log, a narrow pane) the boxed one truncated every
+    host name to "kafka-…", the one column an operator reads first (the name columns are also no_wrap)."""
+    from rich import box
+    from rich.table import Table
+
+    return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+
+
 def _render(data: dict[str, Any]) -> None:
     colour = {"healthy": "green", "health unknown": "bold yellow", "NOT healthy": "bold red"}[_verdict(data)]
     counts = ", ".join(f"{label} [{'red' if n and label != 'at min ISR' else 'green'}]{n}[/]"
                        for label, n in _counts(data))
     console.print(f"cluster [bold]{data['cluster']}[/]: [{colour}]{_verdict(data)}[/] — {data['partitions']} "
                   f"partitions, {counts}, preferred leaders {data['preferred_leader_ratio']:.0%}")
-    from rich import box
-    from rich.table import Table
-
-    # No vertical rules, and host names never cut: at 80 columns (a log, a narrow pane) the boxed table
-    # truncated every name to "kafka-…", the one column an operator reads first.
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    table = _plain_table()
     for col in _COLUMNS:
         table.add_column(col, no_wrap=col == "host")
     for row in _rows(data):
@@ -236,7 +243,7 @@ def _render(data: dict[str, Any]) -> None:
     if quorum := data.get("quorum"):
         console.print(_quorum_line(quorum), highlight=False)
         if quorum["voters"]:
-            qt = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+            qt = _plain_table()
             for col in _QUORUM_COLUMNS:
                 qt.add_column(col, no_wrap=col == "controller")
             for row in _quorum_rows(quorum):
