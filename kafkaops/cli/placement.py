@@ -54,6 +54,11 @@ def _live(cluster_name: str, inventory: Path | None, topics: str | None) -> dict
     everything = {(p.topic, p.partition): tuple(p.replicas) for p in snap.partitions}
     selected = {tp: r for tp, r in everything.items()
                 if (pattern.fullmatch(tp[0]) if topics is not None else not tp[0].startswith("__"))}
+    if not selected:
+        # An empty selection is never a pass: a typo in --topics, or a topic this broker does not know yet.
+        env.close()
+        raise CheckFailed(f"no topic of {cluster.name} matches" + (f" --topics {topics!r}" if topics else ""),
+                          hint="check --topics (`kafkaops status` lists the topics' partitions)")
     dc_of = {h.broker_id: h.dc for h in cluster.hosts}
     return {"cluster": cluster, "env": env, "snap": snap, "all": everything, "selected": selected,
             "dc_of": dc_of, "min_isr": {t: c.min_insync_replicas for t, c in snap.topics.items()},
@@ -264,8 +269,6 @@ def plan_cmd(
     env = live["env"]
     try:
         current, dc_of = live["selected"], live["dc_of"]
-        if not current:
-            raise CheckFailed(f"no topic of {live['cluster'].name} matches", hint="check --topics")
         plan = plan_layout(current, dc_of, rf=rf, load=live["all"])
         moving = [tp for tp in plan.changed if set(plan.target[tp]) - set(current[tp])]
         sizes = env.kafka.partition_sizes(moving) if moving else {}

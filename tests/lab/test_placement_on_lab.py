@@ -30,11 +30,19 @@ THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttle
              "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 
 
-def _assignment(cluster: Cluster, topic: str) -> dict[int, tuple[int, ...]]:
+def _assignment(cluster: Cluster, topic: str, server: str | None = None) -> dict[int, tuple[int, ...]]:
+    """The topic's replicas, as the cluster (or the one broker ``server``) answers."""
     from kafkaops.systems.kafka import KafkaAdmin
 
-    snap = KafkaAdmin(cluster.bootstrap_servers).snapshot(with_configs=False)
+    snap = KafkaAdmin(server or cluster.bootstrap_servers).snapshot(with_configs=False)
     return {p.partition: p.replicas for p in snap.partitions if p.topic == topic}
+
+
+def _known_everywhere(cluster: Cluster, topic: str, partitions: int) -> bool:
+    """Every broker's metadata has the topic: a command in another process may ask any of them (a CI run
+    once asked one that did not know the new topic yet, and checked nothing)."""
+    return all(len(_assignment(cluster, topic, server)) == partitions
+               for server in cluster.bootstrap_servers.split(","))
 
 
 def _wait(what: str, predicate: object, timeout: float = 60) -> None:
@@ -53,9 +61,14 @@ def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Clust
     topic = f"stretch.t{uuid.uuid4().hex[:6]}"
     admin = KafkaAdmin(stretch.bootstrap_servers)
     admin.create_topics([TopicSpec(topic, 8, 3, (("min.insync.replicas", "2"),))])
-    _wait("the topic's leaders", lambda: len(_assignment(stretch, topic)) == 8)
+    _wait("the topic on every broker", lambda: _known_everywhere(stretch, topic, 8))
     dc = {h.broker_id: h.dc for h in stretch.hosts}
     regex = topic.replace(".", r"\.")
+
+    # Checking nothing is never a pass: a --topics that matches no topic is refused, naming it.
+    nothing = kafkaops(home, stretch, "placement", "check", stretch.name, "--topics", regex + "-typo")
+    assert nothing.returncode == 9 and f"no topic of {stretch.name} matches --topics" in nothing.stderr, \
+        nothing.stdout + nothing.stderr
 
     checked = kafkaops(home, stretch, "placement", "check", stretch.name, "--topics", regex, "-o", "json")
     assert checked.returncode == 9, checked.stderr
@@ -152,7 +165,7 @@ def test_a_killed_placement_rolled_back_leaves_nothing_moving_and_no_throttle(st
     topic = f"stretch.r{uuid.uuid4().hex[:6]}"
     admin = KafkaAdmin(stretch.bootstrap_servers)
     admin.create_topics([TopicSpec(topic, 6, 3, (("min.insync.replicas", "2"),))])
-    _wait("the topic's leaders", lambda: len(_assignment(stretch, topic)) == 6)
+    _wait("the topic on every broker", lambda: _known_everywhere(stretch, topic, 6))
     producer = Producer({"bootstrap.servers": stretch.bootstrap_servers, "acks": "all"})
     for i in range(3000):
         producer.produce(topic, key=str(i).encode(), value=b"x" * 500)
