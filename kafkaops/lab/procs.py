@@ -47,19 +47,9 @@ def read_pid(pidfile: Path) -> int | None:
 
 
 def live_pid(pidfile: Path) -> int | None:
-    """The pid in ``pidfile`` if that process is alive *and the lab's own*, else None.
-
-    Pidfiles outlive their processes, and the kernel reuses pids: after a few thousand processes (one CI
-    run) a stale pidfile can name an unrelated process. That one does not carry the marker of a lab
-    directory above the pidfile, so it is neither "the lab is up" nor ever signalled by ``lab down``.
-    """
+    """The pid in ``pidfile`` if that process is alive, else None."""
     pid = read_pid(pidfile)
-    if pid is None or not is_alive(pid):
-        return None
-    marker = _environ(pid).get(LAB_MEMBER_ENV.encode())
-    if marker is None or not pidfile.resolve().is_relative_to(Path(os.fsdecode(marker)).resolve()):
-        return None
-    return pid
+    return pid if pid is not None and is_alive(pid) else None
 
 
 def spawn(argv: Sequence[str], *, log: Path, pidfile: Path, env: Mapping[str, str],
