@@ -1,4 +1,4 @@
-"""Reboot a host and wait until it is back: boot id changed and SSH answering — and never reboot it twice.
+"""Reboot a host and wait until it is back (new boot id, SSH answering); resend only a reboot that never arrived.
 
 Reboot detection is by boot id, not by "SSH went away and came back": a host can refuse SSH for other
 reasons, and a reboot command can fail silently.
@@ -91,7 +91,7 @@ def _shutting_down(svc: Environment, host: Host) -> bool | None:
 
 
 class Reboot(StepBase):
-    """Reboot the host and wait for a new boot id and SSH (a reboot already sent is never sent twice)."""
+    """Reboot the host and wait for a new boot id and SSH (resent only if the first evidently never arrived)."""
 
     def observe(self, ctx: RunContext) -> Observation:
         svc = env(ctx)
