@@ -150,28 +150,52 @@ def _show(line: _Line) -> str:
     return text if what == "head" else f"$ {text}" if what == "$" else f"{what}: {text}"
 
 
+_Key = tuple[bool, int, str]  # (gate, index, kind) of a step
+
+
 def _grouped_lines(plan: Plan, width: int) -> list[str] | None:
     """A roll as a reviewer reads it: the steps once — their parameters, and what is the same for every
     target, the target's own values as placeholders (``{host}``, ``{broker}``, ...) — then per target
     only what differs: its commands (each whole: a command shown only as a template was never shown),
-    the leaders that move, what it observed. ``None`` when the targets do not run the same steps (one
-    block per step says that better).
+    the leaders that move, what it observed.
 
-    Three hosts in full were 389 lines at 80 columns: the same nineteen steps three times over."""
-    targets = list(dict.fromkeys(s.target for s in plan.steps))
-    by_target: dict[str, dict[tuple[bool, int, str], PlannedStep]] = {t: {} for t in targets}
+    Targets are grouped by the steps they run (a KRaft roll's controllers and brokers run different
+    ones); a target alone in its group gets one block per step. ``None`` when no two targets run the
+    same steps. Three hosts in full were 389 lines at 80 columns: the same nineteen steps three times."""
+    steps_of: dict[str, dict[_Key, PlannedStep]] = {}
     for s in plan.steps:
-        by_target[s.target][(s.gate, s.index, s.kind)] = s
-    kinds = [[k for k in steps if not k[0]] for steps in by_target.values()]
-    if len(targets) < 2 or any(k != kinds[0] for k in kinds):
+        steps_of.setdefault(s.target, {})[(s.gate, s.index, s.kind)] = s
+    groups: dict[tuple[_Key, ...], list[str]] = {}
+    for t, steps in steps_of.items():
+        groups.setdefault(tuple(k for k in steps if not k[0]), []).append(t)
+    if all(len(members) < 2 for members in groups.values()):
         return None
+    lines: list[str] = []
+    batches = [" + ".join(b) for b in plan.bound.get("batches") or []]
+    if batches:
+        lines += ["", *_wrap(f"batches (a batch's targets go step by step together): {', then '.join(batches)}",
+                             width, "")]
+    for members in groups.values():
+        if len(members) > 1:
+            lines += _shared_lines(plan, {t: steps_of[t] for t in members}, width, every=len(groups) == 1)
+            continue
+        lines += ["", members[0]]
+        for s in steps_of[members[0]].values():
+            lines += _step_lines(s, width)
+    return lines
+
+
+def _shared_lines(plan: Plan, steps_of: dict[str, dict[_Key, PlannedStep]], width: int, every: bool) -> list[str]:
+    """One group of targets that run the same steps: the steps once, then each target's own lines."""
+    targets = list(steps_of)
     values = {t: _host_values(plan, t) for t in targets}
     used: set[str] = set()
     shared: list[str] = []
     own: dict[str, list[str]] = {t: [] for t in targets}
-    for key in dict.fromkeys((s.gate, s.index, s.kind) for s in plan.steps):
-        having = [t for t in targets if key in by_target[t]]
-        raw = {t: _fields(by_target[t][key]) for t in having}
+    for key in dict.fromkeys(k for steps in steps_of.values() for k in steps):
+        having = [t for t in targets if key in steps_of[t]]
+        first = steps_of[having[0]][key]
+        raw = {t: _fields(steps_of[t][key]) for t in having}
         templ = {t: [(w, _substitute(x, values[t])) for w, x in raw[t]] for t in having}
         # Shared: a line every target has, as it is, or else with each one's values as placeholders.
         same = [ln for ln in raw[having[0]] if all(ln in raw[t] for t in having)]
@@ -180,10 +204,8 @@ def _grouped_lines(plan: Plan, width: int) -> list[str] | None:
         used.update(ph for _, text in like for ph, _, _ in _PLACEHOLDERS if ph in text)
         common = [tl if ln not in same else ln for ln, tl in zip(raw[having[0]], templ[having[0]], strict=True)
                   if ln in same or tl in like]
-        gate, index, kind = key
-        label = f"[{'gate' if gate else index}]"
-        head = f"{label} {kind}" + (f" ({_params(by_target[having[0]][key])})" if by_target[having[0]][key].params
-                                    else "")
+        label = f"[{'gate' if first.gate else first.index}]"
+        head = f"{label} {first.kind}" + (f" ({_params(first)})" if first.params else "")
         if len(having) < len(targets):
             head += f" (only {', '.join(having)})"
         heads = [_show(ln) for ln in common if ln[0] == "head"]
@@ -198,7 +220,8 @@ def _grouped_lines(plan: Plan, width: int) -> list[str] | None:
                 own[t] += _wrap(f"{label} {_show(ln)}", width, "  ") if n == 0 else _wrap(_show(ln), width, "      ")
     legend = "; ".join(f"{ph}: its {name}" for ph, _, name in sorted(_PLACEHOLDERS, key=lambda p: p[0] != "{host}")
                        if ph in used)
-    lines = ["", *_wrap("Every target runs these steps in turn" + (f" ({legend})" if legend else "")
+    who = "Every target runs" if every else f"{', '.join(targets)} each run"
+    lines = ["", *_wrap(f"{who} these steps in turn" + (f" ({legend})" if legend else "")
                         + "; what is its own follows them.", width, "")]
     lines += shared
     for t in targets:

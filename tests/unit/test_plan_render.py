@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kafkaops.cli.plan_render import render_plan, render_plan_text, wants_table
-from kafkaops.engine.plan import Plan
+from kafkaops.engine.plan import Plan, PlannedStep
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -130,14 +130,29 @@ def test_the_shared_steps_name_their_parameters_and_placeholders() -> None:
     assert "(only kafka1001, kafka1002)" in shared  # no gate after the last host
 
 
-def test_targets_with_different_steps_keep_one_block_per_step() -> None:
+def _with_steps(plan: Plan, steps: list[PlannedStep]) -> Plan:
+    keep = ("runbook", "summary", "cluster", "operator", "reason", "task", "created_at", "bound", "notes",
+            "environment")
+    return Plan(**{k: getattr(plan, k) for k in keep}, steps=steps)
+
+
+def test_targets_that_run_other_steps_are_grouped_apart() -> None:
+    """A KRaft roll's controllers and brokers run different steps: each kind is shared among its own."""
     plan = _roll()
     steps = [s for s in plan.steps if not (s.target == "kafka1003" and s.index == 7)]
-    other = Plan(**{**{k: getattr(plan, k) for k in ("runbook", "summary", "cluster", "operator", "reason", "task",
-                                                       "created_at", "bound", "notes", "environment")},
-                    "steps": steps})
-    text = render_plan_text(other, width=80)
-    assert "Every target runs these steps" not in text
+    text = render_plan_text(_with_steps(plan, steps), width=80)
+    assert "kafka1001, kafka1002 each run these steps in turn" in _flat(text)
+    alone = text.split("\nkafka1003\n")[1].split("\n\n")[0].splitlines()
+    assert sum(line.startswith("  [") for line in alone) == 18  # its own steps, one block each
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_targets_that_share_no_steps_keep_one_block_per_step() -> None:
+    plan = _roll()
+    steps = [s for s in plan.steps if not (s.target == "kafka1003" and s.index == 7)
+             and not (s.target == "kafka1002" and s.index == 8)]
+    text = render_plan_text(_with_steps(plan, steps), width=80)
+    assert "these steps" not in text
     assert sum(line.startswith("  [") for line in text.splitlines()) == len(steps)
 
 
@@ -149,3 +164,15 @@ def test_a_wide_log_of_a_roll_is_shared_too_and_keeps_every_command() -> None:
     for s in plan.steps:
         for cmd in (s.action or {}).get("commands") or []:
             assert "$ " + _flat(cmd) in flat, cmd
+
+
+def test_a_batched_roll_says_which_targets_go_together() -> None:
+    """Shared steps list targets one after another; a batch's go step by step together, which the
+    per-target sections alone would hide."""
+    plan = _roll()
+    batched = Plan(**{**{k: getattr(plan, k) for k in ("runbook", "summary", "cluster", "operator", "reason",
+                                                        "task", "created_at", "notes", "environment")},
+                      "bound": {**plan.bound, "batches": [["kafka1001", "kafka1002"], ["kafka1003"]]},
+                      "steps": plan.steps})
+    text = _flat(render_plan_text(batched, width=80))
+    assert "batches (a batch's targets go step by step together): kafka1001 + kafka1002, then kafka1003" in text
