@@ -17,6 +17,8 @@ the compact text is written as plain text.
 
 from __future__ import annotations
 
+import json
+import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
@@ -59,24 +61,175 @@ def _step_lines(s: PlannedStep, width: int) -> list[str]:
     return lines
 
 
-def render_plan_text(plan: Plan, width: int = 80) -> str:
-    """The compact plan: a header, then per target one block per step, then the notes; ``width`` columns
-    (a line goes past it only for a single token longer than the width)."""
+def _header(plan: Plan, width: int) -> list[str]:
     lines = _wrap(f"Plan {plan.runbook} on {plan.cluster or '-'}: {len(plan.changes)} change(s) in "
                   f"{len(plan.steps)} steps, fingerprint {plan.fingerprint[:12]}", width, "")
     lines += _wrap(f"targets: {', '.join(plan.targets)}", width, "")
-    lines += _wrap(f"reason: {plan.reason}" + (f"  task: {plan.task}" if plan.task else ""), width, "")
-    target = None
-    for s in plan.steps:
-        if s.target != target:
-            target = s.target
-            lines += ["", target]
-        lines += _step_lines(s, width)
-    if plan.notes:
-        lines.append("")
+    return lines + _wrap(f"reason: {plan.reason}" + (f"  task: {plan.task}" if plan.task else ""), width, "")
+
+
+def _notes(plan: Plan, width: int) -> list[str]:
+    lines = [""] if plan.notes else []
     for n in plan.notes:
         lines += _wrap(f"note: {n}", width, "")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def render_plan_text(plan: Plan, width: int = 80) -> str:
+    """The compact plan: a header, the steps, then the notes; ``width`` columns (a line goes past it only
+    for a single token longer than the width).
+
+    One target: one block per step. Several targets that run the same steps (a roll): the steps once,
+    then per target only what differs (:func:`_grouped_lines`)."""
+    body = _grouped_lines(plan, width)
+    if body is None:
+        body, target = [], None
+        for s in plan.steps:
+            if s.target != target:
+                target = s.target
+                body += ["", target]
+            body += _step_lines(s, width)
+    return "\n".join(_header(plan, width) + body + _notes(plan, width)) + "\n"
+
+
+# --- a roll: the steps once, then what differs per target ----------------------------------------------
+
+#: The placeholders of the shared steps: (placeholder, key of the host in the plan's environment record,
+#: what the legend calls it), in the order they are substituted (the FQDN before the name it contains).
+_PLACEHOLDERS = (("{fqdn}", "fqdn", "FQDN"), ("{host}", "name", "name"), ("{address}", "address", "address"),
+                 ("{broker}", "broker_id", "broker id"))
+#: An observation's provenance (steps/projection.py): which earlier steps a prediction comes from.
+_PROVENANCE = re.compile(r" \(projected: after [^()]*(?:\([^()]*\)[^()]*)*\)$")
+
+_Line = tuple[str, str]  # (what: head | $ | impact | observed, text)
+
+
+def _host_values(plan: Plan, target: str) -> dict[str, str]:
+    """placeholder -> value for ``target``, as far as the plan's environment record knows its host."""
+    hosts = (plan.environment.get("depends") or {}).get("hosts") or []
+    host = next((h for h in hosts if isinstance(h, dict) and h.get("name") == target), {"name": target})
+    values = {ph: str(host.get(key, "")) for ph, key, _ in _PLACEHOLDERS}
+    return {ph: v for ph, v in values.items() if v and v not in ("-1", "None")}
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    """``text`` with the target's own values (whole tokens only) replaced by their placeholders."""
+    for ph, value in values.items():
+        text = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\d)", ph, text)
+    return text
+
+
+def _fields(s: PlannedStep) -> list[_Line]:
+    """A step's lines as the compact plan shows them. An observation loses the steps it was projected
+    from: in a dry-run every observation is seen through the steps before it (a note says so; the
+    Markdown plan names them), and the list, different for every target, was a third of a roll's lines."""
+    if s.action is None:
+        return [("head", f"no-op: {s.noop_reason}")]
+    lines: list[_Line] = [("head", str(s.action.get("description", "")))]
+    lines += [("$", str(c)) for c in s.action.get("commands") or []]
+    if s.action.get("impact"):
+        lines.append(("impact", str(s.action["impact"])))
+    if s.observed:
+        lines.append(("observed", _PROVENANCE.sub("", s.observed)))
+    return lines
+
+
+def _params(s: PlannedStep) -> str:
+    def value(v: Any) -> str:
+        if isinstance(v, (list, tuple)):
+            return ",".join(value(x) for x in v) or "[]"
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return str(v) if isinstance(v, (str, int, float)) and not isinstance(v, bool) and v != "" else json.dumps(v)
+
+    return " ".join(f"{k}={value(v)}" for k, v in sorted(s.params.items()))  # as a saved plan has them
+
+
+def _show(line: _Line) -> str:
+    what, text = line
+    return text if what == "head" else f"$ {text}" if what == "$" else f"{what}: {text}"
+
+
+_Key = tuple[bool, int, str]  # (gate, index, kind) of a step
+
+
+def _grouped_lines(plan: Plan, width: int) -> list[str] | None:
+    """A roll as a reviewer reads it: the steps once — their parameters, and what is the same for every
+    target, the target's own values as placeholders (``{host}``, ``{broker}``, ...) — then per target
+    only what differs: its commands (each whole: a command shown only as a template was never shown),
+    the leaders that move, what it observed.
+
+    Targets are grouped by the steps they run (a KRaft roll's controllers and brokers run different
+    ones); a target alone in its group gets one block per step. ``None`` when no two targets run the
+    same steps. Three hosts in full were 389 lines at 80 columns: the same nineteen steps three times."""
+    steps_of: dict[str, dict[_Key, PlannedStep]] = {}
+    for s in plan.steps:
+        steps_of.setdefault(s.target, {})[(s.gate, s.index, s.kind)] = s
+    groups: dict[tuple[_Key, ...], list[str]] = {}
+    for t, steps in steps_of.items():
+        groups.setdefault(tuple(k for k in steps if not k[0]), []).append(t)
+    if all(len(members) < 2 for members in groups.values()):
+        return None
+    lines: list[str] = []
+    batches = [" + ".join(b) for b in plan.bound.get("batches") or []]
+    if batches:
+        lines += ["", *_wrap(f"batches (a batch's targets go step by step together): {', then '.join(batches)}",
+                             width, "")]
+    for members in groups.values():
+        if len(members) > 1:
+            lines += _shared_lines(plan, {t: steps_of[t] for t in members}, width, every=len(groups) == 1)
+            continue
+        lines += ["", members[0]]
+        for s in steps_of[members[0]].values():
+            lines += _step_lines(s, width)
+    return lines
+
+
+def _shared_lines(plan: Plan, steps_of: dict[str, dict[_Key, PlannedStep]], width: int, every: bool) -> list[str]:
+    """One group of targets that run the same steps: the steps once, then each target's own lines."""
+    targets = list(steps_of)
+    values = {t: _host_values(plan, t) for t in targets}
+    used: set[str] = set()
+    shared: list[str] = []
+    own: dict[str, list[str]] = {t: [] for t in targets}
+    for key in dict.fromkeys(k for steps in steps_of.values() for k in steps):
+        having = [t for t in targets if key in steps_of[t]]
+        first = steps_of[having[0]][key]
+        raw = {t: _fields(steps_of[t][key]) for t in having}
+        templ = {t: [(w, _substitute(x, values[t])) for w, x in raw[t]] for t in having}
+        # Shared: a line every target has, as it is, or else with each one's values as placeholders.
+        same = [ln for ln in raw[having[0]] if all(ln in raw[t] for t in having)]
+        like = [tl for ln, tl in zip(raw[having[0]], templ[having[0]], strict=True)
+                if ln not in same and all(tl in templ[t] for t in having)]
+        used.update(ph for _, text in like for ph, _, _ in _PLACEHOLDERS if ph in text)
+        common = [tl if ln not in same else ln for ln, tl in zip(raw[having[0]], templ[having[0]], strict=True)
+                  if ln in same or tl in like]
+        label = f"[{'gate' if first.gate else first.index}]"
+        head = f"{label} {first.kind}" + (f" ({_params(first)})" if first.params else "")
+        if len(having) < len(targets):
+            head += f" (only {', '.join(having)})"
+        heads = [_show(ln) for ln in common if ln[0] == "head"]
+        shared += _wrap(f"{head}: {heads[0]}" if heads else head, width, "  ")
+        for ln in common:
+            if ln[0] != "head":
+                shared += _wrap(_show(ln), width, "      ")
+        for t in having:
+            mine = [ln for ln, tl in zip(raw[t], templ[t], strict=True)
+                    if ln not in same and (tl not in like or (ln[0] == "$" and tl != ln))]
+            for n, ln in enumerate(mine):
+                own[t] += _wrap(f"{label} {_show(ln)}", width, "  ") if n == 0 else _wrap(_show(ln), width, "      ")
+    legend = "; ".join(f"{ph}: its {name}" for ph, _, name in sorted(_PLACEHOLDERS, key=lambda p: p[0] != "{host}")
+                       if ph in used)
+    who = "Every target runs" if every else f"{', '.join(targets)} each run"
+    lines = ["", *_wrap(f"{who} these steps in turn" + (f" ({legend})" if legend else "")
+                        + "; what is its own follows them.", width, "")]
+    lines += shared
+    for t in targets:
+        facts = ", ".join(f"{name} {values[t][ph]}" for ph, _, name in _PLACEHOLDERS
+                          if ph in used and ph != "{host}" and ph in values[t])
+        lines += ["", t + (f" ({facts})" if facts else "")]
+        lines += own[t] or ["  (nothing of its own)"]
+    return lines
 
 
 def render_plan(plan: Plan) -> Any:

@@ -129,6 +129,7 @@ def show_cmd(
 
     load_plugins()
     rb = find_runbook(name, _dirs(directory))
+    benign = _benign_kafka_errors(rb)
     if output is Output.json:
         print_json(
             {
@@ -137,16 +138,46 @@ def show_cmd(
                 "file": rb.source,
                 "sha256": rb.sha256,
                 "document": rb.document,
+                **({"known_benign_kafka_errors": benign} if benign else {}),
             }
         )
         return
     md = render_markdown(rb)
+    if benign:
+        md += _benign_markdown(benign)
     if output is Output.markdown:
         console.print(md, markup=False, highlight=False, soft_wrap=True)
     else:
         from rich.markdown import Markdown
 
         console.print(Markdown(md))
+
+
+def _benign_kafka_errors(rb: Any) -> list[dict[str, str]]:
+    """The built-in known-benign Kafka log patterns, if ``rb`` scans Kafka's log (``logs.scan_kafka``).
+
+    The plan names them (their regexes, once per host, made it unreadable); this is where an operator
+    reads what each name ignores, and why."""
+    if not any(s.kind == "logs.scan_kafka" for s in rb.steps):
+        return []
+    from kafkaops.steps.logs import BATCH_PEER_NAME, BATCH_PEER_PATTERN, BENIGN_KAFKA_ERRORS
+
+    rows = [{"name": b.name, "pattern": b.pattern, "why": b.why} for b in BENIGN_KAFKA_ERRORS]
+    rows.append({"name": f"{BATCH_PEER_NAME}:ID", "pattern": f"{BATCH_PEER_PATTERN}ID ",
+                 "why": "a batched roll (--batch): the controller fails to send to broker ID of the host's own "
+                        "batch, stopped by the run at the same time (controller-send-to-self, for a peer)"})
+    return rows
+
+
+def _benign_markdown(rows: list[dict[str, str]]) -> str:
+    """The section ``runbooks show`` adds for the patterns the plan names (not in the generated docs:
+    they are the step's, not the runbook's)."""
+    out = ["", "## Known-benign Kafka log errors (`logs.scan_kafka`)", "",
+           "The plan names them; an ERROR/FATAL line matching none of them stops the run. "
+           "The step's `ignore` parameter adds a site's own.", ""]
+    for r in rows:
+        out += [f"- `{r['name']}`: {r['why']}", "", "  ```", f"  {r['pattern']}", "  ```", ""]
+    return "\n".join(out)
 
 
 def docs_cmd(

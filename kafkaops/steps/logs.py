@@ -68,11 +68,14 @@ class BenignError:
     """An ERROR line Kafka logs on a controlled stop or start of a healthy cluster.
 
     Attributes:
+        name: What the plan shows instead of the pattern (a regex per host made the 80-column plan
+            unreadable); ``kafkaops runbooks show`` prints the pattern and the reason with it.
         pattern: Regular expression searched in the line.
-        why: Why it is harmless (shown in the plan and in the docs).
+        why: Why it is harmless (shown by ``kafkaops runbooks show`` and in the docs).
         example: A line it was seen in (the tests check the pattern matches it, and only lines like it).
     """
 
+    name: str
     pattern: str
     why: str
     example: str
@@ -84,6 +87,7 @@ class BenignError:
 BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
     BenignError(
         # Only a send from the controller to *its own* broker (the backreference), never to another one.
+        name="controller-send-to-self",
         pattern=r"\[RequestSendThread controllerId=(\d+)\] Controller \1 fails to send a request to broker "
                 r"\S+ \(id: \1 ",
         why="the controller's request thread to its own broker fails while that broker shuts down (a controlled "
@@ -94,6 +98,7 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
     BenignError(
         # Only with OutOfOrderSequenceException as the entry's exception: the same line with a storage
         # error (KafkaStorageException) is a failing disk and still stops the run.
+        name="out-of-order-sequence",
         pattern=r"\] Error processing append operation on partition \S+ \(kafka\.server\.ReplicaManager\)\n"
                 r"[^\n]*?\borg\.apache\.kafka\.common\.errors\.OutOfOrderSequenceException: ",
         why="an idempotent producer's in-flight batches reach a partition's new leader out of order right after "
@@ -108,6 +113,7 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
     BenignError(
         # Only a broker heartbeat answered NotControllerException: the same line with another exception
         # (a storage or authorization error) still stops the run.
+        name="heartbeat-to-old-controller",
         pattern=r"\[ControllerApis nodeId=\d+\] Unexpected error handling request RequestHeader\(apiKey="
                 r"BROKER_HEARTBEAT\b[^\n]*\n[^\n]*?\borg\.apache\.kafka\.common\.errors\.NotControllerException: ",
         why="KRaft: a broker's heartbeat reaches the active controller while it hands the quorum's leadership over "
@@ -121,6 +127,7 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
     BenignError(
         # Only an ApiVersions request failing on the raft manager not being set yet: any other exception of
         # an ApiVersions request, or this one on another request, still stops the run.
+        name="api-versions-before-raft",
         pattern=r"\[ControllerApis nodeId=\d+\] Unexpected error handling request RequestHeader\(apiKey="
                 r"API_VERSIONS\b[^\n]*\n[^\n]*?\bjava\.lang\.NullPointerException: [^\n]*\"kafka\.server\."
                 r"ControllerServer\.raftManager\(\)\" is null",
@@ -249,13 +256,28 @@ def _when(value: Any) -> str:
     return "the stop" if value == PLANNED else "?"
 
 
+#: The controller failing to send to a broker of its own batch (:func:`_batch_benign`): this, the broker id, a space.
+BATCH_PEER_PATTERN = (r"\[RequestSendThread controllerId=(\d+)\] Controller \1 fails to send a request to broker "
+                      r"\S+ \(id: ")
+#: What the plan calls it, followed by the broker id.
+BATCH_PEER_NAME = "controller-send-to-batch-peer"
+
+
 def _batch_benign(ctx: RunContext) -> list[str]:
     """In a batched roll, the controller failing to send to a broker of its own batch — stopped by this run
     at the same time — is the same benign line as its failing to send to itself (BENIGN_KAFKA_ERRORS)."""
     svc = env(ctx)
     others = [svc.host(t).broker_id for t in getattr(ctx, "batch", ()) if t != ctx.target]
-    return [r"\[RequestSendThread controllerId=(\d+)\] Controller \1 fails to send a request to broker "
-            rf"\S+ \(id: {b} " for b in others]
+    return [f"{BATCH_PEER_PATTERN}{b} " for b in others]
+
+
+def benign_name(pattern: str) -> str | None:
+    """The name the plan shows for a known-benign pattern of ours (built in, or a batch peer's), else None:
+    a site's own ``ignore`` pattern is shown as written."""
+    named = next((b.name for b in BENIGN_KAFKA_ERRORS if b.pattern == pattern), None)
+    ours = pattern.startswith(BATCH_PEER_PATTERN) and pattern.endswith(" ")
+    peer = pattern.removeprefix(BATCH_PEER_PATTERN)[:-1] if ours else ""
+    return named or (f"{BATCH_PEER_NAME}:{peer}" if peer.isdigit() else None)
 
 
 def _reported_key(host: Host) -> str:
@@ -292,11 +314,16 @@ class ScanKafkaLog(StepBase):
                         "scanned (add commands.kafka_log, e.g. journalctl -u kafka.service --since @{since})")
         again = " (lines already reported to the operator excepted)" if d["resumed_after_report"] else ""
         since = f"since {_when(d['since'])}" if d["since"] else "since the maintenance started"
+        # Named, not as regexes: printed whole for every host, they ran a roll's 80-column plan past 80
+        # columns; the observation keeps the patterns (a changed one makes a saved plan stale) and
+        # `kafkaops runbooks show` prints them.
+        names = [n for p in d["ignore"] if (n := benign_name(p)) is not None]
         return Action(
             description=f"scan Kafka's log on {d['host']} {since}{again} for ERROR/FATAL lines "
                         f"({len(d['ignore'])} known-benign pattern(s) ignored)",
             commands=(f"on {d['host']}: {d['command']}", "match: ERROR | FATAL (the log4j level)",
-                      *(f"ignore: {p}" for p in d["ignore"])),
+                      *([f"ignore known-benign: {', '.join(names)}"] if names else []),
+                      *(f"ignore: {p}" for p in d["ignore"] if benign_name(p) is None)),
             impact="read-only; an ERROR or FATAL line stops the run with the host still depooled",
         )
 
