@@ -164,7 +164,8 @@ def _common_options() -> list[Parameter]:
         TyperOption(param_decls=["--output", "-o", "output"], type=TyperChoice([o.value for o in PlanOutput]),
                     default=PlanOutput.auto.value, show_default=True,
                     help="Plan format: auto (a table on a terminal of 120+ columns, else plain), table, plain "
-                         "(one block per step: for narrow terminals and logs), markdown (change review), json."),
+                         "(one block per step, a roll's steps once: for narrow terminals and logs), "
+                         "markdown (change review), json."),
         TyperOption(param_decls=["--save-plan", "save_plan"], metavar="PATH",
                     help="Write the plan (with its fingerprint) for `kafkaops apply`."),
         TyperOption(param_decls=["--confirmed", "confirmed"], multiple=True, metavar="NAME",
