@@ -21,6 +21,25 @@ from kafkaops.model import Cluster
 REPO = Path(__file__).resolve().parent.parent
 
 
+#: Per-test timeout of tests marked ``lab`` (pytest-timeout; other tests get pyproject.toml's 60 s): a
+#: reboot or a roll on the lab takes minutes, and the first lab test of a session also starts the lab.
+LAB_TIMEOUT = 900
+#: Tests marked ``slow`` (and not ``lab``): a real Spark start took 60 s on a loaded 2-core machine.
+SLOW_TIMEOUT = 300
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``lab`` get :data:`LAB_TIMEOUT`, ``slow`` ones :data:`SLOW_TIMEOUT`, unless they set
+    their own ``timeout`` mark."""
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue
+        if item.get_closest_marker("lab") is not None:
+            item.add_marker(pytest.mark.timeout(LAB_TIMEOUT))
+        elif item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
+
+
 def lab_inventory() -> Path:
     return Path(os.environ.get("KAFKAOPS_TEST_INVENTORY") or REPO / "inventory" / "lab.yaml")
 

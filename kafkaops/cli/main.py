@@ -187,6 +187,11 @@ def register(only: str | None = None, *, runbooks: list[str] | None = None) -> t
 
 def main() -> None:
     """Run the CLI; turn every expected failure into one line on stderr and its documented exit code."""
+    from kafkaops.systems.audit_sinks import install
+
+    # Every audit log a command builds relays to the sinks KAFKAOPS_AUDIT_TCP / KAFKAOPS_AUDIT_WEBHOOK
+    # configure (the engine imports no network client: the program that wires kafkaops does it, once).
+    install()
     register(only=requested_command(sys.argv[1:]), runbooks=requested_runbooks(sys.argv[1:]))
     try:
         rc = app(standalone_mode=False)

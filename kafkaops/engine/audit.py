@@ -72,6 +72,41 @@ def redact(value: Any, *, inline: bool = True) -> Any:
     return value
 
 
+#: A path segment of a URL that is a credential, not a name: long (a webhook's key), or mixing a digit
+#: into 8 or more characters (Slack's ``T0123ABCD``, a numeric webhook id). ``hook``, ``v1``,
+#: ``events`` stay readable.
+_URL_TOKEN_SEGMENT = re.compile(r"[^/]{20,}|(?=[^/]*\d)[^/]{8,}")
+
+
+def redact_url(url: str) -> str:
+    """``url`` fit to print: its userinfo, every query value and its fragment masked, and the path
+    segments that look like tokens (:data:`_URL_TOKEN_SEGMENT`) masked too.
+
+    A webhook's URL is often the secret itself (Slack, Mattermost and Discord put the key in the path,
+    others in ``?token=`` or ``user:pass@``), yet an operator must be told *which* sink failed: the
+    scheme, host, port and the plain path words are enough for that.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return REDACTED  # not even a URL: say nothing of it
+    netloc = parts.hostname or ""
+    if ":" in netloc:
+        netloc = f"[{netloc}]"
+    if port is not None:
+        netloc += f":{port}"
+    if parts.username is not None or parts.password is not None:
+        netloc = f"{REDACTED}@{netloc}"
+    path = "/".join(REDACTED if _URL_TOKEN_SEGMENT.fullmatch(seg) else seg for seg in parts.path.split("/"))
+    # ``?key=value``: the key names the parameter, the value may be the secret; a bare ``?word`` is the secret.
+    query = "&".join(f"{piece.split('=', 1)[0]}={REDACTED}" if "=" in piece else REDACTED
+                     for piece in parts.query.split("&") if piece)
+    return urlunsplit((parts.scheme, netloc, path, query, REDACTED if parts.fragment else ""))
+
+
 class AuditSink(Protocol):
     """Receives every audit record; ``record['message']`` is the one-line human form."""
 

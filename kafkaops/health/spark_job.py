@@ -25,8 +25,10 @@ pyspark is imported lazily: importing this module costs nothing.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -191,6 +193,45 @@ def spark_session(master: str = DEFAULT_MASTER, *, conf: Mapping[str, str] | Non
     return _new_session(master, conf=conf, app_name=app_name)
 
 
+_LOG4J2_NAME = "log4j2.properties"
+_DRIVER_LOG_NAME = "spark-driver.log"
+_LOG_DIR: Path | None = None
+_LOG_DIR_LOCK = threading.Lock()
+
+
+def _open_private(path: Path, flags: int) -> int:
+    """Open ``path`` for writing, created 0600 if absent, never through a symlink (``O_NOFOLLOW``)."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | flags, 0o600)
+
+
+def private_log_dir() -> Path:
+    """This process's private directory for the driver JVM's log4j2 configuration and its log.
+
+    The JVM reads its logging configuration from a file path, and a fixed shared path
+    (``/tmp/kafkaops-spark``, checked then written) let any other local user pre-create it: swap the
+    configuration the driver loads (log4j2 can be told to write files, or load classes), read the
+    driver's log, or plant a symlink so that our write clobbers a file of ours elsewhere. So the
+    directory is made per user and per run by :func:`tempfile.mkdtemp` — one ``mkdir`` of an
+    unpredictable name, mode 0700, which fails rather than follow anything already there — and the files
+    in it are created ``O_EXCL``/``O_NOFOLLOW``. It is removed at exit: the driver's log holds only its
+    start-up chatter (its errors reach the scan through py4j), and one directory per run would pile up.
+    """
+    global _LOG_DIR
+    with _LOG_DIR_LOCK:
+        if _LOG_DIR is not None and _LOG_DIR.is_dir():
+            return _LOG_DIR
+        log_dir = Path(tempfile.mkdtemp(prefix=f"kafkaops-spark-{os.getuid()}-"))
+        with os.fdopen(_open_private(log_dir / _LOG4J2_NAME, os.O_EXCL), "w") as f:
+            f.write(_LOG4J2)
+        atexit.register(_remove_log_dir, log_dir)
+        _LOG_DIR = log_dir
+        return log_dir
+
+
+def _remove_log_dir(log_dir: Path) -> None:
+    shutil.rmtree(log_dir, ignore_errors=True)
+
+
 def _new_session(master: str, *, conf: Mapping[str, str] | None, app_name: str) -> Any:
     try:
         from pyspark import SparkConf, SparkContext
@@ -199,12 +240,8 @@ def _new_session(master: str, *, conf: Mapping[str, str] | None, app_name: str) 
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ConfigError("pyspark is not installed", hint="pip install 'kafkaops[spark]'") from exc
 
-    log_dir = Path(tempfile.gettempdir()) / "kafkaops-spark"
-    log_dir.mkdir(exist_ok=True)
-    log_conf = log_dir / "log4j2.properties"
-    if not log_conf.exists() or log_conf.read_text() != _LOG4J2:
-        log_conf.write_text(_LOG4J2)
-    java_opts = f"-Dlog4j2.configurationFile={log_conf}"
+    log_dir = private_log_dir()
+    java_opts = f"-Dlog4j2.configurationFile={log_dir / _LOG4J2_NAME}"
     settings: dict[str, str] = {
         "spark.jars": ",".join(scan_jar.session_jars()),
         # In local mode the executors live in the driver JVM: it needs the executor's share too.
@@ -229,7 +266,7 @@ def _new_session(master: str, *, conf: Mapping[str, str] | None, app_name: str) 
     # background must not swallow the run's progress lines (errors still reach us through py4j).
     with SparkContext._lock:
         if SparkContext._gateway is None:
-            with open(log_dir / "spark-driver.log", "ab") as log:
+            with os.fdopen(_open_private(log_dir / _DRIVER_LOG_NAME, os.O_APPEND), "ab") as log:
                 SparkContext._ensure_initialized(gateway=launch_gateway(
                     spark_conf, popen_kwargs={"stdout": log, "stderr": log}), conf=spark_conf)
     builder = SparkSession.builder.master(master).appName(app_name)

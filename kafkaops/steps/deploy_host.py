@@ -38,10 +38,15 @@ def revision_matches(served: str | None, wanted: str) -> bool:
 
 
 def check_message(message: str) -> str:
-    """A deploy message: one line of text (it is shell-quoted like every value, and logged)."""
+    """A deploy message: one line of text (it is shell-quoted like every value, and logged) that does not
+    start with ``-``: quoting keeps it one word, but a program still reads a word starting with ``-`` as
+    an option (``scap deploy -l HOST --force``) unless the template puts ``--`` before it."""
     if not message.strip():
         raise ConfigError("a deploy needs a message (it goes to the deploy log and SAL, like scap's)",
                           hint='pass --message "..."')
+    if message.lstrip().startswith("-"):
+        raise ConfigError(f"the deploy message {message[:40]!r} starts with '-', which the deploy tool could "
+                          "read as an option", hint="start it with a word")
     if _CONTROL.search(message):
         raise ConfigError("the deploy message contains a control character (a newline, an escape...)",
                           hint="write it on one line")

@@ -23,7 +23,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from kafkaops.engine.audit import AuditSink, set_remote_sinks
+from kafkaops.engine.audit import AuditSink, redact_url, set_remote_sinks
 from kafkaops.errors import ConfigError
 
 __all__ = ["TcpSink", "WebhookSink", "install", "remote_sinks_from_env"]
@@ -54,8 +54,9 @@ class WebhookSink:
             resp = requests.post(self.url, json=dict(record), timeout=self.timeout, headers=self.headers)
             resp.raise_for_status()
         except requests.RequestException as exc:
-            # One line naming the URL: requests' own message nests urllib3's retry chain.
-            raise RuntimeError(f"POST {self.url}: {_short(exc)}") from None
+            # One line naming the URL — its secrets masked (redact_url) — not requests' own message, which
+            # nests urllib3's retry chain and quotes the whole URL.
+            raise RuntimeError(f"POST {redact_url(self.url)}: {_short(exc)}") from None
 
 
 def _short(exc: BaseException) -> str:

@@ -1,45 +1,95 @@
 """Every write of every adapter refuses itself in a dry-run: the second line of defence behind the planner.
 
-The adapters are built in a dry-run as the environment builds them, then every method marked
-``@write`` is called (with placeholder arguments: the guard must refuse before looking at them, let
-alone before connecting anywhere). The expected writes are listed per adapter, so removing a mark —
-or adding a write without one that this list names — fails here.
+The adapters are found by introspection — every class of every module under ``kafkaops/systems`` with a
+method marked ``@write`` — so a new adapter cannot be missed: one without a builder here fails the test,
+naming it. Each is built in a dry-run as the run's environment builds it, then every marked method is
+called (with placeholder arguments: the guard must refuse before looking at them, let alone before
+connecting anywhere). The expected writes are listed per adapter, so removing a mark — or adding a write
+without one that this list names — fails here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
+import pkgutil
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+import kafkaops.systems
 from kafkaops.environment import Environment
 from kafkaops.model import Cluster, Host, SshEndpoint
 from kafkaops.systems.guard import DryRunViolation, write_methods
 
-# TEST-NET-1 (RFC 5737): never routed. A guard that let a call through would fail to connect (slowly),
-# not reach a real system; the test fails either way because DryRunViolation was not raised.
-NOWHERE = "192.0.2.1"
+# Loopback, and a port nothing listens on (discard): a guard that let a call through would be refused
+# at once (or time out) — never reach a real system — and the test fails because DryRunViolation was
+# not raised.
+NOWHERE = "127.0.0.1"
+CLOSED_PORT = 9
 
 EXPECTED_WRITES = {
     "KafkaAdmin": {"alter_configs", "create_topics", "delete_records", "elect_preferred_leaders", "produce"},
     "Conftool": {"ensure", "set_pooled"},
+    "Discovery": {"ensure", "set_pooled", "set", "seed"},
     "SshClient": {"change"},
+    "Reassigner": {"execute", "cancel"},
+    "ConsumerGroups": {"set_offsets"},
+    "EventProducer": {"produce"},
+    "EventPoster": {"post"},
 }
 
 
 def _cluster() -> Cluster:
     host = Host(name="kafka9001", fqdn="kafka9001.example", address=NOWHERE, broker_id=9001, dc="x", rack="a",
-                ssh=SshEndpoint(address=NOWHERE, port=22), conftool_tags={"dc": "x", "cluster": "c", "service": "s"},
-                commands={"kafka_stop": "true"})
-    return Cluster(name="nowhere", bootstrap_servers=f"{NOWHERE}:9092", hosts=(host,), zookeeper=f"{NOWHERE}:2181",
-                   conftool_config="/nonexistent/conftool.yaml")
+                ssh=SshEndpoint(address=NOWHERE, port=CLOSED_PORT),
+                conftool_tags={"dc": "x", "cluster": "c", "service": "s"},
+                commands={"kafka_stop": "true", "kafka_reassign": "kafka-reassign-partitions"})
+    site = Cluster(name="nowhere", bootstrap_servers=f"{NOWHERE}:{CLOSED_PORT}", hosts=(host,),
+                   zookeeper=f"{NOWHERE}:{CLOSED_PORT}", conftool_config="/nonexistent/conftool.yaml")
+    return dataclasses.replace(site, sites={"x": site})  # one site of itself: what ConsumerGroups needs
+
+
+def adapter_classes() -> dict[str, type]:
+    """Every class defined under ``kafkaops/systems`` that has a method marked ``@write``."""
+    found: dict[str, type] = {}
+    for info in pkgutil.walk_packages(kafkaops.systems.__path__, prefix="kafkaops.systems."):
+        module = importlib.import_module(info.name)
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and write_methods(cls):
+                found[name] = cls
+    return found
+
+
+def _reassigner(env: Environment) -> Any:
+    # Which broker runs the tool is asked of ZooKeeper; here the inventory's only broker is registered.
+    env.registered_brokers = lambda: [9001]  # type: ignore[method-assign]
+    return env.reassigner()
+
+
+def _replay(env: Environment, index: int) -> Any:
+    from kafkaops.systems.events import replay_adapters
+
+    return replay_adapters(env)[index]
+
+
+#: How the run's environment hands out each adapter (the same paths a run takes).
+BUILDERS: dict[str, Callable[[Environment], Any]] = {
+    "KafkaAdmin": lambda env: env.kafka,
+    "Conftool": lambda env: env.conftool,
+    "Discovery": lambda env: env.discovery,
+    "SshClient": lambda env: env.ssh(env.cluster.hosts[0]),
+    "Reassigner": _reassigner,
+    "ConsumerGroups": lambda env: env.groups("x"),
+    "EventProducer": lambda env: _replay(env, 0),
+    "EventPoster": lambda env: _replay(env, 1),
+}
 
 
 def _adapters(env: Environment) -> dict[str, Any]:
-    host = env.cluster.hosts[0]
-    return {"KafkaAdmin": env.kafka, "Conftool": env.conftool, "SshClient": env.ssh(host)}
+    return {name: build(env) for name, build in BUILDERS.items()}
 
 
 def _placeholders(method: Any) -> list[Any]:
@@ -48,10 +98,19 @@ def _placeholders(method: Any) -> list[Any]:
     return [None] * len(params)
 
 
+def test_every_adapter_with_a_write_has_a_builder_here() -> None:
+    found = adapter_classes()
+    missing = sorted(set(found) - set(BUILDERS))
+    assert not missing, f"adapters with @write methods that this test cannot build yet: {missing} (add a builder)"
+    assert set(found) == set(EXPECTED_WRITES), f"adapters with @write methods: {sorted(found)}"
+
+
 def test_every_write_of_every_adapter_raises_in_a_dry_run() -> None:
+    classes = adapter_classes()
     adapters = _adapters(Environment(_cluster(), dry_run=True))
-    assert set(adapters) == set(EXPECTED_WRITES)
+    assert set(adapters) == set(classes)
     for name, adapter in adapters.items():
+        assert type(adapter) is classes[name]
         writes = write_methods(type(adapter))
         assert set(writes) == EXPECTED_WRITES[name], f"{name}: marked writes {writes}"
         for method_name in writes:
@@ -80,7 +139,7 @@ def test_the_run_identity_names_what_changed_and_ignores_masked_values() -> None
     assert environment_changes(recorded, dependencies(cluster)) == []
     moved = dataclasses.replace(cluster, bootstrap_servers="127.0.0.9:9092")
     assert environment_changes(recorded, dependencies(moved)) == [
-        f"bootstrap_servers: '{NOWHERE}:9092' -> '127.0.0.9:9092'"]
+        f"bootstrap_servers: '{NOWHERE}:{CLOSED_PORT}' -> '127.0.0.9:9092'"]
     host = dataclasses.replace(cluster.hosts[0], ssh=dataclasses.replace(cluster.hosts[0].ssh, key_file="/k2"))
     keyed = dataclasses.replace(cluster, hosts=(host,))
     assert environment_changes(recorded, dependencies(keyed)) != []
