@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -92,9 +94,25 @@ def test_stop_broker_describes_the_impact() -> None:
     assert "3 leader(s) move: 3 to 2" in decision.impact and "1 partition(s) lose a replica" in decision.impact
 
 
-def test_stop_broker_refuses_at_the_last_moment_if_min_isr_would_break() -> None:
+def test_stop_broker_refuses_at_the_last_moment_if_min_isr_would_break(tmp_path: Path) -> None:
+    """Its precondition (called by the runner right before the stop) reads a snapshot of its own."""
+    from kafkaops.environment import Environment
+    from kafkaops.inventory import load_inventory
+    from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+
+    env = Environment(load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab.yaml"), home=tmp_path)
+    isr = {"t-0": (1001, 1002, 1003), "t-3": (1001, 1002)}
+    snap = ClusterSnapshot("lab", 0.0, (1001, 1002, 1003), 1002,
+                           tuple(PartitionState("t", int(n[2:]), 1001, (1001, 1002, 1003), i) for n, i in isr.items()),
+                           {"t": TopicConfig("t", 2, 3)})
+    env._kafka = SimpleNamespace(snapshot=lambda with_configs=False: snap)  # type: ignore[assignment]
+    ctx = SimpleNamespace(env=env, target="kafka1001", kind="kafka.stop_broker", projected={})
+    stop = step("kafka.stop_broker")
     with pytest.raises(SafetyRefusal, match=r"below min\.insync\.replicas: t-3"):
-        step("kafka.stop_broker").plan(stop_obs(below_min_isr=["t-3"]))
+        stop.precondition(ctx, stop.plan(stop_obs()))
+    snap = dataclasses.replace(snap, partitions=tuple(dataclasses.replace(p, isr=(1001, 1002, 1003))
+                                                      for p in snap.partitions))
+    assert "keeps every partition online" in stop.precondition(ctx, stop.plan(stop_obs()))
 
 
 def test_stop_broker_is_a_noop_when_already_stopped() -> None:
