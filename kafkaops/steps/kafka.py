@@ -204,16 +204,21 @@ class StopBroker(StepBase):
         """The last word before the stop, whatever the pre-flight said minutes ago, on a snapshot taken
         now: never take a partition offline or below min ISR. There is no --force for this one."""
         broker = target_host(ctx).broker_id
-        impact = stop_impact(_snapshot(ctx, configs=True), broker)
-        hurt = [partition_name(p) for p in (*impact.goes_offline, *impact.below_min_isr)]
-        if hurt:
-            from kafkaops.errors import SafetyRefusal
+        return stop_keeps_min_isr(ctx, broker, f"stopping broker {broker}")
 
-            raise SafetyRefusal(f"stopping broker {broker} now would take {len(hurt)} partition(s) offline or "
-                                f"below min.insync.replicas: {names(hurt)}",
-                                hint="wait until their ISR is complete again, then resume the run")
-        return (f"stopping broker {broker} keeps every partition online and at min ISR "
-                f"({len(impact.loses_isr_replica)} lose a replica)")
+
+def stop_keeps_min_isr(ctx: RunContext, broker: int, doing: str) -> str:
+    """Refuse ``doing`` (which takes ``broker`` down) when, on a snapshot taken now, it would take a
+    partition offline or below min ISR; else say so. The precondition of every step that takes a broker down."""
+    impact = stop_impact(_snapshot(ctx, configs=True), broker)
+    hurt = [partition_name(p) for p in (*impact.goes_offline, *impact.below_min_isr)]
+    if hurt:
+        from kafkaops.errors import SafetyRefusal
+
+        raise SafetyRefusal(f"{doing} now would take {len(hurt)} partition(s) offline or below "
+                            f"min.insync.replicas: {names(hurt)}",
+                            hint="wait until their ISR is complete again, then resume the run")
+    return f"{doing} keeps every partition online and at min ISR ({len(impact.loses_isr_replica)} lose a replica)"
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
