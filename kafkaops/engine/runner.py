@@ -11,6 +11,12 @@ Operational rules this module enforces, and why:
   a counter) is never repeated when its effect already holds. Steps the journal records as *verified*
   are not re-run: later steps may legitimately undo their effect (``depool`` ... ``repool``), and
   re-running them would undo the procedure.
+* **A destructive step re-checks its own safety precondition right before acting.** A kind registered
+  ``destructive`` (a broker or controller stop, a reboot) declares ``precondition(ctx, action)``; the
+  runner calls it after ``plan`` and before the intent record, every time the step is about to apply —
+  first run, retry, resume, rollback. A gate step earlier in the runbook only says what held *then*;
+  a resume skips a verified gate, and a paused run may wait for days. A refusal is a safe stop: nothing
+  applied, the run stopped resumable (:class:`~kafkaops.errors.RunFailed`, exit 11, naming the refusal).
 * **Pause only at safe points.** Ctrl-C sets a flag; the run stops between steps (or inside a
   read-only wait), journals ``paused`` and tells the operator the exact resume command. A second
   Ctrl-C stops immediately (the journal still shows the in-flight step).
@@ -39,7 +45,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from kafkaops.engine.audit import AuditLog, default_audit
 from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext
@@ -49,6 +55,7 @@ from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_ob
 from kafkaops.engine.runbook import BoundRunbook, BoundStep, BoundTarget, schedule
 from kafkaops.engine.step import (
     Action,
+    DestructiveStep,
     Noop,
     Observation,
     Step,
@@ -327,9 +334,11 @@ class Runner:
         for target, step in schedule(bound):
             entry = require_kind(step.kind, step.label)
             obj = entry.create(step.params)
-            obs = obj.observe(self._ctx(meta, target.name, step, step.params, env, projection.copy()))
+            ctx = self._ctx(meta, target.name, step, step.params, env, projection.copy())
+            obs = obj.observe(ctx)
             decision = obj.plan(obs)
             if isinstance(decision, Action):
+                self._precondition(obj, ctx, step, decision)
                 source = f"{target.name} step {step.index} ({step.kind})"
                 for key, value in (obj.effects(obs, decision) or {}).items():
                     projection.set(key, value, source)
@@ -635,6 +644,7 @@ class Runner:
         decision = obj.plan(obs)
         if isinstance(decision, Noop):
             return decision
+        self._precondition(obj, ctx, step, decision)
         journal.append(f"{phase}_applying", action=decision.to_dict(), attempt=attempt, **base)
         self._record(meta, target=ctx.target, step=label, action=decision.description,
                      outcome="applying" if phase == "step" else "rollback-applying",
@@ -648,6 +658,20 @@ class Runner:
         self._record(meta, target=ctx.target, step=label, action=decision.description,
                      outcome="applied" if phase == "step" else "rolled-back")
         return decision
+
+    def _precondition(self, obj: Step, ctx: RunContext, step: BoundStep, action: Action) -> None:
+        """A destructive kind's safety precondition, read from the live systems now, before its intent is
+        journaled: a refusal (:class:`~kafkaops.errors.SafetyRefusal`) leaves the step "not applied".
+
+        Called on every path that reaches ``apply`` (first run, retry, resume, rollback), and in a
+        dry-run, where the plan then shows the refusal. The gate step a runbook may have before it is no
+        substitute: a resume never re-runs a gate it journaled as verified, and the world may have moved
+        since.
+        """
+        if not require_kind(step.kind, step.label).destructive:
+            return
+        found = cast(DestructiveStep, obj).precondition(ctx, action)
+        ctx.record("precondition_held", found=found)
 
     def _run_step(
         self,

@@ -16,6 +16,13 @@ runner can make it safe, idempotent and resumable without knowing anything about
   state ``no``, a stop leaves the broker unregistered). The planner feeds them to the ``observe`` of
   every later step of a dry-run (``ctx.projected``), so the plan shows what each step will find —
   steps never ask whether they run in a dry-run.
+* ``precondition(ctx, action)`` — declared by every *destructive* kind (``register_step(...,
+  destructive=True)``: a stop, a reboot) — re-reads, from the live systems, the one fact that makes the
+  action safe (a majority of the quorum stays caught up, no partition drops below min ISR) and raises
+  :class:`~kafkaops.errors.SafetyRefusal` when it does not hold. The runner calls it right before every
+  ``apply`` of such a step: on the first run, on a retry, on a resume and in a rollback. A separate gate
+  step earlier in the runbook is not enough: minutes (or a paused run's days) may pass between the gate
+  and the act, and a resume never re-runs a gate it journaled as verified.
 
 Step kinds declare their parameters (name, type, required/default) so that a runbook with a typo fails
 at load time with the step index and the fix, rather than half-way through a multi-hour roll. A kind
@@ -173,6 +180,19 @@ class Step(Protocol):
         ...
 
 
+@runtime_checkable
+class DestructiveStep(Step, Protocol):
+    """A step whose ``apply`` can cost availability: it declares the safety precondition of its action."""
+
+    def precondition(self, ctx: Any, action: Action) -> str:
+        """Re-read the fact that makes ``action`` safe, now; return what was found (one line, journaled).
+
+        Raises:
+            SafetyRefusal: It does not hold: the runner stops before ``apply``, nothing was changed.
+        """
+        ...
+
+
 class StepBase:
     """Convenience base class: stores bound parameters; ``verify`` defaults to a no-op.
 
@@ -213,6 +233,9 @@ class StepKind:
     compensate: Compensation | None = None
     irreversible: str = ""
     check: Callable[[Mapping[str, Any]], str | None] | None = None
+    #: Its ``apply`` can cost availability: the runner calls the step's ``precondition`` right before every
+    #: ``apply`` (see :class:`DestructiveStep`).
+    destructive: bool = False
     #: The roles of target host it applies to (``broker``, ``controller``); empty: every target. A bound
     #: runbook leaves a step out for a target of another role (a broker's ISR wait on a KRaft controller).
     roles: tuple[str, ...] = ()
@@ -247,6 +270,7 @@ def register_step(
     check: Callable[[Mapping[str, Any]], str | None] | None = None,
     replace: bool = False,
     roles: Sequence[str] = (),
+    destructive: bool = False,
 ) -> StepKind:
     """Register a step kind so runbooks can use it.
 
@@ -262,12 +286,15 @@ def register_step(
             what is wrong, or None. Called when the runbook is bound, before anything runs.
         replace: Allow re-registering an existing kind (tests, plugins overriding a built-in).
         roles: The target roles the kind applies to (``broker``, ``controller``); empty: all.
+        destructive: Its ``apply`` can cost availability; ``cls`` must then define
+            ``precondition(ctx, action)``, which the runner calls right before every ``apply``.
 
     Returns:
         The registered :class:`StepKind`.
 
     Raises:
-        ValueError: On a malformed kind name, duplicate parameter or duplicate kind.
+        ValueError: On a malformed kind name, duplicate parameter or duplicate kind, or a destructive
+            kind without a ``precondition``.
     """
     if not _KIND_RE.match(kind):
         raise ValueError(f"step kind {kind!r}: use dotted lower-case names such as 'conftool.depool'")
@@ -276,11 +303,14 @@ def register_step(
         raise ValueError(f"step kind {kind!r}: duplicate parameter names {names}")
     if kind in _REGISTRY and not replace:
         raise ValueError(f"step kind {kind!r} is already registered")
+    if destructive and not callable(getattr(cls, "precondition", None)):
+        raise ValueError(f"step kind {kind!r} is destructive: it must define precondition(ctx, action), the "
+                         "safety check the runner makes right before every apply")
     if summary is None:
         doc = (getattr(cls, "__doc__", None) or "").strip()
         summary = doc.splitlines()[0] if doc else ""
     entry = StepKind(kind=kind, factory=cls, params=tuple(params), summary=summary, compensate=compensate,
-                     irreversible=irreversible, check=check, roles=tuple(roles))
+                     irreversible=irreversible, check=check, destructive=destructive, roles=tuple(roles))
     _REGISTRY[kind] = entry
     return entry
 

@@ -132,6 +132,15 @@ class Reboot(StepBase):
             idempotent=False,
         )
 
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """A reboot takes the host's broker down with it: refused, on a snapshot taken now, when that would
+        take a partition offline or below min ISR — its broker started again since the run stopped it, or
+        a runbook that reboots without stopping it first while a peer is out of the ISR."""
+        from kafkaops.steps.kafka import stop_keeps_min_isr
+
+        host = target_host(ctx)
+        return stop_keeps_min_isr(ctx, host.broker_id, f"rebooting {host.name} (broker {host.broker_id})")
+
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
         """Kafka starts at boot: the broker comes back registered, catching up (not yet in sync)."""
         d = obs.data
@@ -231,7 +240,7 @@ class Reboot(StepBase):
             raise CheckFailed(f"{host.name} has not rebooted (boot id {now or 'unreachable'})")
 
 
-register_step("host.reboot", Reboot, [
+register_step("host.reboot", Reboot, destructive=True, params=[
     Param("timeout", "duration", default=900.0, min=1, max=86400, help="how long the host may take to come back"),
     Param("grace", "duration", default=300.0, min=0, max=3600,
           help="resumed after the reboot command was sent: how long to wait for it before sending it again"),

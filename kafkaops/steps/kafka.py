@@ -174,15 +174,6 @@ class StopBroker(StepBase):
         d = obs.data
         if not d["active"] and not d["state"]["registered"]:
             return Noop(f"broker {d['broker']} is already stopped (process inactive, not registered)")
-        # The last word before the stop, whatever the pre-flight said minutes ago: never take a partition
-        # offline or below min ISR. There is no --force for this one.
-        hurt = d["impact"]["offline"] + d["impact"]["below_min_isr"]
-        if hurt:
-            from kafkaops.errors import SafetyRefusal
-
-            raise SafetyRefusal(f"stopping broker {d['broker']} now would take {len(hurt)} partition(s) offline or "
-                                f"below min.insync.replicas: {names(hurt)}",
-                                hint="wait until their ISR is complete again, then resume the run")
         moves = d["impact"]["moves"]
         impact = (f"{sum(moves.values())} leader(s) move: " + ", ".join(f"{n} to {b}" for b, n in moves.items())
                   if moves else "it leads nothing")
@@ -208,6 +199,26 @@ class StopBroker(StepBase):
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
         return {broker_key(obs.data["broker"]): STOPPED}
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """The last word before the stop, whatever the pre-flight said minutes ago, on a snapshot taken
+        now: never take a partition offline or below min ISR. There is no --force for this one."""
+        broker = target_host(ctx).broker_id
+        return stop_keeps_min_isr(ctx, broker, f"stopping broker {broker}")
+
+
+def stop_keeps_min_isr(ctx: RunContext, broker: int, doing: str) -> str:
+    """Refuse ``doing`` (which takes ``broker`` down) when, on a snapshot taken now, it would take a
+    partition offline or below min ISR; else say so. The precondition of every step that takes a broker down."""
+    impact = stop_impact(_snapshot(ctx, configs=True), broker)
+    hurt = [partition_name(p) for p in (*impact.goes_offline, *impact.below_min_isr)]
+    if hurt:
+        from kafkaops.errors import SafetyRefusal
+
+        raise SafetyRefusal(f"{doing} now would take {len(hurt)} partition(s) offline or below "
+                            f"min.insync.replicas: {names(hurt)}",
+                            hint="wait until their ISR is complete again, then resume the run")
+    return f"{doing} keeps every partition online and at min ISR ({len(impact.loses_isr_replica)} lose a replica)"
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
@@ -709,7 +720,7 @@ register_step("kafka.preflight", Preflight, [
     Param("isr_headroom", "int", default=0, help="require this many ISR replicas above min.insync.replicas"),
     MAX_LEADER_IMBALANCE,
 ], roles=BROKER)
-register_step("kafka.stop_broker", StopBroker, [TIMEOUT], compensate=Compensation(
+register_step("kafka.stop_broker", StopBroker, [TIMEOUT], destructive=True, compensate=Compensation(
     "kafka.restore_broker", params={}, note="start the broker again and wait until it is back in every ISR",
     verify="kafka.cluster_whole"), roles=BROKER)
 register_step("kafka.restore_broker", RestoreBroker, [Param("timeout", "duration", default=1800.0, max=86400)],

@@ -56,6 +56,13 @@ def _process(ctx: RunContext, template: str) -> Observation:
                                + provenance(ctx, [_key(host.broker_id)]))
 
 
+def _refusal(node: int, host: str, refusals: list[str]) -> SafetyRefusal:
+    return SafetyRefusal(f"restarting controller {node} ({host}) now could cost the metadata quorum its majority: "
+                         f"{'; '.join(refusals)}",
+                         hint="wait until every voter has caught up (kafkaops status shows the quorum), then "
+                              "resume the run")
+
+
 class QuorumGate(StepBase):
     """Refuse unless the quorum has a leader, every other voter is caught up, and a majority stays caught up."""
 
@@ -71,10 +78,7 @@ class QuorumGate(StepBase):
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
         if d["refusals"]:
-            raise SafetyRefusal(f"restarting controller {d['node']} ({d['host']}) now could cost the metadata quorum "
-                                f"its majority: {'; '.join(d['refusals'])}",
-                                hint="wait until every voter has caught up (kafkaops status shows the quorum), "
-                                     "then resume the run")
+            raise _refusal(d["node"], d["host"], d["refusals"])
         left = len([n for n in d["caught_up"] if n != d["node"]])
         role = "the active controller: one leader election follows" if d["leader"] == d["node"] else "a follower"
         return Noop(f"quorum gate passes: {d['summary']}; without {d['node']} ({role}), {left} of {d['voters']} "
@@ -82,7 +86,23 @@ class QuorumGate(StepBase):
 
 
 class StopController(StepBase):
-    """Stop a KRaft controller node and wait until its process is gone and the quorum has a leader."""
+    """Stop a KRaft controller node and wait until its process is gone and the quorum has a leader.
+
+    Destructive: right before the stop the runner calls :meth:`precondition`, the quorum gate's own
+    check asked of the quorum again. ``kraft.quorum_gate`` earlier in the runbook shows the quorum in the
+    plan and refuses before the host is touched at all; it cannot vouch for the moment of the stop — a
+    resumed run does not re-run a gate it journaled as verified, and a voter may have fallen behind since.
+    """
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Refuse unless the quorum, asked now, has a leader, every other voter caught up and a majority
+        caught up without this node (:func:`kafkaops.quorum.restart_refusals`)."""
+        host = target_host(ctx)
+        view = _view(ctx, self)
+        refusals = restart_refusals(view, host.broker_id)
+        if refusals:
+            raise _refusal(host.broker_id, host.name, refusals)
+        return f"quorum: {view.summary()} (asked {env(ctx).quorum().asked})"
 
     def observe(self, ctx: RunContext) -> Observation:
         return _process(ctx, "kafka_stop")
@@ -199,8 +219,9 @@ CAUGHT_UP = [
           help="how long ago (on the leader's clock) a voter may last have been caught up"),
 ]
 register_step("kraft.quorum_gate", QuorumGate, CAUGHT_UP, roles=CONTROLLER)
-register_step("kraft.stop_controller", StopController, [TIMEOUT], roles=CONTROLLER, compensate=Compensation(
-    "kraft.start_controller", params={}, note="start the controller again", verify="kafka.cluster_whole"))
+register_step("kraft.stop_controller", StopController, [TIMEOUT, *CAUGHT_UP], roles=CONTROLLER, destructive=True,
+              compensate=Compensation("kraft.start_controller", params={}, note="start the controller again",
+                                      verify="kafka.cluster_whole"))
 register_step("kraft.start_controller", StartController, [TIMEOUT], roles=CONTROLLER)
 register_step("kraft.wait_voter_caught_up", WaitVoterCaughtUp, [Param("timeout", "duration", default=600.0),
                                                                  *CAUGHT_UP], roles=CONTROLLER)

@@ -8,6 +8,9 @@
   (counted from the lab hosts' own logs), controllers before brokers, the active controller last among
   them, and the quorum never without a leader for longer than an election (polled with Kafka's own tool
   all along). The lock is etcd's: there is no ZooKeeper to hold it.
+* Issue 28.4: a controllers roll killed right after a controller's quorum gate passed, resumed while
+  another voter lags, refuses that controller's stop (the stop asks the quorum itself: a resume never
+  re-runs a verified gate) and stops nothing; resumed once the voter caught up, it finishes.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from harness import Load, kafkaops, output, spawn
-from invariants import kill_after_step
+from invariants import kill_after_step, live_journal
 
 from kafkaops.facts.quorum import parse_status
 from kafkaops.lab.host import LabHost
@@ -163,3 +166,52 @@ def test_role_all_rolls_controllers_then_brokers_killed_and_resumed(kraft: Clust
     assert gap < 15, (gap, watch.samples[-20:])
     # One leader election for the whole roll: only the active controller's restart moves the leadership.
     assert len(epochs) == 2, epochs
+
+
+def test_a_voter_lagging_after_the_gate_makes_the_resumed_stop_refuse(kraft: Cluster, tmp_path: Path) -> None:
+    hosts = _hosts(kraft)
+    home = tmp_path / "home"
+    stops = {n: len(h.events("kafka-stop")) for n, h in hosts.items()}
+
+    def stopped() -> dict[str, int]:
+        return {n: len(h.events("kafka-stop")) - stops[n] for n, h in hosts.items()}
+
+    # --stable-for: the second controller's stability wait, between its gate and its stop, holds the run
+    # there long enough to be killed right after the gate.
+    proc = spawn(home, kraft, "rolling-restart", kraft.name, "--role", "controllers", "--yes", "--no-scan",
+                 "--stable-for", "30s", "--reason", "issue 28.4: a stale gate")
+    try:
+        deadline = time.monotonic() + 120
+        while not live_journal(home) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        order = [t["name"] for t in live_journal(home)[0]["runbook"]["targets"]]
+        target, lagging = order[1], order[0]  # order[2] is the active controller, rolled last
+        run_id = kill_after_step(home, proc, "kraft.quorum_gate", target)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert stopped() == {**dict.fromkeys(hosts, 0), lagging: 1}, ("killed too late", stopped())
+
+    node = next(c.broker_id for c in kraft.controllers if c.name == lagging)
+    pid = hosts[lagging].pid("kafka")
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(7)  # longer than the gate's 5 s: the leader's record of its last catch-up ages
+        refused = kafkaops(home, kraft, "resume", run_id)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    said = refused.stdout + refused.stderr
+    # The gate passed before the voter fell behind; the stop asked again and was refused: nothing stopped.
+    assert stopped() == {**dict.fromkeys(hosts, 0), lagging: 1}, (stopped(), said[-3000:])
+    assert refused.returncode == 11, said[-3000:]
+    assert f"stopped at {target} " in said and "kraft.stop_controller" in said, said[-3000:]
+    assert f"voter {node}:" in said and "lagging or down" in said and "was not applied" in said, said[-3000:]
+
+    for _ in range(60):  # the voter catches up once it runs again
+        if kafkaops(home, kraft, "status", kraft.name, "-o", "json").returncode == 0:
+            break
+        time.sleep(2)
+    finished = kafkaops(home, kraft, "resume", run_id)
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr
+    assert stopped() == dict.fromkeys(hosts, 0) | dict.fromkeys(order, 1)

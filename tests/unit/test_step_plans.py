@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -92,9 +93,40 @@ def test_stop_broker_describes_the_impact() -> None:
     assert "3 leader(s) move: 3 to 2" in decision.impact and "1 partition(s) lose a replica" in decision.impact
 
 
-def test_stop_broker_refuses_at_the_last_moment_if_min_isr_would_break() -> None:
-    with pytest.raises(SafetyRefusal, match=r"below min\.insync\.replicas: t-3"):
-        step("kafka.stop_broker").plan(stop_obs(below_min_isr=["t-3"]))
+def _cluster_ctx(tmp_path: Path, isr: dict[str, tuple[int, ...]], target: str = "kafka1001") -> Any:
+    """A run context on the lab inventory whose Kafka answers one in-memory snapshot: topic t (RF 3, min
+    ISR 2), one partition per ``isr`` entry, all led by 1001."""
+    from kafkaops.environment import Environment
+    from kafkaops.inventory import load_inventory
+    from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+
+    env = Environment(load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab.yaml"), home=tmp_path)
+    snap = ClusterSnapshot("lab", 0.0, (1001, 1002, 1003), 1002,
+                           tuple(PartitionState("t", int(n[2:]), 1001, (1001, 1002, 1003), i) for n, i in isr.items()),
+                           {"t": TopicConfig("t", 2, 3)})
+    env._kafka = SimpleNamespace(snapshot=lambda with_configs=False: snap)  # type: ignore[assignment]
+    return SimpleNamespace(env=env, target=target, kind="", projected={})
+
+
+def test_stop_broker_refuses_at_the_last_moment_if_min_isr_would_break(tmp_path: Path) -> None:
+    """Its precondition (called by the runner right before the stop) reads a snapshot of its own."""
+    stop = step("kafka.stop_broker")
+    action = stop.plan(stop_obs())
+    with pytest.raises(SafetyRefusal, match=r"stopping broker 1001 now .* below min\.insync\.replicas: t-3"):
+        stop.precondition(_cluster_ctx(tmp_path, {"t-0": (1001, 1002, 1003), "t-3": (1001, 1002)}), action)
+    ok = stop.precondition(_cluster_ctx(tmp_path, {"t-0": (1001, 1002, 1003), "t-3": (1001, 1002, 1003)}), action)
+    assert "keeps every partition online" in ok
+
+
+def test_reboot_refuses_when_its_broker_going_down_would_break_min_isr(tmp_path: Path) -> None:
+    """A reboot takes the broker down too: started again since the run stopped it, it is checked as a stop."""
+    reboot = step("host.reboot")
+    action = Action("reboot kafka1001")
+    with pytest.raises(SafetyRefusal, match=r"rebooting kafka1001 \(broker 1001\) now .* t-3"):
+        reboot.precondition(_cluster_ctx(tmp_path, {"t-0": (1001, 1002, 1003), "t-3": (1001, 1002)}), action)
+    # its broker stopped (out of every ISR), as the runbook leaves it before the reboot: nothing to lose
+    assert "keeps every partition online" in reboot.precondition(
+        _cluster_ctx(tmp_path, {"t-0": (1002, 1003), "t-3": (1002, 1003)}), action)
 
 
 def test_stop_broker_is_a_noop_when_already_stopped() -> None:
