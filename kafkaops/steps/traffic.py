@@ -114,8 +114,7 @@ register_step("traffic.wait_zero_syns", WaitZeroSyns, [
 
 
 class WaitZeroSynsAtSite(StepBase):
-    """Wait until no new SYN reaches a site's service address (its VIP) for a whole window, on every host
-    behind it.
+    """Wait until no new SYN reaches any host behind a site's service address (its VIP) for a whole window.
 
     After a site's discovery record is depooled, clients still holding the old DNS answer keep connecting
     to that site's VIP until their TTL runs out. MirrorMaker can only be drained — and consumers moved —
