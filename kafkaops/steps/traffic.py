@@ -114,70 +114,87 @@ register_step("traffic.wait_zero_syns", WaitZeroSyns, [
 
 
 class WaitZeroSynsAtSite(StepBase):
-    """Wait until no new SYN reaches a site's service address (its VIP) for a whole window.
+    """Wait until no new SYN reaches any host behind a site's service address (its VIP) for a whole window.
 
     After a site's discovery record is depooled, clients still holding the old DNS answer keep connecting
     to that site's VIP until their TTL runs out. MirrorMaker can only be drained — and consumers moved —
-    once nothing new is produced there: this is the gate that proves it, captured on a host of the site.
+    once nothing new is produced there: this is the gate that proves it. Behind an LVS in direct routing
+    each realserver sees only the connections scheduled to it, so one host's capture proves nothing about
+    the others (a client pinned to another host by source hashing goes unseen): the gate captures on every
+    host of the site that runs the service, at once, and the window counts only while all of them are quiet.
     """
 
-    def _where(self, ctx: RunContext) -> tuple[Any, Host, int, str]:
+    def _where(self, ctx: RunContext) -> tuple[Any, tuple[Host, ...], int, str]:
+        """The site's environment, the hosts behind its VIP (the ones running the service), port and VIP."""
+        from kafkaops.errors import ConfigError
         from kafkaops.steps.sites import switched
 
         svc = env(ctx)
         service = switched(svc, str(self.params["service"]))
         site = svc.site(str(self.params["site"]))
-        host = site.cluster.hosts[0]
-        spec = next((s for h in site.cluster.hosts for s in h.services if s.name == service.name), None)
+        hosts = tuple(h for h in site.cluster.hosts if any(s.name == service.name for s in h.services))
+        spec = next((s for h in hosts for s in h.services if s.name == service.name), None)
         if spec is None or not spec.vip:
-            from kafkaops.errors import ConfigError
-
             raise ConfigError(f"{site.cluster.name} has no {service.name} service with a vip ({site.cluster.source})",
                               hint="add services.<name>.vip to the site's inventory")
-        return site, host, spec.port, spec.vip
+        return site, hosts, spec.port, spec.vip
 
     def observe(self, ctx: RunContext) -> Observation:
         from kafkaops.systems.traffic import capture_command
 
-        _site, host, port, vip = self._where(ctx)
-        command = capture_command(host, host.commands.get("vip_syn_capture"), port, float(self.params["timeout"]),
-                                  vip=vip)
-        return Observation({"site": self.params["site"], "host": host.name, "vip": vip, "port": port,
-                            "window": float(self.params["window"]), "timeout": float(self.params["timeout"]),
-                            "command": command}, summary=f"{vip}:{port} (captured when the step runs)")
+        _site, hosts, port, vip = self._where(ctx)
+        timeout = float(self.params["timeout"])
+        captures = [{"host": h.name, "command": capture_command(h, h.commands.get("vip_syn_capture"), port, timeout,
+                                                                 vip=vip)} for h in hosts]
+        return Observation({"site": self.params["site"], "vip": vip, "port": port, "captures": captures,
+                            "window": float(self.params["window"]), "timeout": timeout},
+                           summary=f"{vip}:{port} on {', '.join(h.name for h in hosts)} (captured when the step runs)")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
+        hosts = [c["host"] for c in d["captures"]]
         return Action(
             description=f"wait until {d['site']}'s service address {d['vip']}:{d['port']} gets no new SYN for "
-                        f"{d['window']:.0f}s (timeout {d['timeout']:.0f}s)",
-            commands=(f"on {d['host']}: {d['command']}   (one capture; ends {d['window']:.0f}s after the last SYN)",),
+                        f"{d['window']:.0f}s on any of its {len(hosts)} host(s) {', '.join(hosts)}, captured on "
+                        f"each at once: each sees only its own share of the VIP's connections "
+                        f"(timeout {d['timeout']:.0f}s)",
+            commands=tuple(f"on {c['host']}: {c['command']}   (with the other captures; ends {d['window']:.0f}s "
+                           "after the last SYN on any host)" for c in d["captures"]),
             impact=f"read-only: proves no client connects to {d['site']} any more",
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        from kafkaops.systems.traffic import watch_syns
+        from kafkaops.systems.traffic import Capture, watch_syns_on
 
-        site, host, port, vip = self._where(ctx)
+        site, hosts, port, vip = self._where(ctx)
         window = float(self.params["window"])
-        shown = [0.0]
+        names = ", ".join(h.name for h in hosts)
+        shown: dict[str, float] = {}
 
-        def restarted(source: str, count: int) -> None:
-            if time.monotonic() - shown[0] >= 1.0:
-                shown[0] = time.monotonic()
-                ctx.progress(f"  {vip}:{port}: new SYN from {source} ({count} so far): the {window:.0f}s window "
-                             "starts again")
-                ctx.record("wait_restarted", reason=f"new SYN from {source}", syns=count)
+        def restarted(host: str, source: str, count: int) -> None:
+            # At most one line (and one journal record) a second per host: a busy site must not flood the
+            # log, nor the journal, while it drains; the record names the host and its count so far.
+            if time.monotonic() - shown.get(host, 0.0) >= 1.0:
+                shown[host] = time.monotonic()
+                ctx.progress(f"  {host}: new SYN to {vip}:{port} from {source} ({count} so far): the "
+                             f"{window:.0f}s window starts again")
+                ctx.record("wait_restarted", reason=f"new SYN at {host} from {source}", host=host, syns=count)
 
-        ctx.progress(f"  {self.params['site']}: capturing SYNs to {vip}:{port} on {host.name} until {window:.0f}s "
-                     "pass without one")
-        quiet = watch_syns(site.ssh(host), host, host.commands.get("vip_syn_capture"), port, window,
-                           budget=float(self.params["timeout"]), vip=vip, on_syn=restarted,
-                           cancelled=ctx.pause_requested)
-        ctx.progress(f"  {vip}:{port}: no new SYN for {window:.0f}s (waited {quiet.waited:.1f}s, {quiet.syns} SYN(s) "
+        ctx.progress(f"  {self.params['site']}: capturing SYNs to {vip}:{port} on {names} at once until "
+                     f"{window:.0f}s pass without one on any of them")
+        quiet = watch_syns_on([Capture(site.ssh(h), h, h.commands.get("vip_syn_capture")) for h in hosts], port,
+                              window, budget=float(self.params["timeout"]), vip=vip,
+                              label=f"{vip}:{port} at {self.params['site']} ({names})",
+                              hint=f"clients still reach {self.params['site']} through its service address: find "
+                                   "them (a stale DNS answer, an address set by hand); resume once they are gone, "
+                                   "or undo the switchover with `kafkaops runs abort RUN --rollback`",
+                              on_syn=restarted, cancelled=ctx.pause_requested)
+        waited, syns = quiet[0].waited, sum(q.syns for q in quiet)
+        ctx.progress(f"  {vip}:{port}: no new SYN on {names} for {window:.0f}s (waited {waited:.1f}s, {syns} SYN(s) "
                      "before)")
-        env(ctx).facts(ctx.run_id).set(f"site_syn_gate/{self.params['site']}",
-                                       {"window": window, "waited": round(quiet.waited, 3), "syns": quiet.syns})
+        env(ctx).facts(ctx.run_id).set(f"site_syn_gate/{self.params['site']}", {
+            "window": window, "waited": round(waited, 3), "syns": syns,
+            "hosts": {q.host: {"syns": q.syns, "sources": list(q.sources)} for q in quiet}})
 
     def verify(self, ctx: RunContext) -> None:
         if env(ctx).facts(ctx.run_id).get(f"site_syn_gate/{self.params['site']}") is None:

@@ -12,15 +12,19 @@ Each test switches from whichever site is active, so they run in any order.
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from harness import kafkaops, output, spawn
-from invariants import journal, kill_after_step
+from invariants import journal, kill_after_step, live_journal
 
 from kafkaops.lab.switch_load import SwitchLoad
 from kafkaops.model import Cluster
@@ -235,3 +239,94 @@ def test_switchover_refuses_a_site_under_maintenance(sites: Cluster, tmp_path: P
     assert applied.returncode == 6, applied.stdout[-2000:] + applied.stderr[-2000:]
     assert holders == {sites.name: None, sites.site(src).name: None, target.cluster.name: held.run_id}, holders
     assert _active(sites) == (src, dst)
+
+
+class PinnedClient:
+    """A client whose connections all land on one host of a site, opened from the site's VIP as the lab's
+    balancer opens the connections it routes there: what a realserver behind an LVS in direct routing sees of
+    a client that source hashing pins to it. It keeps opening a new connection (a health-path GET) every
+    0.2 s until the ``with`` block ends."""
+
+    def __init__(self, vip: str, address: str, port: int, path: str) -> None:
+        self.vip, self.address, self.port, self.path = vip, address, port, path
+        self.connections = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            conn = http.client.HTTPConnection(self.address, self.port, timeout=5, source_address=(self.vip, 0))
+            try:
+                conn.request("GET", self.path)
+                conn.getresponse().read()
+                self.connections += 1
+            except OSError as exc:
+                self.errors.append(str(exc))
+            finally:
+                conn.close()
+
+    def __enter__(self) -> PinnedClient:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def test_the_syn_gate_watches_every_host_of_the_source_site(sites: Cluster, tmp_path: Path) -> None:
+    """Issue 28: the gate captured on the site's first host only. Each host's capture sees only its own share
+    of the VIP's connections (as each realserver behind LVS-DR does), so a client that keeps connecting to
+    the *second* host went unseen and the cut was declared clean. The gate must hold, name that host, and
+    stop safely (Ctrl-C pauses it, resumable; the rollback makes the source active again)."""
+    src, dst = _active(sites)
+    site = sites.site(src)
+    service = site.hosts[0].services[0]
+    assert service.vip and service.health_path and len(site.hosts) >= 2
+    busy = site.hosts[1]
+    window = 2
+
+    plan = kafkaops(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--dry-run",
+                    "-o", "plain")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    for host in site.hosts:  # the plan says where the gate captures: on every host behind the VIP
+        assert f"on {host.name}: timeout 300 tcpdump" in plan.stdout and f"dst host {host.address} " in plan.stdout, \
+            plan.stdout[-3000:]
+
+    with PinnedClient(service.vip, busy.address, service.port, service.health_path) as client:
+        proc = spawn(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--syn-window",
+                     f"{window}s", "--yes", "-r", "lab test: a client pinned to one host", "-o", "plain")
+        held_since: float | None = None
+        passed = False
+        deadline = time.monotonic() + 300
+        try:
+            # Until the gate passes (the bug), or has held for several windows after naming the busy host.
+            while proc.poll() is None and time.monotonic() < deadline:
+                passed = any(r.get("type") == "step_verified" and r.get("kind") == "traffic.wait_zero_syns_at_site"
+                             for r in live_journal(tmp_path))
+                if passed:
+                    break
+                if held_since is None and f"{busy.name}: new SYN to {service.vip}:{service.port}" in output(proc):
+                    held_since = time.monotonic()
+                if held_since is not None and time.monotonic() - held_since > 5 * window:
+                    break
+                time.sleep(0.2)
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGINT)  # Ctrl-C: the run pauses at its next safe point
+            proc.wait(120)
+        connections = client.connections
+    run_id = str(live_journal(tmp_path)[0]["run_id"])
+    paused = any(r.get("type") == "paused" for r in journal(tmp_path, run_id))
+    if paused:  # put the service back where it was, whatever the assertions below say
+        undo = kafkaops(tmp_path, sites, "runs", "abort", run_id, "--rollback", "--reason", "lab test: switch back")
+        assert undo.returncode == 0, undo.stdout[-3000:] + undo.stderr[-3000:]
+    out = output(proc)
+    assert not client.errors and connections > 5 * window, (connections, client.errors[:3])
+    assert not passed, f"the gate passed while {busy.name} still received new SYNs to {service.vip}: {out[-3000:]}"
+    assert held_since is not None, f"the gate never named {busy.name}: {out[-3000:]}"
+    assert proc.returncode == 130 and paused, out[-3000:]
+    assert f"{busy.name} still received SYNs in the last {window}s" in out, out[-3000:]
+    assert _active(sites) == (src, dst), "the rollback did not make the source the active site again"
+    assert set(_lock_holders(sites).values()) == {None}, _lock_holders(sites)
