@@ -140,6 +140,20 @@ class Preflight(StepBase):
                     "assigned): " + "; ".join(notes))
 
 
+def stop_keeps_min_isr(ctx: RunContext, broker: int, doing: str) -> str:
+    """Refuse ``doing`` (which takes ``broker`` down) when, on a snapshot taken now, it would take a
+    partition offline or below min ISR; else say so. The precondition of every step that takes a broker down."""
+    impact = stop_impact(_snapshot(ctx, configs=True), broker)
+    hurt = [partition_name(p) for p in (*impact.goes_offline, *impact.below_min_isr)]
+    if hurt:
+        from kafkaops.errors import SafetyRefusal
+
+        raise SafetyRefusal(f"{doing} now would take {len(hurt)} partition(s) offline or below "
+                            f"min.insync.replicas: {names(hurt)}",
+                            hint="wait until their ISR is complete again, then resume the run")
+    return f"{doing} keeps every partition online and at min ISR ({len(impact.loses_isr_replica)} lose a replica)"
+
+
 class StopBroker(StepBase):
     """Stop the Kafka broker and wait until the cluster no longer has it registered."""
 
@@ -206,19 +220,6 @@ class StopBroker(StepBase):
         broker = target_host(ctx).broker_id
         return stop_keeps_min_isr(ctx, broker, f"stopping broker {broker}")
 
-
-def stop_keeps_min_isr(ctx: RunContext, broker: int, doing: str) -> str:
-    """Refuse ``doing`` (which takes ``broker`` down) when, on a snapshot taken now, it would take a
-    partition offline or below min ISR; else say so. The precondition of every step that takes a broker down."""
-    impact = stop_impact(_snapshot(ctx, configs=True), broker)
-    hurt = [partition_name(p) for p in (*impact.goes_offline, *impact.below_min_isr)]
-    if hurt:
-        from kafkaops.errors import SafetyRefusal
-
-        raise SafetyRefusal(f"{doing} now would take {len(hurt)} partition(s) offline or below "
-                            f"min.insync.replicas: {names(hurt)}",
-                            hint="wait until their ISR is complete again, then resume the run")
-    return f"{doing} keeps every partition online and at min ISR ({len(impact.loses_isr_replica)} lose a replica)"
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)

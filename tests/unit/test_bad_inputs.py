@@ -376,7 +376,7 @@ def _inventories(world: Path) -> None:
         "missing-template.yaml": _variant(base, "  reboot: hostctl reboot\n", ""),
         "duplicate-host.yaml": _variant(base, "  kafka1002:\n", "  kafka1001:\n"),
         "duplicate-broker-id.yaml": _variant(base, "broker_id: 1002", "broker_id: 1001"),
-        "quoted-placeholder.yaml": _variant(base, "--rev {rev} {message}", "--rev {rev} \"{message}\""),
+        "quoted-placeholder.yaml": _variant(base, "--rev {rev} -- {message}", "--rev {rev} -- \"{message}\""),
         "malformed-template.yaml": _variant(base, "reboot: hostctl reboot", "reboot: hostctl reboot {"),
         "bad-regex.yaml": _variant(base, '"Failed processing event"', '"Failed (processing event"'),
         "hostile-names.yaml": _variant(_variant(base, "  kafka1002:\n", "  kafka[/]1002:\n"),

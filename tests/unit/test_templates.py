@@ -105,8 +105,8 @@ def test_bare_placeholders_and_quoted_literals_are_fine(name: str, template: str
 
 def test_an_inventory_whose_template_quotes_a_placeholder_fails_to_load_naming_the_line(tmp_path: Path) -> None:
     text = (REPO / "inventory" / "lab.yaml").read_text()
-    bad = text.replace("deploy: labdeploy -l {host.fqdn} --rev {rev} {message}",
-                       'deploy: labdeploy -l {host.fqdn} --rev {rev} "{message}"')
+    bad = text.replace("deploy: labdeploy -l {host.fqdn} --rev {rev} -- {message}",
+                       'deploy: labdeploy -l {host.fqdn} --rev {rev} -- "{message}"')
     assert bad != text
     path = tmp_path / "lab.yaml"
     path.write_text(bad)
