@@ -68,11 +68,21 @@ def _global_env(spec: LabSpec) -> dict[str, str]:
     return {procs.LAB_DIR_ENV: spec.lab_dir, procs.LAB_MEMBER_ENV: spec.lab_dir}
 
 
+def _pidfiles(base: Path) -> list[Path]:
+    return [*base.glob("run/*.pid"), *base.glob("hosts/*/run/*.pid")]
+
+
 def is_up(base: Path | None = None) -> bool:
     """True when any process of the lab at ``base`` still runs."""
     base = base or lab_dir()
-    pidfiles = [*base.glob("run/*.pid"), *base.glob("hosts/*/run/*.pid")]
-    return any(procs.live_pid(f) for f in pidfiles) or bool(procs.marked_pids(base))
+    return any(procs.live_pid(f) for f in _pidfiles(base)) or bool(procs.marked_pids(base))
+
+
+def strangers(base: Path) -> list[tuple[Path, int]]:
+    """Pidfiles of the lab at ``base`` naming a live process they do not prove is the lab's (no start
+    time, as before pidfiles recorded one, or another start time: a reused pid). ``lab down`` leaves
+    those alone and names them, for the operator to judge."""
+    return [(f, pid) for f in _pidfiles(base) if (pid := procs.stranger_pid(f)) is not None]
 
 
 def _preflight(spec: LabSpec) -> None:
