@@ -193,10 +193,21 @@ SetEnv SHLVL=1 KAFKAOPS_LAB_HOST={h.name} KAFKAOPS_LAB_DIR={spec.lab_dir} KAFKAO
 """
 
 
+def _this_tree() -> str:
+    """``PYTHONPATH=<the source tree of this kafkaops>``, for a lab script that runs kafkaops code: a lab
+    brought up from a checkout (a branch under test) must run that checkout's ``hostctl`` on its hosts,
+    not whichever kafkaops the interpreter would import from an SSH session's bare environment."""
+    import shlex
+
+    import kafkaops
+
+    return "PYTHONPATH=" + shlex.quote(str(Path(kafkaops.__file__).resolve().parent.parent))
+
+
 def hostctl_script(spec: LabSpec) -> str:
     return f"""#!/bin/sh
 # The lab host's service manager (its systemctl): see kafkaops/lab/hostctl.py
-exec {spec.python} -m kafkaops.lab.hostctl "$@"
+{_this_tree()} exec {spec.python} -m kafkaops.lab.hostctl "$@"
 """
 
 
@@ -224,7 +235,7 @@ exec {spec.java} -Xmx256m -XX:TieredStopAtLevel=1 -Xshare:auto {logging} \\
 def labdeploy_script(spec: LabSpec) -> str:
     return f"""#!/bin/sh
 # The lab's stand-in for `scap deploy` on the deploy host: see kafkaops/lab/deploy.py
-exec {spec.python} -m kafkaops.lab.deploy "$@"
+{_this_tree()} exec {spec.python} -m kafkaops.lab.deploy "$@"
 """
 
 

@@ -6,8 +6,9 @@ session included), changes the boot id, and after a few seconds boots it again, 
 enabled units — which is what reboot detection by boot id and SSH-back waits are tested against.
 
 Faults are rehearsed through **knobs** (``<host>/knobs.json``, :data:`KNOBS`; ``kafkaops lab host knob``):
-a slow shutdown, an eventbus that does not come back at boot, an eventbus whose produces fail. They live
-on the host's "disk", so they survive its reboots, as a real misconfiguration would.
+a slow shutdown, an eventbus or a Kafka broker that does not come back at boot, an eventbus whose
+produces fail. They live on the host's "disk", so they survive its reboots, as a real misconfiguration
+would.
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ KNOBS: dict[str, str] = {
                               "saying so); `hostctl start eventbus` still starts it",
     "eventbus_produce_fails": "non-zero: every produce of eventbus fails with a Kafka-like error (its "
                               "failed-events log fills, as in a Kafka outage); read at request time",
+    "kafka_fails_on_boot": "non-zero: at boot, the Kafka broker exits at once and never registers (it logs a "
+                           "line saying so; `hostctl status kafka` says failed, as systemd does for a unit "
+                           "whose start failed); `hostctl start kafka` still starts it",
 }
 EVENTBUS_FAILS_ON_BOOT = "eventbus_fails_on_boot"
+KAFKA_FAILS_ON_BOOT = "kafka_fails_on_boot"
 
 
 @dataclass
@@ -102,11 +107,42 @@ class LabHost:
     def is_active(self, unit: str) -> bool:
         return self.pid(unit) is not None
 
+    def _marker(self, unit: str, state: str) -> Path:
+        return self.dirs.run / f"{unit}.{state}"
+
+    def unit_state(self, unit: str) -> str:
+        """``systemctl is-active``'s word for ``unit``: ``active`` (its process lives), ``activating``
+        (being started: a start, or a restart after it exited, is under way), ``failed`` (its start at
+        boot failed, or its restarts ran out), else ``inactive``.
+
+        A wait for a broker tells "still starting" from "will not come back" by this word, so the lab
+        says it as systemd does: a unit between two automatic restarts is not down.
+        """
+        if self.is_active(unit):
+            return "active"
+        if procs.live_pid(self._marker(unit, "activating")) is not None:  # the starting process still runs
+            return "activating"
+        return "failed" if self._marker(unit, "failed").exists() else "inactive"
+
     def start(self, unit: str, *, wait: bool = True) -> int:
         """Start ``unit`` unless it already runs (idempotent, like ``systemctl start``); a unit with a
         restart policy is started again when it exits before listening, until its start timeout."""
         self.argv(unit)  # validate the unit name before touching anything
         deadline = time.monotonic() + START_TIMEOUT[unit]
+        self.dirs.run.mkdir(parents=True, exist_ok=True)
+        self._marker(unit, "failed").unlink(missing_ok=True)
+        if wait:
+            self._marker(unit, "activating").write_text(f"{os.getpid()}\n")
+        try:
+            return self._start(unit, wait, deadline)
+        except LabError:
+            self._marker(unit, "failed").touch()  # as systemd: a start that failed leaves the unit failed
+            raise
+        finally:
+            if wait:
+                self._marker(unit, "activating").unlink(missing_ok=True)
+
+    def _start(self, unit: str, wait: bool, deadline: float) -> int:
         while True:
             pid = self.pid(unit)
             if pid is None:
@@ -185,11 +221,16 @@ class LabHost:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime()) + f".{int(time.time() * 1000) % 1000:03d}"
         line = (f"{stamp} (MainThread) {unit} failed to start at boot: knob {unit}_fails_on_boot is set on "
                 f"{self.host.name} (lab fault); not listening on {self.host.address}:{self.port(unit)}\n")
-        log = self.dirs.logfile(unit)
+        # Kafka's line goes where its log is read (`hostctl log kafka`: the log4j server log), in its shape.
+        log = self.dirs.log / "kafka-server.log" if unit == "kafka" else self.dirs.logfile(unit)
+        if unit == "kafka":
+            line = f"[{stamp[:10]} {stamp[11:19]},{stamp[20:23]}] ERROR " + line.split(") ", 1)[1]
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a") as f:
             f.write(line)
         self.dirs.pidfile(unit).unlink(missing_ok=True)
+        self.dirs.run.mkdir(parents=True, exist_ok=True)
+        self._marker(unit, "failed").touch()
         self.record("unit-failed", unit=unit, reason=f"{unit}_fails_on_boot")
 
     def system_state(self) -> str:
@@ -221,6 +262,7 @@ class LabHost:
         boot_id = str(uuid.uuid4())
         self.dirs.boot_id_file.write_text(f"{boot_id}\n")
         (self.dirs.run / "stopping").unlink(missing_ok=True)
+        self._clear_unit_markers()
         self.record("boot", boot_id=boot_id)
         self.start("sshd", wait=wait)
         knobs = self.knobs()
@@ -244,6 +286,13 @@ class LabHost:
                         sig=signal.SIGTERM if clean else signal.SIGKILL)
         for unit in UNITS:
             self.dirs.pidfile(unit).unlink(missing_ok=True)
+        self._clear_unit_markers()
+
+    def _clear_unit_markers(self) -> None:
+        """A unit's failed/activating state lives in the host's /run: gone with a power-off or a boot."""
+        for unit in UNITS:
+            for state in ("failed", "activating"):
+                self._marker(unit, state).unlink(missing_ok=True)
 
     def reboot(self, *, down_for: float = 3.0) -> None:
         """Clean shutdown, a few seconds of being down (SSH refused), then boot with a new boot id.

@@ -1,6 +1,7 @@
 """``hostctl``: the lab host's service manager, reached over that host's SSH like systemctl.
 
-    hostctl start|stop|restart|status UNIT     (UNIT: kafka, eventbus)
+    hostctl start|stop|restart|status UNIT     (UNIT: kafka, eventbus; status prints active, activating,
+                                                failed or inactive, as ``systemctl is-active``)
     hostctl pid UNIT                           (main pid, 0 when inactive: ``systemctl show -p MainPID --value``)
     hostctl boot-id
     hostctl reboot                             (returns at once; the host goes down and comes back)
@@ -8,7 +9,7 @@
     hostctl log UNIT [--since [@]EPOCH]           (eventbus: its log; kafka: Kafka's server log, log4j)
 
 The host is ``$KAFKAOPS_LAB_HOST`` (set by the host's sshd) or ``--host``. Exit codes follow
-systemctl: ``status`` exits 0 when active and 3 when inactive; errors exit 1 with one line on stderr.
+systemctl: ``status`` exits 0 when active and 3 otherwise; errors exit 1 with one line on stderr.
 Kept free of heavy imports: it runs on every remote command of a runbook.
 """
 
@@ -109,9 +110,9 @@ def main(argv: list[str] | None = None) -> int:
             host.stop(args.unit)
             host.start(args.unit)
         elif args.cmd == "status":
-            active = host.is_active(args.unit)
-            print("active" if active else "inactive")
-            return 0 if active else 3
+            state = host.unit_state(args.unit)
+            print(state)
+            return 0 if state == "active" else 3
         elif args.cmd == "pid":
             print(host.pid(args.unit) or 0)
         elif args.cmd == "system-state":

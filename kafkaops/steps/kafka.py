@@ -12,10 +12,13 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed, ConfigError
+from kafkaops.errors import CheckFailed, ConfigError, UnreachableError, WaitTimeout
+from kafkaops.facts.errors import MalformedAnswer
+from kafkaops.facts.systemd import UnitActivity, parse_system_state, parse_unit_activity, parse_unit_log
 from kafkaops.model import BROKER, ClusterSnapshot, Host
 from kafkaops.safety import (
     DEFAULT_MAX_LEADER_IMBALANCE,
+    BrokerLeadership,
     LeaderSpread,
     broker_dc_map,
     cluster_health,
@@ -328,8 +331,140 @@ class VerifyNotLeader(_BrokerStateStep):
              timeout=float(self.params["timeout"]), fast=FAST_POLL)
 
 
+#: One question to the broker's host while it is not registered (connection, command and answer): a host
+#: still booting must not hold the wait's polls, or Ctrl-C, for the command default's minute.
+UNIT_CHECK_TIMEOUT = 10.0
+#: How often the host is asked while the broker is not registered: an SSH command, where the registration
+#: is a metadata request.
+UNIT_CHECK_EVERY = 5.0
+#: An ``inactive`` unit is taken as down only when a second answer this much later says so too: the unit
+#: may be queued behind others at boot, or between a crash and its restart. ``failed`` needs no second
+#: answer: the service manager gave up on it.
+DOWN_CONFIRM = 5.0
+#: How many of the broker's last log lines a failure quotes, and how much of each.
+LOG_LINES, LOG_LINE_CHARS = 3, 200
+
+
+class BrokerNotRunning(CheckFailed):
+    """The broker's unit is down on its host while the run waits for it to register: no wait brings it
+    back. Not retried: the run stops at once, the host stays depooled, and the message says why."""
+
+    retryable = False
+
+
+class _UnitWatch:
+    """While a broker is not registered: is its unit still starting (wait on, showing the log recovery
+    progress), or down (stop now, not at the wait's 30-minute timeout)?
+
+    Asked through the inventory's ``kafka_status`` template (``systemctl is-active kafka``; the lab's
+    ``hostctl status kafka``), with a deadline per question. An unreadable answer — the host's SSH not up
+    yet, a malformed word — decides nothing: the wait goes on, as it did before the unit was asked, and
+    the progress line says so. The registration stays the only way the wait ends well.
+    """
+
+    def __init__(self, ctx: RunContext, host: Host) -> None:
+        self.ctx, self.svc, self.host = ctx, env(ctx), host
+        self.next_check = 0.0
+        self.down_since: float | None = None
+        self.note = "starting, or recovering its logs"
+
+    def check(self) -> str:
+        """What the host says now (at most every :data:`UNIT_CHECK_EVERY` s), for the progress line.
+
+        Raises:
+            BrokerNotRunning: The unit is failed, or inactive on two answers :data:`DOWN_CONFIRM` apart
+                while the host is not booting.
+        """
+        now = time.monotonic()
+        if now < self.next_check:
+            return self.note
+        self.next_check = now + UNIT_CHECK_EVERY
+        state = self._ask()
+        if isinstance(state, str):
+            self.down_since = None
+            self.note = f"unit state unreadable: {state}"
+        elif not state.down:
+            self.down_since = None
+            progress = self._progress()
+            self.note = f"unit {state.state}" + (f", {progress}" if progress else ", starting or recovering its logs")
+        elif not state.failed and self._booting():
+            self.down_since = None
+            self.note = f"unit {state.state}, the host is still booting"
+        elif state.failed or (self.down_since is not None and now - self.down_since >= DOWN_CONFIRM):
+            raise self._down(state)
+        else:
+            if self.down_since is None:
+                self.down_since = now
+            self.next_check = now + DOWN_CONFIRM
+            self.note = f"unit {state.state}; asking again in {DOWN_CONFIRM:.0f}s"
+        return self.note
+
+    def _ask(self) -> UnitActivity | str:
+        command = self.svc.command(self.host, "kafka_status")
+        try:
+            r = self.svc.run(self.host, command, timeout=UNIT_CHECK_TIMEOUT, check=False)
+            return parse_unit_activity(r.stdout, host=self.host.name, command=command, exit_code=r.exit_code)
+        except (UnreachableError, WaitTimeout, MalformedAnswer) as exc:
+            return exc.message
+
+    def _booting(self) -> bool:
+        """Still booting (``systemctl is-system-running``: initializing/starting): units wait their turn."""
+        if "system_state" not in self.host.commands:
+            return False
+        command = self.svc.command(self.host, "system_state")
+        try:
+            out = self.svc.run(self.host, command, timeout=UNIT_CHECK_TIMEOUT, check=False).stdout
+            return parse_system_state(out, host=self.host.name, command=command).state in ("initializing", "starting")
+        except (UnreachableError, WaitTimeout, MalformedAnswer):
+            return False
+
+    def _log(self, since: float) -> list[str] | None:
+        """The broker's log lines since ``since`` (epoch seconds), or None without a ``kafka_log`` template
+        or an answer."""
+        if "kafka_log" not in self.host.commands:
+            return None
+        command = self.svc.command(self.host, "kafka_log", since=int(since))
+        try:
+            r = self.svc.run(self.host, command, timeout=UNIT_CHECK_TIMEOUT, check=False)
+        except (UnreachableError, WaitTimeout):
+            return None
+        return r.stdout.splitlines() if r.exit_code == 0 else None
+
+    def _progress(self) -> str:
+        """Kafka's own count of logs loaded (``(412/1200 completed in /srv/kafka/data)``), from its last
+        two minutes of log; "" when it said none."""
+        lines = self._log(time.time() - 120)
+        recovery = parse_unit_log(lines or []).recovery if lines else None
+        return recovery.describe() if recovery else ""
+
+    def _down(self, state: UnitActivity) -> BrokerNotRunning:
+        from kafkaops.steps.service import disruption_key
+
+        host = self.host
+        mark = self.svc.facts(self.ctx.run_id).get(disruption_key(host))
+        since = float(mark) if isinstance(mark, (int, float)) and not isinstance(mark, bool) else time.time() - 900
+        lines = self._log(since)
+        tail = parse_unit_log(lines, keep=LOG_LINES, width=LOG_LINE_CHARS).last if lines else ()
+        said = (f"; its last log lines: {' | '.join(tail)}" if tail else
+                "; its log says nothing since the stop" if lines is not None else
+                "; its log could not be read (no kafka_log template, or no answer)")
+        status = self.svc.command(host, "kafka_status")
+        left = f"; {host.name} stays depooled" if host.services else ""
+        return BrokerNotRunning(
+            f"Kafka is not running on {host.name}: the unit is {state.state} (`{status}`) and broker "
+            f"{host.broker_id} is not registered{said}{left}",
+            hint=f"fix the cause on {host.name} and start Kafka (`{self.svc.command(host, 'kafka_start')}`), then "
+                 "resume the run; or roll it back (runs abort --rollback starts the broker and repools)")
+
+
 class WaitInSync(_BrokerStateStep):
-    """Wait until the broker is registered and back in the ISR of every partition it hosts."""
+    """Wait until the broker is registered and back in the ISR of every partition it hosts.
+
+    While it is not registered, its host is asked whether its unit runs (:class:`_UnitWatch`): a broker
+    still recovering its logs is waited for, with Kafka's own recovery count shown; one whose unit failed
+    (a broken configuration, a disk it cannot read) stops the run at once, naming the unit state and its
+    last log lines, instead of at the wait's timeout half an hour later.
+    """
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -348,11 +483,12 @@ class WaitInSync(_BrokerStateStep):
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         host = target_host(ctx)
+        unit = _UnitWatch(ctx, host)
 
         def in_sync() -> tuple[bool, str]:
             snap = _snapshot(ctx)
             if host.broker_id not in snap.brokers:
-                return False, "not registered yet (starting, or recovering its logs)"
+                return False, f"not registered yet ({unit.check()})"
             missing = partitions_not_in_isr(snap, host.broker_id)
             hosted = sum(1 for p in snap.partitions if host.broker_id in p.replicas)
             return not missing, f"in sync in {hosted - len(missing)}/{hosted} partitions"
@@ -483,16 +619,28 @@ class PreferredElection(StepBase):
                               f"{next(iter(failed.values()))}")
 
 
+class LeadershipNotRestored(CheckFailed):
+    """Another broker is off its preferred leadership and this step could not restore it. Not retried:
+    what it waits for (a broker back and in sync) is said in the message, with the command that goes on."""
+
+    retryable = False
+
+
 class VerifyLeaders(StepBase):
     """Wait until the broker leads its preferred partitions again and the leader spread is within bounds.
 
     The seed's "the host is again among the partition leaders", and every live broker within the allowed
     leader imbalance.
 
-    Strict where an election can act: every partition of the election's scope whose preferred replica
-    is in its ISR must be led by it. Within ``max_leader_imbalance`` everywhere else: a partition whose
-    preferred replica is lagging cannot move back now and must not fail a roll, but a broker left
-    leading too little of its share (or another broker's skew appearing meanwhile) does.
+    A host's leadership is judged on that host: strict where an election can act — every partition of
+    the election's scope whose preferred replica is in its ISR must be led by it. Another broker past
+    ``max_leader_imbalance`` is not this host's to wait for: a broker that crashed and came back mid-roll
+    leads nothing, through nothing this run did, and no wait here moves its leaders back. Once every
+    broker is registered and the cluster in sync, one preferred-replica election for *its* preferred
+    partitions — the seed's own ``kafka preferred-replica-election``, narrowed to what is off — restores
+    it, journaled (``leadership_restored``) and shown, and the roll goes on. When that cannot be done (a
+    broker still down or lagging when the step's time is up, Kafka refusing the election), the run stops
+    naming the broker, why, and the one command that goes on once it holds (``kafkaops resume RUN``).
     """
 
     def observe(self, ctx: RunContext) -> Observation:
@@ -501,7 +649,9 @@ class VerifyLeaders(StepBase):
         snap = _snapshot(ctx)
         pending, spread = self._check(snap, host.broker_id, mode)
         data = {"broker": host.broker_id, "host": host.name, "mode": mode, "pending": pending,
-                "over": [b.describe() for b in spread.over()], "leaders": _spread_text(spread)}
+                "over": [b.describe() for b in spread.over()],
+                "others": [b.broker_id for b in spread.over(exempt=[host.broker_id])],
+                "leaders": _spread_text(spread)}
         return Observation(data, summary=f"broker {host.broker_id}: {len(pending)} preferred partition(s) led "
                                          f"elsewhere; {_spread_text(spread)}" + provenance(ctx, broker_keys(ctx)))
 
@@ -525,23 +675,95 @@ class VerifyLeaders(StepBase):
             return Noop(f"{done}; {d.get('leaders', '')}")
         what = ("every electable partition is led by its preferred leader" if d["mode"] in _WHOLE
                 else f"broker {d['broker']} leads its preferred partitions")
+        others = d.get("others") or []
+        restore = (f"; then, broker(s) {', '.join(map(str, others))} being off their preferred leadership through "
+                   "nothing this run did: once every broker is registered and in sync, a preferred-replica "
+                   "election for their preferred partitions") if others else ""
         return Action(description=f"wait until {what} ({len(d['pending'])} pending) and every live broker is "
-                                  f"within the leader imbalance" + (f" ({'; '.join(over)})" if over else ""),
-                      commands=("AdminClient metadata: leaders, polled",), impact="read-only")
+                                  f"within the leader imbalance" + (f" ({'; '.join(over)})" if over else "") + restore,
+                      commands=("AdminClient metadata: leaders, polled",
+                                *(("AdminClient.elect_leaders(PREFERRED, [the partitions those brokers are "
+                                   "preferred leader of and do not lead])",) if others else ())),
+                      impact="leaders move back to the brokers off their preferred leadership" if others
+                      else "read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         host = target_host(ctx)
         mode = _election_mode(self, ctx)
+        timeout = float(self.params["timeout"])
+        deadline = time.monotonic() + timeout
 
         def led() -> tuple[bool, str]:
             pending, spread = self._check(_snapshot(ctx), host.broker_id, mode)
-            over = spread.over()
-            return not pending and not over, (f"{len(pending)} pending; {_spread_text(spread)}"
-                                              + (f"; {'; '.join(b.describe() for b in over)}" if over else ""))
+            mine = [b for b in spread.over() if b.broker_id == host.broker_id]
+            return not pending and not mine, f"{len(pending)} pending; {_spread_text(spread)}"
 
-        wait(ctx, led, what=f"broker {host.broker_id} leading its preferred partitions, every broker within "
-                            f"{int(self.params['max_leader_imbalance'])}% of its preferred leadership",
-             timeout=float(self.params["timeout"]), fast=FAST_POLL)
+        wait(ctx, led, what=f"broker {host.broker_id} leading its preferred partitions", timeout=timeout,
+             fast=FAST_POLL)
+        self._restore_others(ctx, host, max(deadline - time.monotonic(), 30.0))
+
+    def _restore_others(self, ctx: RunContext, host: Host, timeout: float) -> None:
+        """Put the leaders of every other broker past the imbalance back, once the cluster can take them."""
+        svc = env(ctx)
+        limit = int(self.params["max_leader_imbalance"])
+        if not leader_spread(_snapshot(ctx), limit).over(exempt=[host.broker_id]):
+            return
+        expected = sorted(h.broker_id for h in svc.cluster.hosts)
+        name = {h.broker_id: h.name for h in svc.cluster.hosts}
+
+        def off_now() -> tuple[ClusterSnapshot, tuple[BrokerLeadership, ...]]:
+            snap = _snapshot(ctx, configs=True)
+            return snap, leader_spread(snap, limit).over(exempt=[host.broker_id])
+
+        def stop(off: tuple[BrokerLeadership, ...], why: str, until: str) -> LeadershipNotRestored:
+            who = "; ".join(f"{b.describe()} on {name.get(b.broker_id, '?')}" for b in off)
+            left = f"; {host.name} stays depooled" if host.services else ""
+            return LeadershipNotRestored(
+                f"{who}, past the {limit}% allowed, through nothing this run did; {why}{left}",
+                hint=f"once {until}, `kafkaops resume {ctx.run_id}` restores its leaders with a preferred "
+                     "election and goes on")
+
+        def ready() -> tuple[bool, str]:
+            snap, off = off_now()
+            health = cluster_health(snap)
+            missing = [b for b in expected if b not in snap.brokers]
+            return (not off or (not missing and health.healthy),
+                    f"missing {missing or 'none'}, {len(health.under_replicated)} URP, "
+                    f"{len(health.offline)} offline")
+
+        try:
+            wait(ctx, ready, what="every broker registered and in sync, for a preferred election of the brokers "
+                                  "off their preferred leadership", timeout=timeout, interval=1.0)
+        except WaitTimeout as exc:
+            snap, off = off_now()
+            raise stop(off, f"it cannot get its leaders back while the cluster is not whole ({exc.message})",
+                       "every broker is registered and in every ISR") from exc
+        snap, off = off_now()
+        if not off:
+            return
+        todo = [p for b in off for p in election_candidates(snap, b.broker_id)[0]]
+        spread_line = leader_spread(snap, limit).line()
+        listed = names([partition_name(p) for p in todo])
+        ctx.progress(f"  {host.name}: {'; '.join(b.describe() for b in off)}, not through this run: "
+                     f"preferred-replica election for {len(todo)} partition(s) ({listed})")
+        ctx.record("leadership_restored", brokers=[b.broker_id for b in off],
+                   partitions=[partition_name(p) for p in todo], leaders_before=spread_line)
+        failed = svc.kafka.elect_preferred_leaders([(p.topic, p.partition) for p in todo]) if todo else {}
+        if failed:
+            raise stop(off, f"Kafka refused the preferred election for {names(sorted(failed))}: "
+                            f"{next(iter(failed.values()))}", "the cause Kafka names is fixed")
+
+        def within() -> tuple[bool, str]:
+            snap, off = off_now()
+            return not off, _spread_text(leader_spread(snap, limit))
+
+        try:
+            wait(ctx, within, what="every broker within its preferred leadership after the election",
+                 timeout=timeout, fast=FAST_POLL)
+        except WaitTimeout as exc:
+            _, off = off_now()
+            raise stop(off, "the preferred election did not move its leaders back (a preferred replica out of "
+                            "its ISR cannot lead)", "it is back in the ISR of its partitions") from exc
 
 
 class WaitHealthy(StepBase):
