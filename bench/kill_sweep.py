@@ -50,7 +50,9 @@ class Point:
     after: int
     label: str
     delay: float = 0.0
-    host: str = ""
+    #: Which host of the roll (1: the first rolled): a position, not a name — the runbook picks the
+    #: order per run (the reference roll and a killed roll may take the hosts in different orders).
+    position: int = 0
     kind: str = ""  # one of POINT_KINDS
     step: str = ""  # the step kind (conftool.depool, host.reboot...)
 
@@ -58,6 +60,9 @@ class Point:
 @dataclass
 class Outcome:
     point: Point
+    #: The host the killed roll was on (its latest ``target_started``): the point's position in this
+    #: roll's own order.
+    host: str = ""
     killed_at: str = ""
     #: The journal's last record when the kill landed (``inside`` points land a second after the intent:
     #: the step may have gone on by then).
@@ -116,17 +121,21 @@ def candidates(records: list[dict[str, Any]]) -> list[Point]:
     """Every kill point a journal offers, in journal order. The reboot's own events count as its intent
     (``reboot_intent``: journaled before the command) or its effect (``reboot_sent``)."""
     out: list[Point] = []
+    order = [r["target"] for r in records if r["type"] == "target_started"]
+    n = len(order)
     for i, r in enumerate(records, start=1):
-        step, host = r.get("kind", ""), r.get("target", "")
+        step = r.get("kind", "")
+        pos = order.index(r["target"]) + 1 if r.get("target") in order else 0
+        at = f"(host {pos} of {n})"
         if r["type"] == "event":
             kind = "intent" if str(r.get("event", "")).endswith("_intent") else "effect"
-            out.append(Point(i, f"after event {r.get('event')} ({host})", 0.0, host, kind, step))
+            out.append(Point(i, f"after event {r.get('event')} {at}", 0.0, pos, kind, step))
         elif r["type"] == "step_applying":
-            out.append(Point(i, f"after step_applying {step} ({host})", 0.0, host, "intent", step))
+            out.append(Point(i, f"after step_applying {step} {at}", 0.0, pos, "intent", step))
             if _waits(step):
-                out.append(Point(i, f"inside {step} ({host})", 1.0, host, "inside-wait", step))
+                out.append(Point(i, f"inside {step} {at}", 1.0, pos, "inside-wait", step))
         elif r["type"] in ("step_applied", "step_verified"):
-            out.append(Point(i, f"after {r['type']} {step} ({host})", 0.0, host, "effect", step))
+            out.append(Point(i, f"after {r['type']} {step} {at}", 0.0, pos, "effect", step))
     return out
 
 
@@ -149,11 +158,11 @@ def choose_points(records: list[dict[str, Any]], n: int) -> list[Point]:
     noop = {i for i, r in enumerate(records, start=1)
             if r["type"] == "step_verified" and (r.get("target"), r.get("step")) not in changed}
     events = {i for i, r in enumerate(records, start=1) if r["type"] == "event"}
-    hosts = list(dict.fromkeys(p.host for p in every))
-    left = {(h, k): [p for p in every if p.host == h and p.kind == k] for h in hosts for k in POINT_KINDS}
+    hosts = list(dict.fromkeys(p.position for p in every))
+    left = {(h, k): [p for p in every if p.position == h and p.kind == k] for h in hosts for k in POINT_KINDS}
     by_kind: Counter[tuple[str, str]] = Counter()
     by_step: Counter[str] = Counter()
-    turns: Counter[str] = Counter()
+    turns: Counter[int] = Counter()
     chosen: list[Point] = []
     k = 0
     while len(chosen) < n:
@@ -223,7 +232,9 @@ def run_point(cluster: Any, point: Point, workdir: Path) -> Outcome:
         time.sleep(0.02)
     proc.wait(60)
     if out.killed_at:
-        last = _journal(home)[-1]
+        killed = _journal(home)
+        last = killed[-1]
+        out.host = next((r["target"] for r in reversed(killed) if r["type"] == "target_started"), "")
         out.killed_after = {k: last[k] for k in ("type", "kind", "target", "step", "event") if k in last}
     runs = sorted((home / "runs").iterdir()) if (home / "runs").exists() else []
     if not out.killed_at or not runs:
@@ -322,17 +333,18 @@ def main() -> None:
     finally:
         if started_lab:
             lab.down(base)
-    print("\n| # | killed | host | kind | resume | s | lost/dup | stops, reboots, boots per host | whole |")
+    print("\n| # | killed | host killed | kind | resume | s | lost/dup | stops, reboots, boots per host | whole |")
     print("|---|---|---|---|---|---|---|---|---|")
     for i, r in enumerate(results, start=1):
-        print(f"| {i} | {r.point.label} | {r.point.host} | {r.point.kind} | {r.resume_rc} | {r.seconds} | "
+        print(f"| {i} | {r.point.label} | {r.host} | {r.point.kind} | {r.resume_rc} | {r.seconds} | "
               f"{r.lost}/{r.duplicated} | {sorted(set(r.stops.values()))}, {sorted(set(r.reboots.values()))}, "
               f"{sorted(set(r.boots.values()))} | {'yes' if r.healthy else 'NO'} |")
     ok = sum(r.ok for r in results)
     print(f"\n{ok}/{len(results)} points resumed to every invariant")
     result.update(complete=True, finished=raw_result.now(), summary={
         "points": len(results), "ok": ok,
-        "per_host": dict(Counter(r.point.host for r in results)),
+        "per_host_killed": dict(Counter(r.host for r in results)),
+        "per_position": dict(Counter(r.point.position for r in results)),
         "per_kind": dict(Counter(r.point.kind for r in results)),
         "steps": sorted({r.point.step for r in results}),
         "lost": sum(max(r.lost, 0) for r in results), "duplicated": sum(max(r.duplicated, 0) for r in results),
