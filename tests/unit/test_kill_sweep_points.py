@@ -93,3 +93,20 @@ def test_the_bench_lab_inventory_is_the_lab_on_other_addresses_in_its_own_direct
         "${KAFKAOPS_LAB_DIR_LAB_BENCH:-~/.local/state/kafkaops/lab-bench}")
     assert bench.split("\ncluster: lab-bench\n", 1)[1] == want
     assert not re.search(r"127\.0\.10\.|KAFKAOPS_LAB_DIR:", bench)
+
+
+def test_a_bench_result_never_overwrites_an_earlier_one_of_the_same_day(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime as dt
+
+    import raw_result
+
+    monkeypatch.setattr(raw_result, "RESULTS", tmp_path)
+    day = dt.date(2026, 11, 26)
+    first = raw_result.default_path("kill-sweep", day)
+    raw_result.write(first, raw_result.header("kill-sweep", {"points": 3}, Path("bench/lab-bench.yaml")))
+    second = raw_result.default_path("kill-sweep", day)
+    assert (first.name, second.name) == ("kill-sweep-2026-11-26.json", "kill-sweep-2026-11-26-2.json")
+    saved = json.loads(first.read_text())
+    assert saved["args"] == {"points": 3} and saved["complete"] is False
+    assert saved["machine"]["nproc"] and saved["commit"]
