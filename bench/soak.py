@@ -8,8 +8,12 @@ every ISR, measured from the cluster's side by polling metadata, independently o
 configured safety windows, and the overhead = wall - floors - windows (issue 14's measure), with the time
 per step kind from the run's journal.
 
-Run by hand (the lab is started if it is down):
-    python bench/soak.py [--rolls 10] [--json soak.json] [--chart soak.png] [kafkaops args, e.g. --no-scan]
+Run by hand (the lab is started if it is down, and then stopped at the end):
+    python bench/soak.py [--rolls 10] [--inventory bench/lab-bench.yaml] [--chart docs/soak.png]
+                         [kafkaops args, e.g. --no-scan]
+``--inventory bench/lab-bench.yaml`` runs it on the bench lab (127.0.80.0/24, its own directory), beside
+the default lab. The raw result goes to bench/results/soak-<date>.json (``--json`` elsewhere), rewritten
+after every roll.
 
 A roll takes one to two minutes here; the default soak about 15-20 minutes.
 """
@@ -29,7 +33,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_roll import FloorWatch  # bench/ is not a package
+import raw_result  # bench/ is not a package
+from bench_roll import FloorWatch
+
+REPO = Path(__file__).resolve().parents[1]
 
 SYN_WINDOW, STABLE_FOR = 10.0, 5.0  # the runbook defaults; the windows below are counted from them
 
@@ -74,7 +81,7 @@ def one_roll(cluster: Any, number: int, extra: list[str], workdir: Path) -> Roll
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "rolling-reboot", cluster.name, "--yes",
                            "--reason", f"soak roll {number}", *extra], capture_output=True, text=True,
-                          env={**os.environ, "KAFKAOPS_HOME": str(home)})
+                          env={**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source})
     wall = time.monotonic() - started
     time.sleep(1)
     watch.stop.set()
@@ -120,16 +127,25 @@ def chart(rolls: list[Roll], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rolls", type=int, default=10)
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--inventory", type=Path, default=REPO / "inventory" / "lab.yaml",
+                        help="the lab to run on (default inventory/lab.yaml; bench/lab-bench.yaml: beside it)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="the raw result (default bench/results/soak-<date>.json)")
     parser.add_argument("--chart", type=Path, default=None)
     args, extra = parser.parse_known_args()
 
     from kafkaops.inventory import load_inventory
     from kafkaops.lab import lab
     from kafkaops.lab.load import run_load
+    from kafkaops.lab.paths import lab_dir
 
-    cluster = load_inventory(Path(__file__).resolve().parents[1] / "inventory" / "lab.yaml")
-    started_lab = not lab.is_up()
+    inventory = args.inventory.resolve()
+    cluster = load_inventory(inventory)
+    base = lab_dir(cluster.name)
+    out_path = args.json or raw_result.default_path("soak")
+    result = raw_result.header("soak", {**vars(args), "kafkaops_args": extra}, inventory)
+    result.update(seed=None, lab_dir=str(base), windows={"syn_window_s": SYN_WINDOW, "stable_for_s": STABLE_FOR})
+    started_lab = not lab.is_up(base)
     if started_lab:
         lab.up(cluster)
     stop = threading.Event()
@@ -147,11 +163,13 @@ def main() -> None:
                 print(f"roll {n:2}/{args.rolls}: exit {roll.rc}, {roll.wall:6.1f} s wall, floors {roll.floors:5.1f} s, "
                       f"windows {roll.windows:4.0f} s, overhead {roll.overhead:5.1f} s "
                       f"({roll.overhead / len(cluster.hosts):4.1f} s/broker) {'; '.join(roll.problems)}", flush=True)
+                result["rolls"] = [{**asdict(x), "overhead": round(x.overhead, 1)} for x in rolls]
+                raw_result.write(out_path, result)
     finally:
         stop.set()
         load.join(900)
         if started_lab:
-            lab.down()
+            lab.down(base)
     r = report.get("r")
     print("\n| roll | exit | wall s | floors s | windows s | overhead s | per broker s | whole |")
     print("|---|---|---|---|---|---|---|---|")
@@ -170,9 +188,11 @@ def main() -> None:
               f"{r.produce_errors} produce errors; HTTP {r.http_sent} sent, {r.http_failed} failed")
     ok = sum(1 for roll in rolls if roll.rc == 0 and roll.whole)
     print(f"{ok}/{len(rolls)} rolls whole")
-    if args.json:
-        args.json.write_text(json.dumps({"rolls": [{**asdict(x), "overhead": x.overhead} for x in rolls],
-                                         "load": r.to_dict() if r is not None else None}, indent=1))
+    result.update(complete=True, finished=raw_result.now(), load=r.to_dict() if r is not None else None,
+                  mean_seconds_per_step_kind={k: round(v, 1) for k, v in kinds.items()},
+                  summary={"rolls": len(rolls), "whole": ok})
+    raw_result.write(out_path, result)
+    print(f"raw result: {out_path}")
     if args.chart and rolls:
         chart(rolls, args.chart)
     clean = r is not None and r.lost == 0 and r.duplicated == 0
