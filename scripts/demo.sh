@@ -12,13 +12,13 @@ mkdir -p "$KAFKAOPS_HOME"
 started=0 load_pid=""
 cleanup() {
   [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null || true
-  if [ "$started" = 1 ] && [ -z "${KAFKAOPS_KEEP_LAB:-}" ]; then kafkaops lab down; fi
+  if [ "$started" = 1 ] && [ -z "${KAFKAOPS_KEEP_LAB:-}" ]; then kafkaops lab --lab lab down; fi
 }
 trap cleanup EXIT
 step() { printf '\n\033[1;34m== %s\033[0m\n' "$*"; }
 
 step "kafkaops lab up"
-if kafkaops lab status -o json >/dev/null 2>&1; then echo "(a healthy lab is already up: using it)"; else kafkaops lab up; started=1; fi
+if kafkaops lab --lab lab status -o json >/dev/null 2>&1; then echo "(a healthy lab is already up: using it)"; else kafkaops lab up; started=1; fi
 step "kafkaops status lab"
 kafkaops status lab
 step "kafkaops reboot kafka1001 --dry-run -o markdown   (the plan a change review gets)"

@@ -37,19 +37,33 @@ LAYOUTS = {(3, ("eqiad",)): "lab.yaml", (4, ("eqiad", "codfw")): "lab-stretch.ya
 MODES = {"zookeeper": "lab.yaml", "kraft": "lab-kraft.yaml"}
 
 
+#: Whether ``--lab`` named a lab: without it, ``down`` and ``status`` act on every lab that is up.
+_CHOSEN: list[str] = []
+
+
 @app.callback()
-def _which_lab(lab: str = typer.Option("lab", "--lab", metavar="CLUSTER",
-                                       help="Which lab the command acts on: lab (default), lab-stretch, "
-                                            "lab-kraft or lab-sites, each in its own directory "
-                                            "(~/.local/state/kafkaops/CLUSTER).")) -> None:
+def _which_lab(lab: str | None = typer.Option(None, "--lab", metavar="CLUSTER",
+                                              help="Which lab the command acts on: lab, lab-stretch, lab-kraft "
+                                                   "or lab-sites, each in its own directory "
+                                                   "(~/.local/state/kafkaops/CLUSTER). Without it, `down` and "
+                                                   "`status` act on every lab that is up, the other commands "
+                                                   "on the default lab (lab).")) -> None:
     """The lab commands act on one lab: ``--lab`` picks it by its cluster name (before the sub-command:
     ``kafkaops lab --lab lab-stretch down``)."""
     import os
 
     from kafkaops.lab import paths
 
-    if lab != paths.DEFAULT_LAB:
+    _CHOSEN[:] = [lab] if lab is not None else []
+    if lab is not None and lab != paths.DEFAULT_LAB:
         os.environ[paths.lab_dir_env()] = str(paths.lab_dir(lab))
+
+
+def _labs() -> list[Path]:
+    """The labs ``down``/``status`` act on: the one ``--lab`` chose, else every lab that is up."""
+    from kafkaops.lab import lab, paths
+
+    return [paths.lab_dir()] if _CHOSEN else lab.running()
 
 
 def _layout_inventory(brokers: int | None, dcs: str | None) -> Path | None:
@@ -118,63 +132,67 @@ def _sites_up(sites: Cluster, wanted: str | None) -> None:
                   f"`{which} status` to inspect, `{which} down` to stop")
 
 
-def _selected_sites() -> Any:
-    """The multi-site lab ``--lab`` selected (its directory has ``sites.json``), else None."""
+def _sites_inventory(base: Path) -> Any:
+    """The inventory of the multi-site lab at ``base`` (its ``sites.json`` names it)."""
     import json
 
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab import paths
-    from kafkaops.lab.sites import is_sites_lab
 
-    base = paths.lab_dir()
-    if not is_sites_lab(base):
-        return None
     return load_inventory(json.loads((base / "sites.json").read_text())["inventory"])
 
 
 @app.command()
 def down() -> None:
-    """Stop every lab process by pid (idempotent). Data is wiped at the next `up`."""
+    """Stop every lab that is up (or the one --lab names), by pid; idempotent: with nothing up it
+    stops nothing and exits 0. Data is wiped at the next `up`."""
     from kafkaops.lab import lab
 
-    sites = _selected_sites()
-    if sites is not None:
-        from kafkaops.lab import sites as sites_lab
-
-        console.print(f"lab {sites.name} down ({sites_lab.down(sites, progress=_progress)} processes stopped)")
+    bases = _labs()
+    if not bases:
+        console.print("no lab is up")
         return
-    n = lab.down(progress=_progress)
-    console.print(f"lab down ({n} processes stopped)")
+    for base in bases:
+        n = lab.stop(base, progress=_progress)
+        console.print(f"lab {lab.name(base)} down ({n} processes stopped)")
+        for pidfile, pid in lab.strangers(base):
+            err_console.print(f"[yellow]warning:[/] left pid {pid} running: {pidfile} names it but does not "
+                              "prove it is the lab's (no start time, or another one: a reused pid); check it "
+                              f"(`ps -o pid,lstart,args -p {pid}`) and stop it yourself if it is", highlight=False)
 
 
 @app.command()
 def status(output: TableOrJson = OutputOpt) -> None:
-    """Every lab component and its health. Exit 0 when all are healthy, 12 otherwise."""
-    from kafkaops.lab import lab
+    """Every component of every lab that is up (or of the one --lab names) and its health.
+    Exit 0 when all are healthy, 12 otherwise (also when no lab is up)."""
+    from kafkaops.lab import lab, paths
+    from kafkaops.lab import sites as sites_lab
 
-    sites = _selected_sites()
-    if sites is not None:
-        from kafkaops.lab import sites as sites_lab
-
-        components = sites_lab.status(sites)
-    else:
-        components = lab.status()
-    healthy = all(c.healthy for c in components)
+    labs = []
+    for base in _labs() or [paths.lab_dir()]:  # nothing up: the default lab says what it lacks
+        components = (sites_lab.status(_sites_inventory(base)) if sites_lab.is_sites_lab(base)
+                      else lab.status(base))
+        labs.append((lab.name(base), base, components))
+    healthy = all(c.healthy for _, _, components in labs for c in components)
     if output == TableOrJson.json:
-        print_json({"healthy": healthy, "components": [c.to_dict() for c in components]})
+        print_json({
+            "healthy": healthy,
+            "labs": [{"lab": name, "dir": str(base), "healthy": all(c.healthy for c in components)}
+                     for name, base, components in labs],
+            "components": [{"lab": name, **c.to_dict()} for name, _, components in labs for c in components],
+        })
     else:
         from rich.table import Table
 
-        table = Table(title="kafkaops lab")
-        for col in ("component", "address", "pid", "health", "detail"):
-            table.add_column(col)
-        for c in components:
-            table.add_row(c.name, c.address, str(c.pid or "-"),
-                          "[green]ok[/]" if c.healthy else "[red]down[/]", c.detail)
-        console.print(table)
+        for name, base, components in labs:
+            table = Table(title=f"kafkaops lab {name}", caption=str(base))
+            for col in ("component", "address", "pid", "health", "detail"):
+                table.add_column(col)
+            for c in components:
+                table.add_row(c.name, c.address, str(c.pid or "-"),
+                              "[green]ok[/]" if c.healthy else "[red]down[/]", c.detail)
+            console.print(table)
     if not healthy:
         raise typer.Exit(LabError.exit_code)
-
 
 
 @host_app.command("reboot")

@@ -19,7 +19,7 @@ from typing import Any
 from kafkaops.errors import KafkaOpsError, LabError
 from kafkaops.lab import configs, procs
 from kafkaops.lab.host import LabHost
-from kafkaops.lab.paths import host_dirs, lab_dir
+from kafkaops.lab.paths import host_dirs, lab_dir, lab_dirs
 from kafkaops.lab.spec import LabSpec, from_inventory
 from kafkaops.model import Cluster
 
@@ -68,11 +68,65 @@ def _global_env(spec: LabSpec) -> dict[str, str]:
     return {procs.LAB_DIR_ENV: spec.lab_dir, procs.LAB_MEMBER_ENV: spec.lab_dir}
 
 
+def _pidfiles(base: Path) -> list[Path]:
+    return [*base.glob("run/*.pid"), *base.glob("hosts/*/run/*.pid")]
+
+
 def is_up(base: Path | None = None) -> bool:
     """True when any process of the lab at ``base`` still runs."""
     base = base or lab_dir()
-    pidfiles = [*base.glob("run/*.pid"), *base.glob("hosts/*/run/*.pid")]
-    return any(procs.live_pid(f) for f in pidfiles) or bool(procs.marked_pids(base))
+    return any(procs.live_pid(f) for f in _pidfiles(base)) or bool(procs.marked_pids(base))
+
+
+def name(base: Path) -> str:
+    """The cluster name of the lab at ``base`` (what ``--lab`` takes); its directory's name if unknown."""
+    for marker, key in (("lab.json", "cluster"), ("sites.json", "name")):
+        try:
+            return str(json.loads((base / marker).read_text())[key])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return base.name
+
+
+def site_dirs(base: Path) -> list[Path]:
+    """The directories of a multi-site lab's sites (its ``sites.json``); [] for a lab of one cluster."""
+    try:
+        sites = json.loads((base / "sites.json").read_text())["sites"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [lab_dir(str(cluster)) for cluster in sites.values()]
+
+
+def running() -> list[Path]:
+    """The directory of every lab that is up (:func:`kafkaops.lab.paths.lab_dirs`), a multi-site lab once
+    for itself and its sites; multi-site labs first."""
+    out: list[Path] = []
+    covered: set[Path] = set()
+    for base in lab_dirs():
+        if base.resolve() in covered:
+            continue
+        members = site_dirs(base)
+        if is_up(base) or any(is_up(m) for m in members):
+            out.append(base)
+            covered.update(m.resolve() for m in members)
+    return out
+
+
+def stop(base: Path, progress: Progress = _noop) -> int:
+    """Stop the lab at ``base`` by pid; a multi-site lab's MirrorMaker first (its pidfile), then each
+    site's lab. Returns how many processes were stopped. Idempotent."""
+    stopped = down(base, progress)
+    for member in site_dirs(base):
+        progress(f"stopping the site lab {name(member)}")
+        stopped += down(member, progress)
+    return stopped
+
+
+def strangers(base: Path) -> list[tuple[Path, int]]:
+    """Pidfiles of the lab at ``base`` naming a live process they do not prove is the lab's (no start
+    time, as before pidfiles recorded one, or another start time: a reused pid). ``lab down`` leaves
+    those alone and names them, for the operator to judge."""
+    return [(f, pid) for f in _pidfiles(base) if (pid := procs.stranger_pid(f)) is not None]
 
 
 def _preflight(spec: LabSpec) -> None:

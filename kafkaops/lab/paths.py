@@ -23,8 +23,35 @@ def lab_dir_env(cluster: str = DEFAULT_LAB) -> str:
     return "KAFKAOPS_LAB_DIR" if cluster == DEFAULT_LAB else "KAFKAOPS_LAB_DIR_" + re.sub(r"\W", "_", cluster).upper()
 
 
+def labs_root() -> Path:
+    """Where every lab's directory is unless its variable names another: ``~/.local/state/kafkaops``."""
+    return Path("~/.local/state/kafkaops").expanduser()
+
+
 def lab_dir(cluster: str = DEFAULT_LAB) -> Path:
-    return Path(os.environ.get(lab_dir_env(cluster)) or f"~/.local/state/kafkaops/{cluster}").expanduser()
+    return Path(os.environ.get(lab_dir_env(cluster)) or labs_root() / cluster).expanduser()
+
+
+def lab_dirs() -> list[Path]:
+    """Every lab directory this machine holds that this environment can name: each directory of
+    :func:`labs_root` that a lab was started in (its ``lab.json``, or a multi-site lab's ``sites.json``),
+    and each one a ``KAFKAOPS_LAB_DIR*`` variable names. Multi-site labs first: stopping one stops its
+    sites' labs too, MirrorMaker before the clusters it reads.
+
+    This is how ``lab down`` finds the labs a newcomer did not know they had started (``--mode kraft``,
+    ``--sites ...`` each live in a directory of their own)."""
+    named = [Path(v).expanduser() for k, v in sorted(os.environ.items())
+             if (k == lab_dir_env() or k.startswith(lab_dir_env() + "_")) and v]
+    root = labs_root()
+    scanned = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for d in (*named, *scanned):
+        real = d.resolve()
+        if real not in seen and ((d / "lab.json").is_file() or (d / "sites.json").is_file()):
+            seen.add(real)
+            out.append(d)
+    return sorted(out, key=lambda d: not (d / "sites.json").is_file())
 
 
 def cache_dir() -> Path:

@@ -8,6 +8,17 @@ and "every process of this lab" are exact sets found through /proc — plus the 
 descendants, for daemons such as sshd that overwrite their environment with their process title. That
 is how a lab reboot takes down everything on a "machine", and how ``lab down`` leaves nothing behind.
 
+A pidfile holds the pid *and the process's start time* (``PID start=TICKS``; field 22 of
+``/proc/PID/stat``, clock ticks since boot; the ``start=`` keeps ``kill $(cat FILE)`` from taking the
+number for a second pid). Pidfiles outlive their processes and the kernel reuses pids,
+so a pid alone may name a stranger by the time anyone reads it — and ``lab down`` SIGTERMs, then
+SIGKILLs, what a pidfile names and all its descendants. The start time is what proves the process is the
+one the lab started: it never changes over a process's life (not at exec, not when sshd rewrites its
+title and environment), and a recycled pid gets a new one — as does the process a pidfile's number
+names in another pid namespace (a container sharing the lab directory). :func:`live_pid` only answers
+for a proven pid. A pidfile without a start time (written before this format, or by a daemon itself, as sshd's own
+``sshd.real.pid``) proves nothing and is treated as not the lab's: never signalled, not "up".
+
 PID 1 on these machines does not reap orphans, so a dead process may linger as a zombie: liveness
 checks read the process state and treat ``Z`` as dead.
 """
@@ -27,34 +38,79 @@ LAB_MEMBER_ENV = "KAFKAOPS_LAB_MEMBER"  # marker: set only on processes the lab 
 LAB_HOST_ENV = "KAFKAOPS_LAB_HOST"
 
 
-def is_alive(pid: int) -> bool:
-    """True when ``pid`` runs and is not a zombie."""
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` from field 3 (state) on; None when there is no such process.
+
+    Field 2, the command name, is in parentheses and may itself hold spaces and parentheses (a process
+    can name itself ``a) 1 2 (b``): the fields that follow it are read after the *last* ``)``.
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
-        return False
-    # The state follows the ")" that closes the command name (which may itself contain spaces).
-    state = stat[stat.rindex(b")") + 2 : stat.rindex(b")") + 3]
-    return state not in (b"Z", b"X")
+        return None
+    return stat[stat.rindex(b")") + 2 :].split()
 
 
-def read_pid(pidfile: Path) -> int | None:
+def is_alive(pid: int) -> bool:
+    """True when ``pid`` runs and is not a zombie."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in (b"Z", b"X")
+
+
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (field 22 of ``/proc/PID/stat``); None if gone."""
+    fields = _stat(pid)
+    return int(fields[22 - 3]) if fields is not None else None
+
+
+def write_pidfile(pidfile: Path, pid: int) -> None:
+    """Record ``pid`` and its start time, read now: call it while ``pid`` is certainly that process
+    (a child not yet waited for, as right after ``Popen``: its pid cannot be reused before the wait).
+
+    Written whole (a temporary file renamed over it): a reader never sees a pid without its start time.
+    """
+    started = start_time(pid)
+    tmp = pidfile.with_name(f".{pidfile.name}.{os.getpid()}")
+    tmp.write_text(f"{pid} start={started}\n" if started is not None else f"{pid}\n")
+    os.replace(tmp, pidfile)
+
+
+def read_pidfile(pidfile: Path) -> tuple[int, int | None] | None:
+    """The pid and start time a pidfile records (start time None: an old-format or foreign pidfile)."""
     try:
-        return int(pidfile.read_text().strip())
+        pid, _, rest = pidfile.read_text().strip().partition(" ")
+        if not rest:
+            return int(pid), None
+        key, sep, started = rest.partition("=")
+        return (int(pid), int(started)) if key == "start" and sep else None
     except (OSError, ValueError):
         return None
 
 
 def live_pid(pidfile: Path) -> int | None:
-    """The pid in ``pidfile`` if that process is alive, else None."""
-    pid = read_pid(pidfile)
-    return pid if pid is not None and is_alive(pid) else None
+    """The pid in ``pidfile`` if that process is alive *and provably the one the pidfile was written
+    for* (its start time is the recorded one), else None. This is what may be signalled."""
+    recorded = read_pidfile(pidfile)
+    if recorded is None or recorded[1] is None:
+        return None
+    pid, started = recorded
+    return pid if is_alive(pid) and start_time(pid) == started else None
+
+
+def stranger_pid(pidfile: Path) -> int | None:
+    """A live process ``pidfile`` names without proving it is the lab's (no start time recorded, or
+    another one): reported to the operator, never signalled."""
+    recorded = read_pidfile(pidfile)
+    if recorded is None or not is_alive(recorded[0]) or live_pid(pidfile) is not None:
+        return None
+    return recorded[0]
 
 
 def spawn(argv: Sequence[str], *, log: Path, pidfile: Path, env: Mapping[str, str],
           cwd: Path | None = None) -> int:
-    """Start ``argv`` detached (new session, stdin closed, output appended to ``log``); write its pid."""
+    """Start ``argv`` detached (new session, stdin closed, output appended to ``log``); write its pidfile
+    (pid and start time, while the child is still ours and its pid cannot have been reused)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     pidfile.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -62,7 +118,7 @@ def spawn(argv: Sequence[str], *, log: Path, pidfile: Path, env: Mapping[str, st
             list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             env={**os.environ, **env}, cwd=cwd, start_new_session=True, close_fds=True,
         )
-    pidfile.write_text(f"{proc.pid}\n")
+    write_pidfile(pidfile, proc.pid)
     return proc.pid
 
 
@@ -86,12 +142,10 @@ def descendants(roots: Iterable[int]) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
+        fields = _stat(int(entry))
+        if fields is None:
             continue
-        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        ppid = int(fields[1])
         children.setdefault(ppid, []).append(int(entry))
     out: list[int] = []
     todo = list(roots)

@@ -184,8 +184,8 @@ def up(sites: Cluster, progress: Progress = _noop) -> float:
     if any(lab.is_up(paths.lab_dir(s.name)) for s in sites.sites.values()) or mirror_pid(base):
         raise LabError(f"the two-site lab is already up ({base})", hint="`kafkaops lab --lab lab-sites down` first")
     base.mkdir(parents=True, exist_ok=True)
-    (base / "sites.json").write_text(json.dumps({"sites": {dc: s.name for dc, s in sites.sites.items()},
-                                                 "inventory": sites.source}))
+    (base / "sites.json").write_text(json.dumps({"name": sites.name, "inventory": sites.source,
+                                                 "sites": {dc: s.name for dc, s in sites.sites.items()}}))
     try:
         for dc, site in sites.sites.items():
             progress(f"site {dc}: starting {site.name}")

@@ -232,3 +232,40 @@ def test_status_answers_when_etcd_does_not(lab_cluster: Cluster, tmp_path: Path)
     data = json.loads(result.stdout)
     assert data["healthy"] and "127.0.0.1:9" in data["pool_error"]
     assert {b["pooled"] for b in data["brokers"]} == {"unknown"}
+
+
+def test_plain_lab_down_stops_the_kraft_lab_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28: after `lab up --mode kraft`, a plain `kafkaops lab down` left its six JVMs running (it only
+    knew the default lab). The KRaft lab runs here under a HOME of its own, so the `lab down` below sees it
+    and nothing of any other lab up on this machine (this module's own default lab)."""
+    import os
+    import sys
+
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab import paths, procs
+
+    cache = paths.cache_dir()  # the jars, found before HOME moves
+    for key in [k for k in os.environ if k.startswith("KAFKAOPS_LAB_DIR")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("KAFKAOPS_CACHE", str(cache))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    kraft = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-kraft.yaml")
+    base = paths.lab_dir(kraft.name)
+    assert base == tmp_path / "home" / ".local" / "state" / "kafkaops" / "lab-kraft"
+    lab.up(kraft)
+    try:
+        components = lab.status(base)
+        assert all(c.healthy for c in components), [c.to_dict() for c in components if not c.healthy]
+        pids = sorted({c.pid for c in components if c.pid} | set(procs.marked_pids(base)))
+        assert len([c for c in components if c.kind.startswith("kafka")]) == 6
+
+        result = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "lab", "down"], capture_output=True,
+                                text=True, timeout=600)
+        assert result.returncode == 0, result.stderr
+        assert [p for p in pids if procs.is_alive(p)] == [], result.stdout
+        assert result.stdout.startswith("lab lab-kraft down ("), result.stdout
+        assert procs.marked_pids(base) == [] and not lab.is_up(base)
+        assert [h.name for h in (*kraft.hosts, *kraft.controllers)
+                if not procs.port_free(h.address, 9092 if h in kraft.hosts else 9093)] == []
+    finally:
+        lab.down(base)

@@ -44,7 +44,8 @@ def test_unknown_inventory_is_one_line_error_with_exit_code(tmp_path: Path) -> N
 
 
 def test_lab_status_json_without_lab(tmp_path: Path) -> None:
-    result = _run("lab", "status", "-o", "json", env={"KAFKAOPS_LAB_DIR": str(tmp_path)})
+    # HOME too: without --lab, `lab status` lists every lab that is up under ~/.local/state/kafkaops
+    result = _run("lab", "status", "-o", "json", env={"KAFKAOPS_LAB_DIR": str(tmp_path), "HOME": str(tmp_path)})
     assert result.returncode == LabError.exit_code
     assert "no lab at" in result.stderr
     assert result.stdout == "" or json.loads(result.stdout)
