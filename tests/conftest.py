@@ -21,6 +21,60 @@ from kafkaops.model import Cluster
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _test_inventories() -> Path:
+    """The test session's inventory directory, named the way an operator's is: ``$XDG_CONFIG_HOME/kafkaops/
+    inventory/`` holding (symlinks to) the repo's lab inventories. kafkaops never reads the repo's
+    ``inventory/`` by itself (a production command must not fall back to the lab's), so the session
+    says where its inventories are, before anything is imported or spawned: every subprocess inherits it.
+    An operator's own ``~/.config/kafkaops`` is never read by the tests."""
+    import atexit
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="kafkaops-test-config-"))
+    atexit.register(shutil.rmtree, root, True)
+    inventories = root / "kafkaops" / "inventory"
+    inventories.mkdir(parents=True)
+    for f in sorted((REPO / "inventory").glob("*.yaml")):
+        if ".example." not in f.name:
+            (inventories / f.name).symlink_to(f)
+    os.environ["XDG_CONFIG_HOME"] = str(root)
+    os.environ["KAFKAOPS_SYSCONFDIR"] = str(root / "no-etc")  # the machine's /etc/kafkaops is not the tests'
+    return inventories
+
+
+#: Where the session's inventories are found (the repo's, through ``$XDG_CONFIG_HOME``).
+TEST_INVENTORIES = _test_inventories()
+
+
+def _lab_commands() -> None:
+    """``kafkaops lab`` registers through the entry point ``kafkaops.commands: lab`` (pyproject.toml), read
+    from the installed distribution's metadata. A checkout whose editable install predates that entry
+    point (pip not re-run since: scripts/install.sh does it when pyproject.toml is newer) has none, so the
+    session adds the same entry point in metadata of its own, on ``sys.path`` and ``PYTHONPATH`` (its
+    subprocesses): the lab's commands are found exactly as in a wheel, never by the CLI importing the lab."""
+    import tempfile
+    from importlib.metadata import entry_points
+
+    if any(ep.name == "lab" for ep in entry_points(group="kafkaops.commands")):
+        return
+    import atexit
+    import shutil
+    import sys
+
+    root = Path(tempfile.mkdtemp(prefix="kafkaops-test-entry-points-"))
+    atexit.register(shutil.rmtree, root, True)
+    info = root / "kafkaops_test_lab_commands-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kafkaops-test-lab-commands\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[kafkaops.commands]\nlab = kafkaops.lab.cli:app\n")
+    sys.path.append(str(root))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(root)) if p)
+
+
+_lab_commands()
+
+
 #: Per-test timeout of tests marked ``lab`` (pytest-timeout; other tests get pyproject.toml's 60 s): a
 #: reboot or a roll on the lab takes minutes, and the first lab test of a session also starts the lab.
 LAB_TIMEOUT = 900

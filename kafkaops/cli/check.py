@@ -17,7 +17,7 @@ from kafkaops.errors import ConfigError
 from kafkaops.model import Cluster
 
 _InventoryOpt = typer.Option(None, "--inventory", "-i",
-                             help="Inventory file (default: $KAFKAOPS_INVENTORY, else inventory/lab.yaml).")
+                             help="Inventory file (default: the inventories found: `kafkaops --help`).")
 
 
 class Reader(StrEnum):
@@ -28,14 +28,9 @@ class Reader(StrEnum):
 
 
 def _cluster(name: str, inventory: Path | None) -> Cluster:
-    from kafkaops.inventory import default_inventory, load_inventory
+    from kafkaops.cli.lookup import find_cluster
 
-    path = inventory or default_inventory()
-    cluster = load_inventory(path)
-    if name != cluster.name:
-        raise ConfigError(f"cluster {name!r} is not the one of inventory {path} ({cluster.name!r})",
-                          hint=f"run `kafkaops check {cluster.name}` or pass --inventory")
-    return cluster
+    return find_cluster(name, inventory)
 
 
 def check(
