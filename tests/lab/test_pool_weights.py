@@ -12,7 +12,7 @@ from harness import kafkaops
 
 from kafkaops.errors import SafetyRefusal
 from kafkaops.model import Cluster
-from kafkaops.systems.conftool import Conftool
+from kafkaops.lab.pools import LabConftool as Conftool
 
 pytestmark = [pytest.mark.lab]
 
