@@ -66,7 +66,8 @@ class MavenArtifact:
         return f"{self.artifact}-{self.version}.jar"
 
     def url(self, repository: str) -> str:
-        return f"{repository.rstrip('/')}/{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.file_name}"
+        group = self.group.replace(".", "/")
+        return f"{repository.rstrip('/')}/{group}/{self.artifact}/{self.version}/{self.file_name}"
 
 
 #: The Kafka client the reader is compiled and run with: the version the lab's brokers run (3.9.1; its

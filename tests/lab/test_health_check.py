@@ -25,8 +25,8 @@ import pytest
 
 from kafkaops.health.check import CheckResult, run_post_check
 from kafkaops.health.metadata import Finding, OffsetsSnapshot
-from kafkaops.model import Cluster
 from kafkaops.lab.kafka import ProduceRecord
+from kafkaops.model import Cluster
 
 pytestmark = pytest.mark.lab
 
@@ -41,7 +41,8 @@ def _uid() -> str:
 
 
 def _create(cluster: Cluster, *names: str, partitions: int = 3) -> None:
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     admin = KafkaAdmin(cluster.bootstrap_servers, timeout=15, cluster=cluster.name)
     admin.create_topics([TopicSpec(n, partitions, 3) for n in names])
@@ -201,7 +202,8 @@ def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) 
         if interval is None or int(interval) > 10_000:
             pytest.skip(f"the lab's brokers apply retention every {interval} ms (needs "
                         "log.retention.check.interval.ms=5000 in kafkaops/lab/configs.py's server.properties)")
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     uid = _uid()
     topic = f"kotest-{uid}.retained"
@@ -239,7 +241,8 @@ def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) 
 def test_size_retention_is_not_loss_and_delete_records_under_it_is(lab_cluster: Cluster) -> None:
     """retention.bytes: the broker cutting the oldest segments is quiet (the partition keeps about
     retention.bytes); DeleteRecords on the same topic is flagged, though the records were young."""
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     uid = _uid()
     topic = f"kotest-{uid}.sized"
@@ -390,7 +393,8 @@ def test_out_of_order_timestamps_and_invalid_json(lab_cluster: Cluster) -> None:
 def _stage_for_readers(cluster: Cluster, uid: str) -> tuple[OffsetsSnapshot, OffsetsSnapshot]:
     """Faults for every data check on a baseline, a partition with deleted records and a compacted topic:
     returns (baseline, now), "now" taken once so both readers read exactly the same ranges."""
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     order, events, plain = f"kotest-{uid}.order", f"eqiad.kotest-{uid}.json", f"kotest-{uid}.plain"
     compacted = f"kotest-{uid}.compacted"

@@ -143,7 +143,8 @@ def test_the_lab_registers_itself_through_its_entry_point() -> None:
     out = subprocess.run([sys.executable, "-c", f"import json, sys\nfrom kafkaops.cli import main\n{code}"],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) is True
-    code = "main.register(only='status')\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith('kafkaops.lab'))))"
+    code = ("main.register(only='status')\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('kafkaops.lab'))))")
     out = subprocess.run([sys.executable, "-c", f"import json, sys\nfrom kafkaops.cli import main\n{code}"],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []

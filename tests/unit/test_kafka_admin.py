@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kafkaops.systems.guard import DryRunViolation, write_methods
 from kafkaops.lab.kafka import LabKafka, ProduceRecord, TopicSpec
+from kafkaops.systems.guard import DryRunViolation, write_methods
 from kafkaops.systems.kafka import KafkaAdmin
 
 
