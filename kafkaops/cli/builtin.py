@@ -20,6 +20,7 @@ COMMAND_MODULES = {
     "failed-events": "failed_events",
     "placement": "placement",
     "switchover": "switchover", "offsets": "switchover",
+    "doctor": "doctor",
 }
 
 #: The entry-point group through which other packages add command groups (``[project.entry-points.
