@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -108,13 +109,12 @@ def _inventory_checks() -> tuple[list[Callable[[], Result]], list[Any]]:
         try:
             cluster = load_inventory(f)
         except KafkaOpsError as exc:
-            message = str(exc)
-            checks.append(lambda f=f, message=message: Result(f"inventory {f.name}", False, message))
+            checks.append(partial(Result, f"inventory {f.name}", False, str(exc)))
             continue
         members = list(cluster.sites.values()) if cluster.multi_site else [cluster]
         names = ", ".join(c.name for c in members)
-        checks.append(lambda f=f, cluster=cluster, names=names: Result(
-            f"inventory {f.name}", True, f"{'sites ' + cluster.name + ': ' if cluster.multi_site else ''}{names}"))
+        checks.append(partial(Result, f"inventory {f.name}", True,
+                              f"{'sites ' + cluster.name + ': ' if cluster.multi_site else ''}{names}"))
         clusters += [c for c in members if c not in clusters]
     return checks, clusters
 
@@ -160,18 +160,22 @@ def _ssh_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
                           "(an unknown key is refused: add the hosts' keys first)")
         return Result(f"known hosts {cluster.name}", True, f"every host's key in {where}")
 
-    return [config, *[lambda c=c: known(c) for c in clusters]]
+    return [config, *[partial(known, c) for c in clusters]]
 
 
 def _reach_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
     checks: list[Callable[[], Result]] = []
     for c in clusters:
-        checks.append(lambda c=c: Result(f"kafka {c.name}", *_connect(_host_ports(c.bootstrap_servers, 9092))))
+        checks.append(partial(_reach, f"kafka {c.name}", _host_ports(c.bootstrap_servers, 9092)))
         if c.zookeeper:
-            checks.append(lambda c=c: Result(f"zookeeper {c.name}", *_connect(_host_ports(c.zookeeper, 2181))))
+            checks.append(partial(_reach, f"zookeeper {c.name}", _host_ports(c.zookeeper, 2181)))
         if c.etcd or c.conftool_config:
-            checks.append(lambda c=c: _etcd(c))
+            checks.append(partial(_etcd, c))
     return checks
+
+
+def _reach(name: str, endpoints: list[tuple[str, int]]) -> Result:
+    return Result(name, *_connect(endpoints))
 
 
 def _etcd(cluster: Any) -> Result:
