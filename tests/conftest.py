@@ -165,3 +165,25 @@ def sites() -> Iterator[Cluster]:
     with _kept_up(cluster, lambda: sites_lab.mirror_pid(sites_lab.sites_dir(cluster)) is not None,
                   lambda: sites_lab.up(cluster), lambda: sites_lab.down(cluster)) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def built_dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The package as an operator gets it: ``python -m build`` (an sdist, then the wheel built from that
+    sdist: what the sdist lacks, the wheel lacks) of a copy of this tree — its files as git sees them,
+    committed or not, without build junk — so nothing is written into the checkout. ``{"wheel", "sdist"}``."""
+    import shutil
+    import subprocess
+    import sys
+
+    src = tmp_path_factory.mktemp("src")
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(src)], check=True, capture_output=True,
+                   timeout=600)
+    return {"wheel": next(out.glob("kafkaops-*.whl")), "sdist": next(out.glob("kafkaops-*.tar.gz"))}
