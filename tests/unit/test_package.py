@@ -15,8 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -> None:
-    wheel = zipfile.ZipFile(built_dist["wheel"])
-    names = set(wheel.namelist())
+    with zipfile.ZipFile(built_dist["wheel"]) as archive:
+        names = set(archive.namelist())
+        contents = {n: archive.read(n) for n in names if not n.endswith(".py")}
     expected = {f"kafkaops/runbooks/{p.name}" for p in (REPO / "runbooks").glob("*.yaml")}
     expected |= {f"kafkaops/docs/runbooks/{p.name}" for p in (REPO / "docs" / "runbooks").glob("*.md")}
     expected |= {f"kafkaops/lab/inventory/{p.name}" for p in (REPO / "inventory").glob("lab*.yaml")}
@@ -26,7 +27,7 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
     # Only the lab's inventories are in the lab's directory: a production inventory never ships as one.
     assert not [n for n in names if n.startswith("kafkaops/lab/inventory/") and "/lab" not in n[22:]]
     info = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    entry_points = wheel.read(info).decode()
+    entry_points = contents[info].decode()
     assert "[kafkaops.commands]\nlab = kafkaops.lab.cli:app" in entry_points
     assert "kafkaops = kafkaops.cli.main:main" in entry_points
     for name in expected:  # byte for byte what the repo holds
@@ -34,8 +35,9 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
                   "kafkaops/lab/inventory/": REPO / "inventory"}
         for prefix, directory in source.items():
             if name.startswith(prefix):
-                assert wheel.read(name) == (directory / name[len(prefix):]).read_bytes(), name
+                assert contents[name] == (directory / name[len(prefix):]).read_bytes(), name
 
-    sdist = {Path(*Path(m).parts[1:]).as_posix() for m in tarfile.open(built_dist["sdist"]).getnames()}
+    with tarfile.open(built_dist["sdist"]) as tar:
+        sdist = {Path(*Path(m).parts[1:]).as_posix() for m in tar.getnames()}
     assert {"setup.py", "MANIFEST.in", "runbooks/reboot.yaml", "docs/runbooks/reboot.md", "inventory/lab.yaml",
             "docs/install.md", "kafkaops/health/jvm/KafkaRangeSource.java"} <= sdist
