@@ -84,7 +84,7 @@ CASES = [
     Case("run-unknown-host", ("run", "restart", "nosuch1001", "--dry-run"), CONFIG, "unknown host 'nosuch1001'"),
     Case("run-unknown-runbook", ("run", "nosuch", "lab"), USAGE, "no runbook named 'nosuch'"),
     Case("status-unknown-cluster", ("status", "nosuch"), CONFIG, "unknown cluster 'nosuch'"),
-    Case("check-unknown-cluster", ("check", "nosuch", "--no-scan"), CONFIG, "cluster 'nosuch' is not the one"),
+    Case("check-unknown-cluster", ("check", "nosuch", "--no-scan"), CONFIG, "unknown cluster 'nosuch'"),
     Case("snapshot-unknown-cluster", ("snapshot", "nosuch", "-o", "{tmp}/snap.json"), CONFIG,
          "cluster 'nosuch' is not the one"),
     Case("runs-unlock-typo", ("runs", "unlock", "TYPO", "--reason", "r"), CONFIG, "unknown cluster 'TYPO'"),
