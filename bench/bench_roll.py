@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 from kafkaops.inventory import load_inventory
 from kafkaops.systems.kafka import KafkaAdmin
@@ -81,7 +82,7 @@ def main() -> None:
         load = subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", "lab", "load", "-s", "600"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(5)  # producer connected and writing before the roll starts
-    cluster = load_inventory()
+    cluster = load_inventory(Path(__file__).resolve().parents[1] / "inventory" / "lab.yaml")
     watch = FloorWatch(cluster.bootstrap_servers, [h.broker_id for h in cluster.hosts])
     watch.start()
     time.sleep(1)
@@ -89,7 +90,7 @@ def main() -> None:
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "rolling-restart", "lab", "--yes",
                              "--reason", "bench_roll", *extra], capture_output=True, text=True,
-                            env={**os.environ, "KAFKAOPS_HOME": home})
+                            env={**os.environ, "KAFKAOPS_HOME": home, "KAFKAOPS_INVENTORY": cluster.source})
     wall = time.monotonic() - started
     if load is not None:
         load.terminate()

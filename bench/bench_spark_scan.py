@@ -48,7 +48,8 @@ from kafkaops.health.data import ScanRange  # noqa: E402
 from kafkaops.health.spark_job import ScanSpec, run_scan  # noqa: E402
 from kafkaops.health.spark_job import spark_session as scan_session  # noqa: E402
 from kafkaops.inventory import load_inventory  # noqa: E402
-from kafkaops.systems.kafka import KafkaAdmin, TopicSpec  # noqa: E402
+from kafkaops.lab.kafka import LabKafka as KafkaAdmin  # noqa: E402
+from kafkaops.lab.kafka import TopicSpec  # noqa: E402
 
 
 def spark_session() -> Any:

@@ -47,7 +47,7 @@ print({r.name: f.result()["min.insync.replicas"].value for r, f in futures.items
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    cluster = load_inventory()
+    cluster = load_inventory(Path(__file__).resolve().parents[1] / "inventory" / "lab.yaml")
     bootstrap = cluster.bootstrap_servers
     import kafkaops
 
@@ -55,7 +55,7 @@ def main() -> None:
                    check=True, stdout=subprocess.DEVNULL)
     entry = Path(sys.executable).parent / "kafkaops"  # the installed console script, not a shell shim
     cases = {
-        "kafkaops status lab -o json": [str(entry), "status", "lab", "-o", "json"],
+        "kafkaops status lab -o json": [str(entry), "-i", cluster.source, "status", "lab", "-o", "json"],
         "kafka-topics --describe --under-replicated-partitions": [
             "java", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{kafka_jars()}/*",
             "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap.split(",")[0], "--describe",

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafkaops import places
 from kafkaops.errors import ConfigError, StalePlanError
 from kafkaops.model import Cluster, Host
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
 #: Where file locks live when a cluster has neither ZooKeeper nor etcd: a directory every operator of
 #: the admin host shares (not a home directory, or two operators would not exclude each other).
-DEFAULT_LOCK_DIR = "/var/lib/kafkaops/locks"
+DEFAULT_LOCK_DIR = places.DEFAULT_LOCK_DIR
 
 
 class EnvironmentChanged(StalePlanError):
@@ -184,7 +185,7 @@ class Environment:
         self.home = home
         self.kafka_timeout = kafka_timeout
         self.confirm = confirm
-        self.lock_dir = lock_dir or os.environ.get("KAFKAOPS_LOCK_DIR") or DEFAULT_LOCK_DIR
+        self.lock_dir = lock_dir or str(places.lock_dir())
         self.hosts: dict[str, Host] = {h.name: h for h in cluster.hosts}
         if cluster.deploy_host is not None:
             self.hosts.setdefault(cluster.deploy_host.name, cluster.deploy_host)

@@ -33,13 +33,22 @@ ENVIRONMENTS = ("production", "lab")
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 
-DEFAULT_INVENTORY_DIR = Path(__file__).resolve().parent.parent / "inventory"
-
 
 def default_inventory() -> Path:
-    """The inventory used when ``--inventory`` is not given: $KAFKAOPS_INVENTORY, else the lab's."""
-    env = os.environ.get("KAFKAOPS_INVENTORY")
-    return Path(env) if env else DEFAULT_INVENTORY_DIR / "lab.yaml"
+    """The inventory used when a command is given neither a file nor a name to look up: the only one of
+    the place in use (:mod:`kafkaops.places`). Never the lab's: a production command that silently fell
+    back to it would act on the wrong site.
+
+    Raises:
+        ConfigError: No inventory anywhere (naming the places searched), or several to choose from.
+    """
+    from kafkaops.places import inventory_files
+
+    found = inventory_files()
+    if len(found) > 1:
+        raise ConfigError(f"{len(found)} inventories in {found[0].parent}, none named",
+                          hint="pass --inventory FILE")
+    return found[0]
 
 
 def expand(value: str) -> str:

@@ -8,6 +8,8 @@ scripts/install.sh
 PYTHON=${PYTHON:-python3}
 kafkaops() { $PYTHON -m kafkaops.cli.main "$@"; }
 export KAFKAOPS_HOME=${KAFKAOPS_HOME:-$HOME/.local/state/kafkaops}
+# The demo acts on the lab: it names the lab's inventory (kafkaops itself never falls back to it).
+export KAFKAOPS_INVENTORY=${KAFKAOPS_INVENTORY:-$PWD/inventory/lab.yaml}
 mkdir -p "$KAFKAOPS_HOME"
 started=0 load_pid=""
 cleanup() {

@@ -65,5 +65,9 @@ if [ ! -f "$CACHE/jars/spark/spark-sql-kafka-0-10_2.13-$spark_version.jar" ]; th
     -DexcludeArtifactIds=spark-tags_2.13,scala-parallel-collections_2.13,jsr305
 fi
 # 4. The post-check's Spark reader (kafkaops/health/jvm), built against this pyspark + kafka-clients --
+# The reader's kafka-clients is kafkaops' own, pinned by version and sha256 (kafkaops/health/scan_jar.py): the
+# lab's copy of the same version seeds the cache, so nothing is downloaded twice (the digest is still checked).
+mkdir -p "$CACHE/jars/reader"
+cp -n "$CACHE/jars/kafka/kafka-clients-$kafka_version.jar" "$CACHE/jars/reader/" 2>/dev/null || true
 scan_jar=$($PYTHON -m kafkaops.health.scan_jar)
 say "ready: kafka $kafka_version and $kafka4_version (KRaft) jars, spark connector $spark_version, scan reader $(basename "$scan_jar"), $($PYTHON -m kafkaops.cli.main --version)"

@@ -21,6 +21,60 @@ from kafkaops.model import Cluster
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _test_inventories() -> Path:
+    """The test session's inventory directory, named the way an operator's is: ``$XDG_CONFIG_HOME/kafkaops/
+    inventory/`` holding (symlinks to) the repo's lab inventories. kafkaops never reads the repo's
+    ``inventory/`` by itself (a production command must not fall back to the lab's), so the session
+    says where its inventories are, before anything is imported or spawned: every subprocess inherits it.
+    An operator's own ``~/.config/kafkaops`` is never read by the tests."""
+    import atexit
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="kafkaops-test-config-"))
+    atexit.register(shutil.rmtree, root, True)
+    inventories = root / "kafkaops" / "inventory"
+    inventories.mkdir(parents=True)
+    for f in sorted((REPO / "inventory").glob("*.yaml")):
+        if ".example." not in f.name:
+            (inventories / f.name).symlink_to(f)
+    os.environ["XDG_CONFIG_HOME"] = str(root)
+    os.environ["KAFKAOPS_SYSCONFDIR"] = str(root / "no-etc")  # the machine's /etc/kafkaops is not the tests'
+    return inventories
+
+
+#: Where the session's inventories are found (the repo's, through ``$XDG_CONFIG_HOME``).
+TEST_INVENTORIES = _test_inventories()
+
+
+def _lab_commands() -> None:
+    """``kafkaops lab`` registers through the entry point ``kafkaops.commands: lab`` (pyproject.toml), read
+    from the installed distribution's metadata. A checkout whose editable install predates that entry
+    point (pip not re-run since: scripts/install.sh does it when pyproject.toml is newer) has none, so the
+    session adds the same entry point in metadata of its own, on ``sys.path`` and ``PYTHONPATH`` (its
+    subprocesses): the lab's commands are found exactly as in a wheel, never by the CLI importing the lab."""
+    import tempfile
+    from importlib.metadata import entry_points
+
+    if any(ep.name == "lab" for ep in entry_points(group="kafkaops.commands")):
+        return
+    import atexit
+    import shutil
+    import sys
+
+    root = Path(tempfile.mkdtemp(prefix="kafkaops-test-entry-points-"))
+    atexit.register(shutil.rmtree, root, True)
+    info = root / "kafkaops_test_lab_commands-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kafkaops-test-lab-commands\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[kafkaops.commands]\nlab = kafkaops.lab.cli:app\n")
+    sys.path.append(str(root))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(root)) if p)
+
+
+_lab_commands()
+
+
 #: Per-test timeout of tests marked ``lab`` (pytest-timeout; other tests get pyproject.toml's 60 s): a
 #: reboot or a roll on the lab takes minutes, and the first lab test of a session also starts the lab.
 LAB_TIMEOUT = 900
@@ -111,3 +165,25 @@ def sites() -> Iterator[Cluster]:
     with _kept_up(cluster, lambda: sites_lab.mirror_pid(sites_lab.sites_dir(cluster)) is not None,
                   lambda: sites_lab.up(cluster), lambda: sites_lab.down(cluster)) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def built_dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The package as an operator gets it: ``python -m build`` (an sdist, then the wheel built from that
+    sdist: what the sdist lacks, the wheel lacks) of a copy of this tree — its files as git sees them,
+    committed or not, without build junk — so nothing is written into the checkout. ``{"wheel", "sdist"}``."""
+    import shutil
+    import subprocess
+    import sys
+
+    src = tmp_path_factory.mktemp("src")
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(src)], check=True, capture_output=True,
+                   timeout=600)
+    return {"wheel": next(out.glob("kafkaops-*.whl")), "sdist": next(out.glob("kafkaops-*.tar.gz"))}

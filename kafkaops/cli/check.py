@@ -17,7 +17,7 @@ from kafkaops.errors import ConfigError
 from kafkaops.model import Cluster
 
 _InventoryOpt = typer.Option(None, "--inventory", "-i",
-                             help="Inventory file (default: $KAFKAOPS_INVENTORY, else inventory/lab.yaml).")
+                             help="Inventory file (default: the inventories found: `kafkaops --help`).")
 
 
 class Reader(StrEnum):
@@ -28,14 +28,9 @@ class Reader(StrEnum):
 
 
 def _cluster(name: str, inventory: Path | None) -> Cluster:
-    from kafkaops.inventory import default_inventory, load_inventory
+    from kafkaops.cli.lookup import find_cluster
 
-    path = inventory or default_inventory()
-    cluster = load_inventory(path)
-    if name != cluster.name:
-        raise ConfigError(f"cluster {name!r} is not the one of inventory {path} ({cluster.name!r})",
-                          hint=f"run `kafkaops check {cluster.name}` or pass --inventory")
-    return cluster
+    return find_cluster(name, inventory)
 
 
 def check(
@@ -54,6 +49,9 @@ def check(
                                   help="Kafka reader of the scan: fast (ours, columnar) or builtin (Spark's kafka "
                                        "source). Same report; fast falls back to builtin when not built."),
     no_scan: bool = typer.Option(False, "--no-scan", help="Metadata checks only (no Spark)."),
+    jars: Path | None = typer.Option(None, "--jars", metavar="DIR",
+                                     help="A directory holding kafka-clients-*.jar for the fast reader, instead of "
+                                          "the pinned download (air-gapped sites; else $KAFKAOPS_READER_JARS)."),
     output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
     chart: Path | None = typer.Option(None, "--chart", help="Write a PNG of produce rate and URP across the run."),
 ) -> None:
@@ -89,6 +87,14 @@ def check(
         raise CommandLineError(exc.message) from None
     if chart is not None:  # not after the scan: its chart would be lost
         check_writable(chart, "the chart", "--chart PATH")
+    if jars is not None:
+        if not jars.is_dir():
+            raise ConfigError(f"{jars}: no such directory", hint="--jars names a directory holding kafka-clients-*.jar")
+        import os
+
+        from kafkaops.health.scan_jar import JARS_ENV
+
+        os.environ[JARS_ENV] = str(jars.resolve())  # the scan (and its Spark JVM) reads it from there
     cluster = _cluster(cluster_name, inventory)
     base = OffsetsSnapshot.read(baseline) if baseline else None
     # A run's baseline.json has the URP samples of that run beside it: the chart shows the run.

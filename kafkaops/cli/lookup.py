@@ -1,31 +1,22 @@
 """Which inventory a name on the command line means, and the run environment built from it.
 
-``-i FILE`` (on the root command or a subcommand) restricts every lookup to that file: a host or cluster
-name is never found in another inventory behind the operator's back. Without it, ``$KAFKAOPS_INVENTORY``
-then ``inventory/*.yaml`` are searched, and a name defined by two inventories is an error naming both,
-never the alphabetically first one.
+``-i FILE`` (on the root command or a subcommand) restricts every lookup to that file (or directory): a
+host or cluster name is never found in another inventory behind the operator's back. Without it,
+``$KAFKAOPS_INVENTORY``, then the first of ``$XDG_CONFIG_HOME/kafkaops/inventory/`` and
+``/etc/kafkaops/inventory/`` that holds any (:mod:`kafkaops.places`); a name defined by two inventories is
+an error naming both, never the alphabetically first one. Never the lab's inventories (``kafkaops lab``
+names its own).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import ConfigError, UnknownHostError
-from kafkaops.inventory import DEFAULT_INVENTORY_DIR, load_inventory
+from kafkaops.inventory import load_inventory
 from kafkaops.model import Cluster, Host
-
-
-def inventory_files(inventory: Path | None = None) -> list[Path]:
-    """The inventories a name is looked up in: only ``inventory`` when given (``-i``), else
-    ``$KAFKAOPS_INVENTORY`` alone when set (the root ``-i`` sets it), else ``inventory/*.yaml``."""
-    if inventory is not None:
-        return [Path(inventory)]
-    env = os.environ.get("KAFKAOPS_INVENTORY")
-    if env:
-        return [Path(env)]
-    return sorted(p for p in DEFAULT_INVENTORY_DIR.glob("*.yaml") if ".example." not in p.name)
+from kafkaops.places import inventory_files as inventory_files  # re-exported: the commands import it from here
 
 
 def _loaded(inventory: Path | None) -> list[Cluster]:

@@ -36,7 +36,8 @@ SHOWN = 25
 TopicsOpt = typer.Option(None, "--topics", metavar="REGEX",
                          help="Only topics whose whole name matches (default: every topic but Kafka's internal "
                               "__ ones; --topics '__consumer_offsets' checks that one).")
-InventoryOpt = typer.Option(None, "--inventory", "-i", help="Inventory file (default: inventory/*.yaml).")
+InventoryOpt = typer.Option(None, "--inventory", "-i",
+                            help="Inventory file (default: the inventories found: `kafkaops --help`).")
 
 
 def _live(cluster_name: str, inventory: Path | None, topics: str | None) -> dict[str, Any]:

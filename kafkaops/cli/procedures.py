@@ -152,8 +152,8 @@ def parse_params(rb: Runbook, items: list[str]) -> dict[str, Any]:
 def _common_options() -> list[Parameter]:
     return [
         TyperOption(param_decls=["--inventory", "-i", "inventory"], metavar="PATH",
-                    help="Inventory file (only this one is searched; default: $KAFKAOPS_INVENTORY, else "
-                         "inventory/*.yaml)."),
+                    help="Inventory file (only this one is searched; default: $KAFKAOPS_INVENTORY, else the first "
+                         "of ~/.config/kafkaops/inventory/ and /etc/kafkaops/inventory/ holding any)."),
         TyperOption(param_decls=["--reason", "-r", "reason"],
                     help="Why (required unless --dry-run; goes to the audit log)."),
         TyperOption(param_decls=["--task", "task"], help="Task or ticket id, e.g. T123456."),

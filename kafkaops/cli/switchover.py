@@ -20,7 +20,8 @@ from kafkaops.model import Cluster
 offsets_app = typer.Typer(help="Consumer offsets across sites: `kafkaops offsets translate GROUP --from --to`.",
                           no_args_is_help=True)
 
-InventoryOpt = typer.Option(None, "--inventory", "-i", help="A multi-site inventory (default: inventory/*.yaml).")
+InventoryOpt = typer.Option(None, "--inventory", "-i",
+                            help="A multi-site inventory (default: the inventories found: `kafkaops --help`).")
 ReasonOpt = typer.Option(None, "--reason", "-r", help="Why (required unless --dry-run; goes to the audit log).")
 TaskOpt = typer.Option(None, "--task", help="Task or ticket id, e.g. T123456.")
 YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation after showing the plan.")

@@ -2,23 +2,20 @@
 
 One small module that the journal, the audit log and the lock all import, so that none of them has to
 import another just to learn where ``$KAFKAOPS_HOME`` is (that is how ``audit`` and ``journal`` once
-imported each other). It imports nothing of kafkaops.
+imported each other). It imports nothing of kafkaops but :mod:`kafkaops.places`, which decides every
+place of the admin host.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from kafkaops.places import state_dir
 
 
 def kafkaops_home() -> Path:
-    """``$KAFKAOPS_HOME`` or ``~/.local/state/kafkaops`` (XDG state dir)."""
-    env = os.environ.get("KAFKAOPS_HOME")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
-    return base / "kafkaops"
+    """``$KAFKAOPS_HOME`` or ``$XDG_STATE_HOME/kafkaops`` (``~/.local/state/kafkaops``)."""
+    return state_dir()
 
 
 def runs_dir(home: Path | None = None) -> Path:

@@ -751,7 +751,14 @@ def _parse_step(
 
 
 def packaged_runbooks() -> Path:
-    """The ``runbooks/`` directory shipped with kafkaops (next to the package in a checkout)."""
+    """The runbooks shipped with kafkaops: the package's own copy (``kafkaops/runbooks/``, which a build
+    copies from the repo's ``runbooks/``: an installed kafkaops needs no checkout), else — in a checkout,
+    or an editable install of one — the repo's ``runbooks/``, their source."""
+    from importlib.resources import files
+
+    shipped = Path(str(files("kafkaops"))) / "runbooks"
+    if shipped.is_dir() and any(shipped.glob("*.yaml")):
+        return shipped
     return Path(__file__).resolve().parents[2] / "runbooks"
 
 

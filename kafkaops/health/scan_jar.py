@@ -12,9 +12,13 @@ Two readers give the same figures (``docs/health-check.md``, "Readers"):
 
 :func:`choose_reader` decides (pure); :func:`resolve_reader` looks at what is installed.
 
-The jar is compiled locally against the installed pyspark and the cached ``kafka-clients`` (no
-Maven artifact to trust or pin) and named after the source's hash, so an edited source is never
-matched with a stale jar. ``scripts/install.sh`` runs ``python -m kafkaops.health.scan_jar``; only
+The jar is compiled locally (the package ships the Java source) against the installed pyspark and
+``kafka-clients`` and named after the source's hash, so an edited source is never matched with a stale
+jar. ``kafka-clients`` is the product's own, pinned by Maven coordinates and sha256
+(:data:`KAFKA_CLIENTS`), downloaded once into the user's cache (``$KAFKAOPS_CACHE/jars/reader``) and
+verified — or, on an air-gapped admin host, taken from a directory the operator names
+(``$KAFKAOPS_READER_JARS``, ``kafkaops check --jars DIR``). The post-check never depends on the lab's
+Kafka install. ``python -m kafkaops.health.scan_jar`` builds it (``scripts/install.sh`` runs it); only
 that build needs a JDK (``javac``), Spark itself needs a JRE.
 """
 
@@ -29,8 +33,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkaops.errors import ConfigError
-from kafkaops.lab.paths import cache_dir, kafka_jars
+from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.places import cache_dir
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "KafkaRangeSource.java"
 #: The class Spark loads: ``spark.read.format(DATA_SOURCE)``.
@@ -41,6 +45,35 @@ BUILTIN_SOURCE = "kafka"
 READERS = ("fast", "builtin")
 BUILD_COMMAND = "python -m kafkaops.health.scan_jar"
 JDK_PACKAGE = "openjdk-17-jdk-headless"
+#: Names a directory holding ``kafka-clients-*.jar`` to use instead of the pinned download (air-gapped sites).
+JARS_ENV = "KAFKAOPS_READER_JARS"
+#: Where the pinned jar is downloaded from: Maven Central, or a site's mirror of it.
+MAVEN_ENV = "KAFKAOPS_MAVEN_REPO"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+
+
+@dataclass(frozen=True)
+class MavenArtifact:
+    """A jar pinned by its coordinates and its sha256: what is downloaded is what was reviewed."""
+
+    group: str
+    artifact: str
+    version: str
+    sha256: str
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
+
+    def url(self, repository: str) -> str:
+        group = self.group.replace(".", "/")
+        return f"{repository.rstrip('/')}/{group}/{self.artifact}/{self.version}/{self.file_name}"
+
+
+#: The Kafka client the reader is compiled and run with: the version the lab's brokers run (3.9.1; its
+#: compression codecs are in pyspark), checked against Maven Central's published .sha256/.sha1.
+KAFKA_CLIENTS = MavenArtifact("org.apache.kafka", "kafka-clients", "3.9.1",
+                              "7568b998572d256f0b7bc0afdc1b7a2588b8b08415c62ce314c864a6851ae9d9")
 
 
 def jar_path() -> Path:
@@ -49,12 +82,79 @@ def jar_path() -> Path:
     return cache_dir() / "jars" / "scan" / f"kafkaops-scan-{digest}.jar"
 
 
+def reader_jars_dir() -> Path:
+    """Where the reader's ``kafka-clients`` is: ``$KAFKAOPS_READER_JARS`` (an air-gapped site's), else the
+    download cache ``$KAFKAOPS_CACHE/jars/reader``."""
+    named = os.environ.get(JARS_ENV)
+    return Path(named).expanduser() if named else cache_dir() / "jars" / "reader"
+
+
+def _kafka_clients() -> tuple[Path | None, str | None]:
+    """The ``kafka-clients`` jar the reader uses, or why there is none."""
+    directory = reader_jars_dir()
+    if os.environ.get(JARS_ENV):
+        found = sorted(directory.glob("kafka-clients-*.jar"))
+        return (found[-1], None) if found else (None, f"no kafka-clients-*.jar in {directory} (${JARS_ENV})")
+    jar = directory / KAFKA_CLIENTS.file_name
+    return (jar, None) if jar.is_file() else (None, f"{KAFKA_CLIENTS.file_name} not downloaded into {directory}")
+
+
 def kafka_clients_jar() -> Path:
-    """The Kafka client the reader runs with: the one the lab's Kafka install brought (its codecs are in pyspark)."""
-    found = sorted(kafka_jars().glob("kafka-clients-*.jar"))
-    if not found:
-        raise ConfigError(f"kafka-clients jar missing from {kafka_jars()}", hint="run scripts/install.sh")
-    return found[-1]
+    """The Kafka client the reader is built and runs with (:func:`reader_jars_dir`).
+
+    Raises:
+        ConfigError: Not there: the pinned one is not downloaded yet, or the named directory has none.
+    """
+    jar, missing = _kafka_clients()
+    if jar is None:
+        raise ConfigError(f"kafka-clients missing: {missing}",
+                          hint=f"run `{BUILD_COMMAND}` (downloads it), or set ${JARS_ENV} to a directory holding it")
+    return jar
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch(artifact: MavenArtifact = KAFKA_CLIENTS, *, timeout: float = 60.0) -> Path:
+    """Download ``artifact`` into the cache (``$KAFKAOPS_CACHE/jars/reader``) unless it is there, verify its
+    sha256, and return its path. A jar whose digest differs is never kept: a mirror serving something else
+    must not end up in a JVM that reads production topics.
+
+    Raises:
+        UnreachableError: The repository did not answer (an air-gapped site sets $KAFKAOPS_READER_JARS).
+        ConfigError: The download's sha256 is not the pinned one.
+    """
+    import requests
+
+    target = cache_dir() / "jars" / "reader" / artifact.file_name
+    if target.is_file() and sha256_of(target) == artifact.sha256:
+        return target
+    url = artifact.url(os.environ.get(MAVEN_ENV) or MAVEN_CENTRAL)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = target.parent / f".{target.name}.{os.getpid()}.tmp"
+    try:
+        with requests.get(url, stream=True, timeout=timeout) as response:
+            response.raise_for_status()
+            with open(staged, "wb") as out:
+                for chunk in response.iter_content(1 << 20):
+                    out.write(chunk)
+    except (requests.RequestException, OSError) as exc:
+        staged.unlink(missing_ok=True)
+        raise UnreachableError(f"cannot download {url}: {exc}",
+                               hint=f"set ${JARS_ENV} to a directory holding {artifact.file_name}, or ${MAVEN_ENV} "
+                                    "to a reachable mirror") from exc
+    digest = sha256_of(staged)
+    if digest != artifact.sha256:
+        staged.unlink()
+        raise ConfigError(f"{url}: sha256 {digest} is not the pinned {artifact.sha256}",
+                          hint=f"check ${MAVEN_ENV} points at a faithful mirror of Maven Central")
+    os.replace(staged, target)
+    return target
 
 
 def spark_jars() -> list[str]:
@@ -81,10 +181,10 @@ def _fast_jars() -> tuple[list[str], str | None]:
     jar = jar_path()
     if not jar.is_file():
         return [], f"{jar.name} missing"
-    found = sorted(kafka_jars().glob("kafka-clients-*.jar"))
-    if not found:
-        return [], f"kafka-clients missing from {kafka_jars()}"
-    return [str(jar), str(found[-1])], None
+    clients, missing = _kafka_clients()
+    if clients is None:
+        return [], missing
+    return [str(jar), str(clients)], None
 
 
 def session_jars() -> list[str]:
@@ -187,6 +287,8 @@ def build(*, force: bool = False) -> Path:
     target = jar_path()
     if target.is_file() and not force:
         return target
+    if not os.environ.get(JARS_ENV):
+        fetch()
     javac, jar = shutil.which("javac"), shutil.which("jar")
     if not javac or not jar:
         raise ConfigError("javac not found: building the scan reader needs a JDK",
@@ -214,10 +316,13 @@ def build(*, force: bool = False) -> Path:
 
 
 def main() -> int:
-    """``python -m kafkaops.health.scan_jar [--force]``: build the reader, print its path."""
+    """``python -m kafkaops.health.scan_jar [--force]``: fetch kafka-clients (pinned) unless
+    $KAFKAOPS_READER_JARS names one, build the reader, print its path."""
+    from kafkaops.errors import KafkaOpsError
+
     try:
         print(build(force="--force" in sys.argv[1:]))
-    except ConfigError as exc:
+    except KafkaOpsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     return 0

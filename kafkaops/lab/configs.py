@@ -8,6 +8,7 @@ small where it does not (heaps, threads) so three brokers fit on a 2-core machin
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from kafkaops.lab.paths import HostDirs
@@ -197,21 +198,15 @@ SetEnv SHLVL=1 KAFKAOPS_LAB_HOST={h.name} KAFKAOPS_LAB_DIR={spec.lab_dir} KAFKAO
 """
 
 
-def _this_tree() -> str:
-    """``PYTHONPATH=<the source tree of this kafkaops>``, for a lab script that runs kafkaops code: a lab
-    brought up from a checkout (a branch under test) must run that checkout's ``hostctl`` on its hosts,
-    not whichever kafkaops the interpreter would import from an SSH session's bare environment."""
-    import shlex
-
-    import kafkaops
-
-    return "PYTHONPATH=" + shlex.quote(str(Path(kafkaops.__file__).resolve().parent.parent))
+#: The directory holding the kafkaops that writes these scripts: a command run over a lab host's SSH (a
+#: fresh environment) imports this tree — a worktree's, a wheel's — not whatever else the machine has installed.
+_PYTHONPATH = f"PYTHONPATH={shlex.quote(str(Path(__file__).resolve().parents[2]))}${{PYTHONPATH:+:$PYTHONPATH}}"
 
 
 def hostctl_script(spec: LabSpec) -> str:
     return f"""#!/bin/sh
 # The lab host's service manager (its systemctl): see kafkaops/lab/hostctl.py
-{_this_tree()} exec {spec.python} -m kafkaops.lab.hostctl "$@"
+{_PYTHONPATH} exec {spec.python} -m kafkaops.lab.hostctl "$@"
 """
 
 
@@ -239,7 +234,7 @@ exec {spec.java} -Xmx256m -XX:TieredStopAtLevel=1 -Xshare:auto {logging} \\
 def labdeploy_script(spec: LabSpec) -> str:
     return f"""#!/bin/sh
 # The lab's stand-in for `scap deploy` on the deploy host: see kafkaops/lab/deploy.py
-{_this_tree()} exec {spec.python} -m kafkaops.lab.deploy "$@"
+{_PYTHONPATH} exec {spec.python} -m kafkaops.lab.deploy "$@"
 """
 
 

@@ -279,9 +279,9 @@ def _wait(what: str, check: Callable[[], bool], timeout: float, pid: int | None 
 
 
 def _seed_pools(spec: LabSpec) -> None:
-    from kafkaops.systems.conftool import Conftool
+    from kafkaops.lab.pools import LabConftool
 
-    conftool = Conftool(spec.conftool_config)
+    conftool = LabConftool(spec.conftool_config)
     for h in spec.hosts:
         if not h.conftool_tags:
             continue  # a host without a pooled service has no conftool object
@@ -320,9 +320,9 @@ def _brokers_alive(hosts: list[LabHost]) -> bool:
 
 
 def _create_topics(spec: LabSpec) -> None:
-    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka, TopicSpec
 
-    admin = KafkaAdmin(spec.bootstrap_servers, timeout=15, cluster=spec.cluster)
+    admin = LabKafka(spec.bootstrap_servers, timeout=15, cluster=spec.cluster)
     replicas = min(3, len(spec.brokers))  # a site of the two-site lab has two brokers
     admin.create_topics([TopicSpec(name, partitions, replicas) for name, partitions in LAB_TOPICS])
     # Leave every partition led by its preferred replica, the state maintenance must restore.

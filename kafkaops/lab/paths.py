@@ -2,7 +2,8 @@
 
 One directory (``$KAFKAOPS_LAB_DIR``, default ``~/.local/state/kafkaops/lab``) holds everything a lab
 run creates, so ``lab down`` plus ``rm -rf`` of it leaves the machine as it was. Jars live in a cache
-outside git (``$KAFKAOPS_CACHE``, default ``~/.cache/kafkaops``), filled by ``scripts/install.sh``.
+outside git (:func:`kafkaops.places.cache_dir`: ``$KAFKAOPS_CACHE``, default ``~/.cache/kafkaops``), filled by
+``scripts/install.sh``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from kafkaops.places import cache_dir as cache_dir  # the product decides where the cache is; the lab uses it
 
 #: The default lab's cluster name; other lab inventories (``lab-stretch``) get their own directory.
 DEFAULT_LAB = "lab"
@@ -54,8 +57,6 @@ def lab_dirs() -> list[Path]:
     return sorted(out, key=lambda d: not (d / "sites.json").is_file())
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("KAFKAOPS_CACHE") or "~/.cache/kafkaops").expanduser()
 
 
 def kafka_jars(*, kraft: bool = False) -> Path:

@@ -85,10 +85,10 @@ def mirror_properties(sites: Cluster) -> str:
 
 def _ensure_topics(sites: Cluster) -> None:
     """Every site's test stream on every site: the origin's, and its mirror copy elsewhere."""
-    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka, TopicSpec
 
     for site in sites.sites.values():
-        admin = KafkaAdmin(site.bootstrap_servers, timeout=15, cluster=site.name)
+        admin = LabKafka(site.bootstrap_servers, timeout=15, cluster=site.name)
         replicas = min(3, len(site.hosts))
         admin.create_topics([TopicSpec(f"{dc}.test.event", STREAM_PARTITIONS, replicas) for dc in sites.sites])
 
@@ -113,10 +113,10 @@ def _seed_history(sites: Cluster) -> None:
 
 def _seed_discovery(sites: Cluster) -> None:
     """One discovery record per switched service and site: the first site active."""
-    from kafkaops.systems.conftool import Discovery
+    from kafkaops.lab.pools import LabDiscovery
 
     assert sites.conftool_config is not None
-    discovery = Discovery(sites.conftool_config)
+    discovery = LabDiscovery(sites.conftool_config)
     first = next(iter(sites.sites))
     for service in sites.switched.values():
         for dc in sites.sites:

@@ -167,14 +167,6 @@ class Conftool:
                 raise self._unreachable(exc) from exc
         return before
 
-    @write
-    def ensure(self, fqdn: str, tags: Mapping[str, str], *, pooled: str, weight: int) -> None:
-        """Create or overwrite an object (used by the lab to seed its pools)."""
-        try:
-            self._obj(fqdn, tags).update({"pooled": pooled, "weight": weight})
-        except Exception as exc:
-            raise self._unreachable(exc) from exc
-
     def list(self, tags: Mapping[str, str]) -> list[PoolState]:
         query = {k: re.compile(f"^{re.escape(v)}$") for k, v in tags.items()}
         try:
@@ -224,13 +216,6 @@ class Discovery(Conftool):
                 raise self._unreachable(exc) from exc
         return before
 
-    @write
-    def seed(self, service: str, dc: str, *, pooled: bool) -> None:
-        """Create or overwrite a record (the lab seeds them)."""
-        try:
-            self._record(service, dc).update({"pooled": pooled, "references": [], "ttl": 5})
-        except Exception as exc:
-            raise self._unreachable(exc) from exc
 
 
 def _conftool_config(config_path: str) -> dict[str, Any]:

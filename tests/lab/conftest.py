@@ -23,10 +23,10 @@ def pooled_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
     operator would), every host is up with its broker running and pooled, and the cluster healthy."""
     from kafkaops.cli.status import collect
     from kafkaops.lab.host import LabHost
-    from kafkaops.systems.conftool import Conftool
+    from kafkaops.lab.pools import LabConftool
 
     assert lab_cluster.conftool_config
-    conftool = Conftool(lab_cluster.conftool_config)
+    conftool = LabConftool(lab_cluster.conftool_config)
     for h in lab_cluster.hosts:
         conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
     yield lab_cluster

@@ -25,8 +25,8 @@ import pytest
 
 from kafkaops.health.check import CheckResult, run_post_check
 from kafkaops.health.metadata import Finding, OffsetsSnapshot
+from kafkaops.lab.kafka import ProduceRecord
 from kafkaops.model import Cluster
-from kafkaops.systems.kafka import ProduceRecord
 
 pytestmark = pytest.mark.lab
 
@@ -41,7 +41,8 @@ def _uid() -> str:
 
 
 def _create(cluster: Cluster, *names: str, partitions: int = 3) -> None:
-    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     admin = KafkaAdmin(cluster.bootstrap_servers, timeout=15, cluster=cluster.name)
     admin.create_topics([TopicSpec(n, partitions, 3) for n in names])
@@ -62,7 +63,7 @@ def _event(i: int, ts_ms: int | None = None) -> str:
 
 
 def _produce(cluster: Cluster, topic: str, records: list[ProduceRecord]) -> int:
-    from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
 
     return KafkaAdmin(cluster.bootstrap_servers, timeout=15, cluster=cluster.name).produce(topic, records)
 
@@ -126,7 +127,7 @@ def test_healthy_topics_pass_via_the_cli(lab_cluster: Cluster, tmp_path: Path) -
 
 def test_deleted_records_are_flagged(lab_cluster: Cluster) -> None:
     """delete_records on one partition after the baseline -> critical log_start_jump on that partition only."""
-    from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
 
     uid = _uid()
     topic = f"kotest-{uid}.deleted"
@@ -150,7 +151,7 @@ def test_delete_records_to_the_middle_is_loss_naming_partition_and_offsets(lab_c
     """Half of one partition deleted between the baseline and the check: critical, whatever its size.
 
     The former rule ("more than half of what the baseline held") let exactly this pass."""
-    from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
 
     uid = _uid()
     topic = f"kotest-{uid}.middle"
@@ -201,7 +202,8 @@ def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) 
         if interval is None or int(interval) > 10_000:
             pytest.skip(f"the lab's brokers apply retention every {interval} ms (needs "
                         "log.retention.check.interval.ms=5000 in kafkaops/lab/configs.py's server.properties)")
-    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     uid = _uid()
     topic = f"kotest-{uid}.retained"
@@ -239,7 +241,8 @@ def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) 
 def test_size_retention_is_not_loss_and_delete_records_under_it_is(lab_cluster: Cluster) -> None:
     """retention.bytes: the broker cutting the oldest segments is quiet (the partition keeps about
     retention.bytes); DeleteRecords on the same topic is flagged, though the records were young."""
-    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     uid = _uid()
     topic = f"kotest-{uid}.sized"
@@ -285,7 +288,7 @@ def test_size_retention_is_not_loss_and_delete_records_under_it_is(lab_cluster: 
 def test_stopped_broker_is_flagged_as_urp(lab_cluster: Cluster) -> None:
     """kafka1003 stopped -> under_replicated on every partition (and the broker missing); back -> passes."""
     from kafkaops.lab.host import LabHost
-    from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
 
 
     uid = _uid()
@@ -390,7 +393,8 @@ def test_out_of_order_timestamps_and_invalid_json(lab_cluster: Cluster) -> None:
 def _stage_for_readers(cluster: Cluster, uid: str) -> tuple[OffsetsSnapshot, OffsetsSnapshot]:
     """Faults for every data check on a baseline, a partition with deleted records and a compacted topic:
     returns (baseline, now), "now" taken once so both readers read exactly the same ranges."""
-    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     order, events, plain = f"kotest-{uid}.order", f"eqiad.kotest-{uid}.json", f"kotest-{uid}.plain"
     compacted = f"kotest-{uid}.compacted"

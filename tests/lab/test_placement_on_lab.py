@@ -55,7 +55,8 @@ def _wait(what: str, predicate: object, timeout: float = 60) -> None:
 
 
 def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Cluster, tmp_path: Path) -> None:
-    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     home = tmp_path / "home"
     topic = f"stretch.t{uuid.uuid4().hex[:6]}"
@@ -159,7 +160,8 @@ def test_a_killed_placement_rolled_back_leaves_nothing_moving_and_no_throttle(st
     its old replicas), every throttle is deleted; the saved plan is then stale and refused (exit 8)."""
     from confluent_kafka import Producer
 
-    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
 
     home = tmp_path / "home"
     topic = f"stretch.r{uuid.uuid4().hex[:6]}"

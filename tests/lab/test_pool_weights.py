@@ -11,8 +11,8 @@ import pytest
 from harness import kafkaops
 
 from kafkaops.errors import SafetyRefusal
+from kafkaops.lab.pools import LabConftool as Conftool
 from kafkaops.model import Cluster
-from kafkaops.systems.conftool import Conftool
 
 pytestmark = [pytest.mark.lab]
 

@@ -195,8 +195,9 @@ def test_translate_refuses_a_group_active_on_the_target(sites: Cluster, tmp_path
 def test_translate_refuses_a_partition_the_target_topic_does_not_have(sites: Cluster, tmp_path: Path) -> None:
     """A topic with 3 partitions on the source and 1 on the target (not MirrorMaker's doing: a name outside
     its regex): the group's position in partition 2 has nowhere to go, so the translation is refused."""
+    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops.lab.kafka import TopicSpec
     from kafkaops.systems.groups import ConsumerGroups
-    from kafkaops.systems.kafka import KafkaAdmin, TopicSpec
 
     src, dst = _active(sites)
     source, target = sites.site(src), sites.site(dst)

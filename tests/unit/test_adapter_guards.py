@@ -31,9 +31,11 @@ NOWHERE = "127.0.0.1"
 CLOSED_PORT = 9
 
 EXPECTED_WRITES = {
-    "KafkaAdmin": {"alter_configs", "create_topics", "delete_records", "elect_preferred_leaders", "produce"},
-    "Conftool": {"ensure", "set_pooled"},
-    "Discovery": {"ensure", "set_pooled", "set", "seed"},
+    # Only what production commands write: the lab's writes (topics, test data, pool objects, discovery
+    # records) are the lab's adapters' (kafkaops.lab.kafka, kafkaops.lab.pools), never a production one's.
+    "KafkaAdmin": {"alter_configs", "elect_preferred_leaders"},
+    "Conftool": {"set_pooled"},
+    "Discovery": {"set_pooled", "set"},
     "SshClient": {"change"},
     "Reassigner": {"execute", "cancel"},
     "ConsumerGroups": {"set_offsets"},
@@ -143,3 +145,18 @@ def test_the_run_identity_names_what_changed_and_ignores_masked_values() -> None
     host = dataclasses.replace(cluster.hosts[0], ssh=dataclasses.replace(cluster.hosts[0].ssh, key_file="/k2"))
     keyed = dataclasses.replace(cluster, hosts=(host,))
     assert environment_changes(recorded, dependencies(keyed)) != []
+
+
+def test_the_labs_own_writes_refuse_themselves_in_a_dry_run_too() -> None:
+    """The lab's adapters (kafkaops.lab) add writes production never makes; a dry-run's copy refuses them."""
+    from kafkaops.lab.kafka import LabKafka
+    from kafkaops.lab.pools import LabConftool, LabDiscovery
+
+    for adapter, name, args in ((LabConftool("/nonexistent/conftool.yaml", dry_run=True), "ensure",
+                                 ("h", {}, )), (LabDiscovery("/nonexistent/conftool.yaml", dry_run=True), "seed",
+                                                ("svc", "x")), (LabKafka(f"{NOWHERE}:{CLOSED_PORT}", dry_run=True),
+                                                                "create_topics", ([],))):
+        kwargs: dict[str, Any] = {"pooled": "yes", "weight": 1} if name == "ensure" else \
+            {"pooled": True} if name == "seed" else {}
+        with pytest.raises(DryRunViolation, match=f"{type(adapter).__name__}.{name} called in a dry-run"):
+            getattr(adapter, name)(*args, **kwargs)

@@ -20,10 +20,10 @@ Each case asserts:
   identical, and the case's ``KAFKAOPS_HOME`` and lock directory hold nothing (no run directory, no
   lock file, no audit record).
 
-Two inventories defining the same names (no ``-i``) need the default search (``inventory/*.yaml``)
-pointed at a temporary directory: the code reads it from ``kafkaops.cli.lookup.DEFAULT_INVENTORY_DIR``
-and ``$KAFKAOPS_INVENTORY`` names one file only, so those cases start the same ``main()`` through
-``python -c`` after setting that constant (:data:`_SEARCH_BOOT`).
+Two inventories defining the same names (no ``-i``), and no inventory at all, need the default search
+pointed at a temporary directory: those cases set ``XDG_CONFIG_HOME`` (``Case.search``: the inventories
+are then found in its ``kafkaops/inventory/``) and ``KAFKAOPS_SYSCONFDIR`` (every case: the machine's
+``/etc/kafkaops`` is never searched).
 
 Cases marked ``xfail(strict=True)`` are mistakes the product still accepts, whose fix belongs in a
 file this test's author could not change (the reason says which); they turn into failures when fixed.
@@ -53,7 +53,8 @@ CLOSED_NET = "127.0.47."
 class Case:
     """One mistake: ``args`` (``{world}`` is the shared directory of inputs), the exit code, and words
     the one error line must contain. ``inventory``: the file of ``world`` that ``KAFKAOPS_INVENTORY``
-    names (None: unset); ``search``: a directory of ``world`` the default inventory search reads."""
+    names (None: unset); ``search``: a directory of ``world`` that is ``$XDG_CONFIG_HOME`` (the default
+    inventory search reads its ``kafkaops/inventory/``)."""
 
     id: str
     args: tuple[str, ...]
@@ -83,9 +84,9 @@ CASES = [
     Case("run-unknown-host", ("run", "restart", "nosuch1001", "--dry-run"), CONFIG, "unknown host 'nosuch1001'"),
     Case("run-unknown-runbook", ("run", "nosuch", "lab"), USAGE, "no runbook named 'nosuch'"),
     Case("status-unknown-cluster", ("status", "nosuch"), CONFIG, "unknown cluster 'nosuch'"),
-    Case("check-unknown-cluster", ("check", "nosuch", "--no-scan"), CONFIG, "cluster 'nosuch' is not the one"),
+    Case("check-unknown-cluster", ("check", "nosuch", "--no-scan"), CONFIG, "unknown cluster 'nosuch'"),
     Case("snapshot-unknown-cluster", ("snapshot", "nosuch", "-o", "{tmp}/snap.json"), CONFIG,
-         "cluster 'nosuch' is not the one"),
+         "unknown cluster 'nosuch'"),
     Case("runs-unlock-typo", ("runs", "unlock", "TYPO", "--reason", "r"), CONFIG, "unknown cluster 'TYPO'"),
     Case("runs-unlock-typo-no-reason", ("runs", "unlock", "TYPO"), USAGE, "--reason"),
     Case("lab-host-reboot-unknown-no-lab", ("lab", "host", "reboot", "nosuch1001"), LAB, "no lab at"),
@@ -129,8 +130,9 @@ CASES = [
          "known hosts: kafka1001, kafka[/]1002, kafka1003;id", inventory="hostile-names.yaml"),
     Case("inventory-not-utf8", ("status", "lab"), CONFIG,
          "not-utf8.yaml:2: cannot read inventory: not UTF-8 text (byte 0xe9)", inventory="not-utf8.yaml"),
-    Case("inventory-unreadable-directory", ("reboot", "kafka1001", "--dry-run"), CONFIG,
-         "cannot read inventory: Is a directory", inventory="."),
+    # $KAFKAOPS_INVENTORY may name a directory (its *.yaml: docs/install.md); one with none is the same one line.
+    Case("inventory-directory-without-any", ("reboot", "kafka1001", "--dry-run"), CONFIG,
+         "no inventory found in $KAFKAOPS_INVENTORY", inventory="empty"),
     Case("inventory-option-missing-file", ("-i", "{world}/nope.yaml", "status", "lab"), CONFIG,
          "no such inventory file"),
     Case("inventory-empty", ("runs", "unlock", "lab", "--reason", "r"), CONFIG, "cluster: missing required key",
@@ -144,6 +146,13 @@ CASES = [
          search="two"),
     Case("two-inventories-unlock", ("runs", "unlock", "lab", "--reason", "r"), CONFIG,
          "cluster 'lab' is defined by", inventory=None, search="two"),
+    # --- no inventory anywhere: never the lab's; one line naming every place searched -----------------------
+    Case("no-inventory-anywhere", ("reboot", "kafka1001", "--dry-run"), CONFIG,
+         "no inventory found anywhere: searched --inventory (not set), $KAFKAOPS_INVENTORY (not set)",
+         inventory=None, search="empty"),
+    Case("no-inventory-status", ("status", "lab"), CONFIG, "no inventory found anywhere", inventory=None,
+         search="empty"),
+    Case("doctor-bad-output", ("doctor", "-o", "yaml"), USAGE, "Invalid value for '--output'"),
     # --- --reason: missing and blank are the same mistake --------------------------------------------------
     Case("reboot-missing-reason", ("reboot", "kafka1001"), USAGE, "--reason is required"),
     Case("reboot-empty-reason", ("reboot", "kafka1001", "--reason", ""), USAGE, "--reason is required"),
@@ -398,9 +407,11 @@ def _inventories(world: Path) -> None:
     for name, text in files.items():
         (world / name).write_text(text)
     (world / "not-utf8.yaml").write_bytes(b"cluster: lab\n# caf\xe9 in latin-1\n")
-    (world / "two").mkdir()
-    (world / "two" / "a.yaml").write_text(base)
-    (world / "two" / "b.yaml").write_text(base.replace(CLOSED_NET, "127.0.48."))
+    two = world / "two" / "kafkaops" / "inventory"  # as $XDG_CONFIG_HOME/kafkaops/inventory
+    two.mkdir(parents=True)
+    (two / "a.yaml").write_text(base)
+    (two / "b.yaml").write_text(base.replace(CLOSED_NET, "127.0.48."))
+    (world / "empty").mkdir()  # an XDG_CONFIG_HOME without any inventory
 
 
 def _plans(world: Path) -> None:
@@ -448,14 +459,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 # --- running a case -----------------------------------------------------------------------------------------
 
-_SEARCH_BOOT = (
-    "import os, pathlib, kafkaops.cli.lookup as lookup\n"
-    "lookup.DEFAULT_INVENTORY_DIR = pathlib.Path(os.environ['BAD_INPUTS_INVENTORY_DIR'])\n"
-    "from kafkaops.cli.main import main\n"
-    "main()\n"
-)
-
-
 def _tree(root: Path) -> dict[str, tuple[int, bytes]]:
     """Every file and directory under ``root``: its mtime and content."""
     out: dict[str, tuple[int, bytes]] = {}
@@ -477,15 +480,13 @@ def error_line(stderr: str, code: int) -> list[str]:
 def run_case(case: Case, world: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKAOPS_")}
     env.update(KAFKAOPS_HOME=str(tmp / "home"), KAFKAOPS_LOCK_DIR=str(tmp / "locks"),
-               KAFKAOPS_LAB_DIR=str(world / "lab"), COLUMNS="100")
+               KAFKAOPS_LAB_DIR=str(world / "lab"), KAFKAOPS_SYSCONFDIR=str(world / "no-etc"), COLUMNS="100")
     if case.inventory is not None:
         env["KAFKAOPS_INVENTORY"] = str(world / case.inventory)
     args = [a.format(world=world, tmp=tmp) for a in case.args]
     if case.search is not None:
-        env["BAD_INPUTS_INVENTORY_DIR"] = str(world / case.search)
-        argv = [sys.executable, "-c", _SEARCH_BOOT, *args]
-    else:
-        argv = [sys.executable, "-m", "kafkaops.cli.main", *args]
+        env["XDG_CONFIG_HOME"] = str(world / case.search)
+    argv = [sys.executable, "-m", "kafkaops.cli.main", *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=tmp, stdin=subprocess.DEVNULL)
 
 

@@ -8,6 +8,7 @@ runnable with only what they need loaded.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,10 @@ REPO = Path(__file__).resolve().parents[2]
 PROCEDURES = ("reboot", "restart", "rolling-reboot", "rolling-restart", "restart-service",
               "rolling-restart-service", "rolling-deploy")
 #: The built-in commands.
-BUILTINS = ("status", "resume", "apply", "runs", "check", "snapshot", "run", "runbooks", "lab", "failed-events",
-            "service", "placement", "switchover", "offsets")
+BUILTINS = ("status", "resume", "apply", "runs", "check", "snapshot", "run", "runbooks", "failed-events",
+            "service", "placement", "switchover", "offsets", "doctor")
+#: Command groups other packages register through the entry-point group ``kafkaops.commands``: the lab's.
+ENTRY_POINTS = ("lab",)
 
 
 def _top_level_names(app: typer.Typer) -> set[str]:
@@ -50,7 +53,8 @@ def test_every_builtin_command_is_mapped_to_the_module_that_registers_it() -> No
 
 def _help() -> str:
     result = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "--help"], capture_output=True, text=True,
-                            timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                            timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin",
+                                             "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -58,7 +62,7 @@ def _help() -> str:
 def test_help_lists_every_command_builtin_and_generated() -> None:
     listed = {line.split()[0] for line in _help().split("Commands:")[1].split("Exit codes")[0].splitlines()
               if line.strip()}
-    assert listed == set(BUILTINS) | set(PROCEDURES)
+    assert listed == set(BUILTINS) | set(PROCEDURES) | set(ENTRY_POINTS)
 
 
 def test_every_runbook_with_a_command_declaration_is_a_command() -> None:
@@ -127,6 +131,23 @@ def test_a_procedure_command_loads_only_its_runbook() -> None:
             "from kafkaops.cli.procedures import _load\nassert _load.cache_info().currsize == 1\n")
     assert _loaded_after(code) == ["kafkaops.cli.builtin", "kafkaops.cli.common", "kafkaops.cli.main",
                                    "kafkaops.cli.procedures", "kafkaops.engine.runbook"]
+
+
+def test_the_lab_registers_itself_through_its_entry_point() -> None:
+    """`kafkaops lab ...` loads the lab's command group from the entry point, and no built-in module; no
+    other command imports the lab (the product does not know it: tests/unit/test_layers.py)."""
+    assert "lab" not in cli_main.COMMAND_MODULES
+    code = ("import typer.main\ngroup = typer.main.get_command(main.register(only='lab'))\n"
+            "assert group.get_command(None, 'lab') is not None\n"
+            "print(json.dumps('kafkaops.lab.cli' in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", f"import json, sys\nfrom kafkaops.cli import main\n{code}"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) is True
+    code = ("main.register(only='status')\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('kafkaops.lab'))))")
+    out = subprocess.run([sys.executable, "-c", f"import json, sys\nfrom kafkaops.cli import main\n{code}"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
 
 
 def test_status_never_reads_a_runbook(tmp_path: Path) -> None:

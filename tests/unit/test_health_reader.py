@@ -49,8 +49,8 @@ def test_no_reader_at_all_is_a_config_error() -> None:
 
 def _install(cache: Path, *, fast: bool, connector: bool) -> None:
     if fast:
-        (cache / "jars" / "kafka").mkdir(parents=True)
-        (cache / "jars" / "kafka" / "kafka-clients-3.9.1.jar").write_bytes(b"")
+        (cache / "jars" / "reader").mkdir(parents=True)  # where the pinned kafka-clients is downloaded
+        (cache / "jars" / "reader" / "kafka-clients-3.9.1.jar").write_bytes(b"")
         scan_jar.jar_path().parent.mkdir(parents=True)
         scan_jar.jar_path().write_bytes(b"")
     if connector:

@@ -10,8 +10,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from kafkaops.lab.kafka import LabKafka, ProduceRecord, TopicSpec
 from kafkaops.systems.guard import DryRunViolation, write_methods
-from kafkaops.systems.kafka import KafkaAdmin, ProduceRecord, TopicSpec
+from kafkaops.systems.kafka import KafkaAdmin
 
 
 @dataclass
@@ -59,9 +60,12 @@ def fake_admin(monkeypatch: pytest.MonkeyPatch) -> type[FakeAdminClient]:
 
 
 def test_every_write_is_guarded_and_refused_in_a_dry_run(fake_admin: type[FakeAdminClient]) -> None:
-    assert write_methods(KafkaAdmin) == ["alter_configs", "create_topics", "delete_records", "elect_preferred_leaders",
-                                         "produce"]
-    admin = KafkaAdmin("127.0.0.1:9", dry_run=True)
+    # The product's writes are those production commands make; the lab's (topics, test data, staged loss)
+    # are the lab's adapter's, guarded the same way.
+    assert write_methods(KafkaAdmin) == ["alter_configs", "elect_preferred_leaders"]
+    assert write_methods(LabKafka) == ["alter_configs", "create_topics", "delete_records", "elect_preferred_leaders",
+                                       "produce"]
+    admin = LabKafka("127.0.0.1:9", dry_run=True)
     calls = {
         "alter_configs": lambda: admin.alter_configs(brokers={1001: {"leader.replication.throttled.rate": "1"}}),
         "create_topics": lambda: admin.create_topics([TopicSpec("t", 1, 1)]),
@@ -70,7 +74,7 @@ def test_every_write_is_guarded_and_refused_in_a_dry_run(fake_admin: type[FakeAd
         "produce": lambda: admin.produce("t", [ProduceRecord("x")]),
     }
     for name, call in calls.items():
-        with pytest.raises(DryRunViolation, match=f"KafkaAdmin.{name} called in a dry-run"):
+        with pytest.raises(DryRunViolation, match=f"LabKafka.{name} called in a dry-run"):
             call()
     assert fake_admin.calls == []  # nothing was asked of Kafka
 
@@ -124,7 +128,7 @@ def test_a_topic_that_exists_by_the_time_its_creation_answers_is_success(monkeyp
             return out
 
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Admin)
-    admin = KafkaAdmin("127.0.0.1:9", timeout=1)
+    admin = LabKafka("127.0.0.1:9", timeout=1)
     assert admin.create_topics([TopicSpec("new", 1, 1), TopicSpec("raced", 1, 1)]) == ["new"]
     from kafkaops.errors import UnreachableError
 

@@ -15,11 +15,13 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     lab = (REPO / "inventory" / "lab.yaml").read_text()
-    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    found = tmp_path / "kafkaops" / "inventory"  # the operator's own place: $XDG_CONFIG_HOME/kafkaops/inventory
+    found.mkdir(parents=True)
+    a, b = found / "a.yaml", found / "b.yaml"
     a.write_text(lab)
     b.write_text(lab.replace("cluster: lab", "cluster: other").replace("kafka1003", "kafka2003"))
     monkeypatch.delenv("KAFKAOPS_INVENTORY", raising=False)
-    monkeypatch.setattr("kafkaops.cli.lookup.DEFAULT_INVENTORY_DIR", tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     return a, b
 
 

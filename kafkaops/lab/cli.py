@@ -1,4 +1,11 @@
-"""``kafkaops lab``: the local lab of real processes, for rehearsing runbooks and for the tests."""
+"""``kafkaops lab``: the local lab of real processes, for rehearsing runbooks and for the tests.
+
+The lab is a user of the product, on its top floor: the product's CLI does not know it. These commands
+register themselves through the entry point ``kafkaops.commands: lab = kafkaops.lab.cli:app``
+(``pyproject.toml``), which the CLI loads only when ``lab`` is the command run (or for ``--help``).
+Without ``--inventory`` they act on the lab's own inventories (:mod:`kafkaops.lab.inventories`), never on
+the operator's.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +36,7 @@ host_app = typer.Typer(help="Power a lab host (reboot, crash, boot) and set its 
                        no_args_is_help=True)
 app.add_typer(host_app, name="host")
 
-InventoryOpt = typer.Option(None, "--inventory", "-i", help="Lab inventory (default: inventory/lab.yaml).")
+InventoryOpt = typer.Option(None, "--inventory", "-i", help="Lab inventory (default: the lab's own lab.yaml).")
 
 #: The labs `lab up` builds from its layout options: (brokers, DCs) -> the inventory describing it.
 LAYOUTS = {(3, ("eqiad",)): "lab.yaml", (4, ("eqiad", "codfw")): "lab-stretch.yaml"}
@@ -66,6 +73,17 @@ def _labs() -> list[Path]:
     return [paths.lab_dir()] if _CHOSEN else lab.running()
 
 
+def _default_inventory() -> Path:
+    """The lab's own ``lab.yaml``, unless the root ``kafkaops -i FILE`` named another lab inventory (it sets
+    ``$KAFKAOPS_INVENTORY``): the lab never searches the operator's inventory directories."""
+    import os
+
+    from kafkaops.lab.inventories import lab_inventory
+
+    named = os.environ.get("KAFKAOPS_INVENTORY")
+    return Path(named) if named and Path(named).is_file() else lab_inventory()
+
+
 def _layout_inventory(brokers: int | None, dcs: str | None) -> Path | None:
     """The inventory of the layout ``--brokers/--dcs`` ask for (``None``: neither given)."""
     if brokers is None and dcs is None:
@@ -74,9 +92,9 @@ def _layout_inventory(brokers: int | None, dcs: str | None) -> Path | None:
     if wanted not in LAYOUTS:
         known = "; ".join(f"--brokers {b} --dcs {','.join(d)}" for b, d in LAYOUTS)
         raise LabError(f"no lab of {wanted[0]} brokers in {', '.join(wanted[1])}", hint=f"labs: {known}")
-    from kafkaops.inventory import DEFAULT_INVENTORY_DIR
+    from kafkaops.lab.inventories import lab_inventory
 
-    return DEFAULT_INVENTORY_DIR / LAYOUTS[wanted]
+    return lab_inventory(LAYOUTS[wanted])
 OutputOpt = typer.Option(TableOrJson.table, "--output", "-o", help="table or json.")
 
 
@@ -100,18 +118,19 @@ def up(inventory: Path | None = InventoryOpt,
                                              "discovery records in conftool (eqiad active)."),
        ) -> None:
     """Start the lab from scratch (about 30-60 s with jars cached). Refuses if it is already up."""
-    from kafkaops.inventory import DEFAULT_INVENTORY_DIR, load_inventory
+    from kafkaops.inventory import load_inventory
     from kafkaops.lab import lab
+    from kafkaops.lab.inventories import lab_inventory
 
     if sum(x is not None for x in (inventory, mode, sites)) + (brokers is not None or dcs is not None) > 1:
         raise LabError("give one of --inventory, --mode, --sites or --brokers/--dcs")
     if mode is not None and mode not in MODES:
         raise LabError(f"unknown lab mode {mode!r}", hint=f"modes: {', '.join(MODES)}")
     if sites is not None:
-        layout: Path | None = DEFAULT_INVENTORY_DIR / "lab-sites.yaml"
+        layout: Path | None = lab_inventory("lab-sites.yaml")
     else:
-        layout = DEFAULT_INVENTORY_DIR / MODES[mode] if mode else _layout_inventory(brokers, dcs)
-    cluster = load_inventory(inventory or layout)
+        layout = lab_inventory(MODES[mode]) if mode else _layout_inventory(brokers, dcs)
+    cluster = load_inventory(inventory or layout or _default_inventory())
     if cluster.multi_site:
         _sites_up(cluster, sites)
         return
@@ -311,7 +330,7 @@ def load(
 
     if not lab.is_up():
         raise LabError("the lab is not up", hint="start it with `kafkaops lab up`")
-    report = run_load(load_inventory(inventory), seconds, rate=rate, http_rate=http_rate)
+    report = run_load(load_inventory(inventory or _default_inventory()), seconds, rate=rate, http_rate=http_rate)
     if output == TableOrJson.json:
         print_json(report.to_dict())
     else:
@@ -331,7 +350,3 @@ def load(
     if not report.clean:
         raise CheckFailed(f"load run not clean: lost={report.lost} duplicated={report.duplicated} "
                           f"http_failed={report.http_failed}")
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="lab")

@@ -1,0 +1,265 @@
+"""``kafkaops doctor``: what an operator runs first on a new admin host.
+
+One line per check — the version and where the package is, where configuration, state, locks and the
+cache live, which inventories were found (and which place is in use) with their clusters, SSH config and
+known hosts, whether each cluster's Kafka, ZooKeeper and etcd answer, Java and Spark, the post-check's
+reader — so a missing piece is found before the first maintenance, not in the middle of it. Exit 0 when
+every check passes, 9 (a check failed) otherwise; ``-o json`` for configuration management to assert on.
+
+The network checks only open a TCP connection (3 s each, all at once): enough to tell "a firewall is in
+the way" from "it works", and nothing is asked of a production system. Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import typer
+
+from kafkaops.cli.common import TableOrJson, console, print_json
+
+#: Seconds each TCP check waits for an answer.
+CONNECT_TIMEOUT = 3.0
+
+
+@dataclass(frozen=True)
+class Result:
+    check: str
+    ok: bool
+    detail: str
+
+
+def _connect(endpoints: Iterable[tuple[str, int]]) -> tuple[bool, str]:
+    """Does any of ``endpoints`` accept a TCP connection? (which one, or why none)"""
+    errors = []
+    for host, port in endpoints:
+        try:
+            with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT):
+                return True, f"{host}:{port} answers"
+        except OSError as exc:
+            errors.append(f"{host}:{port}: {exc.strerror or exc}")
+    return False, "; ".join(errors) or "no address"
+
+
+def _host_ports(spec: str, default_port: int) -> list[tuple[str, int]]:
+    """``a:9092,b:9092`` or ``zk1:2181,zk2:2181/chroot`` or URLs -> [(host, port)]."""
+    out = []
+    for item in spec.split("/", 1)[0].split(",") if "://" not in spec else spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        parsed = urlsplit(item if "://" in item else f"//{item}")
+        out.append((parsed.hostname or item, parsed.port or default_port))
+    return out
+
+
+def _writable(path: Path) -> tuple[bool, str]:
+    """Can this user write ``path`` (or create it: its nearest existing parent is writable)?"""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if os.access(probe, os.W_OK):
+        return True, f"{path}" + ("" if path.exists() else " (created on first use)")
+    return False, f"{path}: not writable by this user ({probe} is not)"
+
+
+def _places_checks() -> list[Callable[[], Result]]:
+    from kafkaops import __version__, places
+    from kafkaops.health.scan_jar import reader_jars_dir
+
+    def version() -> Result:
+        return Result("version", True, f"kafkaops {__version__} at {Path(__file__).resolve().parents[1]}")
+
+    def state() -> Result:
+        return Result("state", *_writable(places.state_dir()))
+
+    def cache() -> Result:
+        ok, detail = _writable(places.cache_dir())
+        return Result("cache", ok, f"{detail}; reader jars: {reader_jars_dir()}")
+
+    return [version, state, cache]
+
+
+def _inventory_checks() -> tuple[list[Callable[[], Result]], list[Any]]:
+    """The inventory checks, and the clusters found (for the checks that follow)."""
+    from kafkaops import places
+    from kafkaops.errors import KafkaOpsError
+    from kafkaops.inventory import load_inventory
+
+    all_places, used = places.inventory_places()
+    searched = ", ".join(p.describe() for p in all_places)
+    checks: list[Callable[[], Result]] = []
+    clusters: list[Any] = []
+    if used is None or not used.files:
+        checks.append(lambda: Result("inventories", False, f"none found; searched {searched} "
+                                     f"(put one in {places.inventory_dirs()[0]}/ or {places.inventory_dirs()[1]}/)"))
+        return checks, clusters
+    checks.append(lambda: Result("inventories", True, f"in use: {used.describe()}; searched {searched}"))
+    for f in used.files:
+        try:
+            cluster = load_inventory(f)
+        except KafkaOpsError as exc:
+            checks.append(partial(Result, f"inventory {f.name}", False, str(exc)))
+            continue
+        members = list(cluster.sites.values()) if cluster.multi_site else [cluster]
+        names = ", ".join(c.name for c in members)
+        checks.append(partial(Result, f"inventory {f.name}", True,
+                              f"{'sites ' + cluster.name + ': ' if cluster.multi_site else ''}{names}"))
+        clusters += [c for c in members if c not in clusters]
+    return checks, clusters
+
+
+def _lock_check(clusters: list[Any]) -> Callable[[], Result]:
+    from kafkaops import places
+
+    def locks() -> Result:
+        ok, detail = _writable(places.lock_dir())
+        needed = [c.name for c in clusters if not c.zookeeper and not c.etcd and not c.conftool_config]
+        if ok or not needed:
+            return Result("locks", True, detail + ("" if needed else " (every cluster locks in ZooKeeper or etcd)"))
+        return Result("locks", False, f"{detail}; needed by {', '.join(needed)} (set $KAFKAOPS_LOCK_DIR)")
+
+    return locks
+
+
+def _ssh_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
+    def config() -> Result:
+        path = Path("~/.ssh/config").expanduser()
+        return Result("ssh config", True, f"{path}" if path.is_file() else f"{path} absent (the inventory's ssh: "
+                      "and OpenSSH defaults apply)")
+
+    def known(cluster: Any) -> Result:
+        import paramiko
+
+        missing, files = [], set()
+        for h in [*cluster.hosts, *getattr(cluster, "controllers", ())]:
+            path = Path(h.ssh.known_hosts or "~/.ssh/known_hosts").expanduser()
+            files.add(str(path))
+            try:
+                keys = paramiko.HostKeys(str(path))
+            except (OSError, paramiko.SSHException):
+                missing.append(h.name)
+                continue
+            port = h.ssh.port or 22
+            names = [h.ssh.address, h.fqdn] if port == 22 else [f"[{h.ssh.address}]:{port}", f"[{h.fqdn}]:{port}"]
+            if not any(keys.lookup(n) for n in names):
+                missing.append(h.name)
+        where = ", ".join(sorted(files))
+        if missing:
+            return Result(f"known hosts {cluster.name}", False, f"no key for {', '.join(missing)} in {where} "
+                          "(an unknown key is refused: add the hosts' keys first)")
+        return Result(f"known hosts {cluster.name}", True, f"every host's key in {where}")
+
+    return [config, *[partial(known, c) for c in clusters]]
+
+
+def _reach_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
+    checks: list[Callable[[], Result]] = []
+    for c in clusters:
+        checks.append(partial(_reach, f"kafka {c.name}", _host_ports(c.bootstrap_servers, 9092)))
+        if c.zookeeper:
+            checks.append(partial(_reach, f"zookeeper {c.name}", _host_ports(c.zookeeper, 2181)))
+        if c.etcd or c.conftool_config:
+            checks.append(partial(_etcd, c))
+    return checks
+
+
+def _reach(name: str, endpoints: list[tuple[str, int]]) -> Result:
+    return Result(name, *_connect(endpoints))
+
+
+def _etcd(cluster: Any) -> Result:
+    name = f"etcd {cluster.name}"
+    hosts: list[str] = [cluster.etcd] if cluster.etcd else []
+    if cluster.conftool_config:
+        import yaml
+
+        try:
+            with open(cluster.conftool_config) as f:
+                hosts = list((yaml.safe_load(f) or {}).get("hosts") or []) or hosts
+        except (OSError, yaml.YAMLError) as exc:
+            return Result(name, False, f"cannot read conftool config {cluster.conftool_config}: {exc}")
+    endpoints = [hp for h in hosts for hp in _host_ports(str(h), 2379)]
+    return Result(name, *_connect(endpoints))
+
+
+def _runtime_checks() -> list[Callable[[], Result]]:
+    def java() -> Result:
+        found = shutil.which("java")
+        if not found:
+            return Result("java", False, "no java on PATH (the post-check's Spark scan needs a JRE 17+: "
+                          "apt-get install openjdk-17-jre-headless; --no-scan runs without)")
+        try:
+            out = subprocess.run([found, "-version"], capture_output=True, text=True, timeout=20)
+            first = (out.stderr or out.stdout).splitlines()[0] if (out.stderr or out.stdout) else "?"
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Result("java", False, f"{found}: {exc}")
+        return Result("java", True, f"{found}: {first}")
+
+    def spark() -> Result:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return Result("spark", True, f"pyspark {version('pyspark')}")
+        except PackageNotFoundError:
+            return Result("spark", False, "pyspark is not installed (pip install 'kafkaops[spark]'; --no-scan "
+                          "runs the post-check without it)")
+
+    def reader() -> Result:
+        from kafkaops.health import scan_jar
+
+        jars, missing = scan_jar._fast_jars()
+        if jars:
+            return Result("reader", True, f"built: {', '.join(jars)}")
+        if shutil.which("javac"):
+            return Result("reader", True, f"not built yet ({missing}); buildable: `{scan_jar.BUILD_COMMAND}`")
+        return Result("reader", False, f"not built ({missing}) and no javac to build it "
+                      f"(apt-get install {scan_jar.JDK_PACKAGE}, then `{scan_jar.BUILD_COMMAND}`)")
+
+    return [java, spark, reader]
+
+
+def _run(checks: list[Callable[[], Result]]) -> list[Result]:
+    """Run every check at once (they wait on the network), keep their order."""
+    def safe(check: Callable[[], Result]) -> Result:
+        try:
+            return check()
+        except Exception as exc:  # a check that breaks is a failed check, and the others still report
+            return Result(getattr(check, "__name__", "check"), False, f"{type(exc).__name__}: {exc}")
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return list(pool.map(safe, checks))
+
+
+def doctor(output: TableOrJson = typer.Option(TableOrJson.table, "--output", "-o", help="table or json.")) -> None:
+    """Check this admin host: version, where config/state/locks/cache live, the inventories found and their
+    clusters, SSH known hosts, Kafka/ZooKeeper/etcd reachable per cluster, Java, Spark, the post-check's reader.
+
+    One line per check; exit 0 when all pass, 9 otherwise.
+    """
+    inventory_checks, clusters = _inventory_checks()
+    results = _run([*_places_checks(), _lock_check(clusters), *inventory_checks, *_ssh_checks(clusters),
+                    *_reach_checks(clusters), *_runtime_checks()])
+    healthy = all(r.ok for r in results)
+    if output == TableOrJson.json:
+        print_json({"ok": healthy, "checks": [asdict(r) for r in results]})
+    else:
+        for r in results:
+            console.print(f"{'[green]ok[/]  ' if r.ok else '[red]FAIL[/]'} {r.check}: {r.detail}", highlight=False,
+                          soft_wrap=True, markup=True)
+    if not healthy:
+        raise typer.Exit(9)
+
+
+def register(root: typer.Typer) -> None:
+    root.command("doctor")(doctor)

@@ -1,0 +1,71 @@
+"""``kafkaops doctor`` on a new admin host (issue 29): one line per check, exit 0/9, ``-o json``.
+
+The cluster's Kafka here is a real TCP listener on loopback (it answers), its ZooKeeper a closed port (it
+does not), its etcd and SSH keys are paths that do not exist: the doctor must say which is which.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+def _doctor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKAOPS_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), KAFKAOPS_SYSCONFDIR=str(tmp_path / "etc"),
+               KAFKAOPS_HOME=str(tmp_path / "state"), KAFKAOPS_LAB_DIR=str(tmp_path / "lab"), COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "doctor", *args], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=tmp_path, stdin=subprocess.DEVNULL)
+
+
+def test_each_check_is_one_line_and_a_failure_exits_9(tmp_path: Path, listener: int) -> None:
+    inventories = tmp_path / "config" / "kafkaops" / "inventory"
+    inventories.mkdir(parents=True)
+    text = (REPO / "inventory" / "lab.yaml").read_text()
+    text = text.replace("127.0.10.1:9092,127.0.10.2:9092,127.0.10.3:9092", f"127.0.0.1:{listener}")
+    text = text.replace("zookeeper: 127.0.10.10:2181", "zookeeper: 127.0.0.1:9")  # discard: refused
+    (inventories / "site.yaml").write_text(text)
+    table = _doctor(tmp_path)
+    assert table.returncode == 9, table.stderr
+    lines = table.stdout.splitlines()
+    by_check = {line[5:].split(":", 1)[0]: line for line in lines}
+    assert by_check["kafka lab"].startswith("ok ") and f"127.0.0.1:{listener} answers" in by_check["kafka lab"]
+    assert by_check["zookeeper lab"].startswith("FAIL") and "127.0.0.1:9" in by_check["zookeeper lab"]
+    assert by_check["known hosts lab"].startswith("FAIL")  # no known_hosts file at all
+    assert f"in use: {inventories}" in by_check["inventories"] and str(tmp_path / "etc" / "inventory") in \
+        by_check["inventories"]
+    assert by_check["inventory site.yaml"].startswith("ok ") and by_check["inventory site.yaml"].endswith("lab")
+    assert {"version", "state", "cache", "locks", "java", "spark", "reader"} <= set(by_check)
+
+    report = json.loads(_doctor(tmp_path, "-o", "json").stdout)
+    assert report["ok"] is False
+    assert [c["check"] for c in report["checks"]] == list(by_check)
+    assert {c["check"]: c["ok"] for c in report["checks"]}["kafka lab"] is True
+
+
+def test_no_inventory_is_a_failed_check_naming_the_places(tmp_path: Path) -> None:
+    result = _doctor(tmp_path, "-o", "json")
+    assert result.returncode == 9
+    checks = {c["check"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["inventories"]["ok"] is False
+    assert str(tmp_path / "config" / "kafkaops" / "inventory") in checks["inventories"]["detail"]
