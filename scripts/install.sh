@@ -26,7 +26,7 @@ fi
 # Debian starts etcd/sshd as system services where it can; the lab runs its own on loopback.
 
 # 2. Python: the project, the post-check extra (pyspark) and the dev tools --------------------------
-if ! $PYTHON -c 'import kafkaops, pyspark, confluent_kafka, kazoo, paramiko, conftool, pytest, pytest_timeout, hypothesis' 2>/dev/null \
+if ! $PYTHON -c 'import kafkaops, pyspark, confluent_kafka, kazoo, paramiko, conftool, pytest, pytest_timeout, hypothesis, build' 2>/dev/null \
    || [ pyproject.toml -nt "$CACHE/.pip-installed" ]; then
   say "pip install -e .[spark,dev]"
   $PYTHON -m pip install -q --disable-pip-version-check -e ".[spark,dev]"
