@@ -81,16 +81,18 @@ def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Clust
         from confluent_kafka import Producer
 
         producer = Producer({"bootstrap.servers": stretch.bootstrap_servers, "acks": "all"})
-        # ~125 KB a partition. Kafka lets a throttled replica burst a window's worth (~10 s of the rate) before
-        # it throttles, so the first batch goes fast; from the second on, a batch moves for ~10 s.
-        for i in range(2000):
+        # ~500 KB a partition. Kafka lets a throttled replica burst a window's worth (~10 s of the rate) before
+        # it throttles, so the first batch goes fast; from the second on, a batch moves for ~20 s at 5 KB/s: long
+        # enough that the resume (a new process: imports, lock, observe) still finds it in flight after the kill
+        # (with ~125 KB at 10 KB/s a clean-clone run's resume twice arrived after the batch had finished).
+        for i in range(8000):
             producer.produce(topic, key=str(i).encode(), value=b"x" * 500)
             if i % 500 == 0:
                 producer.poll(0)
         assert producer.flush(30) == 0
         plan_file = tmp_path / "placement.plan.json"
         planned = kafkaops(home, stretch, "placement", "plan", stretch.name, "--topics", regex, "--batch-size", "3",
-                           "--throttle", "10KB/s", "--sample", "1", "--save-plan", str(plan_file), "-o", "json",
+                           "--throttle", "5KB/s", "--sample", "1", "--save-plan", str(plan_file), "-o", "json",
                            "--reason", "issue 15 lab test")
         assert planned.returncode == 0, planned.stderr
         summary = json.loads(planned.stdout)
