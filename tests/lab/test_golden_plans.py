@@ -1,0 +1,121 @@
+"""Every runbook's plan on the default lab, against golden files: what a refactor must not change.
+
+Issue 30 reshaped the house (runbook parsing, binding and rendering split; the Environment reduced; a thin
+CLI) under one promise: behaviour unchanged. A plan is the behaviour an operator reviews — its steps, their
+kinds, params, titles, the commands each will run, the rollbacks, the gates — so each procedure's dry-run
+on the lab is compared with a golden JSON recorded before the change.
+
+What the live cluster decides is left out, because it differs between two lab starts without any code
+change: when the plan was made, its fingerprints and signature, what each step observed (leaders, ISR,
+SYN counts), the checkout's path. The rolling order *does* depend on the live cluster (controller last),
+so before planning the test moves the controller to the broker the golden files were recorded with.
+
+``KAFKAOPS_UPDATE_GOLDEN=1`` rewrites the files after an intended change; review their diff like code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import kafkaops
+
+from kafkaops.model import Cluster
+
+pytestmark = pytest.mark.lab
+
+GOLDEN = Path(__file__).parent / "golden"
+REPO = Path(__file__).resolve().parents[2]
+
+#: The controller the golden files were recorded with (their rolling order puts its host last).
+GOLDEN_CONTROLLER = 1003
+
+#: name → the command line whose dry-run is that runbook's plan on the default lab.
+PLANS: dict[str, tuple[str, ...]] = {
+    "reboot": ("reboot", "kafka1001"),
+    "restart": ("restart", "kafka1002"),
+    "rolling-reboot": ("rolling-reboot", "lab"),
+    "rolling-restart": ("rolling-restart", "lab"),
+    "rolling-deploy": ("rolling-deploy", "lab", "--service", "eventbus", "--message", "golden", "--rev", "r2"),
+    "restart-service": ("restart-service", "eventbus", "kafka1001"),
+    "rolling-restart-service": ("rolling-restart-service", "eventbus", "lab"),
+    "failed-events-replay": ("failed-events", "replay", "lab"),
+}
+
+#: Step fields that record what the live systems said, not what the procedure will do.
+_OBSERVED = ("observed", "noop_reason", "fingerprint_data")
+
+
+def normalize(plan: dict[str, Any], home: Path) -> dict[str, Any]:
+    """The plan without what the live cluster, the clock or the checkout's location decide."""
+    text = json.dumps(plan).replace(str(home), "$HOME").replace(str(REPO), "$REPO")
+    text = re.sub(r"\b20\d{6}T\d{6}\b", "$WHEN", text)  # a report file named after the plan's time
+    out = json.loads(text)
+    for key in ("created_at", "fingerprint", "signature", "operator"):
+        out.pop(key, None)
+    out["sections"] = {k: v for k, v in out.get("sections", {}).items() if k == "environment"}
+    for step in out.get("steps", []):
+        for key in _OBSERVED:
+            step.pop(key, None)
+    return out
+
+
+def _controller(cluster: Cluster) -> int | None:
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    return KafkaAdmin(cluster.bootstrap_servers).snapshot(with_configs=False).controller
+
+
+def _move_controller(cluster: Cluster, broker: int) -> None:
+    """Re-run the controller election (delete ``/controller``) until ``broker`` wins: the election is a race
+    between the brokers, so this takes a few tries at most."""
+    from kazoo.client import KazooClient
+
+    deadline = time.monotonic() + 120
+    while _controller(cluster) != broker:
+        assert time.monotonic() < deadline, f"could not make broker {broker} the controller"
+        zk = KazooClient(hosts=cluster.zookeeper, timeout=10)
+        zk.start(timeout=10)
+        try:
+            if zk.exists("/controller"):
+                zk.delete("/controller")
+        finally:
+            zk.stop()
+            zk.close()
+        time.sleep(2)
+
+
+@pytest.fixture(scope="module")
+def controller_pinned(lab_cluster: Cluster) -> Cluster:
+    _move_controller(lab_cluster, GOLDEN_CONTROLLER)
+    return lab_cluster
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_each_runbooks_plan_is_golden(name: str, controller_pinned: Cluster, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    done = kafkaops(home, controller_pinned, *PLANS[name], "--dry-run", "-o", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = normalize(json.loads(done.stdout), home)
+    assert plan["runbook"] == name
+    path = GOLDEN / f"plan-{name}.json"
+    text = json.dumps(plan, indent=1, sort_keys=True) + "\n"
+    if os.environ.get("KAFKAOPS_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name}'s plan changed: diff it with {path}, then KAFKAOPS_UPDATE_GOLDEN=1"
+
+
+def test_the_normalization_keeps_what_the_procedure_does(tmp_path: Path) -> None:
+    """Only the live parts go: a changed command, param or step kind is still a difference."""
+    plan = {"created_at": 1.0, "fingerprint": "x", "sections": {"environment": "p", "observations": "o"},
+            "steps": [{"kind": "kafka.stop_broker", "observed": "up", "params": {"timeout": 60},
+                       "action": {"commands": [f"{tmp_path}/x hostctl stop kafka"]}}]}
+    got = normalize(plan, tmp_path)
+    assert got == {"sections": {"environment": "p"},
+                   "steps": [{"kind": "kafka.stop_broker", "params": {"timeout": 60},
+                              "action": {"commands": ["$HOME/x hostctl stop kafka"]}}]}
