@@ -17,8 +17,10 @@ import sys
 import time
 import tracemalloc
 
-from kafkaops import safety
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.preflight import PreflightResult, preflight
+from kafkaops.policy.stop_impact import stop_impact
 
 
 def synthetic_snapshot(brokers: int, partitions: int, partitions_per_topic: int = 100) -> ClusterSnapshot:
@@ -53,10 +55,10 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def analyse(snap: ClusterSnapshot, broker: int, dc: dict[int, str]) -> safety.PreflightResult:
-    safety.cluster_health(snap, dc)
-    safety.stop_impact(snap, broker)
-    return safety.preflight(snap, broker, allow_urp=True)
+def analyse(snap: ClusterSnapshot, broker: int, dc: dict[int, str]) -> PreflightResult:
+    cluster_health(snap, dc)
+    stop_impact(snap, broker)
+    return preflight(snap, broker, allow_urp=True)
 
 
 def main() -> int:
@@ -92,7 +94,7 @@ def main() -> int:
 
     t0 = time.perf_counter()
     for b in snap.brokers:
-        safety.preflight(snap, b, allow_urp=True)
+        preflight(snap, b, allow_urp=True)
     roll_s = time.perf_counter() - t0
     print(f"rolling plan: preflight for all {len(snap.brokers)} brokers (scan cached): {roll_s:.3f} s")
 

@@ -1,6 +1,6 @@
 """Plain, frozen data the rest of kafkaops reasons about.
 
-Adapters in ``kafkaops.systems`` turn client-library objects into these; ``safety`` and the plans
+Adapters in ``kafkaops.systems`` turn client-library objects into these; ``kafkaops.policy`` and the plans
 work only on these, so availability analysis is pure and testable without a cluster.
 """
 

@@ -70,7 +70,8 @@ def collect(cluster: Any) -> dict[str, Any]:
         pools, pool_error = pending.result() if pending else ({}, "")
         quorum = asking.result() if asking else None
 
-    from kafkaops.safety import broker_dc_map, cluster_health, partition_name
+    from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
+    from kafkaops.policy.snapshot_scan import partition_name
 
     health = cluster_health(snap, broker_dc_map(cluster))
     brokers = []

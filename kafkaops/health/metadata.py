@@ -38,7 +38,7 @@ Why each check exists:
   registered now.
 
 Only *now* is checked for the state checks; *before* is only needed for the offset comparisons and
-for brokers that disappeared. The cluster-wide counts reuse :func:`kafkaops.safety.cluster_health`,
+for brokers that disappeared. The cluster-wide counts reuse :func:`kafkaops.policy.cluster_health.cluster_health`,
 so ``kafkaops status``, the pre-flight gate and the post-check agree on what "under-replicated" means.
 """
 
@@ -51,10 +51,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from kafkaops import safety
 from kafkaops.errors import ConfigError
 from kafkaops.health.retention import LogProbe, RetentionConfig, Verdict, judge_log_start
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+from kafkaops.policy.cluster_health import cluster_health
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -168,7 +168,7 @@ class OffsetsSnapshot:
 
     @cached_property
     def cluster_snapshot(self) -> ClusterSnapshot:
-        """The replica state as a :class:`~kafkaops.model.ClusterSnapshot` (for :mod:`kafkaops.safety`)."""
+        """The replica state as a :class:`~kafkaops.model.ClusterSnapshot` (for :mod:`kafkaops.policy`)."""
         return ClusterSnapshot(
             cluster=self.cluster,
             taken_at=self.taken_at,
@@ -438,7 +438,7 @@ def metadata_findings(
     add = findings.append
     snap = now.cluster_snapshot
     dc_map = broker_dc or now.broker_dc or (before.broker_dc if before else None) or None
-    h = safety.cluster_health(snap, dc_map)
+    h = cluster_health(snap, dc_map)
     min_isr = snap.min_isr
 
     # Brokers.

@@ -17,7 +17,7 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
-from kafkaops.safety import cluster_health
+from kafkaops.policy.cluster_health import cluster_health
 from kafkaops.steps.common import env, names, wait
 
 _BASELINE = "baseline_snapshot"

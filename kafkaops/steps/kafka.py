@@ -16,21 +16,18 @@ from kafkaops.errors import CheckFailed, ConfigError, UnreachableError, WaitTime
 from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.facts.systemd import UnitActivity, parse_system_state, parse_unit_activity, parse_unit_log
 from kafkaops.model import BROKER, ClusterSnapshot, Host
-from kafkaops.safety import (
+from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
+from kafkaops.policy.leaders import (
     DEFAULT_MAX_LEADER_IMBALANCE,
     BrokerLeadership,
     LeaderSpread,
-    broker_dc_map,
-    cluster_health,
-    cross_dc_impact,
     election_candidates,
     leader_spread,
     leaders_not_preferred,
-    partition_name,
-    partitions_not_in_isr,
-    preflight,
-    stop_impact,
 )
+from kafkaops.policy.preflight import preflight
+from kafkaops.policy.snapshot_scan import partition_name
+from kafkaops.policy.stop_impact import cross_dc_impact, partitions_not_in_isr, stop_impact
 from kafkaops.steps.common import env, names, target_host, wait
 from kafkaops.steps.projection import (
     CLUSTER_ELECTED,
@@ -104,7 +101,7 @@ class Preflight(StepBase):
 
     The leader-spread gate is the seed runbook's "brokers distributed uniformly among the partition
     Leaders" before the stop, measured per broker against its own preferred partitions (see
-    :func:`kafkaops.safety.leader_spread`). Brokers rolled earlier in the same run are not judged: with
+    :func:`kafkaops.policy.leaders.leader_spread`). Brokers rolled earlier in the same run are not judged: with
     ``--election-at-end`` or ``--no-election`` they lead nothing by this run's design.
     """
 

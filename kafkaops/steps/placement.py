@@ -32,7 +32,7 @@ from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal
 from kafkaops.placement.estimate import human_bytes
 from kafkaops.placement.layout import TopicPartition
 from kafkaops.placement.planner import batches
-from kafkaops.safety import cluster_health
+from kafkaops.policy.cluster_health import cluster_health
 from kafkaops.steps.common import env, names, wait
 
 #: The dynamic configs a throttle consists of: set before a batch, deleted at the end.

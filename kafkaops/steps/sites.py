@@ -39,7 +39,7 @@ def lock_owner(svc: Environment) -> str:
 def site_health(svc: Environment, dc: str, service: str, owner: str) -> dict[str, Any]:
     """One site: no run but ``owner`` (:func:`lock_owner`) holding its lock, Kafka reachable and whole, the
     service answering its health path through the VIP."""
-    from kafkaops.safety import cluster_health
+    from kafkaops.policy.cluster_health import cluster_health
     from kafkaops.systems.http import get_json
 
     site = svc.site(dc)

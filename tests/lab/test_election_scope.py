@@ -28,7 +28,7 @@ from kafkaops.cli.status import collect
 from kafkaops.errors import SafetyRefusal
 from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster, Host
-from kafkaops.safety import LeaderSpread, leader_spread
+from kafkaops.policy.leaders import LeaderSpread, leader_spread
 from kafkaops.systems.kafka import KafkaAdmin
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
-from kafkaops.safety import cross_dc_impact
+from kafkaops.policy.stop_impact import cross_dc_impact
 
 A1, A2, B1, B2 = 1001, 1002, 2001, 2002
 DC = {A1: "eqiad", A2: "eqiad", B1: "codfw", B2: "codfw"}

@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 
 import kafkaops.steps  # noqa: F401  - registers the kinds
-from kafkaops import safety
 from kafkaops.engine.context import Projection, RunContext
 from kafkaops.engine.step import Action, Noop, Observation, get_step_kind
 from kafkaops.environment import Environment
 from kafkaops.errors import SafetyRefusal
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.leaders import election_candidates, leader_spread
+from kafkaops.policy.preflight import preflight
 from kafkaops.steps.projection import CLUSTER_ELECTED, ELECTED, IN_SYNC, STOPPED, broker_key, project_snapshot
 
 
@@ -53,15 +55,15 @@ def test_led_as_assigned_is_zero_off_whatever_the_layout() -> None:
     # differ by 5 (a max - min rule would call this skewed); each broker leads exactly its share.
     parts = [P("big", i, 1, (1, 2, 3)) for i in range(6)] + [P("small", 0, 2, (2, 3, 1)),
                                                              P("small", 1, 2, (2, 1, 3)), P("tiny", 0, 3, (3, 1, 2))]
-    spread = safety.leader_spread(snap(parts), 0)
+    spread = leader_spread(snap(parts), 0)
     assert [(b.broker_id, b.leaders, b.preferred, b.not_led) for b in spread.brokers] == \
         [(1, 6, 6, 0), (2, 2, 2, 0), (3, 1, 1, 0)]
     assert spread.within() and spread.line() == "1 6/6, 2 2/2, 3 1/1"
-    assert safety.preflight(snap(parts), 2, max_leader_imbalance=0).ok
+    assert preflight(snap(parts), 2, max_leader_imbalance=0).ok
 
 
 def test_a_broker_leading_nothing_is_100_percent_off_and_the_others_show_the_surplus() -> None:
-    spread = safety.leader_spread(snap(broker_leads_nothing(2)))
+    spread = leader_spread(snap(broker_leads_nothing(2)))
     by_id = {b.broker_id: b for b in spread.brokers}
     assert by_id[2].leaders == 0 and by_id[2].imbalance == 1.0
     assert by_id[3].leaders == 8 and by_id[3].imbalance == 0.0  # leads its 4 and broker 2's 4
@@ -78,21 +80,21 @@ def test_a_broker_leading_nothing_is_100_percent_off_and_the_others_show_the_sur
 ])
 def test_threshold_is_strictly_above_as_kafka_compares(not_led: int, threshold: int, over: bool) -> None:
     parts = [P("t", i, 2 if i < not_led else 1, (1, 2)) for i in range(10)]
-    assert bool(safety.leader_spread(snap(parts, (1, 2)), threshold).over()) is over
+    assert bool(leader_spread(snap(parts, (1, 2)), threshold).over()) is over
 
 
 def test_a_broker_that_is_down_is_not_judged_by_the_spread_gate() -> None:
     parts = [P(p.topic, p.partition, p.leader, p.replicas, tuple(r for r in p.replicas if r != 2))
              for p in broker_leads_nothing(2)]
-    spread = safety.leader_spread(snap(parts, (1, 3)))
+    spread = leader_spread(snap(parts, (1, 3)))
     assert not spread.over()  # the registration and URP gates speak for broker 2
     assert "2 0/4 (100% off) (down)" not in spread.line()  # a broker down that leads nothing is not listed
 
 
 def test_status_figures_are_the_spread_figures() -> None:
     s = snap(broker_leads_nothing(2))
-    health = safety.cluster_health(s)
-    spread = safety.leader_spread(s)
+    health = cluster_health(s)
+    spread = leader_spread(s)
     assert health.leaders_by_broker == {b.broker_id: b.leaders for b in spread.brokers}
     assert health.preferred_ratio_by_broker == {b.broker_id: b.preferred_led / b.preferred for b in spread.brokers}
 
@@ -101,7 +103,7 @@ def test_status_figures_are_the_spread_figures() -> None:
 
 
 def test_preflight_refuses_a_skewed_cluster_with_the_numbers() -> None:
-    result = safety.preflight(snap(broker_leads_nothing(2)), 1, max_leader_imbalance=10)
+    result = preflight(snap(broker_leads_nothing(2)), 1, max_leader_imbalance=10)
     assert result.codes == ("leader_imbalance",)
     assert result.message() == (
         "refusing to stop broker 1: leadership is skewed past 10% per broker: broker 2 leads 0 of the 4 "
@@ -109,24 +111,24 @@ def test_preflight_refuses_a_skewed_cluster_with_the_numbers() -> None:
     assert "--max-leader-imbalance" in result.hint() and "--force" not in result.hint()
     with pytest.raises(SafetyRefusal):
         result.raise_if_refused()
-    assert safety.preflight(snap(broker_leads_nothing(2)), 1, max_leader_imbalance=100).ok
-    assert safety.preflight(snap(broker_leads_nothing(2)), 1).ok  # not asked for: no spread gate
-    assert safety.preflight(snap(broker_leads_nothing(2)), 1, max_leader_imbalance=10,
+    assert preflight(snap(broker_leads_nothing(2)), 1, max_leader_imbalance=100).ok
+    assert preflight(snap(broker_leads_nothing(2)), 1).ok  # not asked for: no spread gate
+    assert preflight(snap(broker_leads_nothing(2)), 1, max_leader_imbalance=10,
                             allow_urp=True).codes == ("leader_imbalance",)  # --force does not pass it
 
 
 def test_the_target_and_brokers_rolled_earlier_are_exempt_with_a_warning() -> None:
-    result = safety.preflight(snap(broker_leads_nothing(2)), 2, max_leader_imbalance=10)
+    result = preflight(snap(broker_leads_nothing(2)), 2, max_leader_imbalance=10)
     assert result.ok
     assert any("broker 2 leads 0 of the 4" in w and "its election in this run restores it" in w
                for w in result.warnings)
-    earlier = safety.preflight(snap(broker_leads_nothing(2)), 3, max_leader_imbalance=10, leader_exempt=[2])
+    earlier = preflight(snap(broker_leads_nothing(2)), 3, max_leader_imbalance=10, leader_exempt=[2])
     assert earlier.ok and any("rolled earlier in this run" in w for w in earlier.warnings)
 
 
 def test_election_candidates_leave_partitions_whose_preferred_replica_is_out_of_sync() -> None:
     parts = [P("t", 0, 2, (1, 2), (1, 2)), P("t", 1, 2, (1, 2), (2,)), P("t", 2, 1, (1, 2))]
-    electable, blocked = safety.election_candidates(snap(parts, (1, 2)))
+    electable, blocked = election_candidates(snap(parts, (1, 2)))
     assert [p.partition for p in electable] == [0] and [p.partition for p in blocked] == [1]
 
 
@@ -208,7 +210,7 @@ def test_repairing_the_broker_that_leads_nothing_with_the_default_scope_ends_wit
     election = plans["election"]
     assert isinstance(election, Action) and election.data["partitions"] == [["t", i] for i in (1, 4, 7, 10)]
     assert isinstance(plans["verify"], Noop) and "leads all of its preferred" in plans["verify"].reason
-    assert safety.leader_spread(roll.view(), 0).within()
+    assert leader_spread(roll.view(), 0).within()
 
 
 def test_no_election_plan_says_the_host_is_repooled_leading_nothing() -> None:
@@ -237,7 +239,7 @@ def test_election_at_end_roll_plans_every_host_then_one_cluster_election() -> No
     assert final.data["partitions"] == [["t", i] for i in (2, 5, 8, 11)]
     assert roll.projected.get(CLUSTER_ELECTED) is True
     assert isinstance(last["verify"], Noop) and "every electable partition is led" in last["verify"].reason
-    assert safety.leader_spread(roll.view(), 0).within()
+    assert leader_spread(roll.view(), 0).within()
 
 
 def test_cluster_scope_elects_every_partition_and_projects_later_hosts_leading_nothing_until_theirs() -> None:
@@ -253,9 +255,9 @@ def test_cluster_scope_elects_every_partition_and_projects_later_hosts_leading_n
     # host 2 stops and is back in sync: until its own election it leads nothing (not "elected" by host 1's)
     roll.projected.set(broker_key(2), STOPPED, "kafka2 (kafka.stop_broker)")
     roll.projected.set(broker_key(2), IN_SYNC, "kafka2 (kafka.wait_in_sync)")
-    assert safety.leader_spread(roll.view()).brokers[1].leaders == 0
+    assert leader_spread(roll.view()).brokers[1].leaders == 0
     assert isinstance(roll.run("kafka.preferred_election", "kafka2"), Action)
-    assert safety.leader_spread(roll.view(), 0).within()
+    assert leader_spread(roll.view(), 0).within()
 
 
 def test_verify_waits_while_any_broker_is_past_the_threshold_even_with_nothing_pending() -> None:

@@ -1,4 +1,5 @@
-"""Unit tests for kafkaops.safety on small hand-built snapshots."""
+"""Unit tests for the safety gates (kafkaops.policy: cluster health, stop impact, pre-flight, leaders) on
+small hand-built snapshots."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaops import safety
 from kafkaops.errors import SafetyRefusal
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+from kafkaops.policy import snapshot_scan
+from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.leaders import leaders_not_preferred
+from kafkaops.policy.preflight import preflight
+from kafkaops.policy.snapshot_scan import partition_name, summarize_names
+from kafkaops.policy.stop_impact import partitions_not_in_isr, stop_impact
 
 
 def P(topic: str, partition: int, leader: int | None, replicas: tuple[int, ...], isr: tuple[int, ...]):
@@ -53,7 +59,7 @@ def runbook_rf2() -> ClusterSnapshot:
 
 
 def test_runbook_layout_is_healthy_and_balanced() -> None:
-    h = safety.cluster_health(runbook_rf2(), {1001: "eqiad", 1002: "eqiad"})
+    h = cluster_health(runbook_rf2(), {1001: "eqiad", 1002: "eqiad"})
     assert h.healthy
     assert h.offline == h.under_replicated == h.under_min_isr == ()
     assert h.leaders_by_broker == {1001: 4, 1002: 5}
@@ -76,7 +82,7 @@ def test_health_counts_offline_urp_min_isr_and_preferred_ratio() -> None:
         ],
         min_isr={"t": 2},
     )
-    h = safety.cluster_health(s, {1001: "eqiad", 1002: "eqiad", 1003: "codfw"})
+    h = cluster_health(s, {1001: "eqiad", 1002: "eqiad", 1003: "codfw"})
     assert not h.healthy
     assert [p.partition for p in h.offline] == [0]
     assert [p.partition for p in h.under_replicated] == [1, 2]
@@ -95,7 +101,7 @@ def test_health_counts_offline_urp_min_isr_and_preferred_ratio() -> None:
 
 def test_health_reports_unregistered_replica_brokers() -> None:
     s = snap([P("t", 0, 1001, (1001, 1004), (1001,))], brokers=(1001, 1002))
-    h = safety.cluster_health(s)
+    h = cluster_health(s)
     assert h.unregistered_replica_brokers == (1004,)
     assert not h.healthy
 
@@ -104,8 +110,8 @@ def test_health_reports_unregistered_replica_brokers() -> None:
 
 
 def test_stop_impact_runbook_leaders_move_to_next_isr_replica() -> None:
-    imp = safety.stop_impact(runbook_rf2(), 1001)
-    assert {safety.partition_name(p): new for p, new in imp.leadership_moves} == {
+    imp = stop_impact(runbook_rf2(), 1001)
+    assert {partition_name(p): new for p, new in imp.leadership_moves} == {
         "mediawiki.page_delete-0": 1002,
         "mediawiki.page_edit-0": 1002,
         "mediawiki.page_move-0": 1002,
@@ -122,24 +128,24 @@ def test_stop_impact_runbook_leaders_move_to_next_isr_replica() -> None:
 def test_new_leader_is_first_live_isr_member_in_replica_order() -> None:
     # 1002 is next in replica order but out of ISR; 1003 is in ISR -> 1003 takes over.
     s = snap([P("t", 0, 1001, (1001, 1002, 1003), (1001, 1003))], brokers=(1001, 1002, 1003))
-    imp = safety.stop_impact(s, 1001)
+    imp = stop_impact(s, 1001)
     assert imp.leadership_moves[0][1] == 1003
     # A stale ISR member that is not registered does not count as a candidate.
     s = snap([P("t", 0, 1001, (1001, 1002, 1003), (1001, 1002, 1003))], brokers=(1001, 1003))
-    assert safety.stop_impact(s, 1001).leadership_moves[0][1] == 1003
+    assert stop_impact(s, 1001).leadership_moves[0][1] == 1003
 
 
 def test_stop_of_sole_isr_member_goes_offline() -> None:
     s = snap([P("t", 0, 1001, (1001, 1002), (1001,))])
-    imp = safety.stop_impact(s, 1001)
+    imp = stop_impact(s, 1001)
     assert imp.leadership_moves[0][1] is None
-    assert [safety.partition_name(p) for p in imp.goes_offline] == ["t-0"]
+    assert [partition_name(p) for p in imp.goes_offline] == ["t-0"]
     assert not imp.safe
 
 
 def test_stop_of_out_of_sync_replica_changes_nothing() -> None:
     s = snap([P("t", 0, 1001, (1001, 1002, 1003), (1001, 1003))], min_isr={"t": 2})
-    imp = safety.stop_impact(s, 1002)
+    imp = stop_impact(s, 1002)
     assert imp.loses_isr_replica == () and imp.below_min_isr == () and imp.leadership_moves == ()
 
 
@@ -149,9 +155,9 @@ def test_isr_headroom_raises_the_bar() -> None:
         min_isr={"t": 2},
         brokers=(1001, 1002, 1003, 1004),
     )
-    assert safety.stop_impact(s, 1002).safe
-    assert safety.stop_impact(s, 1002, isr_headroom=1).safe  # 3 left >= 2 + 1
-    imp = safety.stop_impact(s, 1002, isr_headroom=2)  # 3 left < 2 + 2, and RF 4 <= 4
+    assert stop_impact(s, 1002).safe
+    assert stop_impact(s, 1002, isr_headroom=1).safe  # 3 left >= 2 + 1
+    imp = stop_impact(s, 1002, isr_headroom=2)  # 3 left < 2 + 2, and RF 4 <= 4
     assert [p.partition for p in imp.below_min_isr] == [0]
     assert imp.rf_not_above_min_isr == ("t",)
 
@@ -160,7 +166,7 @@ def test_isr_headroom_raises_the_bar() -> None:
 
 
 def test_preflight_passes_on_healthy_runbook_layout() -> None:
-    r = safety.preflight(runbook_rf2(), 1002)
+    r = preflight(runbook_rf2(), 1002)
     assert r.ok and r.violations == ()
     r.raise_if_refused()  # does not raise
     json.dumps(r.to_dict())
@@ -176,7 +182,7 @@ def test_issue_case_rf2_min_isr2_refuses_reboot_of_one_of_its_brokers() -> None:
         ],
         min_isr={"eqiad.strict": 2, "eqiad.relaxed": 2},
     )
-    r = safety.preflight(s, 1001)
+    r = preflight(s, 1001)
     assert not r.ok
     assert r.codes == ("rf_not_above_min_isr",)
     v = r.violations[0]
@@ -191,7 +197,7 @@ def test_issue_case_rf2_min_isr2_refuses_reboot_of_one_of_its_brokers() -> None:
     assert "--force" not in msg  # --force only passes the URP gate: never suggest it here
     assert exc.value.exit_code == 6
     # The broker not hosting the strict topic may be stopped.
-    assert safety.preflight(s, 1003).ok
+    assert preflight(s, 1003).ok
 
 
 def test_rf3_min_isr2_one_replica_lagging_refuses_stop_of_another_replica() -> None:
@@ -203,7 +209,7 @@ def test_rf3_min_isr2_one_replica_lagging_refuses_stop_of_another_replica() -> N
         min_isr={"eqiad.x": 2},
     )
     # Allow the cluster-wide URP so only the per-broker (canRoll) gate is at work.
-    r = safety.preflight(s, 1002, allow_urp=True)
+    r = preflight(s, 1002, allow_urp=True)
     assert r.codes == ("stop_below_min_isr",)
     assert r.violations[0].partitions == ("eqiad.x-0",)
     assert not r.permanent
@@ -216,9 +222,9 @@ def test_rf3_min_isr2_one_replica_lagging_refuses_stop_of_another_replica() -> N
     ):
         r.raise_if_refused()
     # Stopping the lagging broker itself is fine for min ISR.
-    assert safety.preflight(s, 1003, allow_urp=True).ok
+    assert preflight(s, 1003, allow_urp=True).ok
     # Without --force the cluster-wide URP gate refuses too, and says how to proceed.
-    r = safety.preflight(s, 1003)
+    r = preflight(s, 1003)
     assert r.codes == ("under_replicated",)
     assert "--force" in r.hint()
     with pytest.raises(SafetyRefusal, match="fix URP first"):
@@ -233,7 +239,7 @@ def test_urp_led_elsewhere_is_caught_by_cluster_wide_gate() -> None:
             P("b", 0, 1003, (1003, 1002), (1003, 1002)),
         ]
     )
-    r = safety.preflight(s, 1003)
+    r = preflight(s, 1003)
     assert "under_replicated" in r.codes
 
 
@@ -246,7 +252,7 @@ def test_preflight_refuses_offline_under_min_isr_and_unregistered() -> None:
         min_isr={"t": 2},
         brokers=(1001, 1002),
     )
-    r = safety.preflight(s, 1003)
+    r = preflight(s, 1003)
     assert r.codes[:4] == ("broker_not_registered", "offline_partitions", "under_min_isr", "under_replicated")
     assert r.violations[1].partitions == ("t-0",)
     assert r.violations[2].partitions == ("t-1",)
@@ -254,21 +260,21 @@ def test_preflight_refuses_offline_under_min_isr_and_unregistered() -> None:
 
 def test_preflight_refuses_stop_that_takes_partition_offline() -> None:
     s = snap([P("solo", 0, 1002, (1002,), (1002,))])
-    r = safety.preflight(s, 1002)
+    r = preflight(s, 1002)
     assert "stop_takes_offline" in r.codes
     assert "rf_not_above_min_isr" in r.codes  # RF 1 <= min.isr 1
 
 
 def test_refusal_message_truncates_long_lists() -> None:
     parts = [P("eqiad.x", i, 1001, (1001, 1002, 1003), (1001, 1002)) for i in range(44)]
-    r = safety.preflight(snap(parts, min_isr={"eqiad.x": 2}), 1002, allow_urp=True)
+    r = preflight(snap(parts, min_isr={"eqiad.x": 2}), 1002, allow_urp=True)
     msg = r.message()
     assert "eqiad.x-0, eqiad.x-1, eqiad.x-2 and 41 more" in msg
     assert len(r.violations[0].partitions) == 44
 
 
 def test_controller_warning() -> None:
-    r = safety.preflight(runbook_rf2(), 1001)
+    r = preflight(runbook_rf2(), 1001)
     assert r.ok and any("controller" in w for w in r.warnings)
 
 
@@ -276,17 +282,9 @@ def test_controller_warning() -> None:
 
 
 def test_summarize_names() -> None:
-    assert safety.summarize_names([]) == "none"
-    assert safety.summarize_names(["a", "b"]) == "a, b"
-    assert safety.summarize_names(["a", "b", "c", "d", "e"], limit=2) == "a, b and 3 more"
-
-
-def test_rolling_order_controller_last() -> None:
-    assert safety.rolling_order([1001, 1002, 1003], 1001) == [1002, 1003, 1001]
-    assert safety.rolling_order([1001, 1002, 1003], 1003) == [1001, 1002, 1003]
-    assert safety.rolling_order([1001, 1002], None) == [1001, 1002]
-    assert safety.rolling_order([1001, 1002], 2000) == [1001, 1002]
-    assert safety.rolling_order([1002, 1001, 1002], 1002) == [1001, 1002]
+    assert summarize_names([]) == "none"
+    assert summarize_names(["a", "b"]) == "a, b"
+    assert summarize_names(["a", "b", "c", "d", "e"], limit=2) == "a, b and 3 more"
 
 
 def test_leaders_not_preferred_and_not_in_isr() -> None:
@@ -298,11 +296,11 @@ def test_leaders_not_preferred_and_not_in_isr() -> None:
             P("u", 0, 1002, (1001, 1002), (1002,)),
         ]
     )
-    assert [safety.partition_name(p) for p in safety.leaders_not_preferred(s, 1001)] == ["t-0", "u-0"]
-    assert safety.leaders_not_preferred(s, 1002) == []
-    assert len(safety.leaders_not_preferred(s)) == 2
-    assert [safety.partition_name(p) for p in safety.partitions_not_in_isr(s, 1001)] == ["t-1", "u-0"]
-    assert safety.partitions_not_in_isr(s, 1002) == []
+    assert [partition_name(p) for p in leaders_not_preferred(s, 1001)] == ["t-0", "u-0"]
+    assert leaders_not_preferred(s, 1002) == []
+    assert len(leaders_not_preferred(s)) == 2
+    assert [partition_name(p) for p in partitions_not_in_isr(s, 1001)] == ["t-1", "u-0"]
+    assert partitions_not_in_isr(s, 1002) == []
     # Once the election ran and 1001 caught up, both verify helpers are empty.
     s2 = snap(
         [
@@ -311,19 +309,19 @@ def test_leaders_not_preferred_and_not_in_isr() -> None:
             P("u", 0, 1001, (1001, 1002), (1001, 1002)),
         ]
     )
-    assert safety.leaders_not_preferred(s2, 1001) == []
-    assert safety.partitions_not_in_isr(s2, 1001) == []
+    assert leaders_not_preferred(s2, 1001) == []
+    assert partitions_not_in_isr(s2, 1001) == []
 
 
 def test_scan_cache_is_per_snapshot_object() -> None:
     a = snap([P("t", 0, 1001, (1001, 1002), (1001, 1002))])
     b = snap([P("t", 0, 1001, (1001, 1002), (1001,))])
-    assert safety.cluster_health(a).healthy
-    assert not safety.cluster_health(b).healthy
+    assert cluster_health(a).healthy
+    assert not cluster_health(b).healthy
     key = id(a)
     del a
     gc.collect()
-    assert key not in safety._SCANS
+    assert key not in snapshot_scan._SCANS
 
 
 # ------------------------------------------------------------------------------------------ properties
@@ -347,16 +345,16 @@ def random_snapshot(draw: st.DrawFn) -> ClusterSnapshot:
 @settings(max_examples=200, deadline=None)
 @given(random_snapshot(), st.integers(1, 6), st.integers(0, 1))
 def test_stop_impact_invariants(s: ClusterSnapshot, broker: int, headroom: int) -> None:
-    imp = safety.stop_impact(s, broker, headroom)
+    imp = stop_impact(s, broker, headroom)
     for p, new in imp.leadership_moves:
         assert p.leader == broker
         if new is not None:
             assert new != broker and new in p.isr and new in s.brokers
     assert {id(p) for p in imp.goes_offline} <= {id(p) for p in imp.below_min_isr}
     assert all(broker in p.isr for p in imp.loses_isr_replica)
-    r = safety.preflight(s, broker, isr_headroom=headroom)
+    r = preflight(s, broker, isr_headroom=headroom)
     # Allowed only if the stop is safe and the cluster healthy.
     if r.ok:
-        assert imp.safe and safety.cluster_health(s).under_replicated == ()
+        assert imp.safe and cluster_health(s).under_replicated == ()
     # The one-line refusal always names a partition or a broker.
     assert "\n" not in r.message()
