@@ -283,7 +283,7 @@ class Environment:
     def _kraft_order(self, hosts: list[Host]) -> tuple[list[Host], list[str]]:
         """A KRaft roll: controller nodes first, the quorum's leader last among them (one leader election
         for the whole roll); then the brokers in inventory order (no broker is the controller on KRaft)."""
-        from kafkaops.quorum import judge
+        from kafkaops.policy.quorum import judge
 
         controllers = [h for h in hosts if h.role == "controller"]
         brokers = [h for h in hosts if h.role != "controller"]

@@ -114,7 +114,7 @@ def quorum_state(cluster: Any) -> dict[str, Any]:
     it (over SSH on a controller node), each voter judged caught up or not as the roll's gate judges it."""
     from kafkaops.environment import Environment
     from kafkaops.errors import KafkaOpsError
-    from kafkaops.quorum import judge
+    from kafkaops.policy.quorum import judge
 
     env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
     try:

@@ -4,7 +4,7 @@ These run on controller-only nodes (inventory ``controllers:``) of ``rolling-res
 controllers|all``; a broker target leaves them out (their role is ``controller``), as a controller node
 leaves out the broker steps. Every answer about the quorum comes from the quorum itself
 (``kafka-metadata-quorum`` through :class:`~kafkaops.systems.quorum.MetadataQuorum`), judged by
-:mod:`kafkaops.quorum`: a controller process that exited is not yet a quorum that has a new leader, and
+:mod:`kafkaops.policy.quorum`: a controller process that exited is not yet a quorum that has a new leader, and
 one that started is not yet a voter that has caught up.
 """
 
@@ -16,7 +16,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import SafetyRefusal
 from kafkaops.model import CONTROLLER, Host
-from kafkaops.quorum import QuorumView, judge, leader_clock, majority, restart_refusals
+from kafkaops.policy.quorum import QuorumView, judge, leader_clock, majority, restart_refusals
 from kafkaops.steps.common import env, target_host, wait
 from kafkaops.steps.projection import STARTED, STOPPED, provenance
 
@@ -96,7 +96,7 @@ class StopController(StepBase):
 
     def precondition(self, ctx: RunContext, action: Action) -> str:
         """Refuse unless the quorum, asked now, has a leader, every other voter caught up and a majority
-        caught up without this node (:func:`kafkaops.quorum.restart_refusals`)."""
+        caught up without this node (:func:`kafkaops.policy.quorum.restart_refusals`)."""
         host = target_host(ctx)
         view = _view(ctx, self)
         refusals = restart_refusals(view, host.broker_id)

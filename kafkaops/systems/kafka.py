@@ -53,7 +53,7 @@ class KafkaAdmin:
         self.cluster = cluster
         self.dry_run = dry_run
         # On KRaft no broker is the controller: the metadata answer names a random live broker (KIP-590),
-        # which a stop impact must not call "the controller" (the quorum's leader is, kafkaops.quorum).
+        # which a stop impact must not call "the controller" (the quorum's leader is, kafkaops.policy.quorum).
         self.kraft = kraft
         self._admin = self._new_admin()
 

@@ -1,5 +1,5 @@
 """The KRaft quorum: ``kafka-metadata-quorum`` output (recorded from Kafka 4.3.1 on the KRaft lab) read
-strictly, and the controller-restart gate judged over it (:mod:`kafkaops.quorum`)."""
+strictly, and the controller-restart gate judged over it (:mod:`kafkaops.policy.quorum`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.facts.quorum import QuorumReplica, parse_replication, parse_status
-from kafkaops.quorum import judge, leader_clock, majority, restart_refusals
+from kafkaops.policy.quorum import judge, leader_clock, majority, restart_refusals
 
 STATUS = """ClusterId:              gUGQDWLfS0q7m7a7uiXiMg
 LeaderId:               3001

@@ -12,6 +12,10 @@ restarted voter.
 "Caught up" is measured on the leader's own clock, never ours: a voter is behind by the leader row's
 ``LastCaughtUpTimestamp`` minus its own (the leader's row is stamped "now" by the leader), so clock
 skew between the admin host and the controllers cannot make a lagging voter look healthy.
+
+The quorum has three modules, one per layer: :mod:`kafkaops.facts.quorum` parses what
+``kafka-metadata-quorum`` printed, :mod:`kafkaops.systems.quorum` runs it on a controller, and this one
+judges the parsed replicas (no I/O), so a plan and the live gate decide alike.
 """
 
 from __future__ import annotations
