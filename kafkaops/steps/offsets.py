@@ -1,4 +1,4 @@
-"""Translate a consumer group's position from one site to the other, by timestamp (:mod:`kafkaops.translation`).
+"""Translate a consumer group's position from one site to the other, by timestamp (:mod:`kafkaops.policy.translation`).
 
 The plan lists, per partition, the group's position on the source, the timestamp it stands for, the
 offset on the target it becomes and the records it will read twice, with the guarantee in words. The
@@ -15,8 +15,8 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, SafetyRefusal
+from kafkaops.policy.translation import SourcePosition, guarantee, seek_times, translate
 from kafkaops.steps.common import StableObservation, env, names
-from kafkaops.translation import SourcePosition, guarantee, seek_times, translate
 
 
 def _groups(step: StepBase, ctx: RunContext) -> list[str]:

@@ -1,4 +1,4 @@
-"""Consumer offsets translated by timestamp (kafkaops.translation): zero loss within the margin, the
+"""Consumer offsets translated by timestamp (kafkaops.policy.translation): zero loss within the margin, the
 duplicates counted exactly, checked against simulated source and mirror logs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from kafkaops.translation import PartitionMove, SourcePosition, guarantee, seek_times, translate
+from kafkaops.policy.translation import PartitionMove, SourcePosition, guarantee, seek_times, translate
 
 KEY = ("eqiad.test.event", 0)
 
