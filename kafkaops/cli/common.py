@@ -192,3 +192,13 @@ class LiveStatus:
 def live_status() -> LiveStatus | None:
     """The live status for a run on a terminal (stderr is one), else None: plain lines only."""
     return LiveStatus(err_console) if err_console.is_terminal else None
+
+
+def bar(value: float, scale: float, width: int = 40) -> str:
+    """A text bar of ``value`` on a ``scale`` as wide as ``width`` (the chart's unit; at least one block
+    for any positive value, so a tiny figure still shows): ``service bench``'s rate and latency charts."""
+    if scale <= 0 or value <= 0:
+        return ""
+    cells = value / scale * width
+    full = int(cells)
+    return "█" * full + ("▌" if cells - full >= 0.5 else "") or "▏"

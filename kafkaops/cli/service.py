@@ -2,7 +2,7 @@
 
 The seed's "Throughput" section is one ``ab`` command and one figure (4425 req/s for main-codfw in 2016).
 This command runs that ``ab`` (Debian's apache2-utils) from the operator's machine with the seed's
-defaults (``-n 10000 -c 16``) and a valid test event, parses its report (:mod:`kafkaops.throughput`),
+defaults (``-n 10000 -c 16``) and a valid test event, parses its report (:mod:`kafkaops.facts.ab`),
 and shows requests/s, failed and non-2xx counts, the latency percentiles as bars, and the measured rate
 against the inventory's recorded baseline (``services.<name>.baseline``).
 
@@ -31,7 +31,7 @@ from typing import Any
 
 import typer
 
-from kafkaops.cli.common import TableOrJson, console, print_json
+from kafkaops.cli.common import TableOrJson, bar, console, print_json
 from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal, UnreachableError
 
 app = typer.Typer(help="Service checks beyond the runbooks: `service bench` (the runbook's throughput test).",
@@ -125,7 +125,7 @@ def _refuse_production(cluster: Any, targets: list[BenchTarget], requests: int) 
 
 
 def _run_ab(url: str, body: Path, requests: int, concurrency: int) -> Any:
-    from kafkaops.throughput import REQUEST_TIMEOUT, ab_command, parse_ab
+    from kafkaops.facts.ab import REQUEST_TIMEOUT, ab_command, parse_ab
 
     argv = ab_command(url, str(body), requests=requests, concurrency=concurrency)
     try:
@@ -152,8 +152,6 @@ def _chart(name: str, report: Any, comparison: Any) -> Any:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
-
-    from kafkaops.throughput import bar
 
     lat = Table(title=f"{name}: latency (ms), share of requests served within", title_justify="left",
                 show_edge=False, box=None)
@@ -205,7 +203,8 @@ def bench_cmd(
 ) -> None:
     """Throughput of SERVICE with the runbook's `ab -n 10000 -c 16 -T application/json -p test-event.json`:
     requests/s, failed and non-2xx counts, latency percentiles, and the inventory's baseline."""
-    from kafkaops.throughput import Comparison, bench_event, bench_event_body
+    from kafkaops.facts.ab import bench_event, bench_event_body
+    from kafkaops.policy.throughput import Comparison
 
     if concurrency > requests:
         raise typer.BadParameter(f"{concurrency} requests at a time is more than the {requests} in all",

@@ -17,16 +17,11 @@ from typing import Any
 
 import pytest
 
+from kafkaops.cli.common import bar
 from kafkaops.errors import SafetyRefusal
+from kafkaops.facts.ab import ab_command, bench_event, bench_event_body, parse_ab
 from kafkaops.inventory import load_inventory
-from kafkaops.throughput import (
-    Comparison,
-    ab_command,
-    bar,
-    bench_event,
-    bench_event_body,
-    parse_ab,
-)
+from kafkaops.policy.throughput import Comparison
 
 REPO = Path(__file__).resolve().parents[2]
 AB = REPO / "tests" / "fixtures" / "ab"

@@ -1,4 +1,4 @@
-"""The EventBus runbook's throughput test, made repeatable: the pure parts of ``kafkaops service bench``.
+"""``ab``, the EventBus runbook's throughput test: the event it posts, its command line, its report parsed.
 
 The seed measured main-codfw in August 2016 with::
 
@@ -8,9 +8,12 @@ The seed measured main-codfw in August 2016 with::
 and nobody could tell afterwards whether a cluster still does that: the event file was lost, the figure
 lived in a wiki page, and an operator reading ``ab``'s output by eye misses the failed and non-2xx lines
 that make a fast run meaningless. This module keeps what must not drift between runs — the test event,
-the exact ``ab`` command, the parsing of its report, the comparison with the inventory's recorded
-baseline — free of I/O, so it is tested against recorded ``ab`` output (``tests/fixtures/ab/``).
-The CLI (:mod:`kafkaops.cli.service`) runs ``ab`` and draws the chart.
+the exact ``ab`` command and the parsing of its report — free of I/O, so it is tested against recorded
+``ab`` output (``tests/fixtures/ab/``). The command and the parser live together because the flags decide
+what the report says: with ``-r`` a refused connection is a counted failure instead of the end of the run,
+which is what :attr:`AbReport.answered` reads. The comparison with the inventory's recorded baseline is
+a judgement (:mod:`kafkaops.policy.throughput`); the CLI (:mod:`kafkaops.cli.service`) runs ``ab`` and
+draws the chart.
 """
 
 from __future__ import annotations
@@ -25,9 +28,6 @@ from typing import Any
 #: The stream the test event goes to: the eventbus produces it to topic ``<dc>.test.event``, the topic
 #: the seed's ``kafka topic --describe`` lists (``test.event``) and the lab creates.
 TEST_STREAM = "test.event"
-#: ``ab``'s defaults here are the seed's (``-n 10000 -c 16``), so a bench compares with its figure.
-DEFAULT_REQUESTS = 10000
-DEFAULT_CONCURRENCY = 16
 #: Per-request timeout given to ``ab -s`` (seconds): a stalled request is a failure, not a hang.
 REQUEST_TIMEOUT = 30
 
@@ -162,42 +162,3 @@ def parse_ab(text: str) -> AbReport:
         concurrency=int(concurrency) if concurrency is not None else None, failed_by=by,
         percentiles_ms=percentiles,
     )
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Measured throughput against the inventory's recorded baseline."""
-
-    measured: float
-    baseline: float | None
-    note: str | None = None
-
-    @property
-    def ratio(self) -> float | None:
-        return self.measured / self.baseline if self.baseline else None
-
-    def verdict(self) -> str:
-        """One line for the operator. The baseline is a figure measured once, on some hardware and
-        load: far below it is a question to ask (fewer processes, a slow broker, a depooled host), not a
-        failure by itself — so it is said in words and the exit code stays about failed requests."""
-        if self.baseline is None:
-            return "no baseline recorded for this service (inventory: services.<name>.baseline)"
-        pct = 100 * (self.ratio or 0.0)
-        where = f" ({self.note})" if self.note else ""
-        if pct >= 90:
-            return f"{pct:.0f}% of the baseline {self.baseline:g} req/s{where}"
-        return f"{pct:.0f}% of the baseline {self.baseline:g} req/s{where}: below it, find out why"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"measured": self.measured, "baseline": self.baseline, "note": self.note,
-                "ratio": round(self.ratio, 4) if self.ratio is not None else None, "verdict": self.verdict()}
-
-
-def bar(value: float, scale: float, width: int = 40) -> str:
-    """A text bar of ``value`` on a ``scale`` as wide as ``width`` (the chart's unit; at least one block
-    for any positive value, so a tiny figure still shows)."""
-    if scale <= 0 or value <= 0:
-        return ""
-    cells = value / scale * width
-    full = int(cells)
-    return "█" * full + ("▌" if cells - full >= 0.5 else "") or "▏"
