@@ -11,6 +11,7 @@ from kafkaops.steps import (
     conftool,
     deploy,
     discovery,
+    env,
     health,
     host,
     kafka,
@@ -19,15 +20,14 @@ from kafkaops.steps import (
     mirror,
     offsets,
     placement,
-    reachability,
     replay,
     service,
     sites,
     traffic,
 )
 
-__all__ = ["canary", "confirm", "conftool", "deploy", "discovery", "health", "host", "kafka", "kraft", "logs", "mirror",
-           "offsets", "placement", "reachability", "replay", "service", "sites", "traffic"]
+__all__ = ["canary", "confirm", "conftool", "deploy", "discovery", "env", "health", "host", "kafka", "kraft", "logs",
+           "mirror", "offsets", "placement", "replay", "service", "sites", "traffic"]
 
 
 def register_all() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from kafkaops.engine.context import RunContext
 from kafkaops.errors import ConfigError, HostKeyError, UnreachableError
-from kafkaops.steps.reachability import Reachable
+from kafkaops.steps.env import Reachable
 
 
 class FakeEnv:
@@ -54,7 +54,7 @@ def _plan(env: FakeEnv, **params: Any) -> Any:
                       "scan": True, "spark_master": "local[2]", **params})
     ctx = RunContext(run_id="", operator="o", reason="r", task=None, target="k1", params=step.params, env=env,
                      targets=("k1", "k2", "k3"))
-    import kafkaops.steps.reachability as reach
+    import kafkaops.steps.env as reach
 
     original = reach.env
     reach.env = lambda ctx: ctx.env  # type: ignore[assignment]
