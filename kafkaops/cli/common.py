@@ -143,7 +143,7 @@ def checkpoint_prompt() -> Any:
 def confirm_checkpoints(needed: list[tuple[str, str]], given: tuple[str, ...] | list[str]) -> dict[str, str]:
     """Every manual checkpoint a plan asks for, confirmed before the run starts, and how each was.
 
-    ``needed``: (name, text) pairs (:func:`kafkaops.steps.confirm.pending_checkpoints`); ``given``: the
+    ``needed``: (name, text) pairs (:func:`kafkaops.steps.operator.pending_checkpoints`); ``given``: the
     ``--confirmed NAME`` values. A checkpoint not given is asked on a terminal (showing its text); with no
     terminal, or answered no, the run does not start: :class:`~kafkaops.errors.NotConfirmed` (exit 13),
     one line naming the checkpoint and the flag. ``--yes`` plays no part: it does not confirm one.

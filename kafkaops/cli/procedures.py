@@ -568,7 +568,7 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
     if dry_run:
         return
     from kafkaops.cli.common import checkpoint_prompt, confirm_checkpoints
-    from kafkaops.steps.confirm import pending_checkpoints
+    from kafkaops.steps.operator import pending_checkpoints
 
     checkpoints = confirm_checkpoints(pending_checkpoints(plan.steps), confirmed)  # before any lock or change
     runner.confirmed, runner.ask = checkpoints, checkpoint_prompt()

@@ -384,7 +384,7 @@ def apply_cmd(
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.plan import load_plan
     from kafkaops.environment import Environment
-    from kafkaops.steps.confirm import pending_checkpoints
+    from kafkaops.steps.operator import pending_checkpoints
 
     load_plugins()
     plan = load_plan(plan_file)

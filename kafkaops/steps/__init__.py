@@ -7,7 +7,6 @@ the adapters.
 
 from kafkaops.steps import (
     canary,
-    confirm,
     conftool,
     deploy,
     discovery,
@@ -19,6 +18,7 @@ from kafkaops.steps import (
     logs,
     mirror,
     offsets,
+    operator,
     placement,
     replay,
     service,
@@ -26,8 +26,8 @@ from kafkaops.steps import (
     traffic,
 )
 
-__all__ = ["canary", "confirm", "conftool", "deploy", "discovery", "env", "health", "host", "kafka", "kraft", "logs",
-           "mirror", "offsets", "placement", "replay", "service", "sites", "traffic"]
+__all__ = ["canary", "conftool", "deploy", "discovery", "env", "health", "host", "kafka", "kraft", "logs", "mirror",
+           "offsets", "operator", "placement", "replay", "service", "sites", "traffic"]
 
 
 def register_all() -> None:

@@ -23,7 +23,7 @@ from kafkaops.engine.runbook import BoundRunbook, Target, bind_runbook, parse_ru
 from kafkaops.engine.runner import Runner
 from kafkaops.environment import RunFacts
 from kafkaops.errors import NotConfirmed, RunFailed
-from kafkaops.steps import confirm
+from kafkaops.steps import operator
 
 OP = "alice@admin1"
 TEXT = "The Services team knows about this maintenance and has paused ChangeProp"
@@ -47,7 +47,7 @@ class CheckpointWorld(World):
 
 @pytest.fixture(autouse=True)
 def confirm_kind() -> Iterator[None]:
-    step_mod.register_step(confirm.KIND, confirm.ConfirmCheckpoint,
+    step_mod.register_step(operator.KIND, operator.ConfirmCheckpoint,
                            [step_mod.Param("checkpoint", "str", required=True)], replace=True)
     yield
 
@@ -72,12 +72,12 @@ def events(run_id: str, home: Path, name: str) -> list[dict[str, Any]]:
 def test_the_plan_shows_the_checkpoint_once_for_the_whole_roll(make_runner: Callable[..., Runner],
                                                                cw: CheckpointWorld) -> None:
     plan = make_runner().dry_run(roll(), env=cw, operator=OP)
-    asks = [s for s in plan.steps if s.kind == confirm.KIND]
+    asks = [s for s in plan.steps if s.kind == operator.KIND]
     assert [s.action is not None for s in asks] == [True, False, False]
     assert asks[0].action and asks[0].action["description"] == f"operator confirms: {TEXT}"
     assert "--confirmed changeprop" in asks[0].action["commands"][0]
     assert asks[1].noop_reason and "once for the run, at h1 step 1" in asks[1].noop_reason
-    assert confirm.pending_checkpoints(plan.steps) == [("changeprop", TEXT)]
+    assert operator.pending_checkpoints(plan.steps) == [("changeprop", TEXT)]
     assert "operator confirms: " + TEXT in plan.to_markdown()
 
 
@@ -146,7 +146,7 @@ def test_a_checkpoint_the_inventory_does_not_define_is_a_noop_saying_so(
     assert res.status == "finished" and res.skipped == 1
     plan = make_runner().dry_run(roll(("h1",)), env=cw, operator=OP)
     assert plan.steps[0].noop_reason == "the inventory defines no checkpoint 'changeprop': nothing to confirm"
-    assert confirm.pending_checkpoints(plan.steps) == []
+    assert operator.pending_checkpoints(plan.steps) == []
 
 
 def test_the_cli_check_refuses_without_confirmed_and_yes_is_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
