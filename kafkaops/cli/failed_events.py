@@ -6,7 +6,7 @@ host, stream and error — the question before any replay is "how many, of what,
 is the ``failed-events-replay`` runbook (plan first, journal, ``kafkaops resume RUN``, the cluster lock):
 each event is sent once even across a crash, rate-limited, and the events refused again go to a report.
 
-Only parsing and rendering live here; the reading and the replay are :mod:`kafkaops.steps.replay`, the
+Only parsing and rendering live here; the reading and the replay are :mod:`kafkaops.steps.failed_events`, the
 parsing :mod:`kafkaops.facts.failed_events`.
 """
 
@@ -134,7 +134,7 @@ def list_failed_events(target: str, *, service: str | None, since: str | None, t
     """Read, parse, select and group each host's failed events; render them. Returns the exit code."""
     from kafkaops.cli.lookup import environment
     from kafkaops.facts.failed_events import group, parse_failed_events, select
-    from kafkaops.steps.replay import read_failed_log
+    from kafkaops.steps.failed_events import read_failed_log
 
     since_s, pattern = parse_since(since), parse_topic(topic)
     cluster, hosts, name = resolve_target(target, inventory, service)

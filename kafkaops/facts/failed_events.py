@@ -23,7 +23,7 @@ never stops the listing; an EventError whose ``rawEvent`` is not a JSON object, 
 an event that cannot be replayed: it goes to the replay's report, not to Kafka.
 
 Everything here is pure (no command, no client library): :mod:`kafkaops.cli.failed_events` and
-:mod:`kafkaops.steps.replay` hand the log's text over.
+:mod:`kafkaops.steps.failed_events` hand the log's text over.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from kafkaops.steps import (
     deploy,
     discovery,
     env,
+    failed_events,
     health,
     host,
     kafka,
@@ -20,14 +21,13 @@ from kafkaops.steps import (
     offsets,
     operator,
     placement,
-    replay,
     service,
     sites,
     traffic,
 )
 
-__all__ = ["canary", "conftool", "deploy", "discovery", "env", "health", "host", "kafka", "kraft", "logs", "mirror",
-           "offsets", "operator", "placement", "replay", "service", "sites", "traffic"]
+__all__ = ["canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka", "kraft",
+           "logs", "mirror", "offsets", "operator", "placement", "service", "sites", "traffic"]
 
 
 def register_all() -> None:

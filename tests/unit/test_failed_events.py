@@ -161,7 +161,7 @@ def test_replay_items_send_each_event_once_and_count_per_destination() -> None:
 
 
 def test_the_ledger_survives_a_torn_last_line_and_keeps_terminal_states(tmp_path: Path) -> None:
-    from kafkaops.steps.replay import Ledger
+    from kafkaops.steps.failed_events import Ledger
 
     path = tmp_path / "replay-kafka1001.jsonl"
     ledger = Ledger.open(path)
@@ -193,7 +193,7 @@ def _obs(**over: object) -> Observation:
 
 def test_the_plan_shows_counts_per_destination_and_the_report() -> None:
     from kafkaops.engine.step import Action
-    from kafkaops.steps.replay import ReplayFailedEvents
+    from kafkaops.steps.failed_events import ReplayFailedEvents
 
     step = ReplayFailedEvents({})
     action = step.plan(_obs())
@@ -214,7 +214,7 @@ def test_the_plan_shows_counts_per_destination_and_the_report() -> None:
 
 def test_the_plan_is_a_noop_when_everything_is_done_or_nothing_is_selected() -> None:
     from kafkaops.engine.step import Noop
-    from kafkaops.steps.replay import ReplayFailedEvents
+    from kafkaops.steps.failed_events import ReplayFailedEvents
 
     step = ReplayFailedEvents({})
     done = step.plan(_obs(frozen=True, sent=2, rejected=2, left=0))
@@ -224,7 +224,7 @@ def test_the_plan_is_a_noop_when_everything_is_done_or_nothing_is_selected() -> 
 
 
 def test_the_replay_parameters_are_checked_when_the_runbook_is_bound() -> None:
-    from kafkaops.steps.replay import _check
+    from kafkaops.steps.failed_events import _check
 
     assert _check({"via": "kafka", "topic": ""}) is None
     assert _check({"via": "smtp", "topic": ""}) == "via must be one of kafka, http, not 'smtp'"
