@@ -1,8 +1,11 @@
 """The step kinds runbooks are made of. Importing this package registers all of them.
 
-Each module holds the steps of one system (conftool, traffic, kafka, host, health) and talks to it only
-through the run's :class:`~kafkaops.environment.Environment`; client libraries are imported lazily by
-the adapters.
+Each module holds the kinds of one prefix and is named after it — ``kafka.stop_broker`` is in
+``kafka.py``, ``env.reachable`` in ``env.py``, ``operator.confirm`` in ``operator.py`` — so a kind named
+in a runbook, a plan or a journal leads straight to its code (tests/unit/test_step_modules.py holds
+every registered kind to it). ``common``, ``selectors``, ``projection`` and ``deploy_host`` hold no
+kinds: what the steps share. Steps talk to systems only through the run's
+:class:`~kafkaops.environment.Environment`; client libraries are imported lazily by the adapters.
 """
 
 from kafkaops.steps import (
