@@ -15,8 +15,8 @@ import time
 
 from bench_safety import synthetic_snapshot
 
-from kafkaops.batching import plan_batches
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+from kafkaops.policy.batches import plan_batches
 
 
 def stretched(brokers: int, partitions: int) -> tuple[ClusterSnapshot, dict[int, str]]:

@@ -63,7 +63,7 @@ def check(
     """
     import re
 
-    from kafkaops.health.check import URP_SAMPLES, parse_since, read_urp_samples, run_post_check
+    from kafkaops.health.check import parse_since, read_urp_samples, run_post_check
     from kafkaops.health.metadata import OffsetsSnapshot
     from kafkaops.health.report import render_chart, render_markdown, render_table
 
@@ -98,7 +98,7 @@ def check(
     cluster = _cluster(cluster_name, inventory)
     base = OffsetsSnapshot.read(baseline) if baseline else None
     # A run's baseline.json has the URP samples of that run beside it: the chart shows the run.
-    samples = read_urp_samples(baseline.parent / URP_SAMPLES) if baseline else []
+    samples = read_urp_samples(baseline.parent) if baseline else []
     result = run_post_check(
         cluster, base, topics_regex=topics, spark_master=spark_master, window=None,
         since=since_s, scan=not no_scan, spark_conf=conf, urp_samples=samples,

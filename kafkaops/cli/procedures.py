@@ -527,7 +527,7 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
     load_plugins()
     rb = find_runbook(runbook) if isinstance(runbook, str) else runbook
     if "batch" in params:
-        from kafkaops.environment import parse_batch
+        from kafkaops.policy.batches import parse_batch
 
         try:
             parse_batch(str(params["batch"]))

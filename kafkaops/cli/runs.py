@@ -168,7 +168,7 @@ def show_cmd(
         from kafkaops.systems.run_samples import read_samples
 
         check_writable(chart, "the chart", "--chart FILE.png", parents=True)
-        draw(timeline, read_samples(journal.path.parent / "samples.jsonl"), chart)
+        draw(timeline, read_samples(journal.path.parent), chart)
         err_console.print(f"chart written to {chart}", highlight=False)
     if output is Output.json:
         print_json(row)

@@ -4,8 +4,10 @@ state earlier steps will have left (the projection).
 The engine never builds adapters itself (it must not import ``kafkaops.systems``): whoever starts a run
 passes its *environment*, an object the steps know how to use (kafkaops' is
 :class:`kafkaops.environment.Environment`), and the engine hands it through in a :class:`RunContext`.
-The engine asks only two things of it (:class:`RunEnvironment`): the cluster's lock, and an identity to
-journal so that a resumed run can prove it acts on the same world.
+Everything the engine asks of it is declared in :class:`RunEnvironment`: the cluster's lock (and its name,
+for the plan), an identity to journal so that a resumed run can prove it acts on the same world, and a
+sampler of the cluster for the run's chart. The run's facts (:mod:`kafkaops.engine.run_facts`) are the
+engine's own: the runner hands each step the store of its run as ``ctx.facts``.
 
 Steps never ask "is this a dry-run?". A dry-run observes the live systems, and a step whose apply
 changes something declares the facts it leaves (``effects``); the planner collects them in a
@@ -18,7 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from kafkaops.engine.run_facts import RunFacts, in_memory
 
 if TYPE_CHECKING:
     from kafkaops.engine.lock import LockBackend
@@ -78,16 +83,36 @@ class Projection(Mapping[str, Any]):
 NO_PROJECTION = Projection()
 
 
+class Sampler(Protocol):
+    """A background sampler of the cluster for the run's chart: started when a process starts driving a
+    run, stopped when it stops (a crash loses it; the resumed run's process starts its own)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 class RunEnvironment(Protocol):
-    """What the engine needs from the caller's environment object."""
+    """Everything the engine needs from the caller's environment object (and nothing more: the steps
+    use the rest of it, opaque to the engine)."""
 
     @property
     def lock(self) -> LockBackend:
         """The lock that guards the run's cluster (never a silent fallback)."""
         ...
 
+    @property
+    def lock_label(self) -> str:
+        """Which lock that is, in words, for the plan (``""``: say nothing)."""
+        ...
+
     def identity(self) -> Mapping[str, Any]:
-        """JSON-able record of what the run acts on (journaled at ``run_started``)."""
+        """JSON-able record of what the run acts on (journaled at ``run_started``, carried by a plan)."""
+        ...
+
+    def run_sampler(self, run_dir: Path) -> Sampler | None:
+        """A sampler writing into the run's directory ``run_dir`` (it names its own file), or None: nothing
+        to sample (a dry-run)."""
         ...
 
 
@@ -102,7 +127,8 @@ class RunContext:
         task: Optional task/ticket id.
         target: Name of the target this step acts on (``kafka1001``).
         params: The step's bound parameters.
-        env: The caller's environment: adapters, facts (opaque to the engine).
+        env: The caller's environment: its adapters (opaque to the engine).
+        facts: The run's facts store (:mod:`kafkaops.engine.run_facts`); in memory in a dry-run.
         projected: While planning, the facts earlier steps will have changed (empty in a real run).
         cluster: Cluster name.
         step_index: 1-based index of the step in the runbook.
@@ -140,3 +166,4 @@ class RunContext:
     record: Callable[..., None] = field(default=_ignore, repr=False)
     confirmed: Mapping[str, str] = field(default_factory=dict)
     ask: Callable[[str], bool] | None = field(default=None, repr=False)
+    facts: RunFacts = field(default_factory=in_memory, repr=False)

@@ -31,8 +31,17 @@ Operational rules this module enforces, and why:
   only steps for which this run journaled an ``applying`` intent, and each compensation is itself a step
   (observe first: nothing to undo is a no-op).
 
+Why one module of ~940 lines: a dry-run, a run, a resume, a retry and a rollback are one state machine.
+Every path goes through the same sequence — build the step's context, observe, plan, re-check a
+destructive step's precondition, journal the intent, apply, verify (:meth:`Runner._converge`,
+:meth:`Runner._verify`) — under the same lock, pause and failure rules; the rules above are claims about
+that one sequence. Cut into a plan half, a run half and a rollback half, each would reach into the
+others' private steps (or a mixin would scatter the sequence over three files). What is not that
+sequence already lives beside it: the journal, lock, plan, wait, audit, context and run facts modules.
+
 Nothing here knows about Kafka: steps get the caller's opaque environment in a
-:class:`~kafkaops.engine.context.RunContext`, and the run's lock comes from that environment.
+:class:`~kafkaops.engine.context.RunContext`, and the run's lock, identity and sampler come from that
+environment through the typed :class:`~kafkaops.engine.context.RunEnvironment` protocol.
 """
 
 from __future__ import annotations
@@ -48,10 +57,11 @@ from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from kafkaops.engine.audit import AuditLog, default_audit
-from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext
+from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext, RunEnvironment
 from kafkaops.engine.journal import Journal, RunState, StepState, kafkaops_home, new_run_id, process_alive
 from kafkaops.engine.lock import LockBackend, held_error, lock_info
 from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_observations
+from kafkaops.engine.run_facts import FACTS_FILE, RunFacts
 from kafkaops.engine.runbook import BoundRunbook, BoundStep, BoundTarget, schedule
 from kafkaops.engine.step import (
     Action,
@@ -208,11 +218,11 @@ class Runner:
             self._audit = default_audit(self.home)
         return self._audit
 
-    def lock_for(self, env: Any) -> LockBackend:
+    def lock_for(self, env: RunEnvironment | None) -> LockBackend:
         """The lock guarding ``env``'s cluster: the environment's own (or the runner's override)."""
         if self._lock is not None:
             return self._lock
-        lock = getattr(env, "lock", None)
+        lock = env.lock if env is not None else None
         if lock is None:
             raise ConfigError(
                 "this run's environment provides no cluster lock; kafkaops never runs unlocked",
@@ -259,10 +269,13 @@ class Runner:
         target: str,
         step: BoundStep,
         params: Mapping[str, Any],
-        env: Any,
+        env: RunEnvironment,
         projected: Projection = NO_PROJECTION,
         journal: Journal | None = None,
+        facts: RunFacts | None = None,
     ) -> RunContext:
+        """The context of one step. ``facts``: the dry-run's in-memory store; a run's is the file beside
+        its ``journal``."""
         def record(event: str, **fields: Any) -> None:
             if journal is not None:
                 journal.append("event", target=target, step=step.index, kind=step.kind, event=event, **fields)
@@ -287,6 +300,7 @@ class Runner:
             record=record,
             confirmed=dict(self.confirmed),
             ask=self.ask,
+            facts=RunFacts(journal.path.parent / FACTS_FILE) if journal is not None else facts or RunFacts(None),
         )
 
     @staticmethod
@@ -301,7 +315,7 @@ class Runner:
         self,
         bound: BoundRunbook,
         *,
-        env: Any,
+        env: RunEnvironment,
         operator: str,
         reason: str = "",
         task: str | None = None,
@@ -330,11 +344,12 @@ class Runner:
         meta = _Meta("", bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names),
                      bound.batches)
         projection = Projection()
+        facts = RunFacts(None)  # what a step remembers while planning lives as long as the plan
         planned: list[PlannedStep] = []
         for target, step in schedule(bound):
             entry = require_kind(step.kind, step.label)
             obj = entry.create(step.params)
-            ctx = self._ctx(meta, target.name, step, step.params, env, projection.copy())
+            ctx = self._ctx(meta, target.name, step, step.params, env, projection.copy(), facts=facts)
             obs = obj.observe(ctx)
             decision = obj.plan(obs)
             if isinstance(decision, Action):
@@ -361,8 +376,7 @@ class Runner:
                     rollback=rollback,
                 )
             )
-        lock_label = getattr(env, "lock_label", "")
-        identity = env.identity() if callable(getattr(env, "identity", None)) else {}
+        lock_label = env.lock_label
         return Plan(
             runbook=bound.name,
             summary=bound.summary,
@@ -373,7 +387,7 @@ class Runner:
             created_at=time.time(),
             bound=bound.to_dict(),
             steps=planned,
-            environment=identity,
+            environment=dict(env.identity()),
             notes=[
                 *notes,
                 *([f"lock: {lock_label}"] if lock_label else []),
@@ -383,7 +397,8 @@ class Runner:
         )
 
     def apply_plan(
-        self, plan: Plan, *, env: Any, operator: str, reason: str | None = None, task: str | None = None
+        self, plan: Plan, *, env: RunEnvironment, operator: str, reason: str | None = None,
+        task: str | None = None,
     ) -> RunResult:
         """Execute exactly the reviewed plan, refusing if what it observed has changed.
 
@@ -429,7 +444,7 @@ class Runner:
         self,
         bound: BoundRunbook,
         *,
-        env: Any,
+        env: RunEnvironment,
         operator: str,
         reason: str,
         task: str | None = None,
@@ -455,7 +470,6 @@ class Runner:
         lock.acquire(lock_info(bound.cluster, run_id, operator, reason, task))
         try:
             journal = Journal.create(run_id, self.home)
-            identity = env.identity() if callable(getattr(env, "identity", None)) else None
             journal.append(
                 "run_started",
                 run_id=run_id,
@@ -467,7 +481,7 @@ class Runner:
                 pid=os.getpid(),
                 hostname=socket.gethostname(),
                 plan_fingerprint=plan_fingerprint,
-                environment=identity,
+                environment=dict(env.identity()),
             )
         except BaseException:
             lock.release(bound.cluster, run_id)
@@ -482,7 +496,7 @@ class Runner:
         self,
         run_id: str,
         *,
-        env: Any,
+        env: RunEnvironment,
         operator: str | None = None,
         accepted_changes: tuple[str, ...] | list[str] = (),
     ) -> RunResult:
@@ -547,14 +561,13 @@ class Runner:
         return journal, state, bound, state.started
 
     def _drive(
-        self, journal: Journal, state: RunState, bound: BoundRunbook, env: Any, meta: _Meta
+        self, journal: Journal, state: RunState, bound: BoundRunbook, env: RunEnvironment, meta: _Meta
     ) -> RunResult:
         """The one loop every run goes through (started, resumed or applied from a plan)."""
         result = RunResult(run_id=meta.run_id, status="running", journal=journal.path)
         self._pause_requested = False
         # The cluster's state while this process runs, for the run's chart (``runs show --chart``).
-        make_sampler = getattr(env, "run_sampler", None)
-        sampler = make_sampler(journal.path.parent / "samples.jsonl") if callable(make_sampler) else None
+        sampler = env.run_sampler(journal.path.parent)
         if sampler is not None:
             sampler.start()
         try:
@@ -563,7 +576,7 @@ class Runner:
             if sampler is not None:
                 sampler.stop()
 
-    def _steps(self, journal: Journal, state: RunState, bound: BoundRunbook, env: Any, meta: _Meta,
+    def _steps(self, journal: Journal, state: RunState, bound: BoundRunbook, env: RunEnvironment, meta: _Meta,
                result: RunResult) -> RunResult:
         with self._sigint():
             started = {t for t, _ in state.steps}
@@ -680,7 +693,7 @@ class Runner:
         bound: BoundRunbook,
         target: BoundTarget,
         step: BoundStep,
-        env: Any,
+        env: RunEnvironment,
         meta: _Meta,
         result: RunResult,
     ) -> None:
@@ -800,7 +813,7 @@ class Runner:
         reason: str,
         operator: str,
         rollback: bool = False,
-        env: Any = None,
+        env: RunEnvironment | None = None,
     ) -> RunResult:
         """End a run for good; with ``rollback``, first compensate (in reverse) what it changed.
 
@@ -819,6 +832,9 @@ class Runner:
         lock = self.lock_for(env)
         result = RunResult(run_id=run_id, status="aborted", journal=journal.path)
         if rollback:
+            if env is None:  # the compensations are steps: they act through the run's environment
+                raise ConfigError(f"rolling back run {run_id} needs the run's environment",
+                                  hint="build it from the run's journaled identity (kafkaops runs abort does)")
             lock.acquire(
                 lock_info(bound.cluster, run_id, started["operator"], started["reason"], started.get("task"))
             )
@@ -838,7 +854,7 @@ class Runner:
         journal: Journal,
         state: RunState,
         bound: BoundRunbook,
-        env: Any,
+        env: RunEnvironment,
         meta: _Meta,
         result: RunResult,
     ) -> None:
@@ -888,7 +904,7 @@ class Runner:
             self._verify_whole(journal, bound, target, step, kind, env, meta)
 
     def _verify_whole(self, journal: Journal, bound: BoundRunbook, target: BoundTarget, step: BoundStep,
-                      kind: str, env: Any, meta: _Meta) -> None:
+                      kind: str, env: RunEnvironment, meta: _Meta) -> None:
         """After the compensations: prove the whole is as before the run (a step kind the compensations
         declared), converging like any step — it may wait, or make the last change (an election)."""
         entry = require_kind(kind, f"rollback check {kind}")

@@ -199,13 +199,9 @@ def plan_ranges(now: OffsetsSnapshot, baseline_ends: Mapping[tuple[str, int], in
     return tuple(out)
 
 
-#: What a run writes beside its ``baseline.json``: the cluster sampled while it ran
-#: (:mod:`kafkaops.systems.run_samples`, one JSON object per line).
-URP_SAMPLES = "samples.jsonl"
-
-
-def read_urp_samples(path: Path) -> list[tuple[float, int]]:
-    """The URP counts a run sampled while it worked (``samples.jsonl``); none when the file is absent.
+def read_urp_samples(run_dir: Path) -> list[tuple[float, int]]:
+    """The URP counts the run whose directory is ``run_dir`` (beside its ``baseline.json``) sampled while
+    it worked (:mod:`kafkaops.systems.run_samples`); none when it has no samples.
 
     The run's sampler takes one every 2 s for as long as the run's process lives, so the chart shows
     what the cluster went through during the run, not only before and after. A sample Kafka did not
@@ -213,7 +209,7 @@ def read_urp_samples(path: Path) -> list[tuple[float, int]]:
     """
     from kafkaops.systems.run_samples import read_samples
 
-    return [(float(s["t"]), int(s["urp"])) for s in read_samples(path) if "urp" in s]
+    return [(float(s["t"]), int(s["urp"])) for s in read_samples(run_dir) if "urp" in s]
 
 
 def _admin(cluster: Cluster, timeout: float) -> KafkaAdmin:

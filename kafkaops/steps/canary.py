@@ -30,7 +30,7 @@ class ConfirmCanary(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         canary = [str(c) for c in self.params["canary"]]
-        facts = env(ctx).facts(ctx.run_id)
+        facts = ctx.facts
         data = {"target": ctx.target, "canary": canary, "is_end": bool(canary) and ctx.target == canary[-1],
                 "confirmed": facts.get(CONFIRMED), "paused": facts.get(PAUSED) is not None}
         return Observation(data, summary=f"canary: {names(canary) if canary else 'none'}")
@@ -52,7 +52,7 @@ class ConfirmCanary(StepBase):
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         canary = names([str(c) for c in self.params["canary"]])
         if facts.get(PAUSED) is not None and svc.confirm is None:
             facts.set(CONFIRMED, f"resumed by {ctx.operator} at {time.strftime('%H:%M:%S')}")
@@ -68,7 +68,7 @@ class ConfirmCanary(StepBase):
 
     def verify(self, ctx: RunContext) -> None:
         canary = [str(c) for c in self.params["canary"]]
-        if canary and ctx.target == canary[-1] and not env(ctx).facts(ctx.run_id).get(CONFIRMED):
+        if canary and ctx.target == canary[-1] and not ctx.facts.get(CONFIRMED):
             raise CheckFailed("the canary was not confirmed")
 
 

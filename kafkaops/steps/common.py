@@ -14,7 +14,7 @@ from kafkaops.model import Host
 
 
 def env(ctx: RunContext) -> Environment:
-    """The run's :class:`~kafkaops.environment.Environment` (its adapters, facts and hosts)."""
+    """The run's :class:`~kafkaops.environment.Environment` (its adapters and hosts)."""
     e = ctx.env
     if not isinstance(e, Environment):  # pragma: no cover - wiring error
         raise TypeError(f"step {ctx.kind} needs a kafkaops.environment.Environment, got {type(e).__name__}")

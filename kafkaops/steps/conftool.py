@@ -134,7 +134,7 @@ class Depool(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
         host = target_host(ctx)
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         for name in action.data["services"]:
             tags = _tags(host, name)
             before = svc.conftool.get(host.fqdn, tags)

@@ -84,7 +84,7 @@ class Deploy(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         host, data = _observe_target(self, ctx, str(self.params["rev"]))
-        data["before"] = env(ctx).facts(ctx.run_id).get(deploy_before_key(host, data["service"]))
+        data["before"] = ctx.facts.get(deploy_before_key(host, data["service"]))
         return Observation(data, summary=f"{data['service']} on {host.name}: {data['line']}")
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -111,7 +111,7 @@ class Deploy(StepBase):
         host = target_host(ctx)
         name = str(self.params["service"])
         rev = str(self.params["rev"])
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         if facts.get(deploy_before_key(host, name)) is None:  # before the deploy: the rollback needs it
             facts.set(deploy_before_key(host, name), {"rev": action.data.get("served") or "", "to": rev,
                                                 "repo": str(self.params["repo"])})
@@ -166,7 +166,7 @@ class VerifyRevision(StepBase):
             wait(ctx, lambda: self._ok(host), what=f"{host.name} serving {self.params['rev']}, healthy",
                  timeout=float(self.params["timeout"]), interval=1.0)
         except WaitTimeout as exc:
-            hint = rollback_hint(env(ctx), ctx.run_id, host, str(self.params["service"]))
+            hint = rollback_hint(env(ctx), ctx, host, str(self.params["service"]))
             raise RevisionCheckFailed(f"{host.name} does not serve {self.params['rev']} healthily: {exc}. "
                                       f"{host.name} stays depooled. {hint}".rstrip()) from exc
 
@@ -174,7 +174,7 @@ class VerifyRevision(StepBase):
         host = target_host(ctx)
         ok, line = self._ok(host)
         if not ok:
-            hint = rollback_hint(env(ctx), ctx.run_id, host, str(self.params["service"]))
+            hint = rollback_hint(env(ctx), ctx, host, str(self.params["service"]))
             raise CheckFailed(f"{host.name} does not serve {self.params['rev']} healthily ({line}). {hint}".rstrip())
 
 
@@ -188,10 +188,9 @@ class Rollback(StepBase):
     """Deploy back the revision the target served before this run deployed to it (compensation of deploy)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
         host = target_host(ctx)
         name = service_of(host, str(self.params["service"])).name
-        before = svc.facts(ctx.run_id).get(deploy_before_key(host, name)) or {}
+        before = ctx.facts.get(deploy_before_key(host, name)) or {}
         prev = str(before.get("rev") or "")
         _host, data = _observe_target(self, ctx, prev or str(self.params["rev"]))
         data["previous"] = prev
@@ -228,10 +227,9 @@ class Rollback(StepBase):
         wait(ctx, back, what=f"{host.name} serving {prev}, healthy", timeout=120.0, interval=1.0)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = env(ctx)
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
-        prev = (svc.facts(ctx.run_id).get(deploy_before_key(host, service.name)) or {}).get("rev")
+        prev = (ctx.facts.get(deploy_before_key(host, service.name)) or {}).get("rev")
         check = check_health(host, service)
         if prev and not (check.healthy and revision_matches(check.revision, prev)):
             raise CheckFailed(f"{host.name} serves {check.line()}, not {prev} healthily")

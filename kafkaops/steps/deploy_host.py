@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from kafkaops.engine.context import RunContext
 from kafkaops.environment import Environment
 from kafkaops.errors import ConfigError
 from kafkaops.facts.revision import parse_checked_out_revision
@@ -97,11 +98,12 @@ def deploy_before_key(host: Host, service: str) -> str:
     return f"deploy_before/{host.name}/{service}"
 
 
-def rollback_hint(svc: Environment, run_id: str, host: Host, service: str) -> str:
+def rollback_hint(svc: Environment, ctx: RunContext, host: Host, service: str) -> str:
     """How to roll ``host`` back, if this run deployed to it: the kafkaops command and the raw one."""
+    run_id = ctx.run_id
     if not run_id:
         return ""
-    before = svc.facts(run_id).get(deploy_before_key(host, service))
+    before = ctx.facts.get(deploy_before_key(host, service))
     if not before or not before.get("rev"):
         return ""
     prev, repo = before["rev"], before.get("repo", "")

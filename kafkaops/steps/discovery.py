@@ -48,7 +48,7 @@ class SetDiscovery(StepBase):
         svc.site(dc)
         projected = projected_states(ctx, service.discovery)
         return {"service": service.name, "record": service.discovery, "site": dc, "records": projected,
-                "before_run": svc.facts(ctx.run_id).get(_fact(service.discovery, dc))}
+                "before_run": ctx.facts.get(_fact(service.discovery, dc))}
 
     def observe(self, ctx: RunContext) -> Observation:
         d = self._observe(ctx)
@@ -76,7 +76,7 @@ class SetDiscovery(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
         record, dc = action.data["record"], action.data["site"]
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         if facts.get(_fact(record, dc)) is None:  # remember before changing anything
             facts.set(_fact(record, dc), svc.discovery.states(record).get(dc))
         svc.discovery.set(record, dc, self.pooled)
@@ -112,7 +112,7 @@ class Restore(SetDiscovery):
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
-        before = svc.facts(ctx.run_id).get(_fact(action.data["record"], action.data["site"]))
+        before = ctx.facts.get(_fact(action.data["record"], action.data["site"]))
         svc.discovery.set(action.data["record"], action.data["site"], bool(before))
 
     def verify(self, ctx: RunContext) -> None:

@@ -20,7 +20,7 @@ The selection (``since``, ``topic``) is made once: the first ``apply`` freezes t
 in the run's facts, so a resume replays the same events even though "the last hour" moved on and the log
 grew (a replay through eventbus that fails again appends the same event to the log again).
 
-Why a ledger file and not :class:`~kafkaops.environment.RunFacts`: facts are rewritten whole on each
+Why a ledger file and not :class:`~kafkaops.engine.run_facts.RunFacts`: facts are rewritten whole on each
 ``set`` (temp file, fsync, rename), which is right for a handful of values and quadratic for thousands
 of events. The ledger is append-only JSON lines, one fsync per batch record, a torn last line ignored.
 """
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.engine.context import RunContext
+from kafkaops.engine.paths import runs_dir
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, format_duration, register_step
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, Interrupted, UnreachableError
@@ -167,8 +168,7 @@ class Ledger:
 
 
 def _run_dir(svc: Environment, run_id: str) -> Path | None:
-    path = svc.facts(run_id).path
-    return path.parent if path is not None else None
+    return runs_dir(svc.home) / run_id if run_id else None
 
 
 def _ledger(svc: Environment, run_id: str, host: Host) -> Ledger:
@@ -206,7 +206,7 @@ class _Selection:
 def _select(ctx: RunContext, svc: Environment, host: Host, service: Service, params: Mapping[str, Any]) -> _Selection:
     path, text, _exists = read_failed_log(svc, host, service)
     log = parse_failed_events(text)
-    worklist = svc.facts(ctx.run_id).get(_worklist_key(host))
+    worklist = ctx.facts.get(_worklist_key(host))
     if worklist is not None:  # a resumed run: the events the run set out to replay, whatever the clock says
         wanted = set(worklist)
         chosen = [e for e in log.events if e.key in wanted]
@@ -303,7 +303,7 @@ class ReplayFailedEvents(StepBase):
         service = service_of(host, str(self.params["service"]))
         via = str(self.params["via"])
         dest = _destination(host, service, via)
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         sel = _select(ctx, svc, host, service, self.params)
         if not sel.frozen:
             facts.set(_worklist_key(host), sorted({i.key for i in sel.items}))  # before the first send
@@ -329,7 +329,7 @@ class ReplayFailedEvents(StepBase):
     def verify(self, ctx: RunContext) -> None:
         svc = env(ctx)
         host = target_host(ctx)
-        worklist = svc.facts(ctx.run_id).get(_worklist_key(host))
+        worklist = ctx.facts.get(_worklist_key(host))
         if worklist is None:
             return  # nothing was selected: the step was a no-op
         ledger = _ledger(svc, ctx.run_id, host)

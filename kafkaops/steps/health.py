@@ -37,7 +37,7 @@ class Baseline(StepBase):
     end only scans, and a Spark that cannot start is said now, while the operator can still act."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        taken = env(ctx).facts(ctx.run_id).get(_BASELINE)
+        taken = ctx.facts.get(_BASELINE)
         return Observation({"taken": taken}, summary=f"baseline {'taken: ' + taken if taken else 'not taken yet'}")
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -62,7 +62,7 @@ class Baseline(StepBase):
         snap = take_snapshot(svc.cluster, admin=svc.kafka)
         if path is not None:
             snap.write(path)
-            svc.facts(ctx.run_id).set(_BASELINE, str(path))
+            ctx.facts.set(_BASELINE, str(path))
 
 
 class PostCheck(StepBase):
@@ -114,19 +114,19 @@ class PostCheck(StepBase):
             self._scan(ctx)
 
     def _scan(self, ctx: RunContext) -> None:
-        from kafkaops.health.check import run_post_check
+        from kafkaops.health.check import read_urp_samples, run_post_check
         from kafkaops.health.metadata import OffsetsSnapshot
 
         svc = env(ctx)
-        taken = svc.facts(ctx.run_id).get(_BASELINE)
+        taken = ctx.facts.get(_BASELINE)
         baseline = OffsetsSnapshot.read(Path(taken)) if taken else None
         ctx.progress(f"  post-check: Spark scan of the data written since the baseline ({self.params['spark_master']})")
+        path = _baseline_path(ctx)
         result = run_post_check(svc.cluster, baseline, spark_master=str(self.params["spark_master"]),
                                 topics_regex=str(self.params["topics"]) or None,
-                                urp_samples=svc.urp_samples(ctx.run_id),
+                                urp_samples=read_urp_samples(path.parent) if path is not None else [],
                                 reader=str(self.params["reader"]),
                                 notify=lambda line: ctx.progress(f"  post-check: {line}"))
-        path = _baseline_path(ctx)
         if path is not None:
             from kafkaops.health.report import render_chart, render_markdown
 
@@ -159,7 +159,7 @@ def _timeline(run_dir: Path) -> str:
     if not journal.exists():
         return ""
     records = Journal(journal).records()
-    draw(run_report(records, alive=True), read_samples(run_dir / "samples.jsonl"), run_dir / "timeline.png")
+    draw(run_report(records, alive=True), read_samples(run_dir), run_dir / "timeline.png")
     return "\n## The run's timeline\n\n![the run's timeline: a lane per host, URP and produce rate](timeline.png)\n"
 
 

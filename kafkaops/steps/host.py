@@ -96,7 +96,7 @@ class Reboot(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = env(ctx)
         host = target_host(ctx)
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         before = facts.get(_fact(host))
         intent = facts.get(_intent(host))
         now = _boot_id(svc, host)
@@ -152,7 +152,7 @@ class Reboot(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
         host = target_host(ctx)
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         if action.data.get("pending"):
             before = facts.get(_fact(host))
             self._await_pending(ctx, svc, host, before, facts.get(_intent(host)))
@@ -175,7 +175,7 @@ class Reboot(StepBase):
         """Journal the intent, send the command, journal its outcome."""
         from kafkaops.systems.ssh import RemoteCommandError
 
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         facts.set(_intent(host), {"at": time.time(), "boot_id": before, "resent": resent})
         ctx.record("reboot_intent", boot_id=before, resent=resent)
         command = svc.command(host, "reboot")
@@ -234,7 +234,7 @@ class Reboot(StepBase):
     def verify(self, ctx: RunContext) -> None:
         svc = env(ctx)
         host = target_host(ctx)
-        before = svc.facts(ctx.run_id).get(_fact(host))
+        before = ctx.facts.get(_fact(host))
         now = _boot_id(svc, host)
         if not now or now == before:
             raise CheckFailed(f"{host.name} has not rebooted (boot id {now or 'unreachable'})")

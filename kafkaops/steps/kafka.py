@@ -225,7 +225,7 @@ class StopBroker(StepBase):
         svc = env(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         sent = f"kafka_stop_sent/{host.name}"
         if host.broker_id not in _registered(ctx):
             if facts.get(sent) is not None:
@@ -438,7 +438,7 @@ class _UnitWatch:
         from kafkaops.steps.service import disruption_key
 
         host = self.host
-        mark = self.svc.facts(self.ctx.run_id).get(disruption_key(host))
+        mark = self.ctx.facts.get(disruption_key(host))
         since = float(mark) if isinstance(mark, (int, float)) and not isinstance(mark, bool) else time.time() - 900
         lines = self._log(since)
         tail = parse_unit_log(lines, keep=LOG_LINES, width=LOG_LINE_CHARS).last if lines else ()

@@ -32,7 +32,7 @@ def _started_fact(host: Host) -> str:
 
 def _since(ctx: RunContext, host: Host) -> int:
     """The leader's clock when this run started the controller (-1: it did not)."""
-    return int(env(ctx).facts(ctx.run_id).get(_started_fact(host)) or -1)
+    return int(ctx.facts.get(_started_fact(host)) or -1)
 
 
 def _view(ctx: RunContext, step: StepBase) -> QuorumView:
@@ -163,7 +163,7 @@ class StartController(StepBase):
         # The quorum leader's clock before the start: the wait after it counts only a catch-up later than
         # this (the leader keeps reporting the voter's last catch-up from before its stop for a while).
         started = leader_clock(svc.quorum().replication())
-        svc.facts(ctx.run_id).set(_started_fact(host), started if started is not None else -1)
+        ctx.facts.set(_started_fact(host), started if started is not None else -1)
         svc.change(host, svc.command(host, "kafka_start"), timeout=timeout)
         wait(ctx, lambda: (_active(ctx, host), "starting"), what=f"controller {host.broker_id} running",
              timeout=timeout)

@@ -227,13 +227,13 @@ class MarkStart(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
         host = target_host(ctx)
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         if facts.get(disruption_key(host)) is None:
             facts.set(disruption_key(host), host_time(svc, host))
 
     def verify(self, ctx: RunContext) -> None:
         host = target_host(ctx)
-        if env(ctx).facts(ctx.run_id).get(disruption_key(host)) is None:
+        if ctx.facts.get(disruption_key(host)) is None:
             raise CheckFailed(f"the start of the maintenance of {host.name} was not recorded")
 
 
@@ -293,7 +293,7 @@ class ScanKafkaLog(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = env(ctx)
         host = target_host(ctx)
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         start = projected_fact(ctx, disruption_name(host.name))
         ignore = [b.pattern for b in BENIGN_KAFKA_ERRORS] + _batch_benign(ctx) + [str(p) for p in
                                                                                   self.params["ignore"]]
@@ -330,7 +330,7 @@ class ScanKafkaLog(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         svc = env(ctx)
         host = target_host(ctx)
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         start = facts.get(disruption_key(host))
         if not start:
             start = host_time(svc, host) - int(self.params["lookback"])

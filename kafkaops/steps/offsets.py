@@ -152,11 +152,11 @@ class Translate(StepBase):
                                     hint=f"stop its consumers on {g['to']}, then `kafkaops resume`")
             target.set_offsets(g["group"], {(t, p): int(o) for t, p, o in g["offsets"]})
             ctx.progress(f"  {g['group']}: {len(g['offsets'])} partition(s) committed on {g['to']}")
-        env(ctx).facts(ctx.run_id).set("translated", action.data["groups"])
+        ctx.facts.set("translated", action.data["groups"])
 
     def verify(self, ctx: RunContext) -> None:
         svc = env(ctx)
-        for g in env(ctx).facts(ctx.run_id).get("translated") or []:
+        for g in ctx.facts.get("translated") or []:
             current = svc.groups(g["to"]).committed(g["group"])
             wrong = [f"{t}-{p} at {current.get((t, p))}, not {o}" for t, p, o in g["offsets"]
                      if current.get((t, p)) != o]

@@ -45,8 +45,7 @@ def checkpoint_text(cluster: Any, name: str) -> str | None:
 
 
 def _facts(ctx: RunContext) -> Any:
-    facts = getattr(ctx.env, "facts", None)
-    return facts(ctx.run_id) if callable(facts) else None
+    return ctx.facts
 
 
 def _projection_key(name: str) -> str:

@@ -300,7 +300,7 @@ class Reassign(StepBase):
                 ctx.record("throttle_set", batch=i, brokers=sorted(brokers_cfg), topics=sorted(topics_cfg), rate=rate)
                 in_flight = batch
                 # what a rollback puts them back on, in their order (the run's facts survive a SIGKILL)
-                svc.facts(ctx.run_id).set(ORIGINALS, [[t, p, list(now[(t, p)])] for t, p in batch])
+                ctx.facts.set(ORIGINALS, [[t, p, list(now[(t, p)])] for t, p in batch])
                 ctx.record("batch_submitting", batch=i, partitions=[f"{t}-{p}" for t, p in batch])
                 tool.execute(batch)
                 ctx.record("batch_submitted", batch=i)
@@ -375,7 +375,7 @@ class Cancel(StepBase):
 
 def _originals(ctx: RunContext) -> dict[TopicPartition, tuple[int, ...]]:
     """The replica lists of the batch last submitted, before it moved (recorded by ``placement.reassign``)."""
-    return {(str(t), int(p)): tuple(r) for t, p, r in env(ctx).facts(ctx.run_id).get(ORIGINALS) or ()}
+    return {(str(t), int(p)): tuple(r) for t, p, r in ctx.facts.get(ORIGINALS) or ()}
 
 
 def _sizes(ctx: RunContext, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:

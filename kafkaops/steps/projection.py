@@ -52,7 +52,7 @@ def projected_fact(ctx: RunContext, name: str) -> Any:
     key = fact_key(name)
     if key in ctx.projected:
         return ctx.projected[key]
-    return ctx.env.facts(ctx.run_id).get(name)
+    return ctx.facts.get(name)
 
 
 def provenance(ctx: RunContext, keys: Iterable[str]) -> str:

@@ -178,8 +178,8 @@ def _reported_key(host: Host, service: str) -> str:
     return f"log_reported/{host.name}/{service}"
 
 
-def _rollback_hint(svc: Environment, run_id: str, host: Host, service: str) -> str:
-    return rollback_hint(svc, run_id, host, service)
+def _rollback_hint(svc: Environment, ctx: RunContext, host: Host, service: str) -> str:
+    return rollback_hint(svc, ctx, host, service)
 
 
 # --- restart -----------------------------------------------------------------------------------------------
@@ -207,7 +207,7 @@ class Restart(StepBase):
         svc = env(ctx)
         host = target_host(ctx)
         name = service_of(host, str(self.params["service"])).name
-        before = svc.facts(ctx.run_id).get(_pid_key(host, name))
+        before = ctx.facts.get(_pid_key(host, name))
         pid, active = _pid(svc, host, name), _active(svc, host, name)
         data = {"host": host.name, "service": name, "pid": pid, "active": active, "pid_before": before,
                 "command": svc.command(host, "service_restart", service=name), "timeout": self.params["timeout"]}
@@ -233,7 +233,7 @@ class Restart(StepBase):
         svc = env(ctx)
         host = target_host(ctx)
         name = str(self.params["service"])
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         before = facts.get(_pid_key(host, name))
         if before is None:
             before = _pid(svc, host, name)
@@ -253,7 +253,7 @@ class Restart(StepBase):
         svc = env(ctx)
         host = target_host(ctx)
         name = str(self.params["service"])
-        before = svc.facts(ctx.run_id).get(_pid_key(host, name))
+        before = ctx.facts.get(_pid_key(host, name))
         pid, active = _pid(svc, host, name), _active(svc, host, name)
         if not active or pid in (0, before):
             raise CheckFailed(f"{name} on {host.name} has not restarted (pid {before} → {pid or '-'}, "
@@ -322,7 +322,7 @@ class VerifyHealth(StepBase):
                 wait(ctx, healthy, what=f"{service.name} on {host.name} healthy",
                      timeout=float(self.params["timeout"]), interval=1.0, stable_for=float(self.params["stable_for"]))
             except WaitTimeout as exc:
-                hint = _rollback_hint(svc, ctx.run_id, host, service.name)
+                hint = _rollback_hint(svc, ctx, host, service.name)
                 raise WaitTimeout(
                     f"health check failed: {exc}; {host.name} stays depooled"
                     + (f". {hint}" if hint else
@@ -334,7 +334,7 @@ class VerifyHealth(StepBase):
         for service in services_to_check(host, str(self.params["service"])):
             check = check_health(host, service)
             if not check.healthy:
-                hint = _rollback_hint(env(ctx), ctx.run_id, host, service.name)
+                hint = _rollback_hint(env(ctx), ctx, host, service.name)
                 raise CheckFailed(f"health check failed: {service.name} on {host.name} is not healthy: "
                                   f"{check.url}: {check.line()}" + (f". {hint}" if hint else ""))
 
@@ -361,7 +361,7 @@ class ScanLog(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         svc = env(ctx)
         host = target_host(ctx)
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         # Before a restart this run makes, or (broker runbooks) the start of the host's maintenance.
         maintained = fact_key(disruption_key(host)) in ctx.projected or facts.get(disruption_key(host)) is not None
         start_word = "stop" if maintained and not str(self.params["service"]) else "restart"
@@ -422,7 +422,7 @@ class ScanLog(StepBase):
             if problem:
                 problems.append(problem)
         if problems:
-            hints = [h for s in services if (h := _rollback_hint(svc, ctx.run_id, host, s.name))]
+            hints = [h for s in services if (h := _rollback_hint(svc, ctx, host, s.name))]
             raise LogErrorsFound(
                 "\n".join(problems) + f"\n{host.name} stays depooled. " + "".join(h + ". " for h in hints[:1])
                 + "Once they are understood, resuming scans again and stops only on lines not reported here",
@@ -430,7 +430,7 @@ class ScanLog(StepBase):
 
     def _scan(self, ctx: RunContext, svc: Environment, host: Host, service: Service, window: float) -> str:
         """Scan one service's log; returns what to tell the operator about new matches ("" when clean)."""
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         start = scan_start(facts, host, service.name)
         if not start:
             start = host_time(svc, host) - int(window) - 1  # no recorded restart: the watched window only

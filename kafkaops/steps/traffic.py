@@ -87,7 +87,7 @@ class WaitZeroSyns(StepBase):
                            cancelled=ctx.pause_requested)
         ctx.progress(f"  {host.name}: no new SYN to :{port} for {window:.0f}s (waited {quiet.waited:.1f}s, "
                      f"{quiet.syns} SYN(s) before" + (f" from {', '.join(quiet.sources)})" if quiet.sources else ")"))
-        facts = svc.facts(ctx.run_id)
+        facts = ctx.facts
         facts.set(f"syn_gate/{host.name}", {"window": window, "waited": round(quiet.waited, 3),
                                             "syns": quiet.syns, "sources": list(quiet.sources)})
         facts.set(f"syn_gate_passed/{host.name}", time.time())
@@ -95,7 +95,7 @@ class WaitZeroSyns(StepBase):
     def verify(self, ctx: RunContext) -> None:
         if not _service(self, target_host(ctx))[0]:
             return  # no service port: nothing was gated (the plan said so)
-        if env(ctx).facts(ctx.run_id).get(f"syn_gate_passed/{ctx.target}") is None:
+        if ctx.facts.get(f"syn_gate_passed/{ctx.target}") is None:
             raise CheckFailed(f"SYN gate for {ctx.target} did not record a quiet window")
 
 
@@ -192,12 +192,12 @@ class WaitZeroSynsAtSite(StepBase):
         waited, syns = quiet[0].waited, sum(q.syns for q in quiet)
         ctx.progress(f"  {vip}:{port}: no new SYN on {names} for {window:.0f}s (waited {waited:.1f}s, {syns} SYN(s) "
                      "before)")
-        env(ctx).facts(ctx.run_id).set(f"site_syn_gate/{self.params['site']}", {
+        ctx.facts.set(f"site_syn_gate/{self.params['site']}", {
             "window": window, "waited": round(waited, 3), "syns": syns,
             "hosts": {q.host: {"syns": q.syns, "sources": list(q.sources)} for q in quiet}})
 
     def verify(self, ctx: RunContext) -> None:
-        if env(ctx).facts(ctx.run_id).get(f"site_syn_gate/{self.params['site']}") is None:
+        if ctx.facts.get(f"site_syn_gate/{self.params['site']}") is None:
             raise CheckFailed(f"SYN gate at {self.params['site']}'s service address did not record a quiet window")
 
 

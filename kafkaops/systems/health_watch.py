@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from kafkaops.model import ClusterSnapshot
+from kafkaops.model import Cluster, ClusterSnapshot
 
 INTERVAL = 0.5
 
@@ -87,3 +87,15 @@ class HealthWatch:
             if self._since is None or self._last is None or self._clock() - self._last > 3 * self._interval + 1:
                 return 0.0
             return self._last - self._since
+
+
+def cluster_watch(cluster: Cluster) -> HealthWatch:
+    """A watch of ``cluster`` (every inventory broker expected registered), started, on an AdminClient of
+    its own that only reads, so it never waits behind the run's requests."""
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    admin = KafkaAdmin(cluster.bootstrap_servers, timeout=5.0, cluster=cluster.name,
+                       attempts=1, dry_run=True, kraft=cluster.kraft)  # it only reads
+    watch = HealthWatch(lambda: admin.snapshot(with_configs=False), frozenset(h.broker_id for h in cluster.hosts))
+    watch.start()
+    return watch

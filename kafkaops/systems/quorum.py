@@ -10,15 +10,15 @@ Read-only: allowed in a dry-run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kafkaops.errors import CheckFailed, KafkaOpsError
 from kafkaops.facts.quorum import QuorumReplica, QuorumStatus, parse_replication, parse_status
 
 if TYPE_CHECKING:
-    from kafkaops.environment import Environment
     from kafkaops.model import Host
+    from kafkaops.systems.ssh import SshClient
 
 #: Seconds one invocation may take: a JVM start plus one request round trip.
 TOOL_TIMEOUT = 60.0
@@ -30,11 +30,20 @@ CLIENT_CONFIG = (b"default.api.timeout.ms=5000\nrequest.timeout.ms=4000\nsocket.
 
 
 class MetadataQuorum:
-    """The quorum of a KRaft cluster, asked through ``kafka-metadata-quorum`` on its controller nodes."""
+    """The quorum of a KRaft cluster, asked through ``kafka-metadata-quorum`` on its controller nodes.
 
-    def __init__(self, env: Environment, nodes: Sequence[Host]) -> None:
-        self.env = env
+    Args:
+        nodes: The nodes to ask, in order.
+        ssh: The run's SSH connection to a node.
+        command: A node's ``kafka_metadata_quorum`` invocation (its inventory template, rendered); asked
+            per question, so a node without the template fails only when the quorum is asked.
+    """
+
+    def __init__(self, nodes: Sequence[Host], *, ssh: Callable[[Host], SshClient],
+                 command: Callable[[Host], str]) -> None:
         self.nodes = list(nodes)
+        self._ssh = ssh
+        self._command = command
         self.asked: str = ""  # the node that answered last (shown in plans and status)
 
     def _ask(self, flag: str) -> str:
@@ -43,10 +52,9 @@ class MetadataQuorum:
         # otherwise spend its first seconds on it.
         nodes = sorted(self.nodes, key=lambda n: n.name != self.asked)
         for node in nodes:
-            command = (f"{self.env.command(node, 'kafka_metadata_quorum')} --command-config /dev/stdin "
-                       f"describe {flag}")
+            command = f"{self._command(node)} --command-config /dev/stdin describe {flag}"
             try:
-                result = self.env.ssh(node).run(command, timeout=TOOL_TIMEOUT, check=False, stdin=CLIENT_CONFIG)
+                result = self._ssh(node).run(command, timeout=TOOL_TIMEOUT, check=False, stdin=CLIENT_CONFIG)
             except KafkaOpsError as exc:  # the node is down or unreachable: ask the next one
                 failures.append(f"{node.name}: {exc.message}")
                 continue

@@ -3,7 +3,7 @@
 ``runs show RUN --chart FILE.png`` draws a run's timeline with the cluster's state under it (issue 18):
 did the URP count rise when kafka1002 stopped and fall when it was back in sync, did the produce rate
 dip during an election. The run's own steps only see the cluster at their gates; this sampler, started
-for each process of a run, writes one line every :data:`INTERVAL` seconds to ``samples.jsonl`` in the
+for each process of a run, writes one line every :data:`INTERVAL` seconds to :data:`SAMPLES_FILE` in the
 run's directory, on its own AdminClient (the run's is busy on the main thread):
 ``{"t", "urp", "offline", "brokers", "end_offsets"}`` — the last the sum of every partition's log end
 offset, whose growth between two samples is the produce rate. On a cluster of more than
@@ -27,8 +27,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kafkaops.model import ClusterSnapshot
+from kafkaops.model import Cluster, ClusterSnapshot
 
+#: The samples' file in the run's directory. Only this module names it: the runner hands the sampler the
+#: run's directory, and every reader (``runs show --chart``, the post-check's chart) asks :func:`read_samples`.
+SAMPLES_FILE = "samples.jsonl"
 INTERVAL = 2.0
 MAX_OFFSET_PARTITIONS = 5000
 
@@ -61,14 +64,15 @@ def sites_sample(per_site: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 class RunSampler:
-    """Samples the cluster on a daemon thread into ``path`` (JSON lines), until :meth:`stop`.
+    """Samples the cluster on a daemon thread into the run's :data:`SAMPLES_FILE` (JSON lines), until
+    :meth:`stop`.
 
     ``measure`` takes one sample (:func:`sample` of a snapshot, or :func:`sites_sample`); an exception is
     written as a gap.
     """
 
-    def __init__(self, path: Path, measure: Callable[[], dict[str, Any]], *, interval: float = INTERVAL) -> None:
-        self.path = path
+    def __init__(self, run_dir: Path, measure: Callable[[], dict[str, Any]], *, interval: float = INTERVAL) -> None:
+        self.path = run_dir / SAMPLES_FILE
         self._measure = measure
         self._interval = interval
         self._stop = threading.Event()
@@ -98,10 +102,30 @@ class RunSampler:
             self._thread.join(10)
 
 
-def read_samples(path: Path) -> list[dict[str, Any]]:
-    """A run's samples, oldest first; none when the run took none (an older run, a dry-run)."""
+def cluster_sampler(cluster: Cluster, run_dir: Path) -> RunSampler:
+    """The sampler of ``cluster`` for the run whose directory is ``run_dir``, on clients of its own that only
+    read (one try each: a sample Kafka does not answer in 5 s is a gap, not a wait). A multi-site inventory
+    samples every site (:func:`sites_sample`)."""
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    def admin(one: Cluster) -> KafkaAdmin:
+        return KafkaAdmin(one.bootstrap_servers, timeout=5.0, cluster=one.name, attempts=1,
+                          dry_run=True, kraft=one.kraft)  # it only reads
+
+    if cluster.multi_site:
+        sites = {dc: admin(site) for dc, site in cluster.sites.items()}
+        return RunSampler(run_dir, lambda: sites_sample({
+            dc: sample(a.snapshot(with_configs=False), a.list_offsets, own_prefix=f"{dc}.")
+            for dc, a in sites.items()}))
+    only = admin(cluster)
+    return RunSampler(run_dir, lambda: sample(only.snapshot(with_configs=False), only.list_offsets))
+
+
+def read_samples(run_dir: Path) -> list[dict[str, Any]]:
+    """The samples of the run whose directory is ``run_dir``, oldest first; none when the run took none (an
+    older run, a dry-run)."""
     try:
-        lines = path.read_text().splitlines()
+        lines = (run_dir / SAMPLES_FILE).read_text().splitlines()
     except FileNotFoundError:
         return []
     out = []

@@ -134,7 +134,7 @@ def test_a_dry_run_violation_is_a_bug_not_an_operator_error() -> None:
 
 def test_the_run_identity_names_what_changed_and_ignores_masked_values() -> None:
     from kafkaops.engine.audit import redact
-    from kafkaops.environment import dependencies, environment_changes
+    from kafkaops.run_identity import dependencies, environment_changes
 
     cluster = _cluster()
     recorded = redact(Environment(cluster, inventory="/x/inv.yaml").identity())  # as the journal keeps it

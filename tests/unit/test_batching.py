@@ -8,8 +8,8 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaops.batching import _first_fit, _model, batch_is_safe, plan_batches
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+from kafkaops.policy.batches import _first_fit, _model, batch_is_safe, plan_batches
 
 
 def snapshot(placement: dict[tuple[str, int], tuple[int, ...]], min_isr: int, controller: int | None,

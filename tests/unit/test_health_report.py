@@ -318,7 +318,7 @@ def test_kernel_non_event_columns_and_mixed_keys() -> None:
 def test_urp_samples_beside_a_baseline_skip_torn_lines(tmp_path: Path) -> None:
     from kafkaops.health.check import read_urp_samples
 
-    assert read_urp_samples(tmp_path / "samples.jsonl") == []
+    assert read_urp_samples(tmp_path) == []
     (tmp_path / "samples.jsonl").write_text('{"t": 100.5, "urp": 0}\n{"t": 101.0, "urp": 33}\n'
                                             '{"t": 101.2, "error": "timed out"}\n{"t": 101.5, "urp": 3')
-    assert read_urp_samples(tmp_path / "samples.jsonl") == [(100.5, 0), (101.0, 33)]
+    assert read_urp_samples(tmp_path) == [(100.5, 0), (101.0, 33)]

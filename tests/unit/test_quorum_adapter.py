@@ -34,22 +34,20 @@ class FakeSsh:
         return CommandResult(command=command, exit_code=answer[0], stdout=answer[1], stderr="", seconds=0.1)
 
 
-@dataclass
-class FakeEnv:
-    ssh_: FakeSsh
+def quorum_of(ssh: FakeSsh, nodes: list[Node]) -> MetadataQuorum:
+    """The adapter over the fake SSH, with the lab's template rendered for each node."""
 
-    def command(self, node: Node, name: str) -> str:
-        assert name == "kafka_metadata_quorum"
-        return f"kafka-metadata-quorum --bootstrap-controller {node.name}:9093"
+    def connect(node: Node) -> FakeSsh:
+        ssh.node = node.name
+        return ssh
 
-    def ssh(self, node: Node) -> FakeSsh:
-        self.ssh_.node = node.name
-        return self.ssh_
+    return MetadataQuorum(nodes, ssh=connect,  # type: ignore[arg-type]
+                          command=lambda node: f"kafka-metadata-quorum --bootstrap-controller {node.name}:9093")
 
 
 def test_a_node_that_does_not_answer_is_skipped_and_the_one_that_did_is_asked_first() -> None:
     ssh = FakeSsh({"c1": (1, ""), "c2": (0, ALL_CAUGHT_UP), "c3": (0, ALL_CAUGHT_UP)})
-    quorum = MetadataQuorum(FakeEnv(ssh), [Node("c1"), Node("c2"), Node("c3")])  # type: ignore[arg-type]
+    quorum = quorum_of(ssh, [Node("c1"), Node("c2"), Node("c3")])
     assert [r.node_id for r in quorum.replication()][:3] == [3001, 3002, 3003]
     assert [c[0] for c in ssh.calls] == ["c1", "c2"] and quorum.asked == "c2"
     quorum.replication()
@@ -62,6 +60,6 @@ def test_a_node_that_does_not_answer_is_skipped_and_the_one_that_did_is_asked_fi
 
 def test_no_node_answering_is_a_failed_check_naming_each() -> None:
     ssh = FakeSsh({"c1": KafkaOpsError("connection refused"), "c2": (1, "")})
-    quorum = MetadataQuorum(FakeEnv(ssh), [Node("c1"), Node("c2")])  # type: ignore[arg-type]
+    quorum = quorum_of(ssh, [Node("c1"), Node("c2")])
     with pytest.raises(CheckFailed, match=r"c1: connection refused; c2: exit 1"):
         quorum.status()

@@ -15,6 +15,7 @@ import yaml
 
 import kafkaops.steps  # noqa: F401 - registers the step kinds
 from kafkaops.engine.context import Projection
+from kafkaops.engine.run_facts import FACTS_FILE, RunFacts
 from kafkaops.engine.step import Action, Noop, Observation, get_step_kind
 from kafkaops.environment import Environment
 from kafkaops.errors import ConfigError, LabError
@@ -199,7 +200,7 @@ def test_the_mark_is_taken_once() -> None:
 def test_a_dry_run_projects_the_mark_without_a_time_of_ours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A saved plan is re-observed when applied: a projected clock value would make it stale at once."""
     ctx, _ = _ctx(tmp_path, monkeypatch, "")
-    ctx.run_id = ""  # a dry-run: facts in memory, nothing recorded yet
+    ctx.run_id, ctx.facts = "", RunFacts(None)  # a dry-run: facts in memory, nothing recorded yet
     mark = step("logs.mark_start")
     obs = mark.observe(ctx)
     for key, value in mark.effects(obs, mark.plan(obs)).items():
@@ -223,8 +224,9 @@ def _ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: str) -> tuple[
         return SimpleNamespace(stdout=output, exit_code=0)
 
     monkeypatch.setattr(svc, "run", run)
-    svc.facts("r1").set(disruption_name("kafka1002"), 1_795_466_376)
-    return SimpleNamespace(env=svc, target="kafka1002", run_id="r1", projected=Projection(),
+    facts = RunFacts(tmp_path / "runs" / "r1" / FACTS_FILE)
+    facts.set(disruption_name("kafka1002"), 1_795_466_376)
+    return SimpleNamespace(env=svc, target="kafka1002", run_id="r1", projected=Projection(), facts=facts,
                            progress=lambda line: None), asked
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kafkaops.engine.context import RunContext
+from kafkaops.engine.run_facts import FACTS_FILE, RunFacts
 from kafkaops.engine.step import get_step_kind
 from kafkaops.environment import Environment
 from kafkaops.errors import WaitTimeout
@@ -25,6 +26,7 @@ class ScriptedHost(Environment):
     def __init__(self, home: Path, *, refuse: bool = False, reboots_after: int | None = None,
                  stopping: bool = False) -> None:
         super().__init__(load_inventory(REPO / "inventory" / "lab.yaml"), home=home)
+        self.facts = RunFacts(home / "runs" / "r1" / FACTS_FILE)  # the run's, as the runner would open it
         self.refuse, self.reboots_after, self.stopping = refuse, reboots_after, stopping
         self.boot_id, self.reboot_commands, self.reads = OLD, 0, 0
 
@@ -52,9 +54,9 @@ def _step(**params: Any) -> Any:
     return entry.create({"timeout": 6.0, "grace": 4.0, **params})
 
 
-def _ctx(env: Environment, events: list[tuple[str, dict[str, Any]]]) -> RunContext:
+def _ctx(env: ScriptedHost, events: list[tuple[str, dict[str, Any]]]) -> RunContext:
     return RunContext(run_id="r1", operator="o", reason="r", task=None, target="kafka1001", params={}, env=env,
-                      record=lambda event, **f: events.append((event, f)))
+                      record=lambda event, **f: events.append((event, f)), facts=env.facts)
 
 
 @pytest.fixture(autouse=True)
@@ -71,12 +73,12 @@ def test_a_refused_reboot_command_stops_at_once(tmp_path: Path) -> None:
     assert exc.value.retryable is False
     assert env.reboot_commands == 1 and env.reads <= 2  # no waiting for a reboot that will not come
     assert [e for e, _ in events] == ["reboot_intent", "reboot_refused"]
-    assert env.facts("r1").get("reboot_outcome/kafka1001")["outcome"] == "refused"
+    assert env.facts.get("reboot_outcome/kafka1001")["outcome"] == "refused"
 
 
 def test_a_resumed_reboot_awaits_the_one_already_sent(tmp_path: Path) -> None:
     env, events = ScriptedHost(tmp_path, reboots_after=3), []
-    facts = env.facts("r1")
+    facts = env.facts
     facts.set("boot_id_before_reboot/kafka1001", OLD)
     facts.set("reboot_intent/kafka1001", {"at": 1.0, "boot_id": OLD, "resent": False})
     step = _step()
@@ -90,7 +92,7 @@ def test_a_resumed_reboot_awaits_the_one_already_sent(tmp_path: Path) -> None:
 
 def test_a_lost_reboot_command_is_sent_again_only_after_the_grace_period(tmp_path: Path) -> None:
     env, events = ScriptedHost(tmp_path), []  # never reboots by itself, never says "stopping"
-    facts = env.facts("r1")
+    facts = env.facts
     facts.set("boot_id_before_reboot/kafka1001", OLD)
     facts.set("reboot_intent/kafka1001", {"at": 1.0, "boot_id": OLD, "resent": False})
     step = _step(grace=1.0, timeout=2.0)
@@ -103,7 +105,7 @@ def test_a_lost_reboot_command_is_sent_again_only_after_the_grace_period(tmp_pat
 
 def test_a_host_still_shutting_down_is_never_sent_a_second_reboot(tmp_path: Path) -> None:
     env, events = ScriptedHost(tmp_path, stopping=True), []
-    facts = env.facts("r1")
+    facts = env.facts
     facts.set("boot_id_before_reboot/kafka1001", OLD)
     facts.set("reboot_intent/kafka1001", {"at": 1.0, "boot_id": OLD, "resent": False})
     step = _step(grace=1.0, timeout=2.0)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import kafkaops.steps  # noqa: F401  - registers the kinds
+from kafkaops.engine.run_facts import RunFacts
 from kafkaops.engine.runbook import load_runbook
 from kafkaops.engine.step import Action, Noop, get_step_kind
 from kafkaops.model import ClusterSnapshot, PartitionState
@@ -134,19 +135,17 @@ def test_the_rolling_runbooks_count_the_window_before_the_stop_not_in_the_gate()
             < kinds.index("kafka.wait_stable") < kinds.index("kafka.stop_broker")
 
 
-class _Facts(dict[str, Any]):
-    def set(self, key: str, value: Any) -> None:
-        self[key] = value
-
-
-def _stop_world(monkeypatch: pytest.MonkeyPatch, *, registered: bool, sent: bool, active: list[bool]) -> list[str]:
+def _stop_world(monkeypatch: pytest.MonkeyPatch, *, registered: bool, sent: bool,
+                active: list[bool]) -> tuple[list[str], Any]:
+    """What the stop did, and the context of a run whose facts say whether the stop was already sent."""
     import kafkaops.steps.kafka as kafka_steps
 
     did: list[str] = []
-    facts = _Facts({"kafka_stop_sent/kafka3": 1.0} if sent else {})
+    facts = RunFacts(None)
+    if sent:
+        facts.set("kafka_stop_sent/kafka3", 1.0)
     host = SimpleNamespace(name="kafka3", broker_id=3)
     svc = SimpleNamespace(
-        facts=lambda run_id: facts,
         command=lambda h, name: name,
         run=lambda h, cmd, **kw: SimpleNamespace(exit_code=0 if active.pop(0) else 3),
         change=lambda h, cmd, **kw: did.append(cmd),
@@ -162,7 +161,7 @@ def _stop_world(monkeypatch: pytest.MonkeyPatch, *, registered: bool, sent: bool
     monkeypatch.setattr(kafka_steps, "_registered", lambda ctx: [3] if registered else [])
     monkeypatch.setattr(kafka_steps, "_unregistered", lambda ctx, h: (True, "gone"))
     monkeypatch.setattr(kafka_steps, "wait", fake_wait)
-    return did
+    return did, SimpleNamespace(run_id="r", facts=facts)
 
 
 def _stop_step() -> Any:
@@ -173,8 +172,8 @@ def _stop_step() -> Any:
 
 def test_a_stop_resumed_mid_shutdown_waits_for_the_process_and_never_stops_twice(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    did = _stop_world(monkeypatch, registered=False, sent=True, active=[True, True, False])
-    _stop_step().apply(SimpleNamespace(run_id="r"), Action(description="stop"))
+    did, ctx = _stop_world(monkeypatch, registered=False, sent=True, active=[True, True, False])
+    _stop_step().apply(ctx, Action(description="stop"))
     assert did == ["waited: Kafka on kafka3 stopped (the stop was sent before the resume)"]
 
 
@@ -182,13 +181,13 @@ def test_an_unregistered_broker_this_run_never_stopped_is_still_a_configuration_
         monkeypatch: pytest.MonkeyPatch) -> None:
     from kafkaops.errors import ConfigError
 
-    did = _stop_world(monkeypatch, registered=False, sent=False, active=[True])
+    did, ctx = _stop_world(monkeypatch, registered=False, sent=False, active=[True])
     with pytest.raises(ConfigError, match="its stop could not be confirmed"):
-        _stop_step().apply(SimpleNamespace(run_id="r"), Action(description="stop"))
+        _stop_step().apply(ctx, Action(description="stop"))
     assert did == []
 
 
 def test_a_first_stop_sends_the_stop_and_waits_for_the_unregistration(monkeypatch: pytest.MonkeyPatch) -> None:
-    did = _stop_world(monkeypatch, registered=True, sent=False, active=[])
-    _stop_step().apply(SimpleNamespace(run_id="r"), Action(description="stop"))
+    did, ctx = _stop_world(monkeypatch, registered=True, sent=False, active=[])
+    _stop_step().apply(ctx, Action(description="stop"))
     assert did == ["kafka_stop", "waited: broker 3 unregistered"]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkaops.engine.context import Sampler
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.engine.wait import FakeClock, wait_until
 from kafkaops.errors import CheckFailed
@@ -17,7 +18,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 @dataclass
 class World:
-    """The fake systems: a key/value store, pool states and a log of every apply."""
+    """The fake systems: a key/value store, pool states and a log of every apply. As a run's environment
+    it implements the engine's whole :class:`~kafkaops.engine.context.RunEnvironment` protocol."""
 
     data: dict[str, Any] = field(default_factory=dict)
     applies: Counter[str] = field(default_factory=Counter)
@@ -25,6 +27,15 @@ class World:
     clock: FakeClock = field(default_factory=FakeClock)
     on_apply: Callable[[str], None] | None = None
     lock: Any = None  # the environment's lock (tests usually give the runner its own)
+    lock_label: str = ""  # the plan names no lock
+
+    def identity(self) -> Mapping[str, Any]:
+        """The fake world has no inventory: nothing to journal, nothing that can change under a run."""
+        return {}
+
+    def run_sampler(self, run_dir: Path) -> Sampler | None:
+        """Nothing to sample for a chart."""
+        return None
 
     def close(self) -> None:
         return None

@@ -21,7 +21,6 @@ from kafkaops.engine import step as step_mod
 from kafkaops.engine.journal import Journal
 from kafkaops.engine.runbook import BoundRunbook, Target, bind_runbook, parse_runbook
 from kafkaops.engine.runner import Runner
-from kafkaops.environment import RunFacts
 from kafkaops.errors import NotConfirmed, RunFailed
 from kafkaops.steps import operator
 
@@ -36,13 +35,10 @@ class Cluster:
 
 @dataclass
 class CheckpointWorld(World):
-    """The fake world plus what ``operator.confirm`` reads: the inventory's checkpoints, the run's facts."""
+    """The fake world plus what ``operator.confirm`` reads: the inventory's checkpoints (the run's facts
+    are the runner's, ``ctx.facts``)."""
 
     cluster: Any = field(default_factory=Cluster)
-    home: Path = Path("/nonexistent")
-
-    def facts(self, run_id: str) -> RunFacts:
-        return RunFacts(self.home / "runs" / run_id / "facts.json" if run_id else None)
 
 
 @pytest.fixture(autouse=True)
@@ -53,8 +49,8 @@ def confirm_kind() -> Iterator[None]:
 
 
 @pytest.fixture
-def cw(home: Path) -> CheckpointWorld:
-    return CheckpointWorld(home=home)
+def cw() -> CheckpointWorld:
+    return CheckpointWorld()
 
 
 def roll(hosts: tuple[str, ...] = ("h1", "h2", "h3"), checkpoint: str = "changeprop") -> BoundRunbook:

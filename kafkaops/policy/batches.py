@@ -25,6 +25,11 @@ partition that forbids the next broker from joining an earlier batch.
 numpy carries the counting: a batch is a vector of per-partition counts, and "may broker b join?" is one
 vectorised comparison over b's partitions (~1,500 of them per broker at 1,000 brokers and 500,000
 partitions, for each batch tried): under a second for the whole cluster (``bench/bench_batches.py``).
+
+:func:`roll_batches` is the roll's entry: the hosts of a roll (in roll order) and ``--batch`` in, batches of
+hosts and the plan's notes out — KRaft controller nodes one at a time (a quorum may lose only one voter),
+the brokers cut by :func:`plan_batches`. Pure: the caller takes the snapshot, only when
+:func:`needs_snapshot` says the answer depends on it.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkaops.model import ClusterSnapshot
+from kafkaops.model import ClusterSnapshot, Host
 
 
 @dataclass(frozen=True)
@@ -209,3 +214,60 @@ def batch_is_safe(snap: ClusterSnapshot, batch: Sequence[int], headroom: int = 0
         if out > max(len(p.isr) - keep, 1):
             return False
     return True
+
+
+def parse_batch(spec: str) -> int | None:
+    """``--batch``: ``auto`` (None: as many as safe) or a positive number.
+
+    Raises:
+        ValueError: Anything else.
+    """
+    text = str(spec).strip().lower()
+    if text == "auto":
+        return None
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise ValueError(f"{spec!r} is not auto or a number of brokers (1 or more)")
+
+
+def needs_snapshot(hosts: Sequence[Host], spec: str) -> bool:
+    """Whether :func:`roll_batches` of ``hosts`` under ``--batch spec`` depends on the cluster's placement:
+    only when two brokers or more might go together (a one-at-a-time roll never asks the cluster)."""
+    return parse_batch(spec) != 1 and sum(1 for h in hosts if h.role != "controller") >= 2
+
+
+def roll_batches(hosts: Sequence[Host], spec: str, snap: ClusterSnapshot | None, *,
+                 headroom: int = 0) -> tuple[list[list[Host]], list[str]]:
+    """``hosts`` (in roll order) cut into the batches ``--batch`` asks for, and notes for the plan.
+
+    ``1`` (or one host): one at a time. KRaft controller nodes always go one at a time, first. ``auto``:
+    as many brokers as safe together (:func:`plan_batches`: a DC — or a rack, on a one-DC cluster — at once
+    where every partition keeps min ISR + ``headroom``; the controller's batch last; hosts of a pooled
+    service one at a time). ``N``: at most N per batch, judged the same way.
+
+    Args:
+        snap: The cluster now, with topic configs; required when :func:`needs_snapshot` says so.
+
+    Raises:
+        ValueError: ``spec`` is not ``auto`` or a positive number.
+    """
+    max_size = parse_batch(spec)
+    if max_size == 1 or len(hosts) < 2:
+        return [[h] for h in hosts], []
+    controllers = [[h] for h in hosts if h.role == "controller"]
+    if controllers:  # a quorum loses one voter at a time, whatever --batch says for the brokers
+        batches, notes = roll_batches([h for h in hosts if h.role != "controller"], spec, snap, headroom=headroom)
+        return controllers + batches, ["controller nodes one at a time (a quorum may lose only one voter)", *notes]
+    if snap is None:
+        raise TypeError("batching two brokers or more needs the cluster's snapshot (see needs_snapshot)")
+    by_id = {h.broker_id: h for h in hosts}
+    several_dcs = len({h.dc for h in hosts}) > 1
+    plan = plan_batches(snap, [h.broker_id for h in hosts],
+                        group_of={h.broker_id: h.dc if several_dcs else h.rack for h in hosts},
+                        headroom=headroom, max_size=max_size,
+                        services={h.broker_id: [s.name for s in h.services] if h.conftool_tags else []
+                                  for h in hosts})
+    batches = [[by_id[b] for b in batch] for batch in plan.batches]
+    shown = " then ".join("[" + ", ".join(h.name for h in b) + "]" for b in batches)
+    return batches, [f"--batch {spec}: {len(batches)} batch(es), {plan.strategy}: {shown}",
+                     *(f"batch boundary: {r}" for r in plan.reasons)]
