@@ -189,7 +189,7 @@ def _counts(hosts: list[Any], event: str, since: dict[str, int]) -> dict[str, in
 
 
 def run_point(cluster: Any, point: Point, workdir: Path) -> Outcome:
-    from kafkaops.cli.status import collect
+    from kafkaops.health.status import collect
     from kafkaops.lab.host import LabHost
     from kafkaops.lab.load import run_load
     from kafkaops.lab.paths import lab_dir

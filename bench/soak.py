@@ -73,7 +73,7 @@ def step_times(journal: Path) -> dict[str, float]:
 
 
 def one_roll(cluster: Any, number: int, extra: list[str], workdir: Path) -> Roll:
-    from kafkaops.cli.status import collect
+    from kafkaops.health.status import collect
 
     home = workdir / f"roll-{number}"
     watch = FloorWatch(cluster.bootstrap_servers, [h.broker_id for h in cluster.hosts])

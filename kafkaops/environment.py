@@ -160,8 +160,7 @@ class Environment:
         if self._kafka is None:
             from kafkaops.systems.kafka import KafkaAdmin
 
-            self._kafka = KafkaAdmin(self.cluster.bootstrap_servers, timeout=self.kafka_timeout,
-                                     cluster=self.cluster.name, dry_run=self.dry_run, kraft=self.cluster.kraft)
+            self._kafka = KafkaAdmin.for_cluster(self.cluster, timeout=self.kafka_timeout, dry_run=self.dry_run)
         return self._kafka
 
     @property

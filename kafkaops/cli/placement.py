@@ -28,8 +28,6 @@ from kafkaops.errors import CheckFailed
 app = typer.Typer(help="Replica placement of a cluster stretched over DCs: check, plan, apply.",
                   no_args_is_help=True, rich_markup_mode=None)
 
-#: The class a broker needs for consumers to fetch from a replica in their own DC (KIP-392).
-RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 #: Violations listed in a table or Markdown before the rest are only counted (JSON lists them all).
 SHOWN = 25
 
@@ -67,34 +65,12 @@ def _live(cluster_name: str, inventory: Path | None, topics: str | None) -> dict
 
 
 def readiness(live: dict[str, Any]) -> list[dict[str, Any]]:
-    """The stretch-readiness facts of the seed, each ``{fact, ok, detail}``."""
-    cluster, env = live["cluster"], live["env"]
-    facts: list[dict[str, Any]] = []
-    if cluster.zookeeper:
-        servers = [s for s in cluster.zookeeper.split("/", 1)[0].split(",") if s]
-        facts.append({"fact": "quorum over 3 DCs", "ok": len(servers) >= 3,
-                      "detail": f"ZooKeeper ensemble of {len(servers)} server(s) ({', '.join(servers)}): a stretched "
-                                "cluster needs its quorum over at least 3 DCs (the seed's tie-breaker in a third DC)"
-                                + ("" if len(servers) >= 3 else "; one or two servers cannot span 3 DCs")})
-    else:
-        facts.append({"fact": "quorum over 3 DCs", "ok": False,
-                      "detail": "KRaft controller quorum: not checked here (put one controller in a third DC)"})
-    brokers = [h.broker_id for h in cluster.hosts]
-    settings = env.kafka.broker_settings(brokers, ("broker.rack", "replica.selector.class"))
-    no_selector = [b for b in brokers if settings.get(b, {}).get("replica.selector.class") != RACK_AWARE_SELECTOR]
-    facts.append({"fact": "follower fetching", "ok": not no_selector,
-                  "detail": "replica.selector.class = RackAwareReplicaSelector on every broker" if not no_selector
-                  else f"brokers without RackAwareReplicaSelector: {', '.join(map(str, no_selector))} (their "
-                       "consumers read from the leader, across DCs)"})
-    wrong_rack = [f"{h.broker_id} ({settings.get(h.broker_id, {}).get('broker.rack', 'unset')} != {h.dc})"
-                  for h in cluster.hosts if settings.get(h.broker_id, {}).get("broker.rack") != h.dc]
-    facts.append({"fact": "broker.rack = DC", "ok": not wrong_rack,
-                  "detail": "every broker's broker.rack is its inventory DC" if not wrong_rack
-                  else "broker.rack differs from the inventory's dc: " + ", ".join(wrong_rack)})
-    facts.append({"fact": "client.rack", "ok": None,
-                  "detail": "consumers must set client.rack=<their DC> to fetch from a local replica (not visible "
-                            "from the cluster)"})
-    return facts
+    """The stretch-readiness facts (:func:`kafkaops.policy.stretch.stretch_readiness`) of the live cluster."""
+    from kafkaops.policy.stretch import READINESS_SETTINGS, stretch_readiness
+
+    cluster = live["cluster"]
+    settings = live["env"].kafka.broker_settings([h.broker_id for h in cluster.hosts], READINESS_SETTINGS)
+    return stretch_readiness(cluster, settings)
 
 
 # --- check ---------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ What it aims at:
 
 A bench is real load and real events (each 2xx is a record in ``<dc>.test.event``): against production
 it refuses, without ``--yes``, a pooled host or the VIP (exit 6, one line); a depooled host needs no
-``--yes``, nor does anything in an inventory marked ``environment: lab``. Any failed or non-2xx request
+``--yes``, nor does anything in an inventory marked ``environment: lab`` (the gate:
+:mod:`kafkaops.policy.bench`). Any failed or non-2xx request
 makes the exit code 9 after the report: a fast bench that drops requests is not a result.
 """
 
@@ -25,30 +26,20 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from kafkaops.cli.common import TableOrJson, bar, console, print_json
-from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal, UnreachableError
+from kafkaops.errors import CheckFailed, ConfigError, UnreachableError
+from kafkaops.policy.bench import BenchTarget
 
 app = typer.Typer(help="Service checks beyond the runbooks: `service bench` (the runbook's throughput test).",
                   no_args_is_help=True, rich_markup_mode=None)
 
 #: Where an eventbus accepts events when the inventory does not say (the seed's URL).
 DEFAULT_EVENTS_PATH = "/v1/events"
-
-
-@dataclass(frozen=True)
-class BenchTarget:
-    """One address to bench: the VIP or a host, with what the safety check needs."""
-
-    name: str  # "VIP eventbus.svc.codfw.wmnet" or the host's short name
-    url: str
-    via: str  # "vip" or "host"
-    host: Any = None  # the inventory Host for a host target
 
 
 def _url(address: str, port: int, path: str) -> str:
@@ -94,34 +85,23 @@ def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, li
 
 
 def _refuse_production(cluster: Any, targets: list[BenchTarget], requests: int) -> None:
-    """A bench against production traffic needs --yes: the VIP, or a host conftool says is pooled (or
-    whose pool state cannot be read). One line, exit 6."""
-    if cluster.environment == "lab":
-        return
-    load = f"{requests} requests and as many test events"
-    for t in targets:
-        if t.via == "vip":
-            raise SafetyRefusal(f"{t.name} of production cluster {cluster.name} serves live traffic: a bench "
-                                f"sends {load} through it", hint="pass --yes to bench it anyway")
+    """The production gate (:func:`kafkaops.policy.bench.refuse_production_bench`), its hosts' pool state
+    read from conftool through a dry-run Environment, built only when a host's state is asked."""
     from kafkaops.cli.lookup import environment
+    from kafkaops.policy.bench import refuse_production_bench
 
-    env = environment(cluster, dry_run=True)
+    envs: list[Any] = []
+
+    def pool_state(host: Any) -> str:
+        if not envs:
+            envs.append(environment(cluster, dry_run=True))
+        return str(envs[0].conftool.get(host.fqdn, host.conftool_tags).pooled)
+
     try:
-        for t in targets:
-            host = t.host
-            try:
-                pooled = env.conftool.get(host.fqdn, host.conftool_tags).pooled if host.conftool_tags else None
-            except (ConfigError, UnreachableError) as exc:
-                raise SafetyRefusal(f"{host.name} of production cluster {cluster.name}: its pool state cannot be "
-                                    f"read ({exc.message}), so it may be serving live traffic",
-                                    hint="pass --yes to bench it anyway") from None
-            if pooled not in ("no", "inactive"):  # "inactive": out of the pool too (pybal ignores it)
-                state = f"pooled={pooled}" if pooled else "no conftool tags: pool state unknown"
-                raise SafetyRefusal(f"{host.name} of production cluster {cluster.name} is in service ({state}): "
-                                    f"a bench sends {load} alongside live traffic",
-                                    hint="depool it first, or pass --yes to bench it anyway")
+        refuse_production_bench(cluster, targets, requests, pool_state)
     finally:
-        env.close()
+        for env in envs:
+            env.close()
 
 
 def _run_ab(url: str, body: Path, requests: int, concurrency: int) -> Any:

@@ -3,11 +3,15 @@
 Brokers (registered, controller), offline / under-replicated / under-min-ISR partitions, the
 preferred-leader ratio, leaders per broker and per DC, and each host's pool state — what an operator
 would otherwise assemble from ``kafka topics --describe``, confctl and Grafana before a maintenance.
+Of a multi-site inventory: each site's status, which site each switched service is active in, and
+MirrorMaker's lag per direction.
+
+Rendering only (table, Markdown, JSON): what is gathered and how it is judged is
+:mod:`kafkaops.health.status`.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,127 +21,6 @@ from kafkaops.cli.common import Output, console, print_json, print_text
 
 if TYPE_CHECKING:
     from rich.table import Table
-
-
-def _pool_states(cluster: Any) -> tuple[dict[str, Any], str]:
-    """{host fqdn: PoolState} from etcd, or ({}, why not): status still answers when etcd does not."""
-    from kafkaops.errors import KafkaOpsError
-    from kafkaops.systems.conftool import read_pools
-
-    pools: dict[str, Any] = {}
-    try:
-        for tags in {tuple(sorted(h.conftool_tags.items())) for h in cluster.hosts if h.conftool_tags}:
-            for state in read_pools(cluster.conftool_config, dict(tags)):
-                pools[state.host] = state
-    except KafkaOpsError as exc:
-        return {}, str(exc)
-    return pools, ""
-
-
-def _snapshot(admin: Any) -> tuple[Any, str]:
-    """The cluster snapshot, and why topic configs are missing from it ("" when they are not).
-
-    Right after a controller dies, DescribeConfigs can time out for the seconds the election takes
-    while metadata answers: that is exactly when an operator runs status, so it shows brokers, URP and
-    leaders anyway and says min ISR is unknown (counted as 1) instead of failing.
-    """
-    from kafkaops.errors import UnreachableError
-
-    snap = admin.snapshot(with_configs=False)
-    try:
-        return admin.with_configs(snap), ""
-    except UnreachableError as exc:
-        return snap, str(exc)
-
-
-def collect(cluster: Any) -> dict[str, Any]:
-    """Everything ``status`` shows, as plain data (also the ``--output json`` document).
-
-    etcd is read on a second thread while librdkafka (which releases the GIL) waits on the brokers:
-    an operator runs this before and after every step, so its latency is the sum of neither.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from kafkaops.systems.kafka import KafkaAdmin
-
-    # Starts connecting at once. One 5 s try: an operator asking "can I touch this cluster?" wants
-    # "Kafka did not answer" in seconds, not after a maintenance run's patient retries.
-    admin = KafkaAdmin(cluster.bootstrap_servers, cluster=cluster.name, timeout=5.0, attempts=1, kraft=cluster.kraft)
-    with ThreadPoolExecutor(max_workers=2) as executor:
-        pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
-        asking = executor.submit(quorum_state, cluster) if cluster.kraft and cluster.controllers else None
-        snap, min_isr_error = _snapshot(admin)
-        pools, pool_error = pending.result() if pending else ({}, "")
-        quorum = asking.result() if asking else None
-
-    from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
-    from kafkaops.policy.snapshot_scan import partition_name
-
-    health = cluster_health(snap, broker_dc_map(cluster))
-    brokers = []
-    for h in cluster.hosts:
-        brokers.append({
-            "host": h.name, "broker_id": h.broker_id, "dc": h.dc, "rack": h.rack,
-            "registered": h.broker_id in snap.brokers,
-            # On KRaft a broker is never the controller (the metadata answer names one at random).
-            "controller": snap.controller == h.broker_id and not cluster.kraft,
-            "leaders": health.leaders_by_broker.get(h.broker_id, 0),
-            "preferred_ratio": round(health.preferred_ratio_by_broker.get(h.broker_id, 1.0), 4),
-            "pooled": pools[h.fqdn].pooled if h.fqdn in pools else (
-                "unknown" if pool_error or not cluster.conftool_config else "absent"),
-            "weight": pools[h.fqdn].weight if h.fqdn in pools else None,
-        })
-    quorum_ok = quorum is None or (not quorum["error"] and quorum["leader"] is not None
-                                   and all(v["caught_up"] for v in quorum["voters"]))
-    return {
-        # "healthy" is a promise that every gate would pass: not without knowing min ISR (nor, on KRaft,
-        # without a quorum whose voters are all caught up: the controller gate would refuse).
-        "cluster": cluster.name, "healthy": health.healthy and not min_isr_error and quorum_ok,
-        "controller": quorum["leader"] if quorum else snap.controller,
-        "taken_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(snap.taken_at)),
-        "partitions": health.partition_count,
-        "offline": [partition_name(p) for p in health.offline],
-        "under_replicated": [partition_name(p) for p in health.under_replicated],
-        "under_min_isr": [partition_name(p) for p in health.under_min_isr],
-        "at_min_isr": [partition_name(p) for p in health.at_min_isr],
-        "preferred_leader_ratio": round(health.preferred_leader_ratio, 4),
-        "leaders_by_dc": dict(health.leaders_by_dc), "brokers": brokers, "pool_weight": cluster.pool_weight,
-        "unregistered_replica_brokers": list(health.unregistered_replica_brokers),
-        "pool_error": pool_error,
-        "min_isr_error": min_isr_error,
-        **({"quorum": quorum} if quorum is not None else {}),
-    }
-
-
-def quorum_state(cluster: Any) -> dict[str, Any]:
-    """The KRaft metadata quorum as ``kafka-metadata-quorum describe --status`` and ``--replication`` tell
-    it (over SSH on a controller node), each voter judged caught up or not as the roll's gate judges it."""
-    from kafkaops.environment import Environment
-    from kafkaops.errors import KafkaOpsError
-    from kafkaops.policy.quorum import judge
-
-    env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
-    try:
-        quorum = env.quorum()
-        status = quorum.status()
-        replicas = quorum.replication()
-    except KafkaOpsError as exc:
-        return {"error": exc.message, "leader": None, "voters": [], "observers": []}
-    finally:
-        env.close()
-    view = judge(replicas)
-    names = {h.broker_id: h.name for h in (*cluster.controllers, *cluster.hosts)}
-    rows = {r.node_id: r for r in replicas}
-    return {
-        "error": "", "asked": quorum.asked, "leader": status.leader_id, "epoch": status.leader_epoch,
-        "high_watermark": status.high_watermark, "max_follower_lag": status.max_follower_lag,
-        "voters": [{"node_id": v.node_id, "host": names.get(v.node_id, "?"), "leader": v.leader, "lag": v.lag,
-                    "behind_ms": v.behind_ms, "caught_up": v.caught_up,
-                    "log_end_offset": rows[v.node_id].log_end_offset,
-                    "last_fetch_ms": rows[v.node_id].last_fetch_ms,
-                    "last_caught_up_ms": rows[v.node_id].last_caught_up_ms} for v in view.voters],
-        "observers": [{"node_id": o.node_id, "host": names.get(o.node_id, "?"), "lag": o.lag} for o in view.observers],
-    }
 
 
 def _verdict(data: dict[str, Any]) -> str:
@@ -274,6 +157,53 @@ def to_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- a multi-site inventory: each site's status, the switched services, MirrorMaker's lag ------------
+
+
+def _service_lines(data: dict[str, Any]) -> list[str]:
+    out = []
+    for name, s in data["services"].items():
+        if s["error"]:
+            out.append(f"{name}: discovery record {s['record']} unreadable: {s['error']}")
+            continue
+        where = ", ".join(s["active"]) if s["active"] else "NO site (depooled everywhere)"
+        if len(s["active"]) > 1:
+            where += " (active in more than one site)"
+        out.append(f"{name}: active in {where} (discovery {s['record']}: "
+                   + ", ".join(f"{dc} {'pooled' if p else 'depooled'}" for dc, p in s["records"].items()) + ")")
+    return out
+
+
+def _mirror_lines(data: dict[str, Any]) -> list[str]:
+    return [f"MirrorMaker {flow}: " + (m["error"] or f"lag {m['lag']} over {m['partitions']} partition(s)"
+                                       + (f", worst {', '.join(m['worst'])}" if m["worst"] else ""))
+            for flow, m in data["mirror"].items()]
+
+
+def _render_sites(data: dict[str, Any]) -> None:
+    """A multi-site inventory's status: the services and MirrorMaker flows, then each site's own."""
+    verdict = "[green]healthy[/]" if data["healthy"] else "[bold red]NOT healthy[/]"
+    console.print(f"sites [bold]{data['sites']}[/]: {verdict}")
+    for line in _service_lines(data) + _mirror_lines(data):
+        console.print("  " + line, highlight=False)
+    for dc, cluster in data["clusters"].items():
+        console.print(f"\n[bold]site {dc}[/]")
+        if "error" in cluster:
+            console.print(f"[red]{cluster['cluster']}: {cluster['error']}[/]", highlight=False)
+        else:
+            _render(cluster)
+
+
+def sites_markdown(data: dict[str, Any]) -> str:
+    """A multi-site inventory's status as Markdown."""
+    lines = [f"**{data['sites']}: {'healthy' if data['healthy'] else 'NOT healthy'}**", ""]
+    lines += [f"- {line}" for line in _service_lines(data) + _mirror_lines(data)]
+    for dc, cluster in data["clusters"].items():
+        lines += ["", f"### site {dc}", ""]
+        lines.append(f"{cluster['cluster']}: {cluster['error']}" if "error" in cluster else to_markdown(cluster))
+    return "\n".join(lines) + "\n"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("status")
     def status(
@@ -291,26 +221,16 @@ def register(app: typer.Typer) -> None:
         """
         from kafkaops.cli.lookup import find_cluster
         from kafkaops.errors import CheckFailed
+        from kafkaops.health.status import status
 
         cluster = find_cluster(cluster_name, inventory)
-        if cluster.multi_site:
-            from kafkaops.cli.status_sites import collect_sites, render_sites, sites_markdown
-
-            data = collect_sites(cluster, collect)
-            if output == Output.json:
-                print_json(data)
-            elif output == Output.markdown:
-                print_text(sites_markdown(data, to_markdown))
-            else:
-                render_sites(data, _render)
-            if not data["healthy"]:
-                raise typer.Exit(CheckFailed.exit_code)
-            return
-        data = collect(cluster)
+        data = status(cluster)
         if output == Output.json:
             print_json(data)
         elif output == Output.markdown:
-            print_text(to_markdown(data))
+            print_text(sites_markdown(data) if cluster.multi_site else to_markdown(data))
+        elif cluster.multi_site:
+            _render_sites(data)
         else:
             _render(data)
         if not data["healthy"]:

@@ -217,7 +217,7 @@ def _admin(cluster: Cluster, timeout: float) -> KafkaAdmin:
 
     # One metadata try: `kafkaops check`/`snapshot` report a dead cluster in one timeout, not three;
     # inside a run (baseline, post-check) the runner's retry policy is the patience.
-    return KafkaAdmin(cluster.bootstrap_servers, timeout=timeout, cluster=cluster.name, attempts=1)
+    return KafkaAdmin.look(cluster, timeout=timeout)
 
 
 #: The topic configs that tell retention from loss (:mod:`kafkaops.health.retention`).

@@ -94,8 +94,7 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
     its own that only reads, so it never waits behind the run's requests."""
     from kafkaops.systems.kafka import KafkaAdmin
 
-    admin = KafkaAdmin(cluster.bootstrap_servers, timeout=5.0, cluster=cluster.name,
-                       attempts=1, dry_run=True, kraft=cluster.kraft)  # it only reads
+    admin = KafkaAdmin.look(cluster)  # it only reads
     watch = HealthWatch(lambda: admin.snapshot(with_configs=False), frozenset(h.broker_id for h in cluster.hosts))
     watch.start()
     return watch

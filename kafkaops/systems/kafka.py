@@ -30,12 +30,10 @@ from dataclasses import replace
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError, UnreachableError
-from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
+from kafkaops.model import Cluster, ClusterSnapshot, PartitionState, TopicConfig
 from kafkaops.systems.guard import write
 
 TopicPartitionKey = tuple[str, int]
-
-
 
 
 class KafkaAdmin:
@@ -56,6 +54,27 @@ class KafkaAdmin:
         # which a stop impact must not call "the controller" (the quorum's leader is, kafkaops.policy.quorum).
         self.kraft = kraft
         self._admin = self._new_admin()
+
+    @classmethod
+    def for_cluster(cls, cluster: Cluster, *, timeout: float = 10.0, attempts: int = 3,
+                    dry_run: bool = False) -> KafkaAdmin:
+        """The adapter of an inventory's cluster: its bootstrap servers, its name (stamped on snapshots)
+        and whether it runs KRaft all come from ``cluster``, so no caller can forget one. Forgetting
+        ``kraft`` once made a KRaft cluster's snapshot name a random live broker its controller (KIP-590).
+
+        A run's own adapter keeps the default patience (``attempts`` tries: it rides through a broker
+        bounce); a look at the cluster is :meth:`look`."""
+        return cls(cluster.bootstrap_servers, timeout=timeout, cluster=cluster.name, attempts=attempts,
+                   dry_run=dry_run, kraft=cluster.kraft)
+
+    @classmethod
+    def look(cls, cluster: Cluster, *, timeout: float = 5.0) -> KafkaAdmin:
+        """A read-only adapter that tries once: ``kafkaops status``, ``check``/``snapshot``, the mirror
+        lag, a run's background sampler and health watch. An operator asking "can I touch this cluster?"
+        wants "Kafka did not answer" within one ``timeout``, not after a run's patient retries (inside a
+        run the runner's retry policy is the patience); and a look never changes the cluster, so its
+        writes refuse (:mod:`kafkaops.systems.guard`)."""
+        return cls.for_cluster(cluster, timeout=timeout, attempts=1, dry_run=True)
 
     def _new_admin(self) -> Any:
         from confluent_kafka.admin import AdminClient

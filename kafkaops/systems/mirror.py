@@ -31,8 +31,7 @@ class MirrorLag:
 
     def __init__(self, sites: Cluster, src: str, dst: str, *, timeout: float = 10.0) -> None:
         self.sites, self.src, self.dst, self.timeout = sites, src, dst, timeout
-        self.source = KafkaAdmin(sites.site(src).bootstrap_servers, timeout=timeout, cluster=sites.site(src).name,
-                                 attempts=1, dry_run=True)
+        self.source = KafkaAdmin.look(sites.site(src), timeout=timeout)
 
     def _mirrored(self) -> dict[tuple[str, int], MirroredPosition]:
         """Read the whole offsets topic on the target (small and compacted) with a throwaway consumer."""

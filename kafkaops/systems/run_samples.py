@@ -109,8 +109,7 @@ def cluster_sampler(cluster: Cluster, run_dir: Path) -> RunSampler:
     from kafkaops.systems.kafka import KafkaAdmin
 
     def admin(one: Cluster) -> KafkaAdmin:
-        return KafkaAdmin(one.bootstrap_servers, timeout=5.0, cluster=one.name, attempts=1,
-                          dry_run=True, kraft=one.kraft)  # it only reads
+        return KafkaAdmin.look(one)  # it only reads
 
     if cluster.multi_site:
         sites = {dc: admin(site) for dc, site in cluster.sites.items()}

@@ -21,7 +21,7 @@ def home(tmp_path: Path) -> Path:
 def pooled_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
     """Every host pooled before the test; afterwards the test's unfinished runs are rolled back (as an
     operator would), every host is up with its broker running and pooled, and the cluster healthy."""
-    from kafkaops.cli.status import collect
+    from kafkaops.health.status import collect
     from kafkaops.lab.host import LabHost
     from kafkaops.lab.pools import LabConftool
 

@@ -23,8 +23,8 @@ import pytest
 from harness import kafkaops, output, spawn
 from invariants import live_journal, only_run
 
-from kafkaops.cli.status import collect
 from kafkaops.errors import RunFailed
+from kafkaops.health.status import collect
 from kafkaops.lab.host import KAFKA_FAILS_ON_BOOT, LabHost
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin

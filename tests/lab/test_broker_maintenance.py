@@ -16,8 +16,8 @@ import pytest
 from harness import Load, kafkaops, output, spawn
 from invariants import PoolWatch, SynWatch, journal, only_run, quiet_windows_hold
 
-from kafkaops.cli.status import collect
 from kafkaops.errors import LockHeldError, SafetyRefusal
+from kafkaops.health.status import collect
 from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from harness import kafkaops
 
-from kafkaops.cli.status import collect
 from kafkaops.errors import SafetyRefusal
+from kafkaops.health.status import collect
 from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster, Host
 from kafkaops.policy.leaders import LeaderSpread, leader_spread

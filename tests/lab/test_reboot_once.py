@@ -18,7 +18,7 @@ import pytest
 from harness import kafkaops, output, spawn
 from invariants import journal, live_journal, only_run
 
-from kafkaops.cli.status import collect
+from kafkaops.health.status import collect
 from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster
 

@@ -115,8 +115,8 @@ def _lab_cluster() -> Any:
 def test_status_asks_kafka_once_where_a_run_retries(refusing_kafka: list[float]) -> None:
     """A run rides through a broker bounce (three metadata tries); status, an interactive look, says
     "Kafka did not answer" after one."""
-    from kafkaops.cli.status import collect
     from kafkaops.errors import UnreachableError
+    from kafkaops.health.status import collect
     from kafkaops.systems.kafka import KafkaAdmin
 
     cluster = _lab_cluster()

@@ -282,6 +282,21 @@ def test_rolling_deploy_with_nothing_to_deploy_says_so_and_plans_nothing(
     assert "runbook" not in captured and captured["checks"] == []
 
 
+# The coordinator removes this marker with the call to kafkaops.cli.render.nothing_to_do in cli/procedures.py
+# (owned by another helper during issue 30); strict, so the suite fails if one lands without the other.
+@pytest.mark.xfail(strict=True, reason="cli/procedures.py does not call kafkaops.cli.render.nothing_to_do yet")
+def test_nothing_to_deploy_is_json_with_output_json(captured: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With -o json every outcome is JSON on stdout, "nothing to do" too (it was a line of prose on stderr)."""
+    import kafkaops.steps.service as service
+
+    monkeypatch.setattr(service, "check_health", lambda host, svc: type(
+        "Up", (), {"healthy": True, "revision": "r1", "line": lambda self: "HTTP 200"})())
+    result = _invoke("rolling-deploy", "lab", "-s", "eventbus", "-m", "m", "--rev", "r1", "--dry-run", "-o", "json")
+    assert json.loads(result.stdout) == {
+        "nothing_to_do": True, "reason": "nothing to deploy: every host of lab running eventbus serves r1"}
+    assert "runbook" not in captured
+
+
 def test_contradicting_flags_are_refused_as_before(captured: dict[str, Any]) -> None:
     from kafkaops.cli.main import register
 

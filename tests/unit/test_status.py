@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kafkaops.cli.status import _snapshot
 from kafkaops.errors import UnreachableError
+from kafkaops.health.status import _snapshot
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
 
 

@@ -1,0 +1,190 @@
+"""The status of a cluster, as ``kafkaops status`` shows it: "can I touch this cluster right now?".
+
+Gathered from every system at once — Kafka's metadata and topic configs, the pool states in etcd, on
+KRaft the metadata quorum over SSH — and judged here: ``healthy`` is the promise that every gate of a
+maintenance would pass. The CLI renders it (:mod:`kafkaops.cli.status`); the lab tests and benches read
+it to wait for a cluster to settle. Of a multi-site inventory (:func:`collect_sites`): each site's
+status, which site each switched service is active in, and MirrorMaker's lag per direction.
+
+It answers with what it has when part of the cluster does not: right after a controller dies, metadata
+answers while DescribeConfigs times out; etcd may be down while Kafka is up.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafkaops.errors import KafkaOpsError
+
+Data = dict[str, Any]
+
+
+def status(cluster: Any) -> Data:
+    """What ``kafkaops status CLUSTER`` shows: :func:`collect_sites` of a multi-site inventory, else
+    :func:`collect`. ``data["healthy"]`` is the verdict (the command exits 9 without it)."""
+    return collect_sites(cluster) if cluster.multi_site else collect(cluster)
+
+
+def _pool_states(cluster: Any) -> tuple[dict[str, Any], str]:
+    """{host fqdn: PoolState} from etcd, or ({}, why not): status still answers when etcd does not."""
+    from kafkaops.systems.conftool import read_pools
+
+    pools: dict[str, Any] = {}
+    try:
+        for tags in {tuple(sorted(h.conftool_tags.items())) for h in cluster.hosts if h.conftool_tags}:
+            for state in read_pools(cluster.conftool_config, dict(tags)):
+                pools[state.host] = state
+    except KafkaOpsError as exc:
+        return {}, str(exc)
+    return pools, ""
+
+
+def _snapshot(admin: Any) -> tuple[Any, str]:
+    """The cluster snapshot, and why topic configs are missing from it ("" when they are not).
+
+    Right after a controller dies, DescribeConfigs can time out for the seconds the election takes
+    while metadata answers: that is exactly when an operator runs status, so it shows brokers, URP and
+    leaders anyway and says min ISR is unknown (counted as 1) instead of failing.
+    """
+    from kafkaops.errors import UnreachableError
+
+    snap = admin.snapshot(with_configs=False)
+    try:
+        return admin.with_configs(snap), ""
+    except UnreachableError as exc:
+        return snap, str(exc)
+
+
+def collect(cluster: Any) -> dict[str, Any]:
+    """Everything ``status`` shows, as plain data (also the ``--output json`` document).
+
+    etcd is read on a second thread while librdkafka (which releases the GIL) waits on the brokers:
+    an operator runs this before and after every step, so its latency is the sum of neither.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    # Starts connecting at once. One 5 s try: an operator asking "can I touch this cluster?" wants
+    # "Kafka did not answer" in seconds, not after a maintenance run's patient retries.
+    admin = KafkaAdmin.look(cluster, timeout=5.0)
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
+        asking = executor.submit(quorum_state, cluster) if cluster.kraft and cluster.controllers else None
+        snap, min_isr_error = _snapshot(admin)
+        pools, pool_error = pending.result() if pending else ({}, "")
+        quorum = asking.result() if asking else None
+
+    from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
+    from kafkaops.policy.snapshot_scan import partition_name
+
+    health = cluster_health(snap, broker_dc_map(cluster))
+    brokers = []
+    for h in cluster.hosts:
+        brokers.append({
+            "host": h.name, "broker_id": h.broker_id, "dc": h.dc, "rack": h.rack,
+            "registered": h.broker_id in snap.brokers,
+            # On KRaft a broker is never the controller (the metadata answer names one at random).
+            "controller": snap.controller == h.broker_id and not cluster.kraft,
+            "leaders": health.leaders_by_broker.get(h.broker_id, 0),
+            "preferred_ratio": round(health.preferred_ratio_by_broker.get(h.broker_id, 1.0), 4),
+            "pooled": pools[h.fqdn].pooled if h.fqdn in pools else (
+                "unknown" if pool_error or not cluster.conftool_config else "absent"),
+            "weight": pools[h.fqdn].weight if h.fqdn in pools else None,
+        })
+    quorum_ok = quorum is None or (not quorum["error"] and quorum["leader"] is not None
+                                   and all(v["caught_up"] for v in quorum["voters"]))
+    return {
+        # "healthy" is a promise that every gate would pass: not without knowing min ISR (nor, on KRaft,
+        # without a quorum whose voters are all caught up: the controller gate would refuse).
+        "cluster": cluster.name, "healthy": health.healthy and not min_isr_error and quorum_ok,
+        "controller": quorum["leader"] if quorum else snap.controller,
+        "taken_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(snap.taken_at)),
+        "partitions": health.partition_count,
+        "offline": [partition_name(p) for p in health.offline],
+        "under_replicated": [partition_name(p) for p in health.under_replicated],
+        "under_min_isr": [partition_name(p) for p in health.under_min_isr],
+        "at_min_isr": [partition_name(p) for p in health.at_min_isr],
+        "preferred_leader_ratio": round(health.preferred_leader_ratio, 4),
+        "leaders_by_dc": dict(health.leaders_by_dc), "brokers": brokers, "pool_weight": cluster.pool_weight,
+        "unregistered_replica_brokers": list(health.unregistered_replica_brokers),
+        "pool_error": pool_error,
+        "min_isr_error": min_isr_error,
+        **({"quorum": quorum} if quorum is not None else {}),
+    }
+
+
+def quorum_state(cluster: Any) -> dict[str, Any]:
+    """The KRaft metadata quorum as ``kafka-metadata-quorum describe --status`` and ``--replication`` tell
+    it (over SSH on a controller node), each voter judged caught up or not as the roll's gate judges it."""
+    from kafkaops.environment import Environment
+    from kafkaops.policy.quorum import judge
+
+    env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
+    try:
+        quorum = env.quorum()
+        status = quorum.status()
+        replicas = quorum.replication()
+    except KafkaOpsError as exc:
+        return {"error": exc.message, "leader": None, "voters": [], "observers": []}
+    finally:
+        env.close()
+    view = judge(replicas)
+    names = {h.broker_id: h.name for h in (*cluster.controllers, *cluster.hosts)}
+    rows = {r.node_id: r for r in replicas}
+    return {
+        "error": "", "asked": quorum.asked, "leader": status.leader_id, "epoch": status.leader_epoch,
+        "high_watermark": status.high_watermark, "max_follower_lag": status.max_follower_lag,
+        "voters": [{"node_id": v.node_id, "host": names.get(v.node_id, "?"), "leader": v.leader, "lag": v.lag,
+                    "behind_ms": v.behind_ms, "caught_up": v.caught_up,
+                    "log_end_offset": rows[v.node_id].log_end_offset,
+                    "last_fetch_ms": rows[v.node_id].last_fetch_ms,
+                    "last_caught_up_ms": rows[v.node_id].last_caught_up_ms} for v in view.voters],
+        "observers": [{"node_id": o.node_id, "host": names.get(o.node_id, "?"), "lag": o.lag} for o in view.observers],
+    }
+
+
+def collect_sites(sites: Any) -> Data:
+    """The status of a multi-site inventory. Healthy means a switchover could start either way: every site
+    healthy, every service active in exactly one site, and MirrorMaker's lag readable in every direction."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafkaops.systems.conftool import read_discovery
+    from kafkaops.systems.mirror import MirrorLag
+
+    def site(dc: str) -> Data:
+        try:
+            return collect(sites.sites[dc])
+        except KafkaOpsError as exc:
+            return {"cluster": sites.sites[dc].name, "healthy": False, "error": str(exc)}
+
+    def flow(src: str, dst: str) -> Data:
+        try:
+            lags = MirrorLag(sites, src, dst, timeout=5.0).partitions()
+        except KafkaOpsError as exc:
+            return {"lag": None, "partitions": 0, "worst": [], "error": str(exc)}
+        behind = sorted((p for p in lags if p.lag), key=lambda p: -p.lag)
+        return {"lag": sum(p.lag for p in lags), "partitions": len(lags),
+                "worst": [f"{p.topic}-{p.partition} ({p.lag})" for p in behind[:3]], "error": ""}
+
+    flows = [(a, b) for a in sites.sites for b in sites.sites if a != b]
+    # Every site and every flow at once: with a site down, each waits out its own 5 s, not the sum of them.
+    with ThreadPoolExecutor(max_workers=len(sites.sites) + len(flows)) as pool:
+        asked = {dc: pool.submit(site, dc) for dc in sites.sites}
+        lagging = {f"{a}->{b}": pool.submit(flow, a, b) for a, b in flows}
+        services = {}
+        for name, svc in sites.switched.items():
+            try:
+                records, error = read_discovery(sites.conftool_config, svc.discovery), ""
+            except KafkaOpsError as exc:
+                records, error = {}, str(exc)
+            services[name] = {"record": svc.discovery, "records": records, "error": error,
+                              "active": [dc for dc, pooled in records.items() if pooled],
+                              "consumer_groups": list(svc.consumer_groups)}
+        clusters = {dc: f.result() for dc, f in asked.items()}
+        mirror = {name: f.result() for name, f in lagging.items()}
+    healthy = (all(c.get("healthy") for c in clusters.values())
+               and all(len(s["active"]) == 1 and not s["error"] for s in services.values())
+               and all(not m["error"] for m in mirror.values()))
+    return {"sites": sites.name, "healthy": healthy, "clusters": clusters, "services": services, "mirror": mirror}
