@@ -81,7 +81,7 @@ EXCEPTIONS: tuple[tuple[str, str, str], ...] = (
     # contract is the engine's; the engine never imports an adapter (the environment hands it the lock).
     ("kafkaops.systems.*", "kafkaops.engine.lock",
      "a lock backend implements the engine's LockBackend contract"),
-    # The remote audit sinks (HTTP, syslog) implement the engine's AuditSink and use its redaction: the
+    # The remote audit sinks (TCP line relay, webhook) implement the engine's AuditSink and use its redaction: the
     # audit record's shape and what it must never contain are the engine's to say.
     ("kafkaops.systems.*", "kafkaops.engine.audit",
      "an audit sink implements the engine's AuditSink contract"),
