@@ -1,53 +1,168 @@
-"""The lab is a user of the product, on its top floor (issue 29): nothing outside ``kafkaops/lab/`` imports
-``kafkaops.lab`` — not the CLI, not the post-check, not an adapter.
+"""The layers of docs/architecture.md, enforced: a module imports only from its own layer or the layers below.
 
-Read from the source (AST), so every kind of import counts: at module level, inside a function (a lazy
-import is still a dependency, it only fails later, on an admin host without the lab), and under
-``if TYPE_CHECKING:`` (it names a type the product should not need). ``importlib.import_module("kafkaops.lab
-...")`` with a literal counts too. The lab's own commands reach the CLI through the entry point
-``kafkaops.commands`` (pyproject.toml), never by the CLI naming them.
+Why a rule and not taste: each floor can be installed, read and tested without the floors above it. The
+engine plans and tests a runbook with no Kafka and no client library; a fact parser or a policy decision is
+a pure function a unit test feeds; an admin host never needs the lab, which is why the lab is on the top
+floor and nothing outside ``kafkaops/lab/`` imports it (issue 29; the lab's own commands reach the CLI
+through the entry point ``kafkaops.commands`` in pyproject.toml, never by the CLI naming them).
+
+Read from the source (AST, :mod:`import_walk`), so every kind of import counts: at module level, inside a
+function (a lazy import is still a dependency, it only fails later — on an admin host without the lab, in
+the branch no test took), under ``if TYPE_CHECKING:`` (it names a type the importer should not need, and
+it is how a loop hides), relative, ``importlib.import_module("...")`` with a literal, and a package's lazy
+``_EXPORTS`` table.
+
+Every failure is one line per offending import, ``file:line: A (layer N) imports B (layer M)``: the line
+to change.
 """
 
 from __future__ import annotations
 
-import ast
+from collections.abc import Iterable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "kafkaops"
+from import_walk import PACKAGE, ROOT, Edge, all_edges, cycles, describe, edges, graph, imports, modules
+
 LAB = PACKAGE / "lab"
 
+LAYER_NAMES = {1: "foundation", 2: "facts, policy", 3: "systems", 4: "engine", 5: "environment", 6: "steps",
+               7: "health", 8: "procedure", 9: "cli", 10: "lab"}
 
-def _module(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+#: Where every module lives. ``pkg.*`` places a package and everything under it (a new module in a package
+#: is placed by its package); a bare name is that one module (a new module at the package root must be
+#: added here, on purpose: test_every_module_has_a_layer fails until it is).
+LAYERS: dict[str, int] = {
+    # 1 foundation: data types, errors, where things live on disk, inventory parsing. No client library.
+    "kafkaops": 1,  # the package root: __version__, nothing else
+    "kafkaops.errors": 1,
+    "kafkaops.model": 1,
+    "kafkaops.templates": 1,
+    "kafkaops.places": 1,
+    "kafkaops.inventory": 1,
+    # 2 pure functions over what was observed: parsers of what a target printed, decisions (safety gates,
+    #   quorum judgement, roll order, batches, offset translation, throughput), the placement planner.
+    "kafkaops.facts.*": 2,
+    "kafkaops.policy.*": 2,
+    "kafkaops.placement.*": 2,
+    # 3 adapters to real systems: the only place client libraries are imported.
+    "kafkaops.systems.*": 3,
+    # 4 the runbook engine (model, parsing, binding, runner, journal, lock, plan, wait, audit, run facts).
+    "kafkaops.engine.*": 4,
+    # 5 the adapter locator: which adapter for this cluster.
+    "kafkaops.environment": 5,
+    # 6 the step kinds, and the selectors/hooks that pick targets.
+    "kafkaops.steps.*": 6,
+    # 7 the Spark post-check.
+    "kafkaops.health.*": 7,
+    # 8 the product's entries: one procedure command, and the runbook catalog beside it.
+    "kafkaops.procedure": 8,
+    "kafkaops.catalog": 8,
+    # 9 the command line: parse, call one product function, render.
+    "kafkaops.cli.*": 9,
+    # 10 the lab: a user of the product, on the top floor.
+    "kafkaops.lab.*": 10,
+}
+
+ENGINE = 4
+
+#: Layers allowed fewer imports than "same or lower". The engine imports the foundation only — not the
+#: facts or policy, not the adapters: it is the part every procedure trusts (journal, resume, lock, plans),
+#: so it must be testable, and a runbook plannable, with no Kafka, no client library and no Kafka-specific
+#: decision; what a step needs from the world reaches it through the run's environment, typed by the
+#: engine's own ``RunEnvironment`` protocol.
+ONLY: dict[int, set[int]] = {ENGINE: {1, ENGINE}}
+
+#: (importer, imported, why): the imports the layers allow although they point up. Each is the lower
+#: module implementing or running a contract of the upper one, with no import back (test_import_cycles.py
+#: proves it); each must still be needed (test_every_exception_is_still_used).
+EXCEPTIONS: tuple[tuple[str, str, str], ...] = (
+    # The lock backends on ZooKeeper and etcd implement the engine's LockBackend: they build its LockInfo
+    # and raise its held_error, so "the lock is held by run X" reads the same whatever backs it. The
+    # contract is the engine's; the engine never imports an adapter (the environment hands it the lock).
+    ("kafkaops.systems.*", "kafkaops.engine.lock",
+     "a lock backend implements the engine's LockBackend contract"),
+    # The remote audit sinks (TCP line relay, webhook) implement the engine's AuditSink and use its redaction: the
+    # audit record's shape and what it must never contain are the engine's to say.
+    ("kafkaops.systems.*", "kafkaops.engine.audit",
+     "an audit sink implements the engine's AuditSink contract"),
+    # health.baseline and health.post_check are step kinds (prefix health. -> steps/health.py) that run the
+    # Spark post-check of kafkaops.health: the step is the post-check's way into a run. kafkaops.health
+    # never imports a step.
+    ("kafkaops.steps.health", "kafkaops.health.*",
+     "the health.* step kinds run the post-check"),
+)
+
+#: Client libraries: talking to a real system is the adapters' job (layer 3).
+CLIENT_LIBRARIES = ("confluent_kafka", "kazoo", "paramiko", "requests", "urllib3", "etcd3", "etcd", "conftool",
+                    "pyspark")
+#: The layers that import no client library, lazily or not: the engine, the foundation, facts and policy
+#: (each is tested, and each runs on an admin host, without a cluster or the libraries to reach one).
+NO_CLIENT_LIBRARY = {1, 2, ENGINE}
+
+
+def _placed_by(module: str, pattern: str) -> bool:
+    if pattern.endswith(".*"):
+        base = pattern[:-2]
+        return module == base or module.startswith(base + ".")
+    return module == pattern
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of ``module``: its own entry, else its deepest package's ``pkg.*`` entry; None if unplaced."""
+    if module in LAYERS:
+        return LAYERS[module]
+    packages = [p for p in LAYERS if p.endswith(".*") and _placed_by(module, p)]
+    return LAYERS[max(packages, key=len)] if packages else None
+
+
+def _excepted(edge: Edge) -> bool:
+    return any(_placed_by(edge.source, a) and _placed_by(edge.target, b) for a, b, _ in EXCEPTIONS)
+
+
+def violations(found: Iterable[Edge]) -> list[str]:
+    """``file:line: A (layer N) imports B (layer M)``, one line per import that breaks the layers."""
+    out: list[str] = []
+    for e in found:
+        low, high = layer_of(e.target), layer_of(e.source)
+        if low is None or high is None or _excepted(e):
+            continue  # an unplaced module is test_every_module_has_a_layer's to report
+        allowed = ONLY.get(high)
+        if low > high or (allowed is not None and low not in allowed):
+            line = f"{e.where}: {e.source} (layer {high}) imports {e.target} (layer {low})"
+            if allowed is not None and low <= high:
+                line += f"; layer {high} ({LAYER_NAMES[high]}) imports only layers {sorted(allowed)}"
+            if e.type_only:
+                line += "; type-only"
+            if line not in out:  # `from a import b, c`: one line
+                out.append(line)
+    return out
+
+
+def client_imports(path: Path, source: str | None = None) -> list[str]:
+    """``file:line: module imports LIBRARY`` for each client-library import of ``path`` (or ``source``)."""
+    module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    out = []
+    for imp in imports(path, source):
+        if imp.name.split(".")[0] in CLIENT_LIBRARIES:
+            line = f"{path.relative_to(ROOT)}:{imp.line}: {module} imports {imp.name.split('.')[0]}"
+            if line not in out:
+                out.append(line)
+    return out
 
 
 def lab_imports(path: Path, source: str | None = None) -> list[str]:
     """``file:line: what`` for each import of ``kafkaops.lab`` in ``path`` (or ``source``, read as if it were
-    ``path``'s): absolute, relative or through importlib."""
-    tree = ast.parse(path.read_text() if source is None else source, filename=str(path))
-    package = _module(path).split(".") if path.name == "__init__.py" else _module(path).split(".")[:-1]
-    found = []
-    for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package[:len(package) - node.level + 1]
-                base = ".".join([*anchor, *([base] if base else [])])
-            names = [base] + [f"{base}.{a.name}" for a in node.names]
-        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)
-              and (getattr(node.func, "attr", None) == "import_module" or getattr(node.func, "id", None)
-                   in ("import_module", "__import__"))):
-            names = [node.args[0].value]
-        hits = [n for n in names if n == "kafkaops.lab" or n.startswith("kafkaops.lab.")]
-        if hits:
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {hits[0]}")
+    ``path``'s): absolute, relative, type-only or through importlib."""
+    found: list[str] = []
+    for imp in imports(path, source):
+        line = f"{path.relative_to(ROOT)}:{imp.line}: {imp.name}"
+        if (imp.name == "kafkaops.lab" or imp.name.startswith("kafkaops.lab.")) \
+                and not any(f.startswith(f"{path.relative_to(ROOT)}:{imp.line}:") for f in found):
+            found.append(line)
     return found
+
+
+# --- the rules, on the package ------------------------------------------------------------------------
 
 
 def test_nothing_outside_the_lab_imports_the_lab() -> None:
@@ -56,8 +171,46 @@ def test_nothing_outside_the_lab_imports_the_lab() -> None:
     assert offenders == [], "the product imports the lab:\n" + "\n".join(offenders)
 
 
+def test_every_module_has_a_layer() -> None:
+    """A new module must be placed (here and in docs/architecture.md) before it can import anything."""
+    unplaced = [f"{path.relative_to(ROOT)}: {name} has no layer (add it to LAYERS in tests/unit/test_layers.py "
+                "and to docs/architecture.md)" for name, path in modules().items() if layer_of(name) is None]
+    assert unplaced == [], "modules outside the layers:\n" + "\n".join(unplaced)
+
+
+def test_the_layer_table_names_only_real_modules() -> None:
+    """No entry outlives its module: a stale entry would place nothing and hide a rename."""
+    known = modules()
+    stale = [f"LAYERS[{name!r}]: no such module or package under kafkaops/" for name in LAYERS
+             if not any(_placed_by(m, name) for m in known)]
+    assert stale == [], "\n".join(stale)
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    found = violations(all_edges())
+    assert found == [], "imports against the layers (docs/architecture.md):\n" + "\n".join(found)
+
+
+def test_every_exception_is_still_used() -> None:
+    """An exception nobody needs any more is a hole in the rules: delete it."""
+    found = all_edges()
+    unused = [f"EXCEPTIONS ({a} -> {b}): no import uses it; delete it" for a, b, _ in EXCEPTIONS
+              if not any(_placed_by(e.source, a) and _placed_by(e.target, b) for e in found)]
+    assert unused == [], "\n".join(unused)
+
+
+def test_engine_foundation_facts_and_policy_import_no_client_library() -> None:
+    found = [hit for name, path in modules().items() if layer_of(name) in NO_CLIENT_LIBRARY
+             for hit in client_imports(path)]
+    assert found == [], ("client libraries are the adapters' (kafkaops/systems/), never the engine's, the "
+                         "foundation's, the facts' or the policy's:\n" + "\n".join(found))
+
+
+# --- the detector itself, on synthetic source ---------------------------------------------------------
+
+
 def test_the_walk_sees_every_kind_of_import() -> None:
-    """The detector itself: module level, lazy, TYPE_CHECKING, relative and importlib imports are found."""
+    """Module level, lazy, TYPE_CHECKING, relative and importlib imports are found."""
     probe = ROOT / "kafkaops" / "cli" / "probe.py"  # never written: its source is given
     source = (
         "from typing import TYPE_CHECKING\n"
@@ -71,3 +224,39 @@ def test_the_walk_sees_every_kind_of_import() -> None:
     hits = lab_imports(probe, source)  # relative imports resolve against kafkaops.cli
     lines = sorted(int(h.split(":")[1]) for h in hits)
     assert lines == [2, 4, 6, 7, 9, 10], hits
+
+
+def test_the_rules_catch_an_upward_import_and_a_type_only_cycle() -> None:
+    """A step importing the CLI lazily, an engine module importing an adapter under TYPE_CHECKING, and an
+    adapter naming a step's type (type-only) while the step imports the adapter: each is one line, and the
+    last is a loop."""
+    step = ROOT / "kafkaops" / "steps" / "probe.py"  # never written: their sources are given
+    adapter = ROOT / "kafkaops" / "systems" / "probe.py"
+    engine = ROOT / "kafkaops" / "engine" / "probe.py"
+    known = {**modules(), "kafkaops.steps.probe": step, "kafkaops.systems.probe": adapter,
+             "kafkaops.engine.probe": engine}
+    found = [
+        *edges(step, known, "from kafkaops.systems.probe import Probe\n"
+                            "def f():\n    from kafkaops.cli.common import console\n"),
+        *edges(adapter, known, "from typing import TYPE_CHECKING\nfrom kafkaops.errors import ConfigError\n"
+                               "if TYPE_CHECKING:\n    from kafkaops.steps.probe import Step\n"),
+        *edges(engine, known, "from typing import TYPE_CHECKING\nfrom kafkaops.engine.step import Param\n"
+                              "if TYPE_CHECKING:\n    from kafkaops.systems.kafka import KafkaAdmin\n"),
+    ]
+    assert violations(found) == [
+        "kafkaops/steps/probe.py:3: kafkaops.steps.probe (layer 6) imports kafkaops.cli.common (layer 9)",
+        "kafkaops/systems/probe.py:4: kafkaops.systems.probe (layer 3) imports kafkaops.steps.probe (layer 6)"
+        "; type-only",
+        "kafkaops/engine/probe.py:4: kafkaops.engine.probe (layer 4) imports kafkaops.systems.kafka (layer 3)"
+        "; layer 4 (engine) imports only layers [1, 4]; type-only",
+    ]
+    g = graph(found)
+    assert [describe(c, g) for c in cycles(g)] == [
+        "kafkaops.steps.probe -> kafkaops.systems.probe [kafkaops/steps/probe.py:1] "
+        "-> kafkaops.steps.probe [type-only: kafkaops/systems/probe.py:4]"]
+    # the engine's client-library rule sees the same kinds of import
+    assert client_imports(engine, "def f():\n    import kazoo.client\n"
+                                  "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                  "    from confluent_kafka.admin import AdminClient\n") == [
+        "kafkaops/engine/probe.py:2: kafkaops.engine.probe imports kazoo",
+        "kafkaops/engine/probe.py:5: kafkaops.engine.probe imports confluent_kafka"]
