@@ -82,7 +82,7 @@ rules:
       request: "$1"
       quantile: "0.$2"
   - pattern: 'kafka.network<type=RequestMetrics, name=TotalTimeMs, request=(\\w+)><>Count'
-    name: kafka_network_requestmetrics_totaltimems_count
+    name: kafka_network_requestmetrics_requests_total
     type: COUNTER
     labels:
       request: "$1"
@@ -107,9 +107,15 @@ def alertmanager_url(spec: LabSpec) -> str:
     return f"http://{spec.alertmanager_address}:{ALERTMANAGER_PORT}"
 
 
+def host_regex(fqdn: str) -> str:
+    """The ``instance`` regex of one host's targets and alerts: an Alertmanager silence's matcher value
+    (``isRegex``), anchored by Alertmanager and Prometheus alike."""
+    return f"{re.escape(fqdn)}:.*"
+
+
 def host_matcher(fqdn: str) -> str:
-    """The label matcher that selects one host's targets and alerts (what a silence of that host uses)."""
-    return f'instance=~"{re.escape(fqdn)}:.*"'
+    """The same as a PromQL label matcher: a PromQL string unescapes backslashes once, so doubled."""
+    return 'instance=~"' + host_regex(fqdn).replace("\\", "\\\\") + '"'
 
 
 def jmx_agent_arg(spec: LabSpec, h: LabHostSpec, rules: Path) -> str:
