@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install everything kafkaops and its lab need, idempotently, on a fresh Debian machine:
-#   Debian packages (etcd, OpenSSH server, tcpdump, kcat, ab, a JDK, Maven),
+#   Debian packages (etcd, OpenSSH server, tcpdump, kcat, ab, a JDK, Maven, Prometheus, Alertmanager),
 #   the project with its extras (pip), the jars (Maven Central, cached outside git): Kafka 3.9 broker (and MirrorMaker 2)
 #   and Kafka 4.x (the KRaft lab)
-#   + CLI tools + log4j binding, Spark's Kafka connector matching pyspark, and the post-check's own
+#   + CLI tools + log4j binding, Prometheus' JMX exporter agent (the lab's broker metrics), Spark's Kafka
+#   connector matching pyspark, and the post-check's own
 #   Spark reader, compiled here against pyspark.
 # Re-running it only checks; it downloads nothing that is already there.
 set -euo pipefail
@@ -14,7 +15,8 @@ say() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
 
 # 1. Debian packages -------------------------------------------------------------------------------
 debs=(etcd-server etcd-client openssh-server openssh-client tcpdump kcat openjdk-17-jdk-headless maven procps iproute2
-      apache2-utils)  # apache2-utils: ab, for `kafkaops service bench` (the runbook's throughput test)
+      apache2-utils  # apache2-utils: ab, for `kafkaops service bench` (the runbook's throughput test)
+      prometheus prometheus-alertmanager)  # the lab's monitoring: every lab runs its own (kafkaops/lab/monitoring.py)
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -24,6 +26,24 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # Debian starts etcd/sshd as system services where it can; the lab runs its own on loopback.
+# Prometheus and Alertmanager too, listening on every address at :9090/:9093 — the ports each lab's own
+# instances take on its loopback addresses (a wildcard listener would make `lab up` refuse them), and
+# a system Prometheus nobody configured is noise. Stop and disable them, on every run (an upgrade of
+# the packages enables them again); with no service manager (a container) there is nothing to stop.
+for unit in prometheus prometheus-alertmanager prometheus-node-exporter; do
+  dpkg -s "$unit" >/dev/null 2>&1 || continue
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+  if [ -d /run/systemd/system ]; then
+    if systemctl -q is-enabled "$unit" 2>/dev/null || systemctl -q is-active "$unit" 2>/dev/null; then
+      say "systemctl disable --now $unit (the lab runs its own)"
+      $SUDO systemctl disable --now "$unit" >/dev/null 2>&1 || true
+    fi
+  elif [ -x "/etc/init.d/$unit" ] && "/etc/init.d/$unit" status >/dev/null 2>&1; then
+    say "stopping the system $unit (the lab runs its own)"
+    $SUDO "/etc/init.d/$unit" stop >/dev/null 2>&1 || true
+    $SUDO update-rc.d "$unit" disable >/dev/null 2>&1 || true
+  fi
+done
 
 # 2. Python: the project, the post-check extra (pyspark) and the dev tools --------------------------
 if ! $PYTHON -c 'import kafkaops, pyspark, confluent_kafka, kazoo, paramiko, conftool, pytest, pytest_timeout, hypothesis, build' 2>/dev/null \
@@ -54,6 +74,10 @@ kafka4_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scrip
 if [ ! -f "$CACHE/jars/kafka4/kafka_2.13-$kafka4_version.jar" ] || [ ! -f "$CACHE/jars/kafka4/kafka-tools-$kafka4_version.jar" ]; then
   resolve scripts/maven/kafka4.pom.xml "$CACHE/jars/kafka4"  # the KRaft lab (lab up --mode kraft)
 fi
+jmx_version=$(sed -n 's:.*<jmx.version>\(.*\)</jmx.version>.*:\1:p' scripts/maven/jmx.pom.xml)
+if [ ! -f "$CACHE/jars/jmx/jmx_prometheus_javaagent-$jmx_version.jar" ]; then
+  resolve scripts/maven/jmx.pom.xml "$CACHE/jars/jmx"  # Prometheus' JMX exporter, in every lab Kafka JVM
+fi
 spark_version=$($PYTHON -c 'import pyspark; print(pyspark.__version__)')
 if [ ! -f "$CACHE/jars/spark/spark-sql-kafka-0-10_2.13-$spark_version.jar" ]; then
   # Spark's own Kafka source, matching pyspark: the baseline bench/bench_spark_scan.py measures our
@@ -70,4 +94,4 @@ fi
 mkdir -p "$CACHE/jars/reader"
 cp -n "$CACHE/jars/kafka/kafka-clients-$kafka_version.jar" "$CACHE/jars/reader/" 2>/dev/null || true
 scan_jar=$($PYTHON -m kafkaops.health.scan_jar)
-say "ready: kafka $kafka_version and $kafka4_version (KRaft) jars, spark connector $spark_version, scan reader $(basename "$scan_jar"), $($PYTHON -m kafkaops.cli.main --version)"
+say "ready: kafka $kafka_version and $kafka4_version (KRaft) jars, JMX exporter $jmx_version, spark connector $spark_version, scan reader $(basename "$scan_jar"), $($PYTHON -m kafkaops.cli.main --version)"

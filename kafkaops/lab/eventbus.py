@@ -15,6 +15,11 @@ Kafka outage, for rehearsing ``kafkaops failed-events list`` and ``replay``. It 
 (the knobs file is re-read only when its mtime changes), so setting or clearing it needs no restart.
 ``GET /_info`` reports host, revision, boot id and pid. SIGTERM drains in-flight requests, then exits.
 
+``GET /metrics`` on a port of its own (:data:`~kafkaops.lab.monitoring.EVENTBUS_METRICS_PORT`, the host's
+address) answers Prometheus' text format: requests by method, path and status code, events accepted and
+failed, and a request latency histogram — what the lab's Prometheus scrapes and alerts on (5xx ratio).
+Not on the service port: the depool gates count the connections made to that one.
+
 The revision is the one deployed in ``<host>/srv/eventbus/REVISION`` when the process *started* (the
 code a process runs does not change when files are replaced under it; a deploy restarts the service).
 A release with a ``BROKEN`` file starts and listens, but ``/_info`` answers 503: a deploy that "works"
@@ -35,12 +40,61 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.lab.host import LabHost
+from kafkaops.lab.monitoring import EVENTBUS_METRICS_PORT
 
 PRODUCE_TIMEOUT = 10.0
 #: The knob that makes every produce fail (see the module docstring).
 PRODUCE_FAILS_KNOB = "eventbus_produce_fails"
 #: What a produce failure says while the knob is set: librdkafka's words for a Kafka outage.
 KNOB_ERROR = 'KafkaError{code=_MSG_TIMED_OUT,val=-192,str="Local: Message timed out"}'
+
+
+#: Upper bounds (seconds) of the request latency histogram's buckets: a produce acked in a few ms up to
+#: the produce timeout.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """The service's counters, written by the request threads, rendered in Prometheus' text format."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests: dict[tuple[str, str, str], int] = {}
+        self.events = {"accepted": 0, "failed": 0}
+        self.buckets = [0] * len(LATENCY_BUCKETS)
+        self.count = 0
+        self.total = 0.0
+
+    def observe(self, method: str, path: str, code: int, seconds: float, accepted: int = 0, failed: int = 0) -> None:
+        path = path if path in ("/v1/events", "/_info", "/v1/_info") else "other"  # bounded label values
+        with self._lock:
+            key = (method, path, str(code))
+            self.requests[key] = self.requests.get(key, 0) + 1
+            self.events["accepted"] += accepted
+            self.events["failed"] += failed
+            for i, bound in enumerate(LATENCY_BUCKETS):
+                if seconds <= bound:
+                    self.buckets[i] += 1
+            self.count += 1
+            self.total += seconds
+
+    def render(self) -> str:
+        with self._lock:
+            lines = ["# HELP eventbus_http_requests_total HTTP requests answered, by method, path and status code.",
+                     "# TYPE eventbus_http_requests_total counter"]
+            lines += [f'eventbus_http_requests_total{{method="{m}",path="{p}",code="{c}"}} {n}'
+                      for (m, p, c), n in sorted(self.requests.items())]
+            lines += ["# HELP eventbus_events_total Events received, by outcome (accepted: acked by Kafka).",
+                      "# TYPE eventbus_events_total counter"]
+            lines += [f'eventbus_events_total{{outcome="{k}"}} {n}' for k, n in self.events.items()]
+            lines += ["# HELP eventbus_http_request_duration_seconds Time to answer a request.",
+                      "# TYPE eventbus_http_request_duration_seconds histogram"]
+            lines += [f'eventbus_http_request_duration_seconds_bucket{{le="{b}"}} {n}'
+                      for b, n in zip(LATENCY_BUCKETS, self.buckets, strict=True)]
+            lines += [f'eventbus_http_request_duration_seconds_bucket{{le="+Inf"}} {self.count}',
+                      f"eventbus_http_request_duration_seconds_sum {self.total}",
+                      f"eventbus_http_request_duration_seconds_count {self.count}"]
+        return "\n".join(lines) + "\n"
 
 
 class _Service:
@@ -68,6 +122,7 @@ class _Service:
         self.broken = (broken.read_text().strip() or "broken release") if broken.exists() else ""
 
         self._knobs: tuple[tuple[int, int], dict[str, float]] = ((-1, -1), {})
+        self.metrics = Metrics()
 
     def _poll(self) -> None:
         while not self._stop.is_set():
@@ -159,7 +214,8 @@ def _handler(service: _Service) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def _reply(self, code: int, body: Any, started: float) -> None:
+        def _reply(self, code: int, body: Any, started: float, accepted: int = 0, failed: int = 0) -> None:
+            service.metrics.observe(self.command, self.path, code, time.monotonic() - started, accepted, failed)
             data = json.dumps(body).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
@@ -200,7 +256,26 @@ def _handler(service: _Service) -> type[BaseHTTPRequestHandler]:
             if accepted < len(events):
                 service.log(f"{accepted} out of {len(events)} events were accepted.")
             code = 201 if accepted == len(events) else (207 if accepted else 500 if kafka_failed else 400)
-            self._reply(code, {"accepted": accepted, "total": len(events)}, started)
+            self._reply(code, {"accepted": accepted, "total": len(events)}, started, accepted, len(events) - accepted)
+
+    return Handler
+
+
+def _metrics_handler(service: _Service) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            if self.path != "/metrics":
+                self.send_error(404)
+                return
+            data = service.metrics.render().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
     return Handler
 
@@ -215,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     server = ThreadingHTTPServer((host.host.address, host.host.http_port), _handler(service))
     server.daemon_threads = False  # SIGTERM waits for in-flight requests
     server.block_on_close = True
+    metrics = ThreadingHTTPServer((host.host.address, EVENTBUS_METRICS_PORT), _metrics_handler(service))
+    metrics.daemon_threads = True
+    threading.Thread(target=metrics.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True).start()
 
     def on_term(_sig: int, _frame: Any) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()

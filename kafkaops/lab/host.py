@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab import procs
+from kafkaops.lab import monitoring, procs
 from kafkaops.lab.paths import HostDirs, host_dirs
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 
@@ -88,9 +88,12 @@ class LabHost:
             heap = ["-Xms128m", "-Xmx256m"] if self.host.role == "controller" else ["-Xms192m", "-Xmx320m"]
             logging = (f"-Dlog4j2.configurationFile={d.etc / 'log4j2.properties'}" if self.spec.kraft
                        else f"-Dlog4j.configuration=file:{d.etc / 'log4j.properties'}")
+            # Prometheus' JMX exporter, as production brokers run it (kafkaops/lab/monitoring.py).
+            agent = ([monitoring.jmx_agent_arg(self.spec, self.host, monitoring.jmx_rules_file(self.spec))]
+                     if self.spec.jmx_agent else [])
             return [
                 self.spec.java, *heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=50",
-                "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Djava.awt.headless=true",
+                "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Djava.awt.headless=true", *agent,
                 logging, f"-Dkafka.logs.dir={d.log}",
                 "-cp", f"{self.spec.kafka_jars}/*", "kafka.Kafka", str(d.etc / "server.properties"),
             ]

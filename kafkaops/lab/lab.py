@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError, LabError
-from kafkaops.lab import configs, procs
+from kafkaops.lab import configs, monitoring, procs
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.paths import host_dirs, lab_dir, lab_dirs
 from kafkaops.lab.spec import LabSpec, from_inventory
@@ -139,6 +139,7 @@ def _preflight(spec: LabSpec) -> None:
             raise LabError(f"{binary} not found on PATH", hint="run scripts/install.sh (Debian packages)")
     if not Path("/usr/sbin/sshd").exists():
         raise LabError("/usr/sbin/sshd not found", hint="run scripts/install.sh (openssh-server)")
+    monitoring.preflight(spec)
     wanted = [(spec.etcd_address, spec.etcd_port, "etcd"), (spec.etcd_address, spec.etcd_port + 1, "etcd peer")]
     if not spec.kraft:
         wanted.append((spec.zk_address, spec.zk_port, "ZooKeeper"))
@@ -150,6 +151,7 @@ def _preflight(spec: LabSpec) -> None:
             wanted.append((h.address, h.http_port, f"{h.name} eventbus"))
     if spec.deploy is not None:
         wanted.append((spec.deploy.address, spec.deploy.ssh_port, f"{spec.deploy.name} sshd"))
+    wanted += monitoring.wanted_ports(spec)
     taken = [f"{what} {a}:{p}" for a, p, what in wanted if not procs.port_free(a, p)]
     if taken:
         raise LabError(f"port(s) already in use: {', '.join(taken)}",
@@ -201,6 +203,7 @@ def _prepare(spec: LabSpec) -> None:
     (ssh / "known_hosts").write_text("\n".join(known) + "\n")
     (base / "zookeeper" / "zoo.cfg").write_text(configs.zoo_cfg(spec, base / "zookeeper"))
     (base / "conftool" / "etcdrc").write_text(configs.etcdrc(spec))
+    monitoring.prepare(spec)
     Path(spec.conftool_config).parent.mkdir(parents=True, exist_ok=True)
     Path(spec.conftool_config).write_text(
         configs.conftool_config(spec, base / "conftool" / "etcdrc", base / "conftool" / "cache"))
@@ -373,6 +376,10 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
         if spec.deploy is not None:
             progress(f"starting the deploy host {spec.deploy.name} (sshd)")
             LabHost(spec, spec.deploy).start("sshd", wait=True)
+        # Last, with every broker in sync and every service up: nothing the start-up itself did pages anyone.
+        progress(f"starting monitoring (Prometheus {spec.prometheus_address}, Alertmanager "
+                 f"{spec.alertmanager_address}, alert receiver {spec.receiver_address})")
+        monitoring.start(spec)
     except BaseException as exc:
         progress("start-up failed, tearing down what was started")
         down(Path(spec.lab_dir))
@@ -395,6 +402,9 @@ def down(base: Path | None = None, progress: Progress = _noop) -> int:
         spec = None
     stopped = 0
     if spec is not None:
+        # Monitoring first: a lab going away is not an outage to page anyone about.
+        progress("stopping monitoring")
+        stopped += len(monitoring.stop(base))
         progress("stopping the load balancer and eventbus services")
         stopped += len(procs.terminate([p for p in [procs.live_pid(_run_dir(spec) / "balancer.pid")] if p]))
         hosts = [LabHost(spec, h) for h in spec.hosts]
@@ -486,9 +496,10 @@ def status(base: Path | None = None) -> list[Component]:
         out.append(Component(f"{d.name}/sshd", "sshd", f"{d.address}:{d.ssh_port}", dpid,
                              dpid is not None and procs.port_open(d.address, d.ssh_port),
                              detail="deploy host", extra={"host": d.name}))
-    if not spec.vip_address:
-        return out  # no load-balanced service: no balancer
-    lb = procs.live_pid(_run_dir(spec) / "balancer.pid")
-    out.append(Component("balancer", "balancer", f"{spec.vip_address}:{spec.vip_port}", lb,
-                         lb is not None and procs.port_open(spec.vip_address, spec.vip_port)))
+    if spec.vip_address:  # a load-balanced service: its balancer
+        lb = procs.live_pid(_run_dir(spec) / "balancer.pid")
+        out.append(Component("balancer", "balancer", f"{spec.vip_address}:{spec.vip_port}", lb,
+                             lb is not None and procs.port_open(spec.vip_address, spec.vip_port)))
+    if spec.prometheus_address:  # a lab started before monitoring was part of it has none
+        out += monitoring.components(spec)
     return out

@@ -64,6 +64,13 @@ def kafka_jars(*, kraft: bool = False) -> Path:
     return cache_dir() / "jars" / ("kafka4" if kraft else "kafka")
 
 
+def jmx_agent() -> Path:
+    """Prometheus' JMX exporter agent jar (``jars/jmx``, scripts/maven/jmx.pom.xml); the directory itself
+    when no jar is there (``lab up``'s preflight says to run scripts/install.sh)."""
+    jars = sorted((cache_dir() / "jars" / "jmx").glob("jmx_prometheus_javaagent-*.jar"))
+    return jars[-1] if jars else cache_dir() / "jars" / "jmx"
+
+
 @dataclass(frozen=True)
 class HostDirs:
     """The directories of one lab host: its 'disk'."""

@@ -56,6 +56,13 @@ class LabSpec:
     mode: str = "zookeeper"
     #: The KRaft cluster id every node's storage is formatted with (``kafka-storage format -t``).
     cluster_id: str = ""
+    #: The lab's monitoring (:mod:`kafkaops.lab.monitoring`): Prometheus, Alertmanager and the alert
+    #: receiver, on addresses .30, .31, .32 of the lab's own /24; and the JMX exporter agent jar every
+    #: Kafka JVM loads.
+    prometheus_address: str = ""
+    alertmanager_address: str = ""
+    receiver_address: str = ""
+    jmx_agent: str = ""
 
     @property
     def kraft(self) -> bool:
@@ -152,6 +159,14 @@ def from_inventory(cluster: Cluster) -> LabSpec:
     java = shutil.which("java")
     if java is None:
         raise LabError("java not found on PATH", hint="run scripts/install.sh (installs OpenJDK)")
+    # The monitoring's addresses: the lab's /24 (its etcd's, which every lab inventory has), hosts .30-.32.
+    # Every lab (default, KRaft, each site, stretch, bench) has a /24 of its own, so they run side by side.
+    subnet = etcd_address.rpartition(".")[0]
+    prometheus, alertmanager, receiver = (f"{subnet}.{n}" for n in MONITORING_HOSTS)
+    taken = {h.address for h in hosts} | {zk_address, etcd_address, vip_address}
+    if taken & {prometheus, alertmanager, receiver}:
+        raise LabError(f"{cluster.source}: the lab's monitoring needs {prometheus}, {alertmanager} and {receiver}",
+                       hint=f"keep .{', .'.join(map(str, MONITORING_HOSTS))} of {subnet}.0/24 free of lab hosts")
     return LabSpec(
         cluster=cluster.name, lab_dir=str(paths.lab_dir(cluster.name)), python=sys.executable, java=java,
         kafka_jars=str(paths.kafka_jars(kraft=cluster.kraft)), zk_address=zk_address, zk_port=zk_port,
@@ -159,7 +174,13 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         bootstrap_servers=cluster.bootstrap_servers, vip_address=vip_address, vip_port=vip_port,
         hosts=tuple(hosts), deploy=deploy, mode="kraft" if cluster.kraft else "zookeeper",
         cluster_id=_kraft_cluster_id() if cluster.kraft else "",
+        prometheus_address=prometheus, alertmanager_address=alertmanager, receiver_address=receiver,
+        jmx_agent=str(paths.jmx_agent()),
     )
+
+
+#: The last octets of the lab's Prometheus, Alertmanager and alert receiver addresses, in the lab's /24.
+MONITORING_HOSTS = (30, 31, 32)
 
 
 #: The controller listener of a KRaft lab's controller nodes (brokers reach the quorum there).
