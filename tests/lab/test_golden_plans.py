@@ -58,11 +58,24 @@ def normalize(plan: dict[str, Any], home: Path) -> dict[str, Any]:
     out = json.loads(text)
     for key in ("created_at", "fingerprint", "signature", "operator"):
         out.pop(key, None)
-    out["sections"] = {k: v for k, v in out.get("sections", {}).items() if k == "environment"}
+    out.pop("sections", None)  # hashes: of observations, and of the inventory by its absolute path
     for step in out.get("steps", []):
         for key in _OBSERVED:
             step.pop(key, None)
+        _mask_leadership(step.get("action") or {})
     return out
+
+
+def _mask_leadership(action: dict[str, Any]) -> None:
+    """Which broker leads which partition is the lab's random replica assignment (a new one each
+    ``lab up``): the stop's impact ("9 leader(s) move: 5 to 1002, 4 to 1003") and the preferred election's
+    partition list follow it. The step, its command and the counts stay compared."""
+    if isinstance(action.get("impact"), str):
+        action["impact"] = re.sub(r"move: [^;]*;", "move: $LEADERS;", action["impact"])
+    if "elect_leaders" in " ".join(action.get("commands") or []):
+        action["commands"] = [re.sub(r"\[.*\]", "[$PARTITIONS]", c) for c in action["commands"]]
+        if isinstance(action.get("data"), dict) and "partitions" in action["data"]:
+            action["data"]["partitions"] = len(action["data"]["partitions"])
 
 
 def _controller(cluster: Cluster) -> int | None:
@@ -116,6 +129,14 @@ def test_the_normalization_keeps_what_the_procedure_does(tmp_path: Path) -> None
             "steps": [{"kind": "kafka.stop_broker", "observed": "up", "params": {"timeout": 60},
                        "action": {"commands": [f"{tmp_path}/x hostctl stop kafka"]}}]}
     got = normalize(plan, tmp_path)
-    assert got == {"sections": {"environment": "p"},
-                   "steps": [{"kind": "kafka.stop_broker", "params": {"timeout": 60},
+    assert got == {"steps": [{"kind": "kafka.stop_broker", "params": {"timeout": 60},
                               "action": {"commands": ["$HOME/x hostctl stop kafka"]}}]}
+
+
+def test_the_leadership_mask_keeps_the_counts() -> None:
+    """The lab's random assignment goes; how many leaders move and partitions are elected stays."""
+    action = {"impact": "9 leader(s) move: 5 to 1002, 4 to 1003; 27 partition(s) lose a replica (a-0)",
+              "commands": ["AdminClient.elect_leaders(PREFERRED, [a-0, b-1])"], "data": {"partitions": [["a", 0], ["b", 1]]}}
+    _mask_leadership(action)
+    assert action == {"impact": "9 leader(s) move: $LEADERS; 27 partition(s) lose a replica (a-0)",
+                      "commands": ["AdminClient.elect_leaders(PREFERRED, [$PARTITIONS])"], "data": {"partitions": 2}}
