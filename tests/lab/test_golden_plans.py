@@ -136,7 +136,8 @@ def test_the_normalization_keeps_what_the_procedure_does(tmp_path: Path) -> None
 def test_the_leadership_mask_keeps_the_counts() -> None:
     """The lab's random assignment goes; how many leaders move and partitions are elected stays."""
     action = {"impact": "9 leader(s) move: 5 to 1002, 4 to 1003; 27 partition(s) lose a replica (a-0)",
-              "commands": ["AdminClient.elect_leaders(PREFERRED, [a-0, b-1])"], "data": {"partitions": [["a", 0], ["b", 1]]}}
+              "commands": ["AdminClient.elect_leaders(PREFERRED, [a-0, b-1])"],
+              "data": {"partitions": [["a", 0], ["b", 1]]}}
     _mask_leadership(action)
     assert action == {"impact": "9 leader(s) move: $LEADERS; 27 partition(s) lose a replica (a-0)",
                       "commands": ["AdminClient.elect_leaders(PREFERRED, [$PARTITIONS])"], "data": {"partitions": 2}}
