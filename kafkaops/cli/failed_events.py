@@ -232,8 +232,8 @@ def replay_failed_events(target: str, *, service: str | None, since: str | None,
     """Bind and run the ``failed-events-replay`` runbook on TARGET's hosts (see the module docstring)."""
     from typer._click.exceptions import BadParameter
 
+    from kafkaops.catalog import find_runbook
     from kafkaops.cli.procedures import run_runbook
-    from kafkaops.engine import find_runbook
 
     if not dry_run and not (reason or "").strip():
         raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
@@ -249,7 +249,7 @@ def replay_failed_events(target: str, *, service: str | None, since: str | None,
         check_writable(save_plan, "the plan", "--save-plan PATH", parents=True)
     params = {"service": name, "since": since_s, "topic": topic or "", "via": via, "rate": rate_v,
               "report": str(report)}
-    from kafkaops.cli.plugins import load_plugins
+    from kafkaops.catalog import load_plugins
 
     load_plugins()  # the step kinds, before the runbook is loaded (it names them)
     run_runbook(find_runbook("failed-events-replay"), cluster, hosts, params, reason=reason, task=task, yes=yes,

@@ -24,7 +24,6 @@ import difflib
 import json
 import sys
 from collections.abc import Callable, Mapping
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -225,7 +224,7 @@ class _RunCommand(TyperCommand):
     runbook: Runbook
 
     def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
-        from kafkaops.engine.runbook import bounds_text
+        from kafkaops.cli.runbook_text import bounds_text
 
         super().format_options(ctx, formatter)
         rb = self.runbook
@@ -303,25 +302,21 @@ def _invalid(name: str, error: ConfigError) -> TyperCommand:
                         help=f"(invalid runbook: {error.message})")
 
 
-@cache
 def _load(path: str) -> Runbook | ConfigError:
-    from kafkaops.engine.runbook import load_runbook
+    from kafkaops.catalog import parsed
 
-    try:
-        return load_runbook(path, check_kinds=False)
-    except ConfigError as exc:
-        return exc
+    return parsed(path)
 
 
 def _dirs() -> list[Path]:
-    from kafkaops.engine.runbook import runbook_dirs
+    from kafkaops.catalog import runbook_dirs
 
     return runbook_dirs()
 
 
 def alias_names() -> list[str]:
     """The runbooks that declare a command (``command:``), by name: the generated commands."""
-    from kafkaops.engine.runbook import runbook_files
+    from kafkaops.catalog import runbook_files
 
     out = []
     for name, path in runbook_files(_dirs()).items():
@@ -334,7 +329,7 @@ def alias_names() -> list[str]:
 def alias_command(name: str) -> TyperCommand | None:
     """``kafkaops NAME``: the generated command of runbook NAME, if it declares one (its file alone is
     read: ``kafkaops reboot`` parses reboot.yaml and nothing else)."""
-    from kafkaops.engine.runbook import runbook_file
+    from kafkaops.catalog import runbook_file
 
     path = runbook_file(name, _dirs())
     if path is None:
@@ -351,7 +346,7 @@ def alias_command(name: str) -> TyperCommand | None:
 
 
 def is_runbook(name: str) -> bool:
-    from kafkaops.engine.runbook import runbook_file
+    from kafkaops.catalog import runbook_file
 
     return runbook_file(name, _dirs()) is not None
 
@@ -360,12 +355,12 @@ class RunGroup(TyperGroup):
     """``kafkaops run``: one subcommand per runbook, built when named (or listed by ``--help``)."""
 
     def list_commands(self, ctx: Context) -> list[str]:
-        from kafkaops.engine.runbook import runbook_files
+        from kafkaops.catalog import runbook_files
 
         return sorted(runbook_files(_dirs()))
 
     def get_command(self, ctx: Context, cmd_name: str) -> Any:
-        from kafkaops.engine.runbook import runbook_file
+        from kafkaops.catalog import runbook_file
 
         path = runbook_file(cmd_name, _dirs())
         if path is None:
@@ -403,7 +398,7 @@ def _confirm(yes: bool) -> Any:
 
 
 def _spell(rb: Runbook, name: str, value: Any, alias: bool) -> str:
-    from kafkaops.engine.runbook import spell
+    from kafkaops.cli.runbook_text import spell
 
     return spell(rb, name, value, alias=alias)
 
@@ -447,8 +442,8 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
     an unknown hook), then the inventory lookup, then the runbook's hooks (checks, target selection,
     parameter resolution; the first that need a system), then :func:`run_runbook`.
     """
+    from kafkaops.catalog import load_plugins
     from kafkaops.cli.lookup import environment, find_cluster, find_host
-    from kafkaops.cli.plugins import load_plugins
 
     if not dry_run and not (reason or "").strip():  # a blank reason (--reason "$EMPTY") is none
         raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
@@ -514,10 +509,10 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
     terminal prompt) before the run starts, or nothing starts (exit 13). ``show``: print the plan (a
     command whose own JSON is its output saves the plan without printing it).
     """
+    from kafkaops.catalog import find_runbook, load_plugins
     from kafkaops.cli.lookup import environment
     from kafkaops.cli.plan_render import render_plan, render_plan_text, wants_table
-    from kafkaops.cli.plugins import load_plugins
-    from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
+    from kafkaops.engine import Runner, Target, bind_runbook
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.plan import save_plan as write_plan
 

@@ -209,7 +209,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 
     import dataclasses
 
-    from kafkaops.cli.runbooks import load_plugins
+    from kafkaops.catalog import load_plugins
     from kafkaops.steps import selectors
 
     load_plugins()
@@ -294,7 +294,7 @@ def test_contradicting_flags_are_refused_as_before(captured: dict[str, Any]) -> 
 
 def test_runbooks_are_not_read_from_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ./runbooks copy (say, without the pre-flight) never shadows the packaged runbook."""
-    from kafkaops.engine.runbook import find_runbook, runbook_dirs
+    from kafkaops.catalog import find_runbook, runbook_dirs
 
     (tmp_path / "runbooks").mkdir()
     (tmp_path / "runbooks" / "reboot.yaml").write_text("name: reboot\nsummary: no pre-flight\n"
@@ -308,7 +308,8 @@ def test_runbooks_are_not_read_from_the_current_directory(tmp_path: Path, monkey
 
 
 def test_a_runbook_naming_an_unknown_hook_is_refused_with_its_line(tmp_path: Path) -> None:
-    from kafkaops.cli.runbooks import check_command, load_plugins
+    from kafkaops.catalog import load_plugins
+    from kafkaops.cli.runbooks import check_command
     from kafkaops.engine.runbook import load_runbook
     from kafkaops.errors import ConfigError
 

@@ -12,9 +12,10 @@ from engine_fakes import FIXTURES, World
 from typer.testing import CliRunner
 
 from kafkaops.cli.main import register
+from kafkaops.engine.binding import Target, bind_runbook
 from kafkaops.engine.lock import FileLockBackend, lock_info
 from kafkaops.engine.plan import save_plan
-from kafkaops.engine.runbook import Target, bind_runbook, parse_runbook
+from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import RetryPolicy, Runner
 from kafkaops.errors import ConfigError, RunFailed
 
