@@ -86,7 +86,7 @@ def resolve_target(target: str, inventory: Path | None, service: str | None) -> 
         UnknownHostError: TARGET is neither (exit 3, naming the known clusters and hosts).
         ConfigError: The service is unknown, or which one is meant cannot be told.
     """
-    from kafkaops.cli.lookup import _loaded
+    from kafkaops.lookup import _loaded
 
     clusters = _loaded(inventory)
     by_name = [c for c in clusters if c.name == target]
@@ -132,8 +132,8 @@ def _when(t: float | None) -> str:
 def list_failed_events(target: str, *, service: str | None, since: str | None, topic: str | None,
                        output: TableOrJson, inventory: Path | None) -> int:
     """Read, parse, select and group each host's failed events; render them. Returns the exit code."""
-    from kafkaops.cli.lookup import environment
     from kafkaops.facts.failed_events import group, parse_failed_events, select
+    from kafkaops.lookup import environment
     from kafkaops.steps.replay import read_failed_log
 
     since_s, pattern = parse_since(since), parse_topic(topic)

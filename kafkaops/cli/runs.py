@@ -327,10 +327,10 @@ def unlock_cmd(
     An orphaned lock (its run finished or was aborted, or never started) is said to be safe to remove;
     a lock whose run is paused, failed or crashed is the run's: resume or abort it instead (--force still
     removes it, for a run that is gone for good)."""
-    from kafkaops.cli.lookup import environment, find_cluster
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.lock import force_unlock
     from kafkaops.errors import ConfigError
+    from kafkaops.lookup import environment, find_cluster
 
     env = environment(find_cluster(cluster, inventory))
     try:

@@ -66,8 +66,8 @@ def _accepts(address: str, port: int, timeout: float = 2.0) -> bool:
 def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, list[BenchTarget], Any, list[str]]:
     """The cluster, the addresses to bench, the inventory's Service and notes for the report, for TARGET
     (a cluster, else a host)."""
-    from kafkaops.cli.lookup import find_cluster, find_host, inventory_files
     from kafkaops.inventory import load_inventory
+    from kafkaops.lookup import find_cluster, find_host, inventory_files
 
     is_cluster = any(load_inventory(p).name == target for p in inventory_files(inventory))
     if is_cluster:
@@ -103,7 +103,7 @@ def _refuse_production(cluster: Any, targets: list[BenchTarget], requests: int) 
         if t.via == "vip":
             raise SafetyRefusal(f"{t.name} of production cluster {cluster.name} serves live traffic: a bench "
                                 f"sends {load} through it", hint="pass --yes to bench it anyway")
-    from kafkaops.cli.lookup import environment
+    from kafkaops.lookup import environment
 
     env = environment(cluster, dry_run=True)
     try:

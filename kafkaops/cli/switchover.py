@@ -35,8 +35,8 @@ MarginOpt = typer.Option("60s", "--margin", metavar="DURATION",
 
 
 def _multi_site(inventory: Path | None) -> list[Cluster]:
-    from kafkaops.cli.lookup import inventory_files
     from kafkaops.inventory import load_inventory
+    from kafkaops.lookup import inventory_files
 
     return [c for c in (load_inventory(p) for p in inventory_files(inventory)) if c.multi_site]
 

@@ -160,7 +160,7 @@ def test_a_bad_param_is_a_one_line_usage_error(drill: dict[str, Path], args: lis
 @pytest.fixture
 def no_lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Any inventory lookup (the step before any system is asked) is recorded."""
-    import kafkaops.cli.lookup as lookup
+    import kafkaops.lookup as lookup
 
     seen: list[str] = []
     monkeypatch.setattr(lookup, "find_host", lambda name, inventory=None: seen.append(name))
@@ -189,17 +189,23 @@ def test_command_line_mistakes_are_found_before_the_inventory_is_read(drill: dic
 
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    """Run a procedure command up to run_runbook (which is recorded, not run); deploy-host and health
-    answers are canned, so nothing is asked of the lab."""
+    """Run a procedure command up to planning (recorded, not done); deploy-host and health answers are
+    canned, so nothing is asked of the lab."""
     import kafkaops.cli.procedures as procedures
+    import kafkaops.procedure as procedure
     import kafkaops.steps.deploy_host as deploy_host
     import kafkaops.steps.service as service
 
     seen: dict[str, Any] = {}
 
-    def fake_run_runbook(rb: Any, cluster: Any, hosts: list[Any], params: dict[str, Any], **kw: Any) -> None:
-        seen.update(runbook=rb.name, cluster=cluster.name, hosts=[h.name for h in hosts], params=params, **kw)
+    def fake_plan_run(rb: Any, cluster: Any, hosts: list[Any], params: dict[str, Any], **kw: Any) -> Any:
+        seen.update(runbook=rb.name, cluster=cluster.name, hosts=[h.name for h in hosts], params=params,
+                    reason=kw["reason"])
         kw["env"].close()
+        return None
+
+    def fake_show_and_run(planned: Any, **kw: Any) -> None:
+        seen.update(yes=kw["yes"])
 
     class Healthy:
         healthy, revision = True, "r1"
@@ -216,7 +222,8 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     seen["checks"] = []
     monkeypatch.setitem(selectors._HOOKS, "kafka_answers", dataclasses.replace(
         selectors._HOOKS["kafka_answers"], func=lambda inv: seen["checks"].append(("kafka_answers", inv.cluster.name))))
-    monkeypatch.setattr(procedures, "run_runbook", fake_run_runbook)
+    monkeypatch.setattr(procedure, "plan_run", fake_plan_run)
+    monkeypatch.setattr(procedures, "_show_and_run", fake_show_and_run)
     monkeypatch.setattr(deploy_host, "checked_out_revision", lambda env, repo: f"r1-of-{repo}")
     monkeypatch.setattr(service, "check_health", lambda host, svc: Healthy() if host.name == "kafka1003" else
                         type("Down", (), {"healthy": False, "revision": None})())
