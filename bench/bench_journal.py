@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.engine.audit import AuditLog, FileSink
+from kafkaops.engine.binding import bind_runbook
 from kafkaops.engine.journal import Journal
 from kafkaops.engine.lock import FileLockBackend, LockBackend
-from kafkaops.engine.runbook import bind_runbook, parse_runbook
+from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import Runner
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, isolated_registry, register_step
 

@@ -33,8 +33,6 @@ from typing import TYPE_CHECKING, Any
 from kafkaops import places
 from kafkaops.errors import ConfigError
 from kafkaops.model import Cluster, Host
-from kafkaops.policy.batches import needs_snapshot, roll_batches
-from kafkaops.policy.roll_order import controller_last, has_controller_nodes, kraft_order
 from kafkaops.run_identity import check_same_world, identity, recorded_inventory
 
 if TYPE_CHECKING:
@@ -130,28 +128,6 @@ class Environment:
         adapters refuse every write), the run then gets a fresh one of these."""
         return Environment(self.cluster, inventory=self.inventory, dry_run=False, home=self.home,
                            kafka_timeout=self.kafka_timeout, confirm=self.confirm, lock_dir=self.lock_dir)
-
-    def order_hosts(self, hosts: list[Host], order: str) -> tuple[list[Host], list[str]]:
-        """``hosts`` in the order a runbook's ``targets.order`` asks for, and a note for the plan
-        (:mod:`kafkaops.policy.roll_order`, from the controller Kafka names or the KRaft quorum's leader).
-
-        Asked of Kafka once, with one try: an unreachable cluster is reported in one request timeout; a
-        broker-only KRaft roll asks no quorum.
-        """
-        if order != "controller_last":
-            return list(hosts), []
-        if not self.cluster.kraft:
-            return controller_last(hosts, self.kafka.controller(attempts=1))
-        from kafkaops.policy.quorum import judge
-
-        leader = judge(self.quorum().replication()).leader_id if has_controller_nodes(hosts) else None
-        return kraft_order(hosts, leader)
-
-    def batch_hosts(self, hosts: list[Host], spec: str, *, headroom: int = 0) -> tuple[list[list[Host]], list[str]]:
-        """``hosts`` (in roll order) cut into the batches ``--batch`` asks for, and notes for the plan
-        (:func:`kafkaops.policy.batches.roll_batches`, from a snapshot taken only when it matters)."""
-        snap = self.kafka.snapshot(with_configs=True) if needs_snapshot(hosts, spec) else None
-        return roll_batches(hosts, spec, snap, headroom=headroom)
 
     # --- adapters ----------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ class Reader(StrEnum):
 
 
 def _cluster(name: str, inventory: Path | None) -> Cluster:
-    from kafkaops.cli.lookup import find_cluster
+    from kafkaops.lookup import find_cluster
 
     return find_cluster(name, inventory)
 

@@ -86,7 +86,7 @@ def resolve_target(target: str, inventory: Path | None, service: str | None) -> 
         UnknownHostError: TARGET is neither (exit 3, naming the known clusters and hosts).
         ConfigError: The service is unknown, or which one is meant cannot be told.
     """
-    from kafkaops.cli.lookup import _loaded
+    from kafkaops.lookup import _loaded
 
     clusters = _loaded(inventory)
     by_name = [c for c in clusters if c.name == target]
@@ -132,8 +132,8 @@ def _when(t: float | None) -> str:
 def list_failed_events(target: str, *, service: str | None, since: str | None, topic: str | None,
                        output: TableOrJson, inventory: Path | None) -> int:
     """Read, parse, select and group each host's failed events; render them. Returns the exit code."""
-    from kafkaops.cli.lookup import environment
     from kafkaops.facts.failed_events import group, parse_failed_events, select
+    from kafkaops.lookup import environment
     from kafkaops.steps.failed_events import read_failed_log
 
     since_s, pattern = parse_since(since), parse_topic(topic)
@@ -232,8 +232,8 @@ def replay_failed_events(target: str, *, service: str | None, since: str | None,
     """Bind and run the ``failed-events-replay`` runbook on TARGET's hosts (see the module docstring)."""
     from typer._click.exceptions import BadParameter
 
+    from kafkaops.catalog import find_runbook
     from kafkaops.cli.procedures import run_runbook
-    from kafkaops.engine import find_runbook
 
     if not dry_run and not (reason or "").strip():
         raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
@@ -249,7 +249,7 @@ def replay_failed_events(target: str, *, service: str | None, since: str | None,
         check_writable(save_plan, "the plan", "--save-plan PATH", parents=True)
     params = {"service": name, "since": since_s, "topic": topic or "", "via": via, "rate": rate_v,
               "report": str(report)}
-    from kafkaops.cli.plugins import load_plugins
+    from kafkaops.catalog import load_plugins
 
     load_plugins()  # the step kinds, before the runbook is loaded (it names them)
     run_runbook(find_runbook("failed-events-replay"), cluster, hosts, params, reason=reason, task=task, yes=yes,

@@ -165,7 +165,7 @@ def _is_procedure(word: str, runbooks: list[str]) -> bool:
     """Is ``word`` a runbook's name (then its generated command is all ``kafkaops WORD`` needs)?"""
     from pathlib import Path
 
-    from kafkaops.engine.runbook import runbook_dirs, runbook_file
+    from kafkaops.catalog import runbook_dirs, runbook_file
 
     dirs = [Path(d) for d in runbooks] if runbooks else runbook_dirs()
     return runbook_file(word, dirs) is not None

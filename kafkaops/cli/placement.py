@@ -40,7 +40,7 @@ InventoryOpt = typer.Option(None, "--inventory", "-i",
 
 def _live(cluster_name: str, inventory: Path | None, topics: str | None) -> dict[str, Any]:
     """What the check and the plan work on, read from the live cluster once."""
-    from kafkaops.cli.lookup import environment, find_cluster
+    from kafkaops.lookup import environment, find_cluster
 
     if topics is not None:
         try:
@@ -233,8 +233,8 @@ def plan_cmd(
     if save_plan is not None:
         check_writable(save_plan, "the plan", "--save-plan FILE", parents=True)
     if rf is not None:  # against the inventory's DCs, before any system is asked
-        from kafkaops.cli.lookup import find_cluster
         from kafkaops.errors import ConfigError
+        from kafkaops.lookup import find_cluster
         from kafkaops.placement.layout import dcs_of
         from kafkaops.placement.planner import shares
 

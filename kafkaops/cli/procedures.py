@@ -12,10 +12,12 @@ being run:
   with a ``command:`` block: ``reboot``, ``restart``, ``rolling-reboot``, ``rolling-restart``,
   ``restart-service``, ``rolling-restart-service``, ``rolling-deploy`` are such aliases.
 
-Both end in :func:`run_runbook`, the shape of every state-changing command: plan in a dry-run
-environment, show the plan, ask (``--yes`` to skip, ``--dry-run`` to stop at the plan), run in a live
-environment. Command-line mistakes (an unknown ``--param``, a bad value, contradicting flags, no
-``--reason``) are usage errors (exit 2) found before anything is asked of any system.
+Both parse the command line, then call the product (:func:`kafkaops.procedure.plan`: the runbook checked
+against the step kinds, the targets resolved and selected, ordered, bound and planned in a dry-run
+environment), show the plan, ask (``--yes`` to skip, ``--dry-run`` to stop at the plan) and start the run
+(:func:`kafkaops.procedure.start`). Command-line mistakes (an unknown ``--param``, a bad value,
+contradicting flags, no ``--reason``) are usage errors (exit 2) found before anything is asked of any
+system; this module spells them with the command's own flags.
 """
 
 from __future__ import annotations
@@ -24,14 +26,20 @@ import difflib
 import json
 import sys
 from collections.abc import Callable, Mapping
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from typer import BadParameter
+
+# typer 0.26 (pinned: 0.27+ imports pydantic on every command) vendors click as ``typer._click`` and does
+# not depend on the ``click`` distribution: its commands run on the vendored classes, so a public
+# ``click.BadParameter`` raised in one is an internal error (exit 1), not a usage error (exit 2), and a
+# ``click.Choice`` is no type to it (typer's is ``TyperChoice``). What typer does not re-export is
+# therefore imported from its vendored click, here only.
 from typer._click import Context, HelpFormatter, Parameter
 from typer._click.core import ParameterSource
-from typer._click.exceptions import BadParameter, UsageError
+from typer._click.exceptions import UsageError
 from typer._click.globals import get_current_context
 from typer._click.types import ParamType
 from typer._types import TyperChoice
@@ -51,6 +59,7 @@ from kafkaops.errors import ConfigError
 if TYPE_CHECKING:
     from kafkaops.engine.runbook import ParamDecl, Runbook
     from kafkaops.engine.step import Param
+    from kafkaops.procedure import Planned
 
 #: Options every procedure command has; a runbook parameter may not take one of these names.
 COMMON_FLAGS = ("--inventory", "-i", "--reason", "-r", "--task", "--yes", "-y", "--dry-run", "--output", "-o",
@@ -225,7 +234,7 @@ class _RunCommand(TyperCommand):
     runbook: Runbook
 
     def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
-        from kafkaops.engine.runbook import bounds_text
+        from kafkaops.cli.runbook_text import bounds_text
 
         super().format_options(ctx, formatter)
         rb = self.runbook
@@ -303,25 +312,21 @@ def _invalid(name: str, error: ConfigError) -> TyperCommand:
                         help=f"(invalid runbook: {error.message})")
 
 
-@cache
 def _load(path: str) -> Runbook | ConfigError:
-    from kafkaops.engine.runbook import load_runbook
+    from kafkaops.catalog import parsed
 
-    try:
-        return load_runbook(path, check_kinds=False)
-    except ConfigError as exc:
-        return exc
+    return parsed(path)
 
 
 def _dirs() -> list[Path]:
-    from kafkaops.engine.runbook import runbook_dirs
+    from kafkaops.catalog import runbook_dirs
 
     return runbook_dirs()
 
 
 def alias_names() -> list[str]:
     """The runbooks that declare a command (``command:``), by name: the generated commands."""
-    from kafkaops.engine.runbook import runbook_files
+    from kafkaops.catalog import runbook_files
 
     out = []
     for name, path in runbook_files(_dirs()).items():
@@ -334,7 +339,7 @@ def alias_names() -> list[str]:
 def alias_command(name: str) -> TyperCommand | None:
     """``kafkaops NAME``: the generated command of runbook NAME, if it declares one (its file alone is
     read: ``kafkaops reboot`` parses reboot.yaml and nothing else)."""
-    from kafkaops.engine.runbook import runbook_file
+    from kafkaops.catalog import runbook_file
 
     path = runbook_file(name, _dirs())
     if path is None:
@@ -351,7 +356,7 @@ def alias_command(name: str) -> TyperCommand | None:
 
 
 def is_runbook(name: str) -> bool:
-    from kafkaops.engine.runbook import runbook_file
+    from kafkaops.catalog import runbook_file
 
     return runbook_file(name, _dirs()) is not None
 
@@ -360,12 +365,12 @@ class RunGroup(TyperGroup):
     """``kafkaops run``: one subcommand per runbook, built when named (or listed by ``--help``)."""
 
     def list_commands(self, ctx: Context) -> list[str]:
-        from kafkaops.engine.runbook import runbook_files
+        from kafkaops.catalog import runbook_files
 
         return sorted(runbook_files(_dirs()))
 
     def get_command(self, ctx: Context, cmd_name: str) -> Any:
-        from kafkaops.engine.runbook import runbook_file
+        from kafkaops.catalog import runbook_file
 
         path = runbook_file(cmd_name, _dirs())
         if path is None:
@@ -403,7 +408,7 @@ def _confirm(yes: bool) -> Any:
 
 
 def _spell(rb: Runbook, name: str, value: Any, alias: bool) -> str:
-    from kafkaops.engine.runbook import spell
+    from kafkaops.cli.runbook_text import spell
 
     return spell(rb, name, value, alias=alias)
 
@@ -438,118 +443,83 @@ def _check_command_line(rb: Runbook, given: Mapping[str, Any], alias: bool) -> N
                              + (f" ({p.help})" if p.help else ""))
 
 
+def _require_reason(reason: str | None, dry_run: bool) -> None:
+    if not dry_run and not (reason or "").strip():  # a blank reason (--reason "$EMPTY") is none
+        raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
+                           param_hint="--reason")
+
+
 def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, inventory: Path | None,
                   reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output | PlanOutput,
                   save_plan: Path | None, alias: bool = False, confirmed: tuple[str, ...] = ()) -> None:
     """Invoke ``rb`` on TARGET with the parameters ``given`` on the command line (typed).
 
-    Command-line mistakes first (no reason, contradicting values, a missing parameter, a runbook naming
-    an unknown hook), then the inventory lookup, then the runbook's hooks (checks, target selection,
-    parameter resolution; the first that need a system), then :func:`run_runbook`.
+    Command-line mistakes first (no reason, contradicting values, a missing parameter), then the product's
+    :func:`kafkaops.procedure.plan` (the runbook checked against the step kinds and hooks, the inventory
+    lookup, the runbook's hooks, the plan), then the plan shown, confirmed and run (:func:`_show_and_run`).
     """
-    from kafkaops.cli.lookup import environment, find_cluster, find_host
-    from kafkaops.cli.plugins import load_plugins
-
-    if not dry_run and not (reason or "").strip():  # a blank reason (--reason "$EMPTY") is none
-        raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
-                           param_hint="--reason")
-    _check_command_line(rb, given, alias)
+    from kafkaops import procedure
+    from kafkaops.steps.selectors import InvalidParameter, NothingToDo
     from kafkaops.templates import check_values
 
+    _require_reason(reason, dry_run)
+    _check_command_line(rb, given, alias)
     check_values(given)  # a revision, a repository: refused (exit 3) before any system is asked
     if save_plan is not None:  # before the dry-run asks anything: its plan must not be lost at the end
         check_writable(save_plan, "the plan", "--save-plan PATH", parents=True)
-    load_plugins()  # the step kinds, and the hooks beside them
-    from kafkaops.engine.runbook import load_runbook
-    from kafkaops.steps.selectors import InvalidParameter, Invocation, NothingToDo, check_refs, prepare
-
-    if Path(rb.source).is_file():  # the command was built from a quick parse: now check every step
-        rb = load_runbook(rb.source)
-    check_refs(rb)
-    if rb.command.target == "host":
-        cluster, host = find_host(target, inventory)
-        if host.role == "controller":  # its procedure has a quorum gate the host runbooks do not
-            raise ConfigError(f"{host.name} is a KRaft controller node: {rb.name} is a broker procedure",
-                              hint=f"restart controllers with `kafkaops rolling-restart {cluster.name} --role "
-                                   "controllers`: a quorum gate before each, the active controller last")
-        hosts = [host]
-    else:
-        cluster = find_cluster(target, inventory)
-        hosts = list(cluster.hosts) if rb.rolling else []
-    confirm = _confirm(yes)
-    envs: list[Any] = []
-
-    def make_env() -> Any:
-        envs.append(environment(cluster, dry_run=True, confirm=confirm))
-        return envs[-1]
-
-    inv = Invocation(rb, cluster, hosts, given, environment=make_env, say=_echo)
+    request = procedure.Request(rb, target, given, inventory=inventory, reason=reason or "", task=task,
+                                confirm=_confirm(yes), say=_echo, status=live_status())
     try:
-        try:
-            targets, params = prepare(inv)
-        except InvalidParameter as exc:
-            raise BadParameter(exc.message, param_hint=_hint(rb, exc.param, alias)) from None
-        except NothingToDo as exc:
-            _echo(str(exc))
-            return
-        plan_env = inv.env
-        envs.clear()  # run_runbook owns it now
-        run_runbook(rb, cluster, targets, params, reason=reason, task=task, yes=yes, dry_run=dry_run,
-                    output=output, save_plan=save_plan, confirm=confirm, env=plan_env, confirmed=confirmed)
-    finally:
-        for e in envs:
-            e.close()
+        planned = procedure.plan(request)
+    except InvalidParameter as exc:
+        raise BadParameter(exc.message, param_hint=_hint(rb, exc.param, alias)) from None
+    except NothingToDo as exc:
+        from kafkaops.cli.render import nothing_to_do
+
+        nothing_to_do(str(exc), output)
+        return
+    except procedure.BadBatch as exc:
+        raise BadParameter(str(exc), param_hint="--batch") from None
+    _show_and_run(planned, yes=yes, dry_run=dry_run, output=output, save_plan=save_plan, confirmed=confirmed)
 
 
 def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: dict[str, Any], *,
                 reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output | PlanOutput,
                 save_plan: Path | None, confirm: Callable[[str], bool] | None = None, env: Any = None,
                 confirmed: tuple[str, ...] = (), show: bool = True) -> None:
-    """Plan, show, confirm, run: the shape of every state-changing command.
+    """Plan, show, confirm, run: the shape of every state-changing command that picks its targets itself.
 
     The plan is always made in a dry-run environment (its adapters refuse every write; ``env`` when the
-    caller already built one for its hooks); the run gets a fresh environment of the same inventory.
-    ``confirm``: how a step asks the operator a question (e.g. after a canary). ``confirmed``: the
-    ``--confirmed NAME`` checkpoints; every checkpoint the plan asks for must be confirmed (there, or at a
-    terminal prompt) before the run starts, or nothing starts (exit 13). ``show``: print the plan (a
-    command whose own JSON is its output saves the plan without printing it).
+    caller already built one); the run gets a fresh environment of the same inventory. ``confirm``: how a
+    step asks the operator a question (e.g. after a canary). ``confirmed``: the ``--confirmed NAME``
+    checkpoints; every checkpoint the plan asks for must be confirmed (there, or at a terminal prompt)
+    before the run starts, or nothing starts (exit 13). ``show``: print the plan (a command whose own JSON
+    is its output saves the plan without printing it).
     """
-    from kafkaops.cli.lookup import environment
-    from kafkaops.cli.plan_render import render_plan, render_plan_text, wants_table
-    from kafkaops.cli.plugins import load_plugins
-    from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
-    from kafkaops.engine.audit import current_operator
-    from kafkaops.engine.plan import save_plan as write_plan
+    from kafkaops import procedure
+    from kafkaops.catalog import find_runbook, load_plugins
 
-    if not dry_run and not (reason or "").strip():  # a blank reason (--reason "$EMPTY") is none
-        raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
-                           param_hint="--reason")
+    _require_reason(reason, dry_run)
     load_plugins()
     rb = find_runbook(runbook) if isinstance(runbook, str) else runbook
-    if "batch" in params:
-        from kafkaops.policy.batches import parse_batch
-
-        try:
-            parse_batch(str(params["batch"]))
-        except ValueError as exc:
-            raise BadParameter(str(exc), param_hint="--batch") from None
-    plan_env = env if env is not None else environment(cluster, dry_run=True, confirm=confirm)
     try:
-        order = rb.targets.order if rb.targets else "inventory"
-        ordered, notes = plan_env.order_hosts(list(hosts), order)
-        batches: list[list[Any]] = []
-        if rb.rolling and str(params.get("batch", "1")) != "1":
-            batches, more = plan_env.batch_hosts(ordered, str(params["batch"]),
-                                                 headroom=int(params.get("isr_headroom") or 0))
-            ordered, notes = [h for b in batches for h in b], [*notes, *more]
-        bound = bind_runbook(rb, cluster=cluster, targets=[Target(h.name, host=h) for h in ordered],
-                             params=params, batches=[[h.name for h in b] for b in batches])
-        runner = Runner(echo=_echo, status=live_status())
-        operator = current_operator()
-        plan = runner.dry_run(bound, env=plan_env, operator=operator, reason=reason or "", task=task,
-                              notes=tuple(notes))
-    finally:
-        plan_env.close()
+        planned = procedure.plan_run(rb, cluster, hosts, params, reason=reason or "", task=task, say=_echo,
+                                     status=live_status(), confirm=confirm, env=env)
+    except procedure.BadBatch as exc:
+        raise BadParameter(str(exc), param_hint="--batch") from None
+    _show_and_run(planned, yes=yes, dry_run=dry_run, output=output, save_plan=save_plan, confirmed=confirmed,
+                  show=show)
+
+
+def _show_and_run(planned: Planned, *, yes: bool, dry_run: bool, output: Output | PlanOutput,
+                  save_plan: Path | None, confirmed: tuple[str, ...], show: bool = True) -> None:
+    """Show the plan (and save it), then — unless ``--dry-run`` — confirm its checkpoints, ask, and run it."""
+    from kafkaops import procedure
+    from kafkaops.cli.common import checkpoint_prompt, confirm_checkpoints
+    from kafkaops.cli.plan_render import render_plan, render_plan_text, wants_table
+    from kafkaops.engine.plan import save_plan as write_plan
+
+    plan = planned.plan
     if not show:
         pass
     elif output == Output.json:
@@ -567,22 +537,15 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
         err_console.print(f"plan saved to {save_plan}; run it with `kafkaops apply {save_plan}`")
     if dry_run:
         return
-    from kafkaops.cli.common import checkpoint_prompt, confirm_checkpoints
-    from kafkaops.steps.operator import pending_checkpoints
-
-    checkpoints = confirm_checkpoints(pending_checkpoints(plan.steps), confirmed)  # before any lock or change
-    runner.confirmed, runner.ask = checkpoints, checkpoint_prompt()
+    checkpoints = confirm_checkpoints(planned.checkpoints(), confirmed)  # before any lock or change
+    ask = checkpoint_prompt()
     if not yes:
         if not sys.stdin.isatty():
             raise BadParameter("not confirmed: no terminal to ask on; pass --yes after reviewing the plan",
                                param_hint="--yes")
-        targets = ", ".join(h.name for h in ordered) or bound.cluster
-        typer.confirm(f"Run {rb.name} on {targets}?", abort=True)
-    live = plan_env.live()
-    try:
-        result = runner.start(bound, env=live, operator=operator, reason=reason or "", task=task)
-    finally:
-        live.close()
+        targets = ", ".join(h.name for h in planned.hosts) or planned.bound.cluster
+        typer.confirm(f"Run {planned.runbook.name} on {targets}?", abort=True)
+    result = procedure.start(planned, confirmed=checkpoints, ask=ask)
     err_console.print(f"journal: {result.journal}", highlight=False, soft_wrap=True)
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import typer
 
 from kafkaops.cli.common import Output, console, err_console, print_json
-from kafkaops.cli.plugins import load_plugins
 
-__all__ = ["check_command", "load_plugins", "register"]
+__all__ = ["check_command", "register"]
+
 
 def _dirs(directory: Path | None) -> list[Path] | None:
     """``--dir``: that directory, which must be one (a typo would list no runbooks, and pass a docs --check)."""
@@ -58,7 +58,7 @@ def list_cmd(
     output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
 ) -> None:
     """List the runbooks."""
-    from kafkaops.engine.runbook import load_runbook, runbook_files
+    from kafkaops.catalog import load, load_plugins, runbook_files
     from kafkaops.errors import ConfigError
 
     if check:
@@ -67,7 +67,7 @@ def list_cmd(
     errors = 0
     for name, path in runbook_files(_dirs(directory)).items():
         try:
-            rb = load_runbook(path, check_kinds=check)
+            rb = load(path, check_kinds=check)
             if check:
                 check_command(rb)
             rows.append(
@@ -103,7 +103,7 @@ def list_cmd(
     else:
         # Plain aligned columns: rich.table would cost ~30 ms of this benchmarked cold start.
         if not rows:
-            from kafkaops.engine.runbook import runbook_dirs
+            from kafkaops.catalog import runbook_dirs
 
             where = [str(directory)] if directory else [str(d) for d in runbook_dirs()]
             err_console.print(f"no runbooks found in {', '.join(where)}", highlight=False, markup=False)
@@ -125,7 +125,8 @@ def show_cmd(
     output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
 ) -> None:
     """Show one runbook: its steps, parameters, targets and rollback."""
-    from kafkaops.engine.runbook import find_runbook, render_markdown
+    from kafkaops.catalog import find_runbook, load_plugins
+    from kafkaops.cli.runbook_text import render_markdown
 
     load_plugins()
     rb = find_runbook(name, _dirs(directory))
@@ -186,13 +187,14 @@ def docs_cmd(
     check: bool = typer.Option(False, "--check", help="Write nothing; exit 3 if any page is out of date."),
 ) -> None:
     """Generate docs/runbooks/NAME.md from every runbook's YAML."""
-    from kafkaops.engine.runbook import load_runbook, render_markdown, runbook_files
+    from kafkaops.catalog import load, load_plugins, runbook_files
+    from kafkaops.cli.runbook_text import render_markdown
     from kafkaops.errors import ConfigError
 
     load_plugins()
     stale = []
     for name, path in runbook_files(_dirs(directory)).items():
-        text = render_markdown(load_runbook(path))
+        text = render_markdown(load(path))
         target = out / f"{name}.md"
         current = target.read_text(encoding="utf-8") if target.exists() else None
         if current == text:
@@ -217,6 +219,8 @@ def hooks_cmd(
     output: Output = typer.Option(Output.table, "--output", "-o", help="table, json or markdown."),
 ) -> None:
     """List the hooks a runbook's command: may name (checks, select, resolve) and the parameters they read."""
+    from kafkaops.catalog import load_plugins
+
     load_plugins()
     from kafkaops.steps.selectors import hooks
 

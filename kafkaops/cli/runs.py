@@ -265,7 +265,7 @@ AcceptOpt = typer.Option(False, "--accept-inventory-change",
 def _run_environment(run_id: str, *, accept: bool) -> tuple[Any, list[str]]:
     """The environment a run started with, rebuilt from its journal (the inventory file it recorded),
     refusing — and naming the difference — when that inventory changed in what the run depends on."""
-    from kafkaops.cli.runbooks import load_plugins
+    from kafkaops.catalog import load_plugins
     from kafkaops.engine.journal import Journal
     from kafkaops.environment import Environment
 
@@ -327,10 +327,10 @@ def unlock_cmd(
     An orphaned lock (its run finished or was aborted, or never started) is said to be safe to remove;
     a lock whose run is paused, failed or crashed is the run's: resume or abort it instead (--force still
     removes it, for a run that is gone for good)."""
-    from kafkaops.cli.lookup import environment, find_cluster
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.lock import force_unlock
     from kafkaops.errors import ConfigError
+    from kafkaops.lookup import environment, find_cluster
 
     env = environment(find_cluster(cluster, inventory))
     try:
@@ -379,8 +379,8 @@ def apply_cmd(
     """Execute a saved plan exactly, on the inventory it was made with; refused if the plan was edited,
     if that inventory changed, or if the cluster changed since the plan was made. Every manual checkpoint
     the plan asks for must be confirmed (--confirmed NAME, or at a terminal prompt) first."""
+    from kafkaops.catalog import load_plugins
     from kafkaops.cli.common import confirm_checkpoints
-    from kafkaops.cli.runbooks import load_plugins
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.plan import load_plan
     from kafkaops.environment import Environment

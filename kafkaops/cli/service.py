@@ -57,8 +57,8 @@ def _accepts(address: str, port: int, timeout: float = 2.0) -> bool:
 def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, list[BenchTarget], Any, list[str]]:
     """The cluster, the addresses to bench, the inventory's Service and notes for the report, for TARGET
     (a cluster, else a host)."""
-    from kafkaops.cli.lookup import find_cluster, find_host, inventory_files
     from kafkaops.inventory import load_inventory
+    from kafkaops.lookup import find_cluster, find_host, inventory_files
 
     is_cluster = any(load_inventory(p).name == target for p in inventory_files(inventory))
     if is_cluster:
@@ -87,7 +87,7 @@ def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, li
 def _refuse_production(cluster: Any, targets: list[BenchTarget], requests: int) -> None:
     """The production gate (:func:`kafkaops.policy.bench.refuse_production_bench`), its hosts' pool state
     read from conftool through a dry-run Environment, built only when a host's state is asked."""
-    from kafkaops.cli.lookup import environment
+    from kafkaops.lookup import environment
     from kafkaops.policy.bench import refuse_production_bench
 
     envs: list[Any] = []

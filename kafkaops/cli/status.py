@@ -219,9 +219,9 @@ def register(app: typer.Typer) -> None:
         min ISR could not be read (right after a controller dies), or when a KRaft quorum has no leader or
         a voter that is not caught up; 4 when Kafka does not answer.
         """
-        from kafkaops.cli.lookup import find_cluster
         from kafkaops.errors import CheckFailed
         from kafkaops.health.status import status
+        from kafkaops.lookup import find_cluster
 
         cluster = find_cluster(cluster_name, inventory)
         data = status(cluster)

@@ -35,8 +35,8 @@ MarginOpt = typer.Option("60s", "--margin", metavar="DURATION",
 
 
 def _multi_site(inventory: Path | None) -> list[Cluster]:
-    from kafkaops.cli.lookup import inventory_files
     from kafkaops.inventory import load_inventory
+    from kafkaops.lookup import inventory_files
 
     return [c for c in (load_inventory(p) for p in inventory_files(inventory)) if c.multi_site]
 
@@ -99,9 +99,8 @@ def switchover_cmd(
     source's discovery record, zero new SYNs at its service address, MirrorMaker lag 0, consumer groups
     translated by timestamp, pool the target, post-check. Resumable (`kafkaops resume RUN`);
     `kafkaops runs abort RUN --rollback` switches back."""
-    from kafkaops.cli.plugins import load_plugins
+    from kafkaops.catalog import find_runbook, load_plugins
     from kafkaops.cli.procedures import run_runbook
-    from kafkaops.engine import find_runbook
 
     load_plugins()  # the step kinds the runbook is checked against
 
@@ -131,9 +130,8 @@ def translate_cmd(
     the zero-loss guarantee and the duplicates; refused while the group has members on the target."""
     import re
 
-    from kafkaops.cli.plugins import load_plugins
+    from kafkaops.catalog import find_runbook, load_plugins
     from kafkaops.cli.procedures import run_runbook
-    from kafkaops.engine import find_runbook
 
     load_plugins()  # the step kinds the runbook is checked against
 

@@ -5,7 +5,8 @@ steps receive the caller's opaque environment object. See ``docs/engine.md``.
 
 Typical use (the CLI wiring does this)::
 
-    from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
+    from kafkaops.catalog import find_runbook
+    from kafkaops.engine import Runner, Target, bind_runbook
 
     rb = find_runbook("reboot")                       # step kinds must be registered first
     bound = bind_runbook(rb, cluster=cluster, targets=[Target(h.name, host=h) for h in hosts])
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         current_operator,
         redact,
     )
+    from kafkaops.engine.binding import BoundRunbook, Target, bind_runbook
     from kafkaops.engine.context import Projection, RunContext, RunEnvironment
     from kafkaops.engine.journal import Journal, RunState, kafkaops_home, list_runs, runs_dir
     from kafkaops.engine.lock import (
@@ -36,16 +38,7 @@ if TYPE_CHECKING:
         force_unlock,
     )
     from kafkaops.engine.plan import Plan, PlannedStep, load_plan, save_plan
-    from kafkaops.engine.runbook import (
-        BoundRunbook,
-        Runbook,
-        Target,
-        bind_runbook,
-        find_runbook,
-        load_runbook,
-        render_markdown,
-        runbook_files,
-    )
+    from kafkaops.engine.runbook import Runbook, load_runbook
     from kafkaops.engine.runner import RetryPolicy, Runner, RunResult
     from kafkaops.engine.step import (
         Action,
@@ -66,7 +59,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "Action": "kafkaops.engine.step",
     "AuditLog": "kafkaops.engine.audit",
-    "BoundRunbook": "kafkaops.engine.runbook",
+    "BoundRunbook": "kafkaops.engine.binding",
     "Compensation": "kafkaops.engine.step",
     "FakeClock": "kafkaops.engine.wait",
     "FileLockBackend": "kafkaops.engine.lock",
@@ -91,11 +84,10 @@ _EXPORTS: dict[str, str] = {
     "Step": "kafkaops.engine.step",
     "StepBase": "kafkaops.engine.step",
     "SystemClock": "kafkaops.engine.wait",
-    "Target": "kafkaops.engine.runbook",
+    "Target": "kafkaops.engine.binding",
     "WaitProgress": "kafkaops.engine.wait",
-    "bind_runbook": "kafkaops.engine.runbook",
+    "bind_runbook": "kafkaops.engine.binding",
     "current_operator": "kafkaops.engine.audit",
-    "find_runbook": "kafkaops.engine.runbook",
     "force_unlock": "kafkaops.engine.lock",
     "get_step_kind": "kafkaops.engine.step",
     "kafkaops_home": "kafkaops.engine.journal",
@@ -105,8 +97,6 @@ _EXPORTS: dict[str, str] = {
     "parse_duration": "kafkaops.engine.step",
     "redact": "kafkaops.engine.audit",
     "register_step": "kafkaops.engine.step",
-    "render_markdown": "kafkaops.engine.runbook",
-    "runbook_files": "kafkaops.engine.runbook",
     "runs_dir": "kafkaops.engine.journal",
     "save_plan": "kafkaops.engine.plan",
     "step_kind": "kafkaops.engine.step",
@@ -157,7 +147,6 @@ __all__ = [
     "WaitProgress",
     "bind_runbook",
     "current_operator",
-    "find_runbook",
     "force_unlock",
     "get_step_kind",
     "kafkaops_home",
@@ -167,8 +156,6 @@ __all__ = [
     "parse_duration",
     "redact",
     "register_step",
-    "render_markdown",
-    "runbook_files",
     "runs_dir",
     "save_plan",
     "step_kind",

@@ -252,8 +252,8 @@ class RunState:
 
     def cursor(self) -> tuple[str, int] | None:
         """The first step (target, index) not yet verified, in run order (batches in lockstep: see
-        :func:`~kafkaops.engine.runbook.schedule`); ``None`` when all are done."""
-        from kafkaops.engine.runbook import BoundRunbook, schedule
+        :func:`~kafkaops.engine.binding.schedule`); ``None`` when all are done."""
+        from kafkaops.engine.binding import BoundRunbook, schedule
 
         raw = self.started.get("runbook")
         if not raw:

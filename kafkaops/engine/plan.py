@@ -67,7 +67,7 @@ class PlannedStep:
 
 @dataclass
 class Plan:
-    """A run's plan. ``bound`` is the :class:`~kafkaops.engine.runbook.BoundRunbook` as a dict."""
+    """A run's plan. ``bound`` is the :class:`~kafkaops.engine.binding.BoundRunbook` as a dict."""
 
     runbook: str
     summary: str

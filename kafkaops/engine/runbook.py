@@ -1,14 +1,15 @@
-"""Runbooks are data: load ``runbooks/*.yaml``, validate them, bind them to targets, render their docs.
+"""Runbooks are data: the runbook model, and loading and validating a runbook file.
 
 A runbook replaces a wiki page, so it must read like one and fail like a linter: every mistake (unknown
 step kind, missing or unknown parameter, a duration such as ``5x``, a template naming something that
 does not exist) is a :class:`~kafkaops.errors.ConfigError` naming the file, the line, the step index and
 the fix, raised when the runbook is *loaded*, not forty minutes into a roll.
 
-Binding resolves templates (``{host.fqdn}``, ``{target.name}``, ``{cluster.name}``, ``{params.port}``)
-against the inventory objects of each target and freezes the result into plain JSON
-(:class:`BoundRunbook`). The bound form is what the journal and saved plans carry, so a resumed run or
-an applied plan executes exactly the procedure that was reviewed, even if the YAML changed since.
+Loading is two checks: :func:`load_runbook` parses and validates the document (its shape, parameters,
+templates, ``command:``), which needs no step kind; :func:`check_step_kinds` then validates the steps of
+the parsed runbook against the registered step kinds. A procedure command parses its runbook once to
+build its command line (no step kind imported at start-up) and checks the kinds of that same object
+when the run starts.
 
 Rolling runbooks declare ``targets: {order: controller_last|inventory, one_at_a_time: true, gate: ...}``.
 The order is data for the caller, which knows the cluster (kafkaops orders the controller last,
@@ -16,23 +17,26 @@ because a controller election per broker bounce caused outages: WMF T399005, Yel
 (a step run between targets, typically "wait until in sync") replaces the fixed
 sleeps that were either wasteful or unsafe.
 
-A runbook also *declares its command line* (``command:`` and the ``flag``/``choices`` of each parameter):
-the CLI turns the declarations into ``kafkaops run NAME TARGET --param NAME=VALUE`` and into the alias
-``kafkaops NAME TARGET --flag ...``, so a new procedure is one YAML file. The engine only validates and
-carries them (:class:`ParamDecl`, :class:`CommandSpec`, :class:`HookRef`): what a target *is*, and what
-the named hooks of ``select``/``resolve``/``checks`` do, belongs to the layers that know the systems.
+A runbook also *declares its command line* (``command:`` and the ``flag``/``choices`` of each parameter);
+the engine only validates and carries the declarations (:class:`ParamDecl`, :class:`CommandSpec`,
+:class:`HookRef`). What a target *is*, and what the named hooks of ``select``/``resolve``/``checks`` do,
+belongs to the layers that know the systems; how a parameter is spelled in usage text and docs, to the
+CLI (:mod:`kafkaops.cli.runbook_text`). Binding a runbook to targets is :mod:`kafkaops.engine.binding`;
+finding runbook files by name is :mod:`kafkaops.catalog`.
 
-The YAML format is documented in ``runbooks/README.md``; ``kafkaops runbooks docs`` renders one Markdown
-page per runbook from the YAML with :func:`render_markdown`, so the docs cannot drift.
+The YAML format is documented in ``runbooks/README.md``.
+
+Over 700 lines on purpose: it is one job, the runbook format's validator, and most of it is the one-line
+error (file:line, the key, the fix) of each key of that format; split by key, the format would have no
+single place to read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,8 +45,6 @@ from kafkaops.engine.step import (
     PARAM_TYPES,
     Param,
     coerce_param,
-    format_duration,
-    get_step_kind,
     parse_duration,
     require_kind,
 )
@@ -60,7 +62,7 @@ _LONG_FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
 _SHORT_FLAG = re.compile(r"^-[A-Za-z]$")
 _TARGET_KEYS = {"order", "one_at_a_time", "gate"}
 _LONG_STEP_KEYS = {"step", "params", "title", "retry"}
-_TEMPLATE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+TEMPLATE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 _PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -368,9 +370,10 @@ def parse_runbook(
     )
 
 
-def default_flag(param: Param) -> str:
-    """The option a parameter gets when it declares no ``flag``: ``--NAME`` (``_`` -> ``-``); for a bool
-    whose default is true, the switch that turns it off, ``--no-NAME``."""
+def _default_flag(param: Param) -> str:
+    """The option a parameter gets when it declares no ``flag`` (the YAML format's rule, applied at load so
+    that two parameters claiming one option are refused in the file): ``--NAME`` (``_`` -> ``-``); for a
+    bool whose default is true, the switch that turns it off, ``--no-NAME``."""
     dashed = param.name.replace("_", "-")
     return f"--no-{dashed}" if param.type == "bool" and param.default is True else f"--{dashed}"
 
@@ -471,7 +474,7 @@ def _parse_choices(param: Param, raw: Any, default: Any, where: _Where, pname: s
 def _parse_flags(param: Param, spec: Mapping[str, Any], where: _Where, pname: str,
                  owner: dict[str, str]) -> tuple[str, ...]:
     loc = f"{where('parameters', pname, 'flag')}: parameters.{pname}.flag"
-    raw = spec.get("flag", None) if "flag" in spec else default_flag(param)
+    raw = spec.get("flag", None) if "flag" in spec else _default_flag(param)
     if raw is False or raw is None:
         return ()
     names = [raw] if isinstance(raw, str) else raw
@@ -491,7 +494,7 @@ def _parse_flags(param: Param, spec: Mapping[str, Any], where: _Where, pname: st
     longs = [n for n in names if n.startswith("--")]
     if not longs:
         raise ConfigError(f"{loc}: needs a long option name besides {names[0]}",
-                          hint=f"e.g. flag: [{default_flag(param)}, {names[0]}]")
+                          hint=f"e.g. flag: [{_default_flag(param)}, {names[0]}]")
     return tuple(longs + [n for n in names if not n.startswith("--")])
 
 
@@ -652,7 +655,7 @@ def _check_retry(raw: Any, where: str) -> None:
 def _templates_in(value: Any) -> list[str]:
     """Template paths used in a (possibly nested) parameter value."""
     if isinstance(value, str):
-        return [m.group(1) for m in _TEMPLATE.finditer(value) if m.group(1) is not None]
+        return [m.group(1) for m in TEMPLATE.finditer(value) if m.group(1) is not None]
     if isinstance(value, Mapping):
         return [t for v in value.values() for t in _templates_in(v)]
     if isinstance(value, (list, tuple)):
@@ -720,580 +723,52 @@ def _parse_step(
                 + ")",
             )
     if check_kinds:
-        entry = require_kind(kind, f"{loc}: {label}")
-        known = {p.name for p in entry.params}
-        for pname in params:
-            if pname not in known:
-                import difflib
-
-                close = difflib.get_close_matches(str(pname), sorted(known), n=1)
-                raise ConfigError(
-                    f"{where}: unknown parameter {pname!r}",
-                    hint=(f"did you mean {close[0]!r}? " if close else "")
-                    + "accepted: "
-                    + (", ".join(sorted(known)) or "none"),
-                )
-        for spec in entry.params:
-            if spec.required and spec.name not in params:
-                raise ConfigError(
-                    f"{where}: missing required parameter {spec.name!r}",
-                    hint=f"add `{spec.name}: <{spec.type}>`" + (f" ({spec.help})" if spec.help else ""),
-                )
-            if spec.name in params and not _templates_in(params[spec.name]):
-                try:
-                    coerce_param(spec, params[spec.name])
-                except ValueError as exc:
-                    raise ConfigError(f"{where}: parameter {spec.name!r}: {exc}") from exc
+        _check_kind(kind, params, loc, label)
     return StepSpec(index=index, kind=kind, params=dict(params), title=title, retry=retry, line=line)
 
 
-# --- discovery ----------------------------------------------------------------------------------------
+def check_step_kinds(runbook: Runbook) -> None:
+    """Validate the steps (and the gate) of a parsed runbook against the registered step kinds: each kind
+    exists, its parameters are known, the required ones given, the literal values of its type.
 
-
-def packaged_runbooks() -> Path:
-    """The runbooks shipped with kafkaops: the package's own copy (``kafkaops/runbooks/``, which a build
-    copies from the repo's ``runbooks/``: an installed kafkaops needs no checkout), else — in a checkout,
-    or an editable install of one — the repo's ``runbooks/``, their source."""
-    from importlib.resources import files
-
-    shipped = Path(str(files("kafkaops"))) / "runbooks"
-    if shipped.is_dir() and any(shipped.glob("*.yaml")):
-        return shipped
-    return Path(__file__).resolve().parents[2] / "runbooks"
-
-
-def runbook_dirs() -> list[Path]:
-    """Where runbooks live: ``$KAFKAOPS_RUNBOOKS`` (``os.pathsep``-separated; the CLI's ``--runbooks DIR``
-    sets it), else the packaged ``runbooks/`` directory.
-
-    Never the current directory: a ``./runbooks`` copy (an old checkout, a colleague's edit without the
-    pre-flight) would silently replace the reviewed procedure of the same name.
-    """
-    env = os.environ.get("KAFKAOPS_RUNBOOKS")
-    if env:
-        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
-    return [packaged_runbooks()]
-
-
-def runbook_files(dirs: Sequence[Path] | None = None) -> dict[str, Path]:
-    """Runbook name -> file; the first directory wins on duplicates."""
-    found: dict[str, Path] = {}
-    for d in dirs if dirs is not None else runbook_dirs():
-        for f in sorted(d.glob("*.y*ml")):
-            if f.suffix in (".yaml", ".yml"):
-                found.setdefault(f.stem, f)
-    return found
-
-
-_RUNBOOK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def runbook_file(name: str, dirs: Sequence[Path] | None = None) -> Path | None:
-    """The file of the runbook called ``name`` (``NAME.yaml`` or ``NAME.yml``; the first directory wins),
-    without listing or parsing anything: the CLI asks this for every command word it does not know."""
-    if not _RUNBOOK_NAME.match(name) or name.endswith((".yaml", ".yml")):
-        return None
-    for d in dirs if dirs is not None else runbook_dirs():
-        for suffix in (".yaml", ".yml"):
-            f = d / f"{name}{suffix}"
-            if f.is_file():
-                return f
-    return None
-
-
-def find_runbook(name: str, dirs: Sequence[Path] | None = None, *, check_kinds: bool = True) -> Runbook:
-    """Load the runbook called ``name`` (or at path ``name``)."""
-    if name.endswith((".yaml", ".yml")) and Path(name).exists():
-        return load_runbook(name, check_kinds=check_kinds)
-    files = runbook_files(dirs)
-    if name not in files:
-        import difflib
-
-        close = difflib.get_close_matches(name, sorted(files), n=1)
-        raise ConfigError(
-            f"no runbook named {name!r}",
-            hint=(f"did you mean {close[0]!r}? " if close else "") + "`kafkaops runbooks list` shows them",
-        )
-    return load_runbook(files[name], check_kinds=check_kinds)
-
-
-# --- binding ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    """One thing a runbook acts on (usually a broker host).
-
-    Attributes:
-        name: Short name used in the journal and output (``kafka1001``).
-        host: The inventory object templates see as ``{host.…}`` (e.g. ``kafkaops.model.Host``).
-        extra: Additional template roots/values (rarely needed).
-    """
-
-    name: str
-    host: Any = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class BoundStep:
-    """A step with its parameters resolved and typed, as journaled and saved in plans."""
-
-    index: int
-    kind: str
-    params: Mapping[str, Any]
-    title: str = ""
-    gate: bool = False
-    retry: Mapping[str, Any] | None = None
-
-    @property
-    def label(self) -> str:
-        return f"gate ({self.kind})" if self.gate else f"step {self.index} ({self.kind})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "kind": self.kind,
-            "params": dict(self.params),
-            "title": self.title,
-            "gate": self.gate,
-            "retry": dict(self.retry) if self.retry else None,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> BoundStep:
-        return cls(
-            index=int(d["index"]),
-            kind=str(d["kind"]),
-            params=dict(d.get("params") or {}),
-            title=str(d.get("title") or ""),
-            gate=bool(d.get("gate", False)),
-            retry=d.get("retry"),
-        )
-
-
-@dataclass(frozen=True)
-class BoundTarget:
-    name: str
-    steps: tuple[BoundStep, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "steps": [s.to_dict() for s in self.steps]}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> BoundTarget:
-        return cls(name=str(d["name"]), steps=tuple(BoundStep.from_dict(s) for s in d.get("steps", [])))
-
-
-@dataclass(frozen=True)
-class BoundRunbook:
-    """A runbook bound to a cluster and ordered targets: plain JSON-able data, ready to run."""
-
-    name: str
-    summary: str
-    cluster: str
-    targets: tuple[BoundTarget, ...]
-    params: Mapping[str, Any] = field(default_factory=dict)
-    order: str = "inventory"
-    source: str = ""
-    sha256: str = ""
-    retry: Mapping[str, Any] | None = None
-    # Targets that go together (a rolling runbook's batches), in order; empty: one target at a time.
-    batches: tuple[tuple[str, ...], ...] = ()
-
-    @property
-    def target_names(self) -> list[str]:
-        return [t.name for t in self.targets]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "summary": self.summary,
-            "cluster": self.cluster,
-            "targets": [t.to_dict() for t in self.targets],
-            "params": dict(self.params),
-            "order": self.order,
-            "source": self.source,
-            "sha256": self.sha256,
-            "retry": dict(self.retry) if self.retry else None,
-            **({"batches": [list(b) for b in self.batches]} if self.batches else {}),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> BoundRunbook:
-        return cls(
-            name=str(d["name"]),
-            summary=str(d.get("summary", "")),
-            cluster=str(d.get("cluster", "")),
-            targets=tuple(BoundTarget.from_dict(t) for t in d.get("targets", [])),
-            params=dict(d.get("params") or {}),
-            order=str(d.get("order", "inventory")),
-            source=str(d.get("source", "")),
-            sha256=str(d.get("sha256", "")),
-            retry=d.get("retry"),
-            batches=tuple(tuple(str(n) for n in b) for b in d.get("batches") or ()),
-        )
-
-
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
-    name = getattr(value, "name", None)
-    if isinstance(name, str):
-        return name
-    return str(value)
-
-
-def _lookup(path: str, ctx: Mapping[str, Any], where: str) -> Any:
-    parts = path.split(".")
-    if parts[0] not in ctx or ctx[parts[0]] is None:
-        raise ConfigError(
-            f"{where}: template {{{path}}} cannot be resolved: this run has no {parts[0]!r}",
-            hint="give the runbook a host target" if parts[0] == "host" else None,
-        )
-    obj = ctx[parts[0]]
-    for i, part in enumerate(parts[1:], start=1):
-        if isinstance(obj, Mapping) and part in obj:
-            obj = obj[part]
-        elif not isinstance(obj, Mapping) and hasattr(obj, part) and not part.startswith("_"):
-            obj = getattr(obj, part)
-        else:
-            raise ConfigError(
-                f"{where}: template {{{path}}}: {'.'.join(parts[:i])} has no {part!r}",
-                hint="check the spelling against the inventory model (kafkaops/model.py)",
-            )
-    return obj
-
-
-def _render(value: Any, ctx: Mapping[str, Any], where: str) -> Any:
-    if isinstance(value, str):
-        whole = _TEMPLATE.fullmatch(value)
-        if whole and whole.group(1) is not None:
-            return _jsonable(_lookup(whole.group(1), ctx, where))  # keep lists/ints as they are
-
-        def sub(m: re.Match[str]) -> str:
-            if m.group(0) == "{{":
-                return "{"
-            if m.group(0) == "}}":
-                return "}"
-            return str(_jsonable(_lookup(m.group(1), ctx, where)))
-
-        return _TEMPLATE.sub(sub, value)
-    if isinstance(value, Mapping):
-        return {k: _render(v, ctx, where) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_render(v, ctx, where) for v in value]
-    return value
-
-
-def bind_runbook(
-    runbook: Runbook,
-    *,
-    cluster: Any = None,
-    targets: Sequence[Target] = (),
-    params: Mapping[str, Any] | None = None,
-    batches: Sequence[Sequence[str]] = (),
-) -> BoundRunbook:
-    """Resolve templates and defaults for each target and order the targets.
-
-    Args:
-        runbook: A loaded runbook (its step kinds must be registered).
-        cluster: The cluster object (``{cluster.…}``), e.g. ``kafkaops.model.Cluster``; or its name.
-        targets: Targets in the order they run: the caller orders them as the runbook's
-            ``targets.order`` says (the engine knows nothing of controllers). A non-rolling runbook
-            takes at most one; with none, the run has a single target named after the cluster.
-        params: Runbook parameter values (strings from the command line are coerced).
-        batches: A rolling runbook's targets that go together (:func:`schedule`), covering every target
-            once, in the order of ``targets``; the gate between targets then stands only after a batch.
+    The same errors, in the same order, as :func:`load_runbook` with ``check_kinds=True``: a runbook is
+    parsed once (to build its command line, before any step kind is imported) and checked here when the
+    step kinds are loaded, instead of being parsed again.
 
     Raises:
-        ConfigError: Unknown/missing runbook parameter, unresolvable template, bad value after binding,
-            wrong number of targets.
+        ConfigError: Naming the file, line, step index and the fix.
     """
-    cluster_name = cluster if isinstance(cluster, str) else str(getattr(cluster, "name", "") or "")
-    given = dict(params or {})
-    bound_params: dict[str, Any] = {}
-    declared = {p.name: p for p in runbook.parameters}
-    for pname in given:
-        if pname not in declared:
+    source = runbook.source or "<runbook>"
+    for step in runbook.steps:
+        _check_kind(step.kind, step.params, f"{source}:{step.line}" if step.line else source, f"step {step.index}")
+    gate = runbook.targets.gate if runbook.targets else None
+    if gate is not None:
+        _check_kind(gate.kind, gate.params, f"{source}:{gate.line}" if gate.line else source, "targets.gate")
+
+
+def _check_kind(kind: str, params: Mapping[str, Any], loc: str, label: str) -> None:
+    where = f"{loc}: {label} ({kind})"
+    entry = require_kind(kind, f"{loc}: {label}")
+    known = {p.name for p in entry.params}
+    for pname in params:
+        if pname not in known:
+            import difflib
+
+            close = difflib.get_close_matches(str(pname), sorted(known), n=1)
             raise ConfigError(
-                f"runbook {runbook.name}: unknown parameter {pname!r}",
-                hint="accepted: " + (", ".join(sorted(declared)) or "none"),
+                f"{where}: unknown parameter {pname!r}",
+                hint=(f"did you mean {close[0]!r}? " if close else "")
+                + "accepted: "
+                + (", ".join(sorted(known)) or "none"),
             )
-    for spec in runbook.parameters:
-        if spec.name in given:
-            raw = given[spec.name]
-        elif spec.default is not None:
-            raw = spec.default
-        elif spec.required:
+    for spec in entry.params:
+        if spec.required and spec.name not in params:
             raise ConfigError(
-                f"runbook {runbook.name}: parameter {spec.name!r} is required",
-                hint=f"pass --param {spec.name}=<{spec.type}>" + (f" ({spec.help})" if spec.help else ""),
+                f"{where}: missing required parameter {spec.name!r}",
+                hint=f"add `{spec.name}: <{spec.type}>`" + (f" ({spec.help})" if spec.help else ""),
             )
-        else:
-            continue
-        try:
-            bound_params[spec.name] = coerce_param(spec, raw)
-        except ValueError as exc:
-            raise ConfigError(f"runbook {runbook.name}: parameter {spec.name!r}: {exc}") from exc
-
-    tlist = list(targets)
-    if not runbook.rolling and len(tlist) > 1:
-        raise ConfigError(
-            f"runbook {runbook.name} is not a rolling runbook: give exactly one target",
-            hint="declare `targets: {order: controller_last}` in the runbook to roll several",
-        )
-    if not tlist:
-        tlist = [Target(name=cluster_name or "cluster")]
-    order = runbook.targets.order if runbook.targets else "inventory"
-
-    groups = [tuple(b) for b in batches if b]
-    if groups:
-        names_in = [n for b in groups for n in b]
-        if names_in != [t.name for t in tlist]:
-            raise ConfigError(f"runbook {runbook.name}: batches {groups} do not cover the targets "
-                              f"{[t.name for t in tlist]} once each, in order")
-    batch_ends = {b[-1] for b in groups}
-    bound_targets = []
-    for ti, target in enumerate(tlist):
-        ctx: dict[str, Any] = {
-            "host": target.host,
-            "target": target,
-            "cluster": cluster,
-            "params": bound_params,
-        }
-        if isinstance(cluster, str) or cluster is None:
-            ctx["cluster"] = {"name": cluster_name}
-        ctx.update(target.extra)
-        # A step of another role is left out for this target (a broker's ISR wait on a KRaft controller
-        # node, a quorum gate on a broker): its index stays, so journals and lockstep batches line up.
-        role = getattr(target.host, "role", None)
-        steps = [_bind_step(s, ctx, runbook, target) for s in runbook.steps
-                 if require_kind(s.kind, runbook.source or runbook.name).applies_to(role)]
-        gate = runbook.targets.gate if runbook.targets else None
-        if gate is not None and ti < len(tlist) - 1 and (not groups or target.name in batch_ends):
-            g = _bind_step(gate, ctx, runbook, target)
-            steps.append(
-                BoundStep(
-                    len(runbook.steps) + 1, g.kind, g.params, g.title or "gate before next target", True, g.retry
-                )
-            )
-        bound_targets.append(BoundTarget(name=target.name, steps=tuple(steps)))
-    return BoundRunbook(
-        name=runbook.name,
-        summary=runbook.summary,
-        cluster=cluster_name,
-        targets=tuple(bound_targets),
-        params=bound_params,
-        order=order,
-        source=runbook.source,
-        sha256=runbook.sha256,
-        retry=runbook.retry,
-        batches=tuple(groups) if any(len(b) > 1 for b in groups) else (),
-    )
-
-
-def schedule(bound: BoundRunbook) -> list[tuple[BoundTarget, BoundStep]]:
-    """The order a run takes its steps in: target after target; with batches, the targets of a batch in
-    lockstep — step 1 of each, then step 2 of each, ... — so that a batch's hosts are all depooled, then
-    all stopped, then all started, before any is repooled, while every (target, step) keeps its own
-    journal records (a resume continues each broker where it stopped, and never stops one twice)."""
-    if not bound.batches:
-        return [(t, s) for t in bound.targets for s in t.steps]
-    by_name = {t.name: t for t in bound.targets}
-    out: list[tuple[BoundTarget, BoundStep]] = []
-    for batch in bound.batches:
-        members = [by_name[n] for n in batch]
-        for index in sorted({s.index for t in members for s in t.steps}):
-            out += [(t, s) for t in members for s in t.steps if s.index == index]
-    return out
-
-
-def _bind_step(spec: StepSpec, ctx: Mapping[str, Any], runbook: Runbook, target: Target) -> BoundStep:
-    label = "targets.gate" if spec.index == 0 else f"step {spec.index}"
-    where = f"{runbook.source or runbook.name}: {label} ({spec.kind}) for {target.name}"
-    entry = require_kind(spec.kind, where)
-    values = _render(dict(spec.params), ctx, where)
-    out: dict[str, Any] = {}
-    for p in entry.params:
-        if p.name in values:
+        if spec.name in params and not _templates_in(params[spec.name]):
             try:
-                out[p.name] = coerce_param(p, values[p.name])
+                coerce_param(spec, params[spec.name])
             except ValueError as exc:
-                raise ConfigError(f"{where}: parameter {p.name!r}: {exc}") from exc
-        elif p.default is not None:
-            out[p.name] = coerce_param(p, p.default)
-        elif p.required:  # pragma: no cover - load-time validation catches it
-            raise ConfigError(f"{where}: missing required parameter {p.name!r}")
-    if entry.check is not None:
-        problem = entry.check(out)
-        if problem:
-            raise ConfigError(f"{where}: {problem}")
-    return BoundStep(
-        index=spec.index, kind=spec.kind, params=_jsonable(out), title=spec.title, retry=spec.retry
-    )
-
-
-# --- docs ------------------------------------------------------------------------------------------------
-
-
-def _fmt_value(p: Param | None, v: Any) -> str:
-    if p is not None and p.type == "duration" and not isinstance(v, str):
-        return format_duration(float(v))
-    if isinstance(v, str):
-        return v
-    return json.dumps(v)
-
-
-def render_markdown(runbook: Runbook) -> str:
-    """One Markdown page for a runbook, generated from its YAML (``kafkaops runbooks docs``)."""
-    out = [
-        f"# Runbook `{runbook.name}`",
-        "",
-        f"> Generated from `{Path(runbook.source).name}` by `kafkaops runbooks docs`: "
-        "edit the YAML, not this page.",
-        "",
-        runbook.summary,
-        "",
-    ]
-    if runbook.description:
-        out += [runbook.description, ""]
-    out += _command_markdown(runbook)
-    if runbook.parameters:
-        out += ["## Parameters", "", "| name | type | default | command line | description |", "|---|---|---|---|---|"]
-        resolved = dict(runbook.command.resolve)
-        for p in runbook.parameters:
-            decl = runbook.declaration(p.name)
-            if p.name in resolved:
-                default = f"*resolved by `{resolved[p.name].name}`*"
-            elif p.required and p.default is None:
-                default = "*(required)*"
-            else:
-                default = f"`{_fmt_value(p, p.default)}`"
-            kind = p.type + (" (" + " \\| ".join(f"`{_fmt_value(p, c)}`" for c in decl.choices) + ")"
-                             if decl.choices else "") + (f" ({bounds_text(p)})" if bounds_text(p) else "")
-            out.append(f"| `{p.name}` | {kind} | {default} | {_option_text(runbook, p)} | {p.help} |")
-        out.append("")
-    if runbook.targets:
-        t = runbook.targets
-        order = "the current controller last" if t.order == "controller_last" else "inventory order"
-        out += ["## Targets", "", f"Rolling: one target at a time, in {order}."]
-        if t.gate:
-            out.append(f"Between targets it runs the gate `{t.gate.kind}` {_params_text(t.gate)}.")
-        out.append("")
-    out += ["## Steps", ""]
-    for s in runbook.steps:
-        entry = get_step_kind(s.kind)
-        title = s.title or (entry.summary if entry else "")
-        out.append(f"{s.index}. **`{s.kind}`** {_params_text(s)}" + (f" — {title}" if title else ""))
-        if entry and entry.compensate:
-            note = f": {entry.compensate.note}" if entry.compensate.note else ""
-            out.append(f"   - rollback: `{entry.compensate.kind}`{note}")
-    out.append("")
-    kinds = sorted(
-        {s.kind for s in runbook.steps}
-        | ({runbook.targets.gate.kind} if runbook.targets and runbook.targets.gate else set())
-    )
-    out += ["## Step kinds used", ""]
-    for k in kinds:
-        entry = get_step_kind(k)
-        if entry is None:
-            out.append(f"- `{k}`: *(not registered)*")
-            continue
-        out.append(f"- `{k}`: {entry.summary}")
-        for p in entry.params:
-            req = "required" if p.required else f"default `{_fmt_value(p, p.default)}`"
-            out.append(f"  - `{p.name}` ({p.type}, {req}){': ' + p.help if p.help else ''}")
-    out += [
-        "",
-        "## Resume and rollback",
-        "",
-        "Interrupted or failed runs continue with `kafkaops resume RUN_ID`; "
-        "`kafkaops runs abort RUN_ID --rollback --reason ...` undoes only what the run changed.",
-        "",
-    ]
-    return "\n".join(out)
-
-
-def bounds_text(p: Param) -> str:
-    """``≥ 0``, ``≤ 1h``, ``1s..1h``: a parameter's declared bounds, in its own notation ("" without)."""
-    def shown(v: float) -> str:
-        return format_duration(v) if p.type == "duration" else f"{v:g}"
-
-    if p.min is not None and p.max is not None:
-        return f"{shown(p.min)}..{shown(p.max)}"
-    if p.min is not None:
-        return f"≥ {shown(p.min)}"
-    return f"≤ {shown(p.max)}" if p.max is not None else ""
-
-
-def spell(runbook: Runbook, name: str, value: Any, *, alias: bool = True) -> str:
-    """How ``name=value`` is written on the command line: ``--no-election`` (a switch), ``--canary 2``,
-    ``SERVICE`` (a positional argument), or ``--param name=value`` (``kafkaops run``, or no flag)."""
-    param = runbook.param(name)
-    decl = runbook.declaration(name)
-    text = _fmt_value(param, value) if not isinstance(value, bool) else str(value).lower()
-    if alias and runbook.command.alias and param is not None:
-        if name in runbook.command.arguments:
-            return name.upper()
-        if decl.flags:
-            return decl.flags[0] if param.type == "bool" else f"{decl.flags[0]} {text}"
-    return f"--param {name}={text}"
-
-
-def _option_text(runbook: Runbook, p: Param) -> str:
-    if not runbook.command.alias:
-        return f"`--param {p.name}=…`"
-    if p.name in runbook.command.arguments:
-        return f"argument `{p.name.upper()}`"
-    flags = runbook.declaration(p.name).flags
-    return ", ".join(f"`{f}`" for f in flags) if flags else f"`--param {p.name}=…` only"
-
-
-def usage(runbook: Runbook) -> str:
-    """``kafkaops NAME [SERVICE] TARGET`` (the alias), or ``kafkaops run NAME TARGET`` without one."""
-    target = runbook.command.target.upper()
-    if not runbook.command.alias:
-        return f"kafkaops run {runbook.name} {target} [--param NAME=VALUE ...]"
-    args = " ".join(a.upper() for a in runbook.command.arguments)
-    required = [
-        f"{d.flags[0]} {p.name.upper()}" for p in runbook.parameters
-        if (d := runbook.declaration(p.name)).flags and p.required and p.default is None and p.type != "bool"
-        and p.name not in dict(runbook.command.resolve)
-    ]
-    return " ".join(["kafkaops", runbook.name, *([args] if args else []), target, *required, "[OPTIONS]"])
-
-
-def _command_markdown(runbook: Runbook) -> list[str]:
-    c = runbook.command
-    what = "a host (short name or FQDN)" if c.target == "host" else "a cluster of the inventory"
-    out = ["## Command line", "", f"`{usage(runbook)}`" + (
-        f" — or `kafkaops run {runbook.name} {c.target.upper()} --param NAME=VALUE ...`" if c.alias else ""), ""]
-    out.append(f"{c.target.upper()} is {what}" + (
-        ", whose hosts are the targets" if c.target == "cluster" and runbook.rolling else "") + ".")
-
-    def hook(ref: HookRef) -> str:
-        args = ", ".join(f"{k}={v}" for k, v in ref.args.items())
-        return f"`{ref.name}`" + (f" ({args})" if args else "")
-
-    if c.checks:
-        out.append("Checked first: " + ", ".join(hook(h) for h in c.checks) + ".")
-    if c.select:
-        out.append("Targets selected by " + ", then ".join(hook(h) for h in c.select) + ".")
-    if c.resolve:
-        out.append("Resolved when not given: " + ", ".join(f"`{n}` by {hook(h)}" for n, h in c.resolve) + ".")
-    for combo in c.conflicts:
-        out.append("Refused together: " + " with ".join(f"`{spell(runbook, n, v)}`" for n, v in combo.items())
-                   + ".")
-    out.append("")
-    return out
-
-
-def _params_text(s: StepSpec) -> str:
-    if not s.params:
-        return ""
-    return "(" + ", ".join(f"{k}=`{_fmt_value(None, v)}`" for k, v in s.params.items()) + ")"
+                raise ConfigError(f"{where}: parameter {spec.name!r}: {exc}") from exc

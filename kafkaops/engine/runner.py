@@ -57,12 +57,12 @@ from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from kafkaops.engine.audit import AuditLog, default_audit
+from kafkaops.engine.binding import BoundRunbook, BoundStep, BoundTarget, schedule
 from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext, RunEnvironment
 from kafkaops.engine.journal import Journal, RunState, StepState, kafkaops_home, new_run_id, process_alive
 from kafkaops.engine.lock import LockBackend, held_error, lock_info
 from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_observations
 from kafkaops.engine.run_facts import FACTS_FILE, RunFacts
-from kafkaops.engine.runbook import BoundRunbook, BoundStep, BoundTarget, schedule
 from kafkaops.engine.step import (
     Action,
     DestructiveStep,

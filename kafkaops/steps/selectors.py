@@ -12,8 +12,8 @@ does *before* planning is declared too, by naming hooks defined here:
 
 Hooks live here, in the step layer, because they know what the step kinds know (services, the deploy
 host, Kafka); the engine only validates that a runbook names them and the parameters they read, and
-the CLI only calls :func:`prepare`. A new procedure that uses existing hooks and step kinds is one YAML
-file and no Python; a new hook is one decorated function below.
+the product (:mod:`kafkaops.procedure`) only calls :func:`prepare`. A new procedure that uses existing
+hooks and step kinds is one YAML file and no Python; a new hook is one decorated function below.
 
 Every hook reads parameters through :meth:`Invocation.param`, which resolves a parameter on demand:
 ``hosts_not_serving_revision`` asks for ``rev``, and ``deploy_host_checkout`` runs then, before the
@@ -178,15 +178,17 @@ def _call(ref: HookRef, inv: Invocation, *extra: Any) -> Any:
 def prepare(inv: Invocation) -> tuple[list[Host], dict[str, Any]]:
     """Run the runbook's hooks: checks, then selections in order, then the resolutions not yet done.
 
+    The runbook's hook references must have been checked (:func:`check_refs`, which
+    :func:`kafkaops.procedure.check` does once, before the inventory is read).
+
     Returns:
         The targets and the parameters (given and resolved) to bind the runbook with.
 
     Raises:
         NothingToDo: A selection left nothing to do (the caller says so and exits 0).
         InvalidParameter: A value makes no sense here (a usage error).
-        ConfigError: The runbook names an unknown hook, or a hook refuses (no host runs the service...).
+        ConfigError: A hook refuses (no host runs the service...).
     """
-    check_refs(inv.runbook)
     spec = inv.runbook.command
     for ref in spec.checks:
         _call(ref, inv)

@@ -40,7 +40,7 @@ STUCK_AFTER_BOOT = 300.0
 def confirmations(runbook: str) -> list[str]:
     """``--confirmed NAME`` for every manual checkpoint the runbook has (the test is the operator)."""
     import kafkaops.steps  # noqa: F401  - registers the kinds
-    from kafkaops.engine.runbook import find_runbook
+    from kafkaops.catalog import find_runbook
 
     return [arg for s in find_runbook(runbook).steps if s.kind == "operator.confirm"
             for arg in ("--confirmed", str(s.params["checkpoint"]))]

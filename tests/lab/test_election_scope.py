@@ -40,7 +40,7 @@ def confirmations(runbook: str) -> list[str]:
     """``--confirmed NAME`` for every manual checkpoint the runbook has (``operator.confirm``): the test
     stands for the operator who confirmed them; ``--yes`` never does."""
     import kafkaops.steps  # noqa: F401  - registers the kinds
-    from kafkaops.engine.runbook import find_runbook
+    from kafkaops.catalog import find_runbook
 
     return [arg for s in find_runbook(runbook).steps if s.kind == "operator.confirm"
             for arg in ("--confirmed", str(s.params["checkpoint"]))]

@@ -23,7 +23,8 @@ import requests
 from harness import Load, kafkaops, output, spawn
 from invariants import PoolWatch, journal, only_run
 
-from kafkaops.engine import Runner, Target, bind_runbook, find_runbook
+from kafkaops.catalog import find_runbook
+from kafkaops.engine import Runner, Target, bind_runbook
 from kafkaops.engine.journal import Journal
 from kafkaops.errors import Interrupted, RunFailed
 from kafkaops.lab.deploy import add_release, deploy_log
@@ -183,7 +184,7 @@ def test_bad_revision_stops_after_the_canary_and_the_printed_rollback_restores(s
 
 def _in_process(cluster: Cluster, home: Path, runbook: str, hosts: list[Host], params: dict[str, Any],
                 **runner: Any) -> tuple[Runner, Any, Any]:
-    from kafkaops.cli.plugins import load_plugins
+    from kafkaops.catalog import load_plugins
     from kafkaops.environment import Environment
 
     load_plugins()

@@ -417,9 +417,10 @@ def _inventories(world: Path) -> None:
 def _plans(world: Path) -> None:
     """A fresh plan of the closed inventory (made in-process as `--save-plan` would, without its steps:
     every case refuses it before they matter), and its corrupt, edited and foreign variants."""
-    from kafkaops.cli.plugins import load_plugins
+    from kafkaops.catalog import load_plugins
+    from kafkaops.engine.binding import Target, bind_runbook
     from kafkaops.engine.plan import Plan, save_plan
-    from kafkaops.engine.runbook import Target, bind_runbook, load_runbook
+    from kafkaops.engine.runbook import load_runbook
     from kafkaops.environment import Environment
     from kafkaops.inventory import load_inventory
 

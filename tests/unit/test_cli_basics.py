@@ -132,9 +132,9 @@ def test_status_asks_kafka_once_where_a_run_retries(refusing_kafka: list[float])
 def test_a_maintenance_command_asks_kafka_once_before_planning(refusing_kafka: list[float]) -> None:
     """reboot declares the `kafka_answers` check; rolling-reboot asks for the controller to order its
     hosts: either way one metadata try, so a dead cluster is said in one request timeout."""
+    from kafkaops.catalog import find_runbook
     from kafkaops.cli.common import Output
     from kafkaops.cli.procedures import run_procedure
-    from kafkaops.engine.runbook import find_runbook
     from kafkaops.errors import UnreachableError
 
     cluster = _lab_cluster()

@@ -128,7 +128,7 @@ def test_a_procedure_command_loads_only_its_runbook() -> None:
     step kinds (they load when the run starts), no other runbook parsed."""
     code = ("import typer.main\ngroup = typer.main.get_command(main.register(only='reboot'))\n"
             "assert group.get_command(None, 'reboot') is not None\n"
-            "from kafkaops.cli.procedures import _load\nassert _load.cache_info().currsize == 1\n")
+            "from kafkaops import catalog\nassert len(catalog._parsed) == 1\n")
     assert _loaded_after(code) == ["kafkaops.cli.builtin", "kafkaops.cli.common", "kafkaops.cli.main",
                                    "kafkaops.cli.procedures", "kafkaops.engine.runbook"]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkaops.cli.lookup import find_cluster, find_host
 from kafkaops.errors import ConfigError, UnknownHostError
+from kafkaops.lookup import find_cluster, find_host
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -160,7 +160,7 @@ def test_a_bad_param_is_a_one_line_usage_error(drill: dict[str, Path], args: lis
 @pytest.fixture
 def no_lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Any inventory lookup (the step before any system is asked) is recorded."""
-    import kafkaops.cli.lookup as lookup
+    import kafkaops.lookup as lookup
 
     seen: list[str] = []
     monkeypatch.setattr(lookup, "find_host", lambda name, inventory=None: seen.append(name))
@@ -189,17 +189,23 @@ def test_command_line_mistakes_are_found_before_the_inventory_is_read(drill: dic
 
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    """Run a procedure command up to run_runbook (which is recorded, not run); deploy-host and health
-    answers are canned, so nothing is asked of the lab."""
+    """Run a procedure command up to planning (recorded, not done); deploy-host and health answers are
+    canned, so nothing is asked of the lab."""
     import kafkaops.cli.procedures as procedures
+    import kafkaops.procedure as procedure
     import kafkaops.steps.deploy_host as deploy_host
     import kafkaops.steps.service as service
 
     seen: dict[str, Any] = {}
 
-    def fake_run_runbook(rb: Any, cluster: Any, hosts: list[Any], params: dict[str, Any], **kw: Any) -> None:
-        seen.update(runbook=rb.name, cluster=cluster.name, hosts=[h.name for h in hosts], params=params, **kw)
+    def fake_plan_run(rb: Any, cluster: Any, hosts: list[Any], params: dict[str, Any], **kw: Any) -> Any:
+        seen.update(runbook=rb.name, cluster=cluster.name, hosts=[h.name for h in hosts], params=params,
+                    reason=kw["reason"])
         kw["env"].close()
+        return None
+
+    def fake_show_and_run(planned: Any, **kw: Any) -> None:
+        seen.update(yes=kw["yes"])
 
     class Healthy:
         healthy, revision = True, "r1"
@@ -209,14 +215,15 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 
     import dataclasses
 
-    from kafkaops.cli.runbooks import load_plugins
+    from kafkaops.catalog import load_plugins
     from kafkaops.steps import selectors
 
     load_plugins()
     seen["checks"] = []
     monkeypatch.setitem(selectors._HOOKS, "kafka_answers", dataclasses.replace(
         selectors._HOOKS["kafka_answers"], func=lambda inv: seen["checks"].append(("kafka_answers", inv.cluster.name))))
-    monkeypatch.setattr(procedures, "run_runbook", fake_run_runbook)
+    monkeypatch.setattr(procedure, "plan_run", fake_plan_run)
+    monkeypatch.setattr(procedures, "_show_and_run", fake_show_and_run)
     monkeypatch.setattr(deploy_host, "checked_out_revision", lambda env, repo: f"r1-of-{repo}")
     monkeypatch.setattr(service, "check_health", lambda host, svc: Healthy() if host.name == "kafka1003" else
                         type("Down", (), {"healthy": False, "revision": None})())
@@ -284,7 +291,6 @@ def test_rolling_deploy_with_nothing_to_deploy_says_so_and_plans_nothing(
 
 # The coordinator removes this marker with the call to kafkaops.cli.render.nothing_to_do in cli/procedures.py
 # (owned by another helper during issue 30); strict, so the suite fails if one lands without the other.
-@pytest.mark.xfail(strict=True, reason="cli/procedures.py does not call kafkaops.cli.render.nothing_to_do yet")
 def test_nothing_to_deploy_is_json_with_output_json(captured: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """With -o json every outcome is JSON on stdout, "nothing to do" too (it was a line of prose on stderr)."""
     import kafkaops.steps.service as service
@@ -309,7 +315,7 @@ def test_contradicting_flags_are_refused_as_before(captured: dict[str, Any]) -> 
 
 def test_runbooks_are_not_read_from_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ./runbooks copy (say, without the pre-flight) never shadows the packaged runbook."""
-    from kafkaops.engine.runbook import find_runbook, runbook_dirs
+    from kafkaops.catalog import find_runbook, runbook_dirs
 
     (tmp_path / "runbooks").mkdir()
     (tmp_path / "runbooks" / "reboot.yaml").write_text("name: reboot\nsummary: no pre-flight\n"
@@ -323,7 +329,8 @@ def test_runbooks_are_not_read_from_the_current_directory(tmp_path: Path, monkey
 
 
 def test_a_runbook_naming_an_unknown_hook_is_refused_with_its_line(tmp_path: Path) -> None:
-    from kafkaops.cli.runbooks import check_command, load_plugins
+    from kafkaops.catalog import load_plugins
+    from kafkaops.cli.runbooks import check_command
     from kafkaops.engine.runbook import load_runbook
     from kafkaops.errors import ConfigError
 

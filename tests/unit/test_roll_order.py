@@ -18,6 +18,7 @@ from kafkaops.model import Cluster, ClusterSnapshot, PartitionState, TopicConfig
 from kafkaops.policy.batches import needs_snapshot, parse_batch, roll_batches
 from kafkaops.policy.quorum import judge
 from kafkaops.policy.roll_order import controller_last, kraft_order
+from kafkaops.procedure import roll_order
 
 from test_quorum_facts import ALL_CAUGHT_UP  # isort: skip
 
@@ -64,16 +65,16 @@ def test_a_quorum_without_leader_keeps_the_controllers_order_and_says_the_gate_w
     assert notes == ["the quorum has no leader now: the quorum gate will refuse"]
 
 
-def test_the_environment_asks_the_quorum_only_for_a_roll_of_controller_nodes(
+def test_the_procedure_asks_the_quorum_only_for_a_roll_of_controller_nodes(
         kraft: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     env = Environment(kraft, dry_run=True)
     monkeypatch.setattr(env, "quorum", lambda: pytest.fail("a broker-only roll needs no quorum"))
-    assert env.order_hosts(list(kraft.hosts), "controller_last") == (list(kraft.hosts), [])
+    assert roll_order(env, list(kraft.hosts), "controller_last") == (list(kraft.hosts), [])
     monkeypatch.setattr(env, "quorum",
                         lambda: SimpleNamespace(replication=lambda: parse_replication(ALL_CAUGHT_UP)))
-    ordered, _ = env.order_hosts([*kraft.controllers, *kraft.hosts], "controller_last")
+    ordered, _ = roll_order(env, [*kraft.controllers, *kraft.hosts], "controller_last")
     assert names(ordered)[:3] == ["kafka-ctrl3002", "kafka-ctrl3003", "kafka-ctrl3001"]
-    assert env.order_hosts(list(kraft.controllers), "inventory") == (list(kraft.controllers), [])
+    assert roll_order(env, list(kraft.controllers), "inventory") == (list(kraft.controllers), [])
 
 
 def _snapshot(brokers: list[int], controller: int | None) -> ClusterSnapshot:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 import kafkaops.steps  # noqa: F401 - registers the step kinds
-from kafkaops.engine import Target, bind_runbook, find_runbook
+from kafkaops.catalog import find_runbook
+from kafkaops.engine import Target, bind_runbook
 from kafkaops.engine.step import Action, Noop, Observation
 from kafkaops.errors import ConfigError, SafetyRefusal
 from kafkaops.inventory import load_inventory

@@ -112,7 +112,8 @@ class _Env:
 
 
 def test_production_refuses_a_pooled_host_and_the_vip_without_yes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafkaops.cli import lookup, service
+    from kafkaops import lookup
+    from kafkaops.cli import service
 
     cluster = load_inventory(REPO / "inventory" / "eqiad-main.example.yaml")
     assert cluster.environment == "production"
@@ -134,7 +135,8 @@ def test_production_refuses_a_pooled_host_and_the_vip_without_yes(monkeypatch: p
 
 
 def test_the_lab_needs_no_yes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafkaops.cli import lookup, service
+    from kafkaops import lookup
+    from kafkaops.cli import service
 
     cluster = load_inventory(REPO / "inventory" / "lab.yaml")
     assert cluster.environment == "lab"

@@ -18,8 +18,9 @@ import pytest
 from engine_fakes import World
 
 from kafkaops.engine import step as step_mod
+from kafkaops.engine.binding import BoundRunbook, Target, bind_runbook
 from kafkaops.engine.journal import Journal
-from kafkaops.engine.runbook import BoundRunbook, Target, bind_runbook, parse_runbook
+from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import Runner
 from kafkaops.errors import NotConfirmed, RunFailed
 from kafkaops.steps import operator

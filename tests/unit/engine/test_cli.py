@@ -12,9 +12,10 @@ from engine_fakes import FIXTURES, World
 from typer.testing import CliRunner
 
 from kafkaops.cli.main import register
+from kafkaops.engine.binding import Target, bind_runbook
 from kafkaops.engine.lock import FileLockBackend, lock_info
 from kafkaops.engine.plan import save_plan
-from kafkaops.engine.runbook import Target, bind_runbook, parse_runbook
+from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import RetryPolicy, Runner
 from kafkaops.errors import ConfigError, RunFailed
 
@@ -27,14 +28,14 @@ BAD = str(FIXTURES / "bad")
 @pytest.fixture
 def factory(world: World, home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     """The CLI's environment, rebuilt from a journal or looked up for a plan, is the fake world."""
-    import kafkaops.cli.lookup
     import kafkaops.environment
+    import kafkaops.lookup
 
     world.lock = FileLockBackend(home / "locks")
     monkeypatch.setattr(kafkaops.environment.Environment, "from_identity",
                         classmethod(lambda cls, recorded, accept_changes=False, **kw: (world, [])))
-    monkeypatch.setattr(kafkaops.cli.lookup, "find_cluster", lambda name, inventory=None: name)
-    monkeypatch.setattr(kafkaops.cli.lookup, "environment", lambda cluster, **kw: world)
+    monkeypatch.setattr(kafkaops.lookup, "find_cluster", lambda name, inventory=None: name)
+    monkeypatch.setattr(kafkaops.lookup, "environment", lambda cluster, **kw: world)
     yield world
 
 

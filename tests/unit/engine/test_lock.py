@@ -25,8 +25,9 @@ from engine_fakes import World
 from real_servers import DroppingProxy, Server, closed_port, start_etcd, start_zookeeper
 
 from kafkaops.engine.audit import AuditLog, MemorySink
+from kafkaops.engine.binding import Target, bind_runbook
 from kafkaops.engine.lock import FileLockBackend, LockBackend, LockInfo, force_unlock, lock_info
-from kafkaops.engine.runbook import Target, bind_runbook, parse_runbook
+from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import Runner
 from kafkaops.errors import ConfigError, LockHeldError, RunFailed, UnreachableError
 

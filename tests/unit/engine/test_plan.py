@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from engine_fakes import World
 
+from kafkaops.engine.binding import Target, bind_runbook
 from kafkaops.engine.plan import Plan, load_plan, save_plan
-from kafkaops.engine.runbook import Target, bind_runbook, parse_runbook
+from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import Runner
 from kafkaops.errors import ConfigError, StalePlanError
 

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from engine_fakes import World
 
+from kafkaops.engine.binding import BoundRunbook, Target, bind_runbook
 from kafkaops.engine.journal import Journal
-from kafkaops.engine.runbook import BoundRunbook, Target, bind_runbook, parse_runbook
+from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import Runner
 from kafkaops.engine.step import Action, Noop, Observation, StepBase, register_step
 from kafkaops.errors import RunFailed, SafetyRefusal

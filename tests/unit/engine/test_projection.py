@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 from engine_fakes import World
 
-from kafkaops.engine.runbook import Target, bind_runbook, parse_runbook
+from kafkaops.engine.binding import Target, bind_runbook
+from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import Runner
 
 

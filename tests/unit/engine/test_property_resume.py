@@ -21,8 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaops.engine.audit import AuditLog, MemorySink
+from kafkaops.engine.binding import BoundRunbook, Target, bind_runbook
 from kafkaops.engine.lock import FileLockBackend
-from kafkaops.engine.runbook import BoundRunbook, Target, bind_runbook, parse_runbook
+from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import RetryPolicy, Runner
 from kafkaops.engine.wait import FakeClock
 

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkaops.engine.runbook import Target, bind_runbook, load_runbook, render_markdown, runbook_files
+from kafkaops.catalog import runbook_files
+from kafkaops.cli.runbook_text import render_markdown
+from kafkaops.engine.binding import Target, bind_runbook
+from kafkaops.engine.runbook import load_runbook
 from kafkaops.engine.step import format_duration, parse_duration
 from kafkaops.errors import ConfigError
 
@@ -152,7 +155,7 @@ def test_bind_resolves_templates_keeps_the_callers_order_and_inserts_gates() -> 
     # no gate after the last target
     assert [s.kind for s in bound.targets[-1].steps][-1] == "test.repool"
     # JSON roundtrip is lossless (this is what the journal and plans carry)
-    from kafkaops.engine.runbook import BoundRunbook
+    from kafkaops.engine.binding import BoundRunbook
 
     assert BoundRunbook.from_dict(bound.to_dict()) == bound
 
@@ -160,8 +163,8 @@ def test_bind_resolves_templates_keeps_the_callers_order_and_inserts_gates() -> 
 def test_a_batch_runs_in_lockstep_with_the_gate_only_between_batches() -> None:
     """Issue 19: the hosts of a batch are depooled together, ... repooled together; each (host, step)
     keeps its own journal records, and a resume's cursor follows the same order."""
+    from kafkaops.engine.binding import BoundRunbook, schedule
     from kafkaops.engine.journal import RunState
-    from kafkaops.engine.runbook import BoundRunbook, schedule
 
     rb = load_runbook(GOOD / "roll.yaml")
     bound = bind_runbook(rb, cluster="c", targets=_hosts(), params={"flag": "done"}, batches=[["k2", "k3"], ["k1"]])
@@ -253,7 +256,8 @@ def _decl_error(tmp_path: object, text: str) -> str:
 def test_declarations_are_parsed_and_carried(tmp_path: object) -> None:
     from pathlib import Path
 
-    from kafkaops.engine.runbook import HookRef, spell, usage
+    from kafkaops.cli.runbook_text import spell, usage
+    from kafkaops.engine.runbook import HookRef
 
     p = Path(str(tmp_path)) / "decl.yaml"
     p.write_text(_DECLARED)

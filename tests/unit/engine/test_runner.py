@@ -12,8 +12,9 @@ import pytest
 from engine_fakes import FIXTURES, World
 
 from kafkaops.engine.audit import MemorySink
+from kafkaops.engine.binding import BoundRunbook, Target, bind_runbook
 from kafkaops.engine.journal import Journal
-from kafkaops.engine.runbook import BoundRunbook, Target, bind_runbook, load_runbook, parse_runbook
+from kafkaops.engine.runbook import load_runbook, parse_runbook
 from kafkaops.engine.runner import Runner
 from kafkaops.errors import ConfigError, Interrupted, RunFailed
 

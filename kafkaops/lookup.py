@@ -1,4 +1,5 @@
-"""Which inventory a name on the command line means, and the run environment built from it.
+"""Which inventory a name on the command line means, and the run environment built from it (for the CLI
+and :mod:`kafkaops.procedure`).
 
 ``-i FILE`` (on the root command or a subcommand) restricts every lookup to that file (or directory): a
 host or cluster name is never found in another inventory behind the operator's back. Without it,
