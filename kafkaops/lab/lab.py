@@ -501,5 +501,6 @@ def status(base: Path | None = None) -> list[Component]:
         out.append(Component("balancer", "balancer", f"{spec.vip_address}:{spec.vip_port}", lb,
                              lb is not None and procs.port_open(spec.vip_address, spec.vip_port)))
     if spec.prometheus_address:  # a lab started before monitoring was part of it has none
-        out += monitoring.components(spec)
+        out += [Component(name, name, address, pid, ok, detail)
+                for name, address, pid, ok, detail in monitoring.component_rows(spec)]
     return out

@@ -34,14 +34,11 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkaops.errors import LabError
 from kafkaops.lab import procs
 from kafkaops.lab.spec import LabHostSpec, LabSpec
-
-if TYPE_CHECKING:
-    from kafkaops.lab.lab import Component
 
 #: Prometheus' JMX exporter on every Kafka JVM (the port Wikimedia's Kafka hosts export it on).
 JMX_PORT = 7800
@@ -295,11 +292,11 @@ def _ready(url: str) -> bool:
         return False
 
 
-def components(spec: LabSpec) -> list[Component]:
-    """Prometheus, Alertmanager and the receiver, for ``lab status``."""
-    from kafkaops.lab.lab import Component
-
-    out = []
+def component_rows(spec: LabSpec) -> list[tuple[str, str, int | None, bool, str]]:
+    """Prometheus, Alertmanager and the receiver for ``lab status``: (name, address, pid, healthy, detail)
+    each (:mod:`kafkaops.lab.lab` makes its rows of them; this module never imports it: lab.lab starts
+    the hosts, whose JVMs load this module's agent)."""
+    out: list[tuple[str, str, int | None, bool, str]] = []
     for name, address, port, url in (
             ("prometheus", spec.prometheus_address, PROMETHEUS_PORT, prometheus_url(spec)),
             ("alertmanager", spec.alertmanager_address, ALERTMANAGER_PORT, alertmanager_url(spec)),
@@ -307,7 +304,7 @@ def components(spec: LabSpec) -> list[Component]:
         pid = procs.live_pid(_pidfile(spec, name))
         healthy = pid is not None and (_ready(url) if url else procs.port_open(address, port))
         detail = f"{len(notifications(Path(spec.lab_dir)))} notifications recorded" if not url else ""
-        out.append(Component(name, name, f"{address}:{port}", pid, healthy, detail))
+        out.append((name, f"{address}:{port}", pid, healthy, detail))
     return out
 
 
