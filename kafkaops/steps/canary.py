@@ -19,7 +19,7 @@ import time
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, Interrupted
-from kafkaops.steps.common import env, names
+from kafkaops.steps.common import environment, names
 
 CONFIRMED = "canary_confirmed"
 PAUSED = "canary_paused"
@@ -51,15 +51,15 @@ class ConfirmCanary(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         facts = ctx.facts
         canary = names([str(c) for c in self.params["canary"]])
-        if facts.get(PAUSED) is not None and svc.confirm is None:
+        if facts.get(PAUSED) is not None and env.confirm is None:
             facts.set(CONFIRMED, f"resumed by {ctx.operator} at {time.strftime('%H:%M:%S')}")
             ctx.progress(f"  canary {canary}: confirmed by resuming the run")
             return
         question = f"Canary {canary} is deployed, healthy and repooled. Roll the remaining targets?"
-        if svc.confirm is not None and svc.confirm(question):
+        if env.confirm is not None and env.confirm(question):
             facts.set(CONFIRMED, f"{ctx.operator} at {time.strftime('%H:%M:%S')}")
             return
         facts.set(PAUSED, time.time())

@@ -13,7 +13,7 @@ from kafkaops.environment import Environment
 from kafkaops.model import Host
 
 
-def env(ctx: RunContext) -> Environment:
+def environment(ctx: RunContext) -> Environment:
     """The run's :class:`~kafkaops.environment.Environment` (its adapters and hosts)."""
     e = ctx.env
     if not isinstance(e, Environment):  # pragma: no cover - wiring error
@@ -22,7 +22,7 @@ def env(ctx: RunContext) -> Environment:
 
 
 def target_host(ctx: RunContext) -> Host:
-    return env(ctx).host(ctx.target)
+    return environment(ctx).host(ctx.target)
 
 
 def wait(ctx: RunContext, predicate: Callable[[], Any], *, what: str, timeout: float, interval: float = 0.5,

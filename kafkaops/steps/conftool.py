@@ -14,7 +14,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, SafetyRefusal
 from kafkaops.model import BROKER, Host
-from kafkaops.steps.common import env, target_host
+from kafkaops.steps.common import environment, target_host
 from kafkaops.steps.projection import fact_key, pool_key, projected_fact, provenance
 
 
@@ -47,21 +47,21 @@ def _pooled(ctx: RunContext, fqdn: str, service: str, live: str) -> str:
 
 
 def _observe(step: StepBase, ctx: RunContext) -> tuple[Host, dict[str, Any], str]:
-    svc = env(ctx)
+    env = environment(ctx)
     host = target_host(ctx)
     states: dict[str, Any] = {}
     keys: list[str] = []
     for name in _services(step, host):
         tags = _tags(host, name)
-        state = svc.conftool.get(host.fqdn, tags)
-        peers = [s for s in svc.conftool.list({k: v for k, v in tags.items()}) if s.host != host.fqdn]
+        state = env.conftool.get(host.fqdn, tags)
+        peers = [s for s in env.conftool.list({k: v for k, v in tags.items()}) if s.host != host.fqdn]
         peer_pooled = {p.host: _pooled(ctx, p.host, name, p.pooled) for p in peers}
         keys += [pool_key(host.fqdn, name), fact_key(_fact(host, name))] + [pool_key(p, name) for p in peer_pooled]
         weights = {host.fqdn: state.weight, **{p.host: p.weight for p in peers}}
         states[name] = {
             "pooled": _pooled(ctx, host.fqdn, name, state.pooled), "weight": state.weight,
-            "expected_weight": svc.cluster.pool_weight,
-            "off_weight": {h: w for h, w in sorted(weights.items()) if w != svc.cluster.pool_weight},
+            "expected_weight": env.cluster.pool_weight,
+            "off_weight": {h: w for h, w in sorted(weights.items()) if w != env.cluster.pool_weight},
             "before_run": projected_fact(ctx, _fact(host, name)),
             "peers_pooled": sorted(p for p, v in peer_pooled.items() if v == "yes"),
             "peers_depooled": sorted(p for p, v in peer_pooled.items() if v != "yes"),
@@ -132,15 +132,15 @@ class Depool(StepBase):
         return out
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         facts = ctx.facts
         for name in action.data["services"]:
             tags = _tags(host, name)
-            before = svc.conftool.get(host.fqdn, tags)
+            before = env.conftool.get(host.fqdn, tags)
             if facts.get(_fact(host, name)) is None:
                 facts.set(_fact(host, name), before.pooled)  # remember before changing anything
-            svc.conftool.set_pooled(host.fqdn, tags, "no")
+            env.conftool.set_pooled(host.fqdn, tags, "no")
 
     def verify(self, ctx: RunContext) -> None:
         _host, states, _ = _observe(self, ctx)
@@ -185,10 +185,10 @@ class Repool(StepBase):
         return {pool_key(obs.data["host"], s): "yes" for s in action.data["services"]}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         for name in action.data["services"]:
-            svc.conftool.set_pooled(host.fqdn, _tags(host, name), "yes")
+            env.conftool.set_pooled(host.fqdn, _tags(host, name), "yes")
 
     def verify(self, ctx: RunContext) -> None:
         _host, states, _ = _observe(self, ctx)

@@ -27,7 +27,7 @@ from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param,
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, SafetyRefusal, WaitTimeout
 from kafkaops.model import Host
-from kafkaops.steps.common import env, target_host, wait
+from kafkaops.steps.common import environment, target_host, wait
 from kafkaops.steps.deploy_host import (
     checked_out_revision,
     deploy_before_key,
@@ -42,10 +42,10 @@ from kafkaops.steps.service import check_health, health_url, host_time, service_
 
 # --- pure helpers (unit-tested) -----------------------------------------------------------------------
 
-def _run_deploy(svc: Environment, target: Host, *, rev: str, message: str, repo: str, timeout: float) -> None:
-    d = deploy_host(svc)
-    cmd = deploy_command(svc, target, rev=rev, message=message, repo=repo)
-    result = svc.change(d, cmd, timeout=timeout, check=False)
+def _run_deploy(env: Environment, target: Host, *, rev: str, message: str, repo: str, timeout: float) -> None:
+    d = deploy_host(env)
+    cmd = deploy_command(env, target, rev=rev, message=message, repo=repo)
+    result = env.change(d, cmd, timeout=timeout, check=False)
     if result.exit_code != 0:
         tail = (result.stderr.strip() or result.stdout.strip())[-400:]
         raise DeployFailed(f"deploying {rev} to {target.name} failed on {d.name} (exit {result.exit_code}): {tail}")
@@ -56,16 +56,16 @@ class DeployFailed(CheckFailed):
 
 
 def _observe_target(step: StepBase, ctx: RunContext, rev: str) -> tuple[Host, dict[str, Any]]:
-    svc = env(ctx)
+    env = environment(ctx)
     host = target_host(ctx)
     service = service_of(host, str(step.params["service"]))
     check = check_health(host, service)
     repo = str(step.params["repo"])
     data: dict[str, Any] = {
         "host": host.name, "service": service.name, "rev": rev, "served": check.revision,
-        "healthy": check.healthy, "line": check.line(), "url": check.url, "deploy_host": deploy_host(svc).name,
-        "command": deploy_command(svc, host, rev=rev, message=str(step.params["message"]), repo=repo),
-        "checked_out": None if ships_rev(svc, host) else checked_out_revision(svc, repo),
+        "healthy": check.healthy, "line": check.line(), "url": check.url, "deploy_host": deploy_host(env).name,
+        "command": deploy_command(env, host, rev=rev, message=str(step.params["message"]), repo=repo),
+        "checked_out": None if ships_rev(env, host) else checked_out_revision(env, repo),
     }
     return host, data
 
@@ -107,7 +107,7 @@ class Deploy(StepBase):
         return {service_key(d["host"], d["service"]): "restarted", served_key(d["host"], d["service"]): d["rev"]}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         name = str(self.params["service"])
         rev = str(self.params["rev"])
@@ -116,8 +116,8 @@ class Deploy(StepBase):
             facts.set(deploy_before_key(host, name), {"rev": action.data.get("served") or "", "to": rev,
                                                 "repo": str(self.params["repo"])})
         if facts.get(since_key(host, name)) is None:
-            facts.set(since_key(host, name), host_time(svc, host))
-        _run_deploy(svc, host, rev=rev, message=str(self.params["message"]), repo=str(self.params["repo"]),
+            facts.set(since_key(host, name), host_time(env, host))
+        _run_deploy(env, host, rev=rev, message=str(self.params["message"]), repo=str(self.params["repo"]),
                     timeout=float(self.params["timeout"]))
 
     def verify(self, ctx: RunContext) -> None:
@@ -166,7 +166,7 @@ class VerifyRevision(StepBase):
             wait(ctx, lambda: self._ok(host), what=f"{host.name} serving {self.params['rev']}, healthy",
                  timeout=float(self.params["timeout"]), interval=1.0)
         except WaitTimeout as exc:
-            hint = rollback_hint(env(ctx), ctx, host, str(self.params["service"]))
+            hint = rollback_hint(environment(ctx), ctx, host, str(self.params["service"]))
             raise RevisionCheckFailed(f"{host.name} does not serve {self.params['rev']} healthily: {exc}. "
                                       f"{host.name} stays depooled. {hint}".rstrip()) from exc
 
@@ -174,7 +174,7 @@ class VerifyRevision(StepBase):
         host = target_host(ctx)
         ok, line = self._ok(host)
         if not ok:
-            hint = rollback_hint(env(ctx), ctx, host, str(self.params["service"]))
+            hint = rollback_hint(environment(ctx), ctx, host, str(self.params["service"]))
             raise CheckFailed(f"{host.name} does not serve {self.params['rev']} healthily ({line}). {hint}".rstrip())
 
 
@@ -217,7 +217,7 @@ class Rollback(StepBase):
         host = target_host(ctx)
         prev = str(action.data["previous"])
         service = service_of(host, str(self.params["service"]))
-        _run_deploy(env(ctx), host, rev=prev, message=f"rollback to {prev}: {self.params['message']}",
+        _run_deploy(environment(ctx), host, rev=prev, message=f"rollback to {prev}: {self.params['message']}",
                     repo=str(self.params["repo"]), timeout=float(self.params["timeout"]))
 
         def back() -> tuple[bool, str]:

@@ -54,51 +54,51 @@ def check_message(message: str) -> str:
     return message
 
 
-def deploy_host(svc: Environment) -> Host:
-    host = svc.cluster.deploy_host
+def deploy_host(env: Environment) -> Host:
+    host = env.cluster.deploy_host
     if host is None:
-        raise ConfigError(f"cluster {svc.cluster.name} has no deploy_host in {svc.cluster.source}",
+        raise ConfigError(f"cluster {env.cluster.name} has no deploy_host in {env.cluster.source}",
                           hint="add deploy_host: {name: ..., fqdn: ..., address: ...} to the inventory")
     return host
 
 
-def _template(svc: Environment, target: Host, name: str) -> str:
-    d = deploy_host(svc)
+def _template(env: Environment, target: Host, name: str) -> str:
+    d = deploy_host(env)
     template = d.commands.get(name) or target.commands.get(name)
     if not template:
-        raise ConfigError(f"no '{name}' command template for the deploy host {d.name} in {svc.cluster.source}",
+        raise ConfigError(f"no '{name}' command template for the deploy host {d.name} in {env.cluster.source}",
                           hint=f"add commands.{name} to the inventory")
     return template
 
 
-def ships_rev(svc: Environment, target: Host) -> bool:
+def ships_rev(env: Environment, target: Host) -> bool:
     """Does the deploy template take the revision (``{rev}``), or ship the deploy host's checkout (scap)?"""
-    return "{rev}" in _template(svc, target, "deploy")
+    return "{rev}" in _template(env, target, "deploy")
 
 
-def deploy_command(svc: Environment, target: Host, *, rev: str, message: str, repo: str) -> str:
+def deploy_command(env: Environment, target: Host, *, rev: str, message: str, repo: str) -> str:
     """The inventory's deploy command for ``target`` (run on the deploy host). The revision and the
     repository are validated (the revision may come from a target's own HTTP reply, on rollback), and
     every value is shell-quoted: none of them can change the command."""
     check_revision(rev)
     check_repo(repo)
-    return render(_template(svc, target, "deploy"), host=target, cluster=svc.cluster, deploy_host=deploy_host(svc),
+    return render(_template(env, target, "deploy"), host=target, cluster=env.cluster, deploy_host=deploy_host(env),
                   rev=rev, message=check_message(message), repo=repo)
 
 
-def checked_out_revision(svc: Environment, repo: str) -> str:
+def checked_out_revision(env: Environment, repo: str) -> str:
     """What the deploy host would ship (``deploy_revision`` template, e.g. ``git rev-parse --short HEAD``):
     one revision, validated, since it is pasted into the deploy command later."""
-    d = deploy_host(svc)
-    cmd = svc.command(d, "deploy_revision", repo=repo)
-    return parse_checked_out_revision(svc.run(d, cmd, timeout=30).stdout, host=d.name, command=cmd).value
+    d = deploy_host(env)
+    cmd = env.command(d, "deploy_revision", repo=repo)
+    return parse_checked_out_revision(env.run(d, cmd, timeout=30).stdout, host=d.name, command=cmd).value
 
 
 def deploy_before_key(host: Host, service: str) -> str:
     return f"deploy_before/{host.name}/{service}"
 
 
-def rollback_hint(svc: Environment, ctx: RunContext, host: Host, service: str) -> str:
+def rollback_hint(env: Environment, ctx: RunContext, host: Host, service: str) -> str:
     """How to roll ``host`` back, if this run deployed to it: the kafkaops command and the raw one."""
     run_id = ctx.run_id
     if not run_id:
@@ -107,8 +107,8 @@ def rollback_hint(svc: Environment, ctx: RunContext, host: Host, service: str) -
     if not before or not before.get("rev"):
         return ""
     prev, repo = before["rev"], before.get("repo", "")
-    raw = deploy_command(svc, host, rev=prev, message=f"rollback to {prev}", repo=repo)
-    checkout = "" if ships_rev(svc, host) else f"check out {prev} on {deploy_host(svc).name}, then "
+    raw = deploy_command(env, host, rev=prev, message=f"rollback to {prev}", repo=repo)
+    checkout = "" if ships_rev(env, host) else f"check out {prev} on {deploy_host(env).name}, then "
     return (f"Roll back: `kafkaops runs abort {run_id} --rollback --reason \"bad deploy of {before.get('to')}\"` "
             f"redeploys {prev} to {host.name}, checks it and repools it; by hand: {checkout}on "
-            f"{deploy_host(svc).name}: {raw}")
+            f"{deploy_host(env).name}: {raw}")

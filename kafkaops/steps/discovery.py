@@ -14,7 +14,7 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
-from kafkaops.steps.common import env
+from kafkaops.steps.common import environment
 from kafkaops.steps.sites import switched
 
 
@@ -32,7 +32,7 @@ def _confctl(record: str, dc: str, pooled: bool) -> str:
 
 def projected_states(ctx: RunContext, record: str) -> dict[str, bool]:
     """DC -> pooled for ``record``, as the steps planned before leave it (live in a real run)."""
-    live = env(ctx).discovery.states(record)
+    live = environment(ctx).discovery.states(record)
     return {dc: bool(ctx.projected.get(_key(record, dc), p)) for dc, p in live.items()}
 
 
@@ -42,10 +42,10 @@ class SetDiscovery(StepBase):
     pooled = False
 
     def _observe(self, ctx: RunContext) -> dict[str, Any]:
-        svc = env(ctx)
-        service = switched(svc, str(self.params["service"]))
+        env = environment(ctx)
+        service = switched(env, str(self.params["service"]))
         dc = str(self.params["site"])
-        svc.site(dc)
+        env.site(dc)
         projected = projected_states(ctx, service.discovery)
         return {"service": service.name, "record": service.discovery, "site": dc, "records": projected,
                 "before_run": ctx.facts.get(_fact(service.discovery, dc))}
@@ -74,12 +74,12 @@ class SetDiscovery(StepBase):
         return {_key(action.data["record"], action.data["site"]): self.pooled}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         record, dc = action.data["record"], action.data["site"]
         facts = ctx.facts
         if facts.get(_fact(record, dc)) is None:  # remember before changing anything
-            facts.set(_fact(record, dc), svc.discovery.states(record).get(dc))
-        svc.discovery.set(record, dc, self.pooled)
+            facts.set(_fact(record, dc), env.discovery.states(record).get(dc))
+        env.discovery.set(record, dc, self.pooled)
 
     def verify(self, ctx: RunContext) -> None:
         d = self._observe(ctx)
@@ -111,9 +111,9 @@ class Restore(SetDiscovery):
         return super().plan(obs)
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         before = ctx.facts.get(_fact(action.data["record"], action.data["site"]))
-        svc.discovery.set(action.data["record"], action.data["site"], bool(before))
+        env.discovery.set(action.data["record"], action.data["site"], bool(before))
 
     def verify(self, ctx: RunContext) -> None:
         d = self._observe(ctx)

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import ConfigError, HostKeyError, KafkaOpsError, UnreachableError
-from kafkaops.steps.common import env, target_host
+from kafkaops.steps.common import environment, target_host
 
 SYSTEMS = ("kafka", "zookeeper", "conftool", "ssh", "deploy_host", "spark")
 #: Checked unless a runbook says otherwise: what a broker maintenance touches.
@@ -50,9 +50,9 @@ class Reachable(StepBase):
     """Check every system the run will touch answers, and that ZooKeeper, Kafka and the inventory agree."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         # A cluster-wide procedure (placement apply) has the cluster as its one target: then every host.
-        host = None if ctx.target == getattr(svc.cluster, "name", None) else target_host(ctx)
+        host = None if ctx.target == getattr(env.cluster, "name", None) else target_host(ctx)
         wanted = [str(s) for s in self.params["systems"]]
         timeout = float(self.params["timeout"])
         checks: list[dict[str, Any]] = []
@@ -67,34 +67,34 @@ class Reachable(StepBase):
         seen: dict[str, list[int]] = {}
         if "kafka" in wanted:
             def kafka() -> str:
-                seen["kafka"] = sorted(svc.kafka.metadata(attempts=1).brokers)
+                seen["kafka"] = sorted(env.kafka.metadata(attempts=1).brokers)
                 return f"brokers {seen['kafka']}"
             check("kafka", kafka)
-        if "zookeeper" in wanted and svc.cluster.zookeeper:
+        if "zookeeper" in wanted and env.cluster.zookeeper:
             def zookeeper() -> str:
-                with svc.zookeeper() as zk:
+                with env.zookeeper() as zk:
                     assert zk is not None
                     seen["zookeeper"] = zk.registered_brokers()
                 return f"/brokers/ids {seen['zookeeper']}"
             check("zookeeper", zookeeper)
-        if "conftool" in wanted and svc.cluster.conftool_config and host is not None and host.conftool_tags:
+        if "conftool" in wanted and env.cluster.conftool_config and host is not None and host.conftool_tags:
             def conftool() -> str:
-                state = svc.conftool.get(host.fqdn, host.conftool_tags)
+                state = env.conftool.get(host.fqdn, host.conftool_tags)
                 return f"{host.fqdn} pooled={state.pooled}"
             check("conftool", conftool)
         if "ssh" in wanted:
-            for other in (svc.cluster.hosts if host is None else [svc.host(n) for n in ctx.targets or (ctx.target,)]):
-                check(f"ssh {other.name}", functools.partial(_ssh, svc, other, timeout))
-        if "deploy_host" in wanted and svc.cluster.deploy_host is not None:
-            deployer = svc.cluster.deploy_host
-            check(f"ssh {deployer.name}", lambda: _ssh(svc, deployer, timeout))
+            for other in (env.cluster.hosts if host is None else [env.host(n) for n in ctx.targets or (ctx.target,)]):
+                check(f"ssh {other.name}", functools.partial(_ssh, env, other, timeout))
+        if "deploy_host" in wanted and env.cluster.deploy_host is not None:
+            deployer = env.cluster.deploy_host
+            check(f"ssh {deployer.name}", lambda: _ssh(env, deployer, timeout))
         if "spark" in wanted and self.params.get("scan", True):
             check("spark", lambda: _spark(str(self.params["spark_master"]), timeout))
 
-        inventory = sorted(h.broker_id for h in svc.cluster.hosts)
+        inventory = sorted(h.broker_id for h in env.cluster.hosts)
         mismatch = ""
         if "kafka" in seen and "zookeeper" in seen and seen["kafka"] != seen["zookeeper"]:
-            mismatch = (f"ZooKeeper {svc.cluster.zookeeper} lists brokers {seen['zookeeper']} under /brokers/ids "
+            mismatch = (f"ZooKeeper {env.cluster.zookeeper} lists brokers {seen['zookeeper']} under /brokers/ids "
                         f"but Kafka's metadata reports {seen['kafka']}")
         else:
             strangers = sorted((set(seen.get("kafka", [])) | set(seen.get("zookeeper", []))) - set(inventory))
@@ -123,9 +123,9 @@ class Reachable(StepBase):
                                                           for c in obs.data["checks"]))
 
 
-def _ssh(svc: Any, host: Any, timeout: float) -> str:
+def _ssh(env: Any, host: Any, timeout: float) -> str:
     """An authenticated SSH session to ``host`` (host key checked); the connection is kept for the run."""
-    svc.ssh(host).connect()
+    env.ssh(host).connect()
     return "answers"
 
 

@@ -50,7 +50,7 @@ from kafkaops.facts.failed_events import (
     value_hash,
 )
 from kafkaops.model import Host, Service
-from kafkaops.steps.common import env, target_host
+from kafkaops.steps.common import environment, target_host
 
 VIAS = ("kafka", "http")
 #: After a send whose outcome was not recorded, how long the destination may still take to show it:
@@ -75,7 +75,7 @@ def failed_log_path(host: Host, service: Service) -> str:
     return path
 
 
-def read_failed_log(svc: Environment, host: Host, service: Service) -> tuple[str, str, bool]:
+def read_failed_log(env: Environment, host: Host, service: Service) -> tuple[str, str, bool]:
     """Read the failed-events log over SSH with the inventory's ``failed_events_read`` template.
 
     Returns:
@@ -87,8 +87,8 @@ def read_failed_log(svc: Environment, host: Host, service: Service) -> tuple[str
         UnreachableError: SSH did not answer.
     """
     path = failed_log_path(host, service)
-    command = svc.command(host, "failed_events_read", path=path)
-    result = svc.run(host, command, timeout=120, check=False)
+    command = env.command(host, "failed_events_read", path=path)
+    result = env.run(host, command, timeout=120, check=False)
     if result.exit_code == 0:
         return path, result.stdout, True
     err = (result.stderr or result.stdout).strip().splitlines()
@@ -167,12 +167,12 @@ class Ledger:
         return out
 
 
-def _run_dir(svc: Environment, run_id: str) -> Path | None:
-    return runs_dir(svc.home) / run_id if run_id else None
+def _run_dir(env: Environment, run_id: str) -> Path | None:
+    return runs_dir(env.home) / run_id if run_id else None
 
 
-def _ledger(svc: Environment, run_id: str, host: Host) -> Ledger:
-    d = _run_dir(svc, run_id)
+def _ledger(env: Environment, run_id: str, host: Host) -> Ledger:
+    d = _run_dir(env, run_id)
     return Ledger.open(d / f"replay-{host.name}.jsonl" if d is not None else None)
 
 
@@ -180,11 +180,11 @@ def _worklist_key(host: Host) -> str:
     return f"failed_events_worklist/{host.name}"
 
 
-def report_path(svc: Environment, run_id: str, given: str) -> str:
+def report_path(env: Environment, run_id: str, given: str) -> str:
     """Where rejected events are written: the ``report`` parameter, else the run's directory."""
     if given:
         return given
-    d = _run_dir(svc, run_id)
+    d = _run_dir(env, run_id)
     return str(d / REPORT_NAME) if d is not None else f"<the run's directory>/{REPORT_NAME}"
 
 
@@ -203,8 +203,8 @@ class _Selection:
     missing: list[str]
 
 
-def _select(ctx: RunContext, svc: Environment, host: Host, service: Service, params: Mapping[str, Any]) -> _Selection:
-    path, text, _exists = read_failed_log(svc, host, service)
+def _select(ctx: RunContext, env: Environment, host: Host, service: Service, params: Mapping[str, Any]) -> _Selection:
+    path, text, _exists = read_failed_log(env, host, service)
     log = parse_failed_events(text)
     worklist = ctx.facts.get(_worklist_key(host))
     if worklist is not None:  # a resumed run: the events the run set out to replay, whatever the clock says
@@ -215,7 +215,7 @@ def _select(ctx: RunContext, svc: Environment, host: Host, service: Service, par
         pattern = re.compile(str(params["topic"])) if params["topic"] else None
         since = float(params["since"]) or None
         chosen, missing = select(log.events, since=since, topic=pattern, now=time.time()), []
-    sel = replay_items(chosen, dc=host.dc, topics=set(svc.kafka.metadata().topics))
+    sel = replay_items(chosen, dc=host.dc, topics=set(env.kafka.metadata().topics))
     return _Selection(path, log, list(sel.items), dict(sel.per_topic), sel.records, sel.duplicates,
                       worklist is not None, missing)
 
@@ -235,13 +235,13 @@ class ReplayFailedEvents(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         from kafkaops.steps.service import service_of
 
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
         via = str(self.params["via"])
         dest = _destination(host, service, via)
-        sel = _select(ctx, svc, host, service, self.params)
-        ledger = _ledger(svc, ctx.run_id, host)
+        sel = _select(ctx, env, host, service, self.params)
+        ledger = _ledger(env, ctx.run_id, host)
         counts = ledger.counts([i.key for i in sel.items] + sel.missing)
         unsendable = sum(1 for i in sel.items if i.problem and not ledger.done(i.key))
         data = {
@@ -249,7 +249,7 @@ class ReplayFailedEvents(StepBase):
             "records": len(sel.log.events), "malformed": len(sel.log.malformed), "selected": sel.records,
             "distinct": len(sel.items), "duplicates": sel.duplicates, "per_topic": sel.per_topic,
             "via": via, "destination": dest, "rate": float(self.params["rate"]),
-            "report": report_path(svc, ctx.run_id, str(self.params["report"])), "frozen": sel.frozen,
+            "report": report_path(env, ctx.run_id, str(self.params["report"])), "frozen": sel.frozen,
             "missing": len(sel.missing), "unsendable": unsendable, **counts,
             "since": float(self.params["since"]), "topic": str(self.params["topic"]),
         }
@@ -298,18 +298,18 @@ class ReplayFailedEvents(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         from kafkaops.steps.service import service_of
 
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         service = service_of(host, str(self.params["service"]))
         via = str(self.params["via"])
         dest = _destination(host, service, via)
         facts = ctx.facts
-        sel = _select(ctx, svc, host, service, self.params)
+        sel = _select(ctx, env, host, service, self.params)
         if not sel.frozen:
             facts.set(_worklist_key(host), sorted({i.key for i in sel.items}))  # before the first send
-        ledger = _ledger(svc, ctx.run_id, host)
-        report = report_path(svc, ctx.run_id, str(self.params["report"]))
-        replay = _Replay(ctx, svc, host, via, dest, ledger, report, float(self.params["rate"]))
+        ledger = _ledger(env, ctx.run_id, host)
+        report = report_path(env, ctx.run_id, str(self.params["report"]))
+        replay = _Replay(ctx, env, host, via, dest, ledger, report, float(self.params["rate"]))
         try:
             for key in sel.missing:
                 if not ledger.done(key):
@@ -327,12 +327,12 @@ class ReplayFailedEvents(StepBase):
         ctx.record("failed_events_replayed", host=host.name, report=report, **c)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         worklist = ctx.facts.get(_worklist_key(host))
         if worklist is None:
             return  # nothing was selected: the step was a no-op
-        ledger = _ledger(svc, ctx.run_id, host)
+        ledger = _ledger(env, ctx.run_id, host)
         left = [k for k in worklist if not ledger.done(k)]
         if left:
             raise CheckFailed(f"{len(left)} of {len(worklist)} selected event(s) of {host.name} have no recorded "
@@ -342,13 +342,13 @@ class ReplayFailedEvents(StepBase):
 class _Replay:
     """One apply's sending: rate, batches, ledger records, report lines."""
 
-    def __init__(self, ctx: RunContext, svc: Environment, host: Host, via: str, dest: str, ledger: Ledger,
+    def __init__(self, ctx: RunContext, env: Environment, host: Host, via: str, dest: str, ledger: Ledger,
                  report: str, rate: float) -> None:
         from kafkaops.systems.events import replay_adapters
 
-        self.ctx, self.svc, self.host, self.via, self.dest = ctx, svc, host, via, dest
+        self.ctx, self.env, self.host, self.via, self.dest = ctx, env, host, via, dest
         self.ledger, self.report, self.rate = ledger, report, rate
-        self.producer, self.poster = replay_adapters(svc)
+        self.producer, self.poster = replay_adapters(env)
         # One intent and one outcome record (two fsyncs) per batch, not per event; a batch is what a
         # resume may have to look for in Kafka. Via http each event is still its own POST.
         self.batch = max(1, min(100, int(rate / 10)))
@@ -386,7 +386,7 @@ class _Replay:
         wanted = {i.key: i for i in items}
         topics = sorted({i.topic for i in items if i.topic})
         found: list[str] = []
-        for _topic, value in find_values(self.svc.cluster.bootstrap_servers, topics, since):
+        for _topic, value in find_values(self.env.cluster.bootstrap_servers, topics, since):
             h = value_hash(value)
             if h in wanted and h not in found:
                 found.append(h)

@@ -18,7 +18,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.policy.cluster_health import cluster_health
-from kafkaops.steps.common import env, names, wait
+from kafkaops.steps.common import environment, names, wait
 
 _BASELINE = "baseline_snapshot"
 
@@ -28,7 +28,7 @@ def _baseline_path(ctx: RunContext) -> Path | None:
 
     if not ctx.run_id:
         return None
-    return runs_dir(env(ctx).home) / ctx.run_id / "baseline.json"
+    return runs_dir(environment(ctx).home) / ctx.run_id / "baseline.json"
 
 
 class Baseline(StepBase):
@@ -50,7 +50,7 @@ class Baseline(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         from kafkaops.health.check import take_snapshot
 
-        svc = env(ctx)
+        env = environment(ctx)
         path = _baseline_path(ctx)
         if self.params["scan"]:
             from kafkaops.health.spark_job import prestart
@@ -59,7 +59,7 @@ class Baseline(StepBase):
             prestart(master, on_error=lambda why: ctx.progress(
                 f"  post-check: {why} - the maintenance goes on, but its closing scan will fail unless Spark is "
                 "fixed by then (Ctrl-C pauses the run at a safe point)"))
-        snap = take_snapshot(svc.cluster, admin=svc.kafka)
+        snap = take_snapshot(env.cluster, admin=env.kafka)
         if path is not None:
             snap.write(path)
             ctx.facts.set(_BASELINE, str(path))
@@ -72,7 +72,7 @@ class PostCheck(StepBase):
         return bool(self.params["scan"]) and (not ctx.targets or ctx.target == ctx.targets[-1])
 
     def observe(self, ctx: RunContext) -> Observation:
-        summary = cluster_health(env(ctx).kafka.snapshot())
+        summary = cluster_health(environment(ctx).kafka.snapshot())
         return Observation({"scan": self._scan_now(ctx), "spark_master": self.params["spark_master"]},
                            summary=f"{len(summary.under_replicated)} URP, {len(summary.offline)} offline, "
                                    f"preferred leaders {summary.preferred_leader_ratio:.0%}")
@@ -89,18 +89,18 @@ class PostCheck(StepBase):
             impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
 
         def healthy() -> tuple[bool, str]:
-            s = cluster_health(svc.kafka.snapshot())
+            s = cluster_health(env.kafka.snapshot())
             return s.healthy, (f"{len(s.offline)} offline, {len(s.under_replicated)} URP, "
                                f"{len(s.under_min_isr)} under min ISR")
 
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]), interval=0.5)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = env(ctx)
-        s = cluster_health(svc.kafka.snapshot())
+        env = environment(ctx)
+        s = cluster_health(env.kafka.snapshot())
         problems = [f"{len(s.offline)} offline" if s.offline else "",
                     f"{len(s.under_replicated)} under-replicated" if s.under_replicated else "",
                     f"{len(s.under_min_isr)} under min ISR" if s.under_min_isr else ""]
@@ -117,12 +117,12 @@ class PostCheck(StepBase):
         from kafkaops.health.check import read_urp_samples, run_post_check
         from kafkaops.health.metadata import OffsetsSnapshot
 
-        svc = env(ctx)
+        env = environment(ctx)
         taken = ctx.facts.get(_BASELINE)
         baseline = OffsetsSnapshot.read(Path(taken)) if taken else None
         ctx.progress(f"  post-check: Spark scan of the data written since the baseline ({self.params['spark_master']})")
         path = _baseline_path(ctx)
-        result = run_post_check(svc.cluster, baseline, spark_master=str(self.params["spark_master"]),
+        result = run_post_check(env.cluster, baseline, spark_master=str(self.params["spark_master"]),
                                 topics_regex=str(self.params["topics"]) or None,
                                 urp_samples=read_urp_samples(path.parent) if path is not None else [],
                                 reader=str(self.params["reader"]),

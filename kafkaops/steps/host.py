@@ -33,7 +33,7 @@ from kafkaops.facts import MalformedAnswer
 from kafkaops.facts.boot import parse_boot_id
 from kafkaops.facts.systemd import parse_system_state
 from kafkaops.model import Host
-from kafkaops.steps.common import env, target_host, wait
+from kafkaops.steps.common import environment, target_host, wait
 from kafkaops.steps.projection import STARTED, broker_key, fact_key
 
 
@@ -59,15 +59,15 @@ def _outcome(host: Host) -> str:
     return f"reboot_outcome/{host.name}"
 
 
-def _boot_id(svc: Environment, host: Host, *, coming_back: bool = False) -> str | None:
+def _boot_id(env: Environment, host: Host, *, coming_back: bool = False) -> str | None:
     """The host's boot id (a UUID, validated: it decides whether a reboot happened), or None when SSH
     does not answer. ``coming_back``: a host still booting may answer before its boot id is readable;
     that counts as "not back yet" instead of an error."""
-    command = svc.command(host, "boot_id")
+    command = env.command(host, "boot_id")
     try:
-        out = svc.run(host, command, timeout=20).stdout
+        out = env.run(host, command, timeout=20).stdout
     except (UnreachableError, WaitTimeout):
-        svc.reconnect(host)
+        env.reconnect(host)
         return None
     try:
         return parse_boot_id(out, host=host.name, command=command).value
@@ -77,16 +77,16 @@ def _boot_id(svc: Environment, host: Host, *, coming_back: bool = False) -> str 
         raise
 
 
-def _shutting_down(svc: Environment, host: Host) -> bool | None:
+def _shutting_down(env: Environment, host: Host) -> bool | None:
     """Whether the host says it is shutting down (None: it cannot say — no template, or no answer)."""
     if "system_state" not in host.commands:
         return None
-    command = svc.command(host, "system_state")
+    command = env.command(host, "system_state")
     try:
-        result = svc.run(host, command, timeout=20, check=False)
+        result = env.run(host, command, timeout=20, check=False)
         return parse_system_state(result.stdout, host=host.name, command=command).shutting_down
     except (UnreachableError, WaitTimeout, MalformedAnswer):
-        svc.reconnect(host)
+        env.reconnect(host)
         return None
 
 
@@ -94,18 +94,18 @@ class Reboot(StepBase):
     """Reboot the host and wait for a new boot id and SSH (resent only if the first evidently never arrived)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         facts = ctx.facts
         before = facts.get(_fact(host))
         intent = facts.get(_intent(host))
-        now = _boot_id(svc, host)
+        now = _boot_id(env, host)
         summary = f"{host.name} boot id {now or 'unreachable'}" + (f" (before reboot: {before})" if before else "")
         if intent:
             summary += f"; reboot command sent at {time.strftime('%H:%M:%S', time.localtime(intent['at']))}"
         data = {"host": host.name, "broker": host.broker_id, "boot_id_before": before, "boot_id": now,
                 "intent": intent, "outcome": facts.get(_outcome(host)),
-                "reboot": svc.command(host, "reboot"), "boot_id_cmd": svc.command(host, "boot_id")}
+                "reboot": env.command(host, "reboot"), "boot_id_cmd": env.command(host, "boot_id")}
         return Observation(data, summary=summary)
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -150,37 +150,37 @@ class Reboot(StepBase):
         return out
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         facts = ctx.facts
         if action.data.get("pending"):
             before = facts.get(_fact(host))
-            self._await_pending(ctx, svc, host, before, facts.get(_intent(host)))
+            self._await_pending(ctx, env, host, before, facts.get(_intent(host)))
         else:
-            before = facts.get(_fact(host)) or _boot_id(svc, host)
+            before = facts.get(_fact(host)) or _boot_id(env, host)
             if before is None:
                 raise UnreachableError(f"cannot read the boot id of {host.name} before rebooting it",
                                        hint="check SSH to the host")
             facts.set(_fact(host), before)
-            self._send(ctx, svc, host, before, resent=False)
+            self._send(ctx, env, host, before, resent=False)
 
         def back() -> tuple[bool, str]:
-            now = _boot_id(svc, host, coming_back=True)
+            now = _boot_id(env, host, coming_back=True)
             return (now is not None and now != before), (f"boot id {now[:8]}…" if now else "SSH not answering")
 
         wait(ctx, back, what=f"{host.name} back with a new boot id", timeout=float(self.params["timeout"]),
              interval=2.0, fast=0.5)
 
-    def _send(self, ctx: RunContext, svc: Environment, host: Host, before: str, *, resent: bool) -> None:
+    def _send(self, ctx: RunContext, env: Environment, host: Host, before: str, *, resent: bool) -> None:
         """Journal the intent, send the command, journal its outcome."""
         from kafkaops.systems.ssh import RemoteCommandError
 
         facts = ctx.facts
         facts.set(_intent(host), {"at": time.time(), "boot_id": before, "resent": resent})
         ctx.record("reboot_intent", boot_id=before, resent=resent)
-        command = svc.command(host, "reboot")
+        command = env.command(host, "reboot")
         try:
-            svc.change(host, command, timeout=60, check=True)
+            env.change(host, command, timeout=60, check=True)
             outcome = "accepted"
         except RemoteCommandError as exc:
             facts.set(_outcome(host), {"at": time.time(), "outcome": "refused", "error": str(exc)})
@@ -193,9 +193,9 @@ class Reboot(StepBase):
             outcome = f"connection dropped ({type(exc).__name__}): expected while the host goes down"
         facts.set(_outcome(host), {"at": time.time(), "outcome": outcome})
         ctx.record("reboot_sent", outcome=outcome)
-        svc.reconnect(host)
+        env.reconnect(host)
 
-    def _await_pending(self, ctx: RunContext, svc: Environment, host: Host, before: str | None,
+    def _await_pending(self, ctx: RunContext, env: Environment, host: Host, before: str | None,
                        intent: dict[str, Any] | None) -> None:
         """A resumed reboot: wait for the one already sent to show; resend only when it evidently was lost."""
         grace = float(self.params["grace"])
@@ -204,14 +204,14 @@ class Reboot(StepBase):
         seen: list[str] = []
 
         def shows() -> tuple[bool, str]:
-            now = _boot_id(svc, host, coming_back=True)
+            now = _boot_id(env, host, coming_back=True)
             if now is None:
                 seen.append("down")
                 return True, "SSH not answering: going down"
             if now != before:
                 seen.append("rebooted")
                 return True, "new boot id"
-            stopping = _shutting_down(svc, host)
+            stopping = _shutting_down(env, host)
             if stopping:
                 seen.append("stopping")
             return False, "old boot id" + (", system stopping" if stopping else "")
@@ -221,7 +221,7 @@ class Reboot(StepBase):
             ctx.record("reboot_pending_took_effect", seen=seen[-1] if seen else "")
             return
         except WaitTimeout:
-            if "stopping" in seen or _shutting_down(svc, host):
+            if "stopping" in seen or _shutting_down(env, host):
                 ctx.record("reboot_pending_slow", grace=grace)
                 ctx.progress(f"  {host.name}: still shutting down after {grace:.0f}s; not sending the reboot again")
                 return
@@ -229,13 +229,13 @@ class Reboot(StepBase):
         ctx.progress(f"  {host.name}: still up with boot id {before[:8]}… and not shutting down after {grace:.0f}s: "
                      "the reboot command was lost; sending it again")
         ctx.record("reboot_resend", grace=grace, intent=intent)
-        self._send(ctx, svc, host, before, resent=True)
+        self._send(ctx, env, host, before, resent=True)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         before = ctx.facts.get(_fact(host))
-        now = _boot_id(svc, host)
+        now = _boot_id(env, host)
         if not now or now == before:
             raise CheckFailed(f"{host.name} has not rebooted (boot id {now or 'unreachable'})")
 

@@ -28,7 +28,7 @@ from kafkaops.policy.leaders import (
 from kafkaops.policy.preflight import preflight
 from kafkaops.policy.snapshot_scan import partition_name
 from kafkaops.policy.stop_impact import cross_dc_impact, partitions_not_in_isr, stop_impact
-from kafkaops.steps.common import env, names, target_host, wait
+from kafkaops.steps.common import environment, names, target_host, wait
 from kafkaops.steps.projection import (
     CLUSTER_ELECTED,
     ELECTED,
@@ -51,11 +51,11 @@ FAST_POLL = 0.1
 def _snapshot(ctx: RunContext, *, configs: bool = False) -> ClusterSnapshot:
     """Leaders/ISR always; topic configs (min ISR) only where a decision needs them. While planning, the
     cluster as the steps planned before will have left it (:mod:`kafkaops.steps.projection`)."""
-    return project_snapshot(env(ctx).kafka.snapshot(with_configs=configs), ctx)
+    return project_snapshot(environment(ctx).kafka.snapshot(with_configs=configs), ctx)
 
 
 def _registered(ctx: RunContext) -> list[int]:
-    return project_registered(env(ctx).registered_brokers(), ctx)
+    return project_registered(environment(ctx).registered_brokers(), ctx)
 
 
 def _state(snap: ClusterSnapshot, broker: int) -> dict[str, Any]:
@@ -79,8 +79,8 @@ def _earlier_brokers(ctx: RunContext) -> list[int]:
     """Brokers of the targets this run handled before the current one (a roll goes one at a time)."""
     if ctx.target not in ctx.targets:
         return []
-    svc = env(ctx)
-    return [svc.host(t).broker_id for t in ctx.targets[:ctx.targets.index(ctx.target)]]
+    env = environment(ctx)
+    return [env.host(t).broker_id for t in ctx.targets[:ctx.targets.index(ctx.target)]]
 
 
 def _spread_text(spread: LeaderSpread) -> str:
@@ -158,13 +158,13 @@ class StopBroker(StepBase):
     """Stop the Kafka broker and wait until the cluster no longer has it registered."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         snap = _snapshot(ctx, configs=True)
         if ctx.projected.get(broker_key(host.broker_id)) == STOPPED:
             active = False
         else:
-            active = svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
+            active = env.run(host, env.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
         impact = stop_impact(snap, host.broker_id)
         moves: dict[int, int] = {}
         for _p, new in impact.leadership_moves:
@@ -172,13 +172,13 @@ class StopBroker(StepBase):
                 moves[new] = moves.get(new, 0) + 1
         data: dict[str, Any] = {
                 "host": host.name, "broker": host.broker_id, "active": active, "state": _state(snap, host.broker_id),
-                "command": svc.command(host, "kafka_stop"), "kraft": svc.cluster.kraft,
+                "command": env.command(host, "kafka_stop"), "kraft": env.cluster.kraft,
                 "impact": {"moves": {str(k): v for k, v in sorted(moves.items())},
                            "loses_isr": [partition_name(p) for p in impact.loses_isr_replica],
                            "below_min_isr": [partition_name(p) for p in impact.below_min_isr],
                            "offline": [partition_name(p) for p in impact.goes_offline],
                            "is_controller": impact.is_controller}}
-        cross = cross_dc_impact(snap, host.broker_id, broker_dc_map(svc.cluster))
+        cross = cross_dc_impact(snap, host.broker_id, broker_dc_map(env.cluster))
         if cross is not None:
             data["impact"]["cross_dc"] = cross.describe() or "no leader leaves the DC; min ISR holds in each DC"
         return Observation(data, summary=f"broker {host.broker_id}: process {'active' if active else 'inactive'}, "
@@ -222,7 +222,7 @@ class StopBroker(StepBase):
 
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
         facts = ctx.facts
@@ -232,7 +232,7 @@ class StopBroker(StepBase):
                 # Resumed mid-stop: this run sent the stop and the broker has already left the cluster; its
                 # process is still shutting down. Wait for it to exit, never stop it a second time.
                 def exited() -> tuple[bool, str]:
-                    active = svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
+                    active = env.run(host, env.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
                     return not active, "still shutting down" if active else "stopped"
 
                 wait(ctx, exited, what=f"Kafka on {host.name} stopped (the stop was sent before the resume)",
@@ -244,7 +244,7 @@ class StopBroker(StepBase):
                               "registered: its stop could not be confirmed", hint="check the inventory's "
                               "zookeeper (address and chroot) and bootstrap_servers")
         facts.set(sent, time.time())  # before the command: a resumed run knows the stop may be under way
-        svc.change(host, svc.command(host, "kafka_stop"), timeout=timeout)
+        env.change(host, env.command(host, "kafka_stop"), timeout=timeout)
         wait(ctx, lambda: _unregistered(ctx, host), what=f"broker {host.broker_id} unregistered", timeout=timeout,
              fast=FAST_POLL)
 
@@ -263,11 +263,11 @@ class StartBroker(StepBase):
     """Start the Kafka broker and wait until it registers with the cluster."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         registered = host.broker_id in _registered(ctx)
         return Observation({"host": host.name, "broker": host.broker_id, "registered": registered,
-                            "command": svc.command(host, "kafka_start")},
+                            "command": env.command(host, "kafka_start")},
                            summary=f"broker {host.broker_id} {'registered' if registered else 'not registered'}"
                                    + provenance(ctx, [broker_key(host.broker_id)]))
 
@@ -282,10 +282,10 @@ class StartBroker(StepBase):
         return {broker_key(obs.data["broker"]): STARTED}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
-        svc.change(host, svc.command(host, "kafka_start"), timeout=timeout)
+        env.change(host, env.command(host, "kafka_start"), timeout=timeout)
         wait(ctx, lambda: (host.broker_id in _registered(ctx), "registered?"),
              what=f"broker {host.broker_id} registered", timeout=timeout, fast=FAST_POLL)
 
@@ -360,7 +360,7 @@ class _UnitWatch:
     """
 
     def __init__(self, ctx: RunContext, host: Host) -> None:
-        self.ctx, self.svc, self.host = ctx, env(ctx), host
+        self.ctx, self.env, self.host = ctx, environment(ctx), host
         self.next_check = 0.0
         self.down_since: float | None = None
         self.note = "starting, or recovering its logs"
@@ -397,9 +397,9 @@ class _UnitWatch:
         return self.note
 
     def _ask(self) -> UnitActivity | str:
-        command = self.svc.command(self.host, "kafka_status")
+        command = self.env.command(self.host, "kafka_status")
         try:
-            r = self.svc.run(self.host, command, timeout=UNIT_CHECK_TIMEOUT, check=False)
+            r = self.env.run(self.host, command, timeout=UNIT_CHECK_TIMEOUT, check=False)
             return parse_unit_activity(r.stdout, host=self.host.name, command=command, exit_code=r.exit_code)
         except (UnreachableError, WaitTimeout, MalformedAnswer) as exc:
             return exc.message
@@ -408,9 +408,9 @@ class _UnitWatch:
         """Still booting (``systemctl is-system-running``: initializing/starting): units wait their turn."""
         if "system_state" not in self.host.commands:
             return False
-        command = self.svc.command(self.host, "system_state")
+        command = self.env.command(self.host, "system_state")
         try:
-            out = self.svc.run(self.host, command, timeout=UNIT_CHECK_TIMEOUT, check=False).stdout
+            out = self.env.run(self.host, command, timeout=UNIT_CHECK_TIMEOUT, check=False).stdout
             return parse_system_state(out, host=self.host.name, command=command).state in ("initializing", "starting")
         except (UnreachableError, WaitTimeout, MalformedAnswer):
             return False
@@ -420,9 +420,9 @@ class _UnitWatch:
         or an answer."""
         if "kafka_log" not in self.host.commands:
             return None
-        command = self.svc.command(self.host, "kafka_log", since=int(since))
+        command = self.env.command(self.host, "kafka_log", since=int(since))
         try:
-            r = self.svc.run(self.host, command, timeout=UNIT_CHECK_TIMEOUT, check=False)
+            r = self.env.run(self.host, command, timeout=UNIT_CHECK_TIMEOUT, check=False)
         except (UnreachableError, WaitTimeout):
             return None
         return r.stdout.splitlines() if r.exit_code == 0 else None
@@ -445,12 +445,12 @@ class _UnitWatch:
         said = (f"; its last log lines: {' | '.join(tail)}" if tail else
                 "; its log says nothing since the stop" if lines is not None else
                 "; its log could not be read (no kafka_log template, or no answer)")
-        status = self.svc.command(host, "kafka_status")
+        status = self.env.command(host, "kafka_status")
         left = f"; {host.name} stays depooled" if host.services else ""
         return BrokerNotRunning(
             f"Kafka is not running on {host.name}: the unit is {state.state} (`{status}`) and broker "
             f"{host.broker_id} is not registered{said}{left}",
-            hint=f"fix the cause on {host.name} and start Kafka (`{self.svc.command(host, 'kafka_start')}`), then "
+            hint=f"fix the cause on {host.name} and start Kafka (`{self.env.command(host, 'kafka_start')}`), then "
                  "resume the run; or roll it back (runs abort --rollback starts the broker and repools)")
 
 
@@ -609,8 +609,8 @@ class PreferredElection(StepBase):
         return {broker_key(obs.data["broker"]): ELECTED}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
-        failed = svc.kafka.elect_preferred_leaders([(t, int(p)) for t, p in action.data["partitions"]])
+        env = environment(ctx)
+        failed = env.kafka.elect_preferred_leaders([(t, int(p)) for t, p in action.data["partitions"]])
         if failed:
             raise CheckFailed(f"preferred election failed for {names(sorted(failed))}: "
                               f"{next(iter(failed.values()))}")
@@ -701,12 +701,12 @@ class VerifyLeaders(StepBase):
 
     def _restore_others(self, ctx: RunContext, host: Host, timeout: float) -> None:
         """Put the leaders of every other broker past the imbalance back, once the cluster can take them."""
-        svc = env(ctx)
+        env = environment(ctx)
         limit = int(self.params["max_leader_imbalance"])
         if not leader_spread(_snapshot(ctx), limit).over(exempt=[host.broker_id]):
             return
-        expected = sorted(h.broker_id for h in svc.cluster.hosts)
-        name = {h.broker_id: h.name for h in svc.cluster.hosts}
+        expected = sorted(h.broker_id for h in env.cluster.hosts)
+        name = {h.broker_id: h.name for h in env.cluster.hosts}
 
         def off_now() -> tuple[ClusterSnapshot, tuple[BrokerLeadership, ...]]:
             snap = _snapshot(ctx, configs=True)
@@ -745,7 +745,7 @@ class VerifyLeaders(StepBase):
                      f"preferred-replica election for {len(todo)} partition(s) ({listed})")
         ctx.record("leadership_restored", brokers=[b.broker_id for b in off],
                    partitions=[partition_name(p) for p in todo], leaders_before=spread_line)
-        failed = svc.kafka.elect_preferred_leaders([(p.topic, p.partition) for p in todo]) if todo else {}
+        failed = env.kafka.elect_preferred_leaders([(p.topic, p.partition) for p in todo]) if todo else {}
         if failed:
             raise stop(off, f"Kafka refused the preferred election for {names(sorted(failed))}: "
                             f"{next(iter(failed.values()))}", "the cause Kafka names is fixed")
@@ -789,7 +789,7 @@ class WaitHealthy(StepBase):
 
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]),
              stable_for=float(self.params["stable_for"]), fast=FAST_POLL)
-        env(ctx).health_watch()  # from here on, the next host's kafka.wait_stable counts healthy time
+        environment(ctx).health_watch()  # from here on, the next host's kafka.wait_stable counts healthy time
         if float(self.params["grace"]):
             time.sleep(float(self.params["grace"]))
 
@@ -825,7 +825,7 @@ class WaitStable(StepBase):
             commands=("AdminClient metadata, sampled every 0.5 s in the background",), impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        watch = env(ctx).health_watch()
+        watch = environment(ctx).health_watch()
         need = float(self.params["stable_for"])
 
         def stable() -> tuple[bool, str]:
@@ -840,11 +840,11 @@ class RestoreBroker(StepBase):
     """Undo a stop: start the broker if it is down and wait until it is back in every ISR it belongs to."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         state = _state(_snapshot(ctx), host.broker_id)
         return Observation({"host": host.name, "broker": host.broker_id, "state": state,
-                            "command": svc.command(host, "kafka_start")},
+                            "command": env.command(host, "kafka_start")},
                            summary=f"broker {host.broker_id}: {_lead_summary(state)}")
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -861,11 +861,11 @@ class RestoreBroker(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
         if host.broker_id not in _registered(ctx):
-            svc.change(host, svc.command(host, "kafka_start"), timeout=min(timeout, 300.0))
+            env.change(host, env.command(host, "kafka_start"), timeout=min(timeout, 300.0))
 
         def in_sync() -> tuple[bool, str]:
             snap = _snapshot(ctx)
@@ -882,10 +882,10 @@ class ClusterWhole(StepBase):
     replica (one election for the partitions that are not)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         snap = _snapshot(ctx, configs=True)
         health = cluster_health(snap)
-        expected = sorted(h.broker_id for h in svc.cluster.hosts)
+        expected = sorted(h.broker_id for h in env.cluster.hosts)
         pending = [[p.topic, p.partition] for p in leaders_not_preferred(snap, None)]
         missing = [b for b in expected if b not in snap.brokers]
         data = {"missing": missing, "urp": len(health.under_replicated), "offline": len(health.offline),
@@ -905,8 +905,8 @@ class ClusterWhole(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
-        expected = sorted(h.broker_id for h in svc.cluster.hosts)
+        env = environment(ctx)
+        expected = sorted(h.broker_id for h in env.cluster.hosts)
 
         def whole() -> tuple[bool, str]:
             snap = _snapshot(ctx, configs=True)
@@ -919,7 +919,7 @@ class ClusterWhole(StepBase):
              interval=1.0)
         pending = [(p.topic, p.partition) for p in leaders_not_preferred(_snapshot(ctx), None)]
         if pending:
-            failed = svc.kafka.elect_preferred_leaders(pending)
+            failed = env.kafka.elect_preferred_leaders(pending)
             if failed:
                 raise CheckFailed(f"preferred election failed for {names(sorted(failed))}: "
                                   f"{next(iter(failed.values()))}")

@@ -17,7 +17,7 @@ from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param,
 from kafkaops.errors import SafetyRefusal
 from kafkaops.model import CONTROLLER, Host
 from kafkaops.policy.quorum import QuorumView, judge, leader_clock, majority, restart_refusals
-from kafkaops.steps.common import env, target_host, wait
+from kafkaops.steps.common import environment, target_host, wait
 from kafkaops.steps.projection import STARTED, STOPPED, provenance
 
 
@@ -36,13 +36,13 @@ def _since(ctx: RunContext, host: Host) -> int:
 
 
 def _view(ctx: RunContext, step: StepBase) -> QuorumView:
-    return judge(env(ctx).quorum().replication(), max_lag=int(step.params["max_lag"]),
+    return judge(environment(ctx).quorum().replication(), max_lag=int(step.params["max_lag"]),
                  max_behind_ms=int(float(step.params["max_behind"]) * 1000))
 
 
 def _active(ctx: RunContext, host: Host) -> bool:
-    svc = env(ctx)
-    return svc.run(host, svc.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
+    env = environment(ctx)
+    return env.run(host, env.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
 
 
 def _process(ctx: RunContext, template: str) -> Observation:
@@ -51,7 +51,7 @@ def _process(ctx: RunContext, template: str) -> Observation:
     host = target_host(ctx)
     active = False if ctx.projected.get(_key(host.broker_id)) == STOPPED else _active(ctx, host)
     return Observation({"host": host.name, "node": host.broker_id, "active": active,
-                        "command": env(ctx).command(host, template)},
+                        "command": environment(ctx).command(host, template)},
                        summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}"
                                + provenance(ctx, [_key(host.broker_id)]))
 
@@ -72,7 +72,7 @@ class QuorumGate(StepBase):
         refusals = restart_refusals(view, host.broker_id)
         data = {"host": host.name, "node": host.broker_id, "leader": view.leader_id, "refusals": refusals,
                 "voters": len(view.voters), "caught_up": list(view.caught_up), "summary": view.summary(),
-                "asked": env(ctx).quorum().asked}
+                "asked": environment(ctx).quorum().asked}
         return Observation(data, summary=f"quorum: {view.summary()} (asked {data['asked']})")
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -102,7 +102,7 @@ class StopController(StepBase):
         refusals = restart_refusals(view, host.broker_id)
         if refusals:
             raise _refusal(host.broker_id, host.name, refusals)
-        return f"quorum: {view.summary()} (asked {env(ctx).quorum().asked})"
+        return f"quorum: {view.summary()} (asked {environment(ctx).quorum().asked})"
 
     def observe(self, ctx: RunContext) -> Observation:
         return _process(ctx, "kafka_stop")
@@ -126,15 +126,15 @@ class StopController(StepBase):
         return {_key(obs.data["node"]): STOPPED}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
-        svc.change(host, svc.command(host, "kafka_stop"), timeout=timeout)
+        env.change(host, env.command(host, "kafka_stop"), timeout=timeout)
         wait(ctx, lambda: (not _active(ctx, host), "still shutting down"),
              what=f"controller {host.broker_id} stopped", timeout=timeout)
 
         def led_by_another() -> tuple[bool, str]:
-            view = judge(svc.quorum().replication())
+            view = judge(env.quorum().replication())
             return view.leader_id not in (None, host.broker_id), view.summary()
 
         wait(ctx, led_by_another, what="a quorum leader among the other voters", timeout=timeout, interval=0.5)
@@ -157,14 +157,14 @@ class StartController(StepBase):
         return {_key(obs.data["node"]): STARTED}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
         # The quorum leader's clock before the start: the wait after it counts only a catch-up later than
         # this (the leader keeps reporting the voter's last catch-up from before its stop for a while).
-        started = leader_clock(svc.quorum().replication())
+        started = leader_clock(env.quorum().replication())
         ctx.facts.set(_started_fact(host), started if started is not None else -1)
-        svc.change(host, svc.command(host, "kafka_start"), timeout=timeout)
+        env.change(host, env.command(host, "kafka_start"), timeout=timeout)
         wait(ctx, lambda: (_active(ctx, host), "starting"), what=f"controller {host.broker_id} running",
              timeout=timeout)
 

@@ -36,7 +36,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.model import Host
-from kafkaops.steps.common import env, target_host
+from kafkaops.steps.common import environment, target_host
 from kafkaops.steps.projection import fact_key, projected_fact, provenance
 from kafkaops.steps.service import (
     LogErrorsFound,
@@ -225,11 +225,11 @@ class MarkStart(StepBase):
         return {fact_key(disruption_name(obs.data["host"])): PLANNED}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         facts = ctx.facts
         if facts.get(disruption_key(host)) is None:
-            facts.set(disruption_key(host), host_time(svc, host))
+            facts.set(disruption_key(host), host_time(env, host))
 
     def verify(self, ctx: RunContext) -> None:
         host = target_host(ctx)
@@ -266,8 +266,8 @@ BATCH_PEER_NAME = "controller-send-to-batch-peer"
 def _batch_benign(ctx: RunContext) -> list[str]:
     """In a batched roll, the controller failing to send to a broker of its own batch — stopped by this run
     at the same time — is the same benign line as its failing to send to itself (BENIGN_KAFKA_ERRORS)."""
-    svc = env(ctx)
-    others = [svc.host(t).broker_id for t in getattr(ctx, "batch", ()) if t != ctx.target]
+    env = environment(ctx)
+    others = [env.host(t).broker_id for t in getattr(ctx, "batch", ()) if t != ctx.target]
     return [f"{BATCH_PEER_PATTERN}{b} " for b in others]
 
 
@@ -291,7 +291,7 @@ class ScanKafkaLog(StepBase):
     The run stops with the host still depooled, showing the lines; a resumed scan stops only on others."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         facts = ctx.facts
         start = projected_fact(ctx, disruption_name(host.name))
@@ -299,7 +299,7 @@ class ScanKafkaLog(StepBase):
                                                                                   self.params["ignore"]]
         compile_patterns(ignore, "ignore")  # a bad pattern is refused in the plan, not after the reboot
         epoch = _epoch(start)
-        cmd = svc.command(host, "kafka_log", since=epoch if epoch is not None else "<maintenance start>") \
+        cmd = env.command(host, "kafka_log", since=epoch if epoch is not None else "<maintenance start>") \
             if "kafka_log" in host.commands else None
         data = {"host": host.name, "since": start, "command": cmd, "ignore": ignore,
                 "resumed_after_report": bool(facts.get(_reported_key(host)))}
@@ -328,16 +328,16 @@ class ScanKafkaLog(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         facts = ctx.facts
         start = facts.get(disruption_key(host))
         if not start:
-            start = host_time(svc, host) - int(self.params["lookback"])
+            start = host_time(env, host) - int(self.params["lookback"])
             ctx.progress(f"  {host.name}: no recorded start of the maintenance; scanning the last "
                          f"{self.params['lookback']:.0f}s of Kafka's log")
-        cmd = svc.command(host, "kafka_log", since=int(start))
-        out = svc.run(host, cmd, timeout=60).stdout
+        cmd = env.command(host, "kafka_log", since=int(start))
+        out = env.run(host, cmd, timeout=60).stdout
         scan = scan_kafka_lines(out.splitlines(), _batch_benign(ctx) + [str(p) for p in self.params["ignore"]])
         reported = list(facts.get(_reported_key(host)) or [])
         errors = [m for m in scan.errors if m.line not in reported]

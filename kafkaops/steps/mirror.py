@@ -11,7 +11,7 @@ from __future__ import annotations
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
-from kafkaops.steps.common import StableObservation, env, names, wait
+from kafkaops.steps.common import StableObservation, environment, names, wait
 
 
 class WaitCaughtUp(StepBase):
@@ -20,9 +20,9 @@ class WaitCaughtUp(StepBase):
     def _lag(self, ctx: RunContext) -> list[str]:
         from kafkaops.systems.mirror import MirrorLag
 
-        svc = env(ctx)
-        lags = MirrorLag(svc.cluster, str(self.params["from_site"]), str(self.params["to_site"]),
-                         timeout=svc.kafka_timeout).partitions()
+        env = environment(ctx)
+        lags = MirrorLag(env.cluster, str(self.params["from_site"]), str(self.params["to_site"]),
+                         timeout=env.kafka_timeout).partitions()
         return [f"{p.topic}-{p.partition} ({p.lag})" for p in lags if p.lag > 0]
 
     def observe(self, ctx: RunContext) -> Observation:

@@ -16,7 +16,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, SafetyRefusal
 from kafkaops.policy.translation import SourcePosition, guarantee, seek_times, translate
-from kafkaops.steps.common import StableObservation, env, names
+from kafkaops.steps.common import StableObservation, environment, names
 
 
 def _groups(step: StepBase, ctx: RunContext) -> list[str]:
@@ -25,7 +25,7 @@ def _groups(step: StepBase, ctx: RunContext) -> list[str]:
         return [str(step.params["group"])]
     from kafkaops.steps.sites import switched
 
-    return list(switched(env(ctx), str(step.params["service"])).consumer_groups)
+    return list(switched(environment(ctx), str(step.params["service"])).consumer_groups)
 
 
 def _already(g: dict[str, Any]) -> bool:
@@ -44,20 +44,20 @@ class Translate(StepBase):
     """Move consumer groups' committed offsets from one site to the other by record timestamp, minus a margin."""
 
     def _translate(self, ctx: RunContext, group: str) -> dict[str, Any]:
-        svc = env(ctx)
+        env = environment(ctx)
         src, dst = str(self.params["from_site"]), str(self.params["to_site"])
         margin_ms = int(float(self.params["margin"]) * 1000)
         pattern = re.compile(str(self.params.get("topics") or ".*"))
-        source, target = svc.groups(src), svc.groups(dst)
+        source, target = env.groups(src), env.groups(dst)
         state = target.state(group)
         committed = {k: v for k, v in source.committed(group).items() if pattern.fullmatch(k[0])}
-        source_admin, target_admin = svc.site(src).kafka, svc.site(dst).kafka
+        source_admin, target_admin = env.site(src).kafka, env.site(dst).kafka
         bounds = source_admin.list_offsets(list(committed))
         positions = []
         for (topic, partition), offset in sorted(committed.items()):
             start, end = bounds.get((topic, partition), (None, None))
             if start is None or end is None:
-                raise CheckFailed(f"{svc.site(src).cluster.name} did not give the offsets of {topic}-{partition}")
+                raise CheckFailed(f"{env.site(src).cluster.name} did not give the offsets of {topic}-{partition}")
             positions.append(SourcePosition(topic, partition, offset, start, end))
         anchors = source.timestamps([(p.topic, p.partition, p.anchor) for p in positions if p.anchor is not None])
         anchor_ts = {(t, p): ts for (t, p, _o), ts in anchors.items()}
@@ -66,13 +66,13 @@ class Translate(StepBase):
         missing = sorted({p.topic for p in positions} - set(target_topics))
         if missing:
             raise SafetyRefusal(f"refusing to translate {group}: {names(missing)} do not exist on "
-                                f"{svc.site(dst).cluster.name}", hint="check MirrorMaker mirrors them (topics: in "
+                                f"{env.site(dst).cluster.name}", hint="check MirrorMaker mirrors them (topics: in "
                                 "its config), or narrow --topics")
         # A timestamp is looked up in the same partition on the target: MirrorMaker 2 mirrors partition N to
         # partition N. A target topic with fewer partitions would have no partition to look in.
         unmatched = sorted(f"{p.topic}-{p.partition}" for p in positions if p.partition not in target_topics[p.topic])
         if unmatched:
-            raise SafetyRefusal(f"refusing to translate {group}: {svc.site(dst).cluster.name} has no partition "
+            raise SafetyRefusal(f"refusing to translate {group}: {env.site(dst).cluster.name} has no partition "
                                 f"{names(unmatched)} to translate its position in",
                                 hint="mirrored topics must have the same partition count on both sites (MirrorMaker "
                                      "2 mirrors partition N to partition N): add partitions to the target topic")
@@ -92,7 +92,7 @@ class Translate(StepBase):
             from kafkaops.steps.discovery import projected_states
             from kafkaops.steps.sites import switched
 
-            record = switched(env(ctx), str(self.params["service"])).discovery
+            record = switched(environment(ctx), str(self.params["service"])).discovery
             if projected_states(ctx, record).get(str(self.params["to_site"])):
                 return Observation({"groups": [], "active": self.params["to_site"]},
                                    summary=f"{self.params['service']} is already active in {self.params['to_site']}")
@@ -142,9 +142,9 @@ class Translate(StepBase):
                                         "duplicates": sum(m["duplicates"] for m in g["moves"])} for g in todo]})
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         for g in action.data["groups"]:
-            target = svc.groups(g["to"])
+            target = env.groups(g["to"])
             state = target.state(g["group"])
             if state.active:  # a consumer started between the plan and now
                 raise SafetyRefusal(f"refusing to translate {g['group']}: it became active on {g['to']} "
@@ -155,9 +155,9 @@ class Translate(StepBase):
         ctx.facts.set("translated", action.data["groups"])
 
     def verify(self, ctx: RunContext) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         for g in ctx.facts.get("translated") or []:
-            current = svc.groups(g["to"]).committed(g["group"])
+            current = env.groups(g["to"]).committed(g["group"])
             wrong = [f"{t}-{p} at {current.get((t, p))}, not {o}" for t, p, o in g["offsets"]
                      if current.get((t, p)) != o]
             if wrong:

@@ -33,7 +33,7 @@ from kafkaops.placement.estimate import human_bytes
 from kafkaops.placement.layout import TopicPartition
 from kafkaops.placement.planner import batches
 from kafkaops.policy.cluster_health import cluster_health
-from kafkaops.steps.common import env, names, wait
+from kafkaops.steps.common import environment, names, wait
 
 #: The dynamic configs a throttle consists of: set before a batch, deleted at the end.
 RATE_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -68,7 +68,7 @@ def assignment_param(assignment: Mapping[TopicPartition, Sequence[int]]) -> list
 
 
 def _current(ctx: RunContext, tps: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, ...]]:
-    snap = env(ctx).kafka.snapshot(with_configs=False)
+    snap = environment(ctx).kafka.snapshot(with_configs=False)
     wanted = set(tps)
     return {(p.topic, p.partition): tuple(p.replicas) for p in snap.partitions if (p.topic, p.partition) in wanted}
 
@@ -100,19 +100,19 @@ def throttle_configs(current: Mapping[TopicPartition, Sequence[int]],
 
 def throttles_left(ctx: RunContext, topics: Sequence[str]) -> dict[str, dict[str, str]]:
     """Every throttle config set on the cluster's brokers and on ``topics`` (non-empty entries only)."""
-    svc = env(ctx)
-    found = svc.kafka.dynamic_configs(brokers=[h.broker_id for h in svc.cluster.hosts], topics=topics,
+    env = environment(ctx)
+    found = env.kafka.dynamic_configs(brokers=[h.broker_id for h in env.cluster.hosts], topics=topics,
                                       names=(*RATE_CONFIGS, *REPLICA_CONFIGS))
     return {k: v for k, v in found.items() if v}
 
 
 def clear_throttles(ctx: RunContext, topics: Sequence[str]) -> list[str]:
     """Delete every throttle config from the brokers and ``topics``; returns what was cleared."""
-    svc = env(ctx)
+    env = environment(ctx)
     left = throttles_left(ctx, topics)
     if not left:
         return []
-    svc.kafka.alter_configs(
+    env.kafka.alter_configs(
         brokers={int(k.split(":", 1)[1]): dict.fromkeys(v, None) for k, v in left.items() if k.startswith("broker:")},
         topics={k: dict.fromkeys(v, None) for k, v in left.items() if not k.startswith("broker:")})
 
@@ -130,10 +130,10 @@ def _wait_throttled(ctx: RunContext, brokers: Mapping[int, Mapping[str, str | No
     asynchronously, and a fetch that starts first copies unthrottled (measured on the lab: a first batch
     of 500 KB done in a second at a 10 KB/s throttle). A broker answers DescribeConfigs for itself, so its
     answer is what it applies."""
-    svc = env(ctx)
+    env = environment(ctx)
 
     def applied() -> tuple[bool, str]:
-        found = svc.kafka.dynamic_configs(brokers=list(brokers), topics=list(topics),
+        found = env.kafka.dynamic_configs(brokers=list(brokers), topics=list(topics),
                                           names=(*RATE_CONFIGS, *REPLICA_CONFIGS))
         missing = [f"broker {b}" for b, cfg in brokers.items() if any(found.get(f"broker:{b}", {}).get(n) != v
                                                                        for n, v in cfg.items())]
@@ -148,9 +148,9 @@ class Preflight(StepBase):
     throttled by someone else."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         target = target_assignment(self.params["assignment"])
-        snap = svc.kafka.snapshot(with_configs=True)
+        snap = env.kafka.snapshot(with_configs=True)
         health = cluster_health(snap)
         needed = sorted({b for r in target.values() for b in r})
         topics = sorted({t for t, _ in target})
@@ -160,7 +160,7 @@ class Preflight(StepBase):
                 "missing": [b for b in needed if b not in snap.brokers],
                 "unknown": sorted(f"{t}-{p}" for t, p in target
                                   if not any(x.topic == t and x.partition == p for x in snap.partitions)),
-                "reassigning": sorted(f"{t}-{p}" for t, p in svc.reassigner().list()),
+                "reassigning": sorted(f"{t}-{p}" for t, p in env.reassigner().list()),
                 "throttles": sorted(throttles_left(ctx, topics))}
         bad = sum(len(v) for v in data.values())
         return Observation(data, summary=f"{len(target)} partition(s) to place; "
@@ -198,7 +198,7 @@ class Reassign(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         target = target_assignment(self.params["assignment"])
         current = _current(ctx, list(target))
-        tool = env(ctx).reassigner()
+        tool = environment(ctx).reassigner()
         in_progress = sorted(tp for tp in tool.list() if tp in target)
         done = sorted(tp for tp, r in target.items() if current.get(tp) == r and tp not in in_progress)
         todo = sorted(tp for tp in target if tp not in done and tp not in in_progress)
@@ -251,10 +251,10 @@ class Reassign(StepBase):
             data={"batches": [[list(tp) for tp in b] for b in parts]})
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         target = target_assignment(self.params["assignment"])
         topics = sorted({t for t, _ in target})
-        tool = svc.reassigner()
+        tool = env.reassigner()
         rate = float(self.params["throttle"])
         timeout = float(self.params["batch_timeout"])
         in_flight: dict[TopicPartition, tuple[int, ...]] = {}
@@ -295,7 +295,7 @@ class Reassign(StepBase):
                 if not batch:
                     continue
                 brokers_cfg, topics_cfg = throttle_configs(now, batch, rate)
-                svc.kafka.alter_configs(brokers=brokers_cfg, topics=topics_cfg)
+                env.kafka.alter_configs(brokers=brokers_cfg, topics=topics_cfg)
                 _wait_throttled(ctx, brokers_cfg, topics_cfg)
                 ctx.record("throttle_set", batch=i, brokers=sorted(brokers_cfg), topics=sorted(topics_cfg), rate=rate)
                 in_flight = batch
@@ -346,7 +346,7 @@ class Cancel(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         target = target_assignment(self.params["assignment"])
-        moving = sorted(tp for tp in env(ctx).reassigner().list() if tp in target)
+        moving = sorted(tp for tp in environment(ctx).reassigner().list() if tp in target)
         left = throttles_left(ctx, sorted({t for t, _ in target}))
         return Observation({"moving": [list(tp) for tp in moving], "throttles": sorted(left)},
                            summary=f"{len(moving)} partition(s) moving, throttles on {len(left)} resource(s)")
@@ -364,7 +364,7 @@ class Cancel(StepBase):
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         target = target_assignment(self.params["assignment"])
-        env(ctx).reassigner().cancel(target, _originals(ctx))
+        environment(ctx).reassigner().cancel(target, _originals(ctx))
         clear_throttles(ctx, sorted({t for t, _ in target}))
 
     def verify(self, ctx: RunContext) -> None:
@@ -381,7 +381,7 @@ def _originals(ctx: RunContext) -> dict[TopicPartition, tuple[int, ...]]:
 def _sizes(ctx: RunContext, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
     """Bytes per partition for progress lines (best effort: a partition whose size is unknown counts 0)."""
     try:
-        return env(ctx).kafka.partition_sizes(tps)
+        return environment(ctx).kafka.partition_sizes(tps)
     except Exception:  # progress only
         return {}
 

@@ -40,7 +40,7 @@ from kafkaops.errors import CheckFailed, ConfigError, WaitTimeout
 from kafkaops.facts.clock import parse_epoch_seconds
 from kafkaops.facts.systemd import parse_main_pid, parse_unit_activity
 from kafkaops.model import BROKER, Host, Service
-from kafkaops.steps.common import env, target_host, wait
+from kafkaops.steps.common import environment, target_host, wait
 from kafkaops.steps.deploy_host import rollback_hint
 from kafkaops.steps.projection import fact_key, provenance, service_key
 
@@ -132,9 +132,9 @@ def check_health(host: Host, service: Service) -> Any:
     return get_json(health_url(host, service))
 
 
-def host_time(svc: Environment, host: Host) -> int:
+def host_time(env: Environment, host: Host) -> int:
     """The host's clock (epoch seconds): log lines are stamped by it, not by ours."""
-    out = svc.run(host, "date +%s", timeout=20).stdout
+    out = env.run(host, "date +%s", timeout=20).stdout
     return parse_epoch_seconds(out, host=host.name, command="date +%s").seconds
 
 
@@ -178,25 +178,25 @@ def _reported_key(host: Host, service: str) -> str:
     return f"log_reported/{host.name}/{service}"
 
 
-def _rollback_hint(svc: Environment, ctx: RunContext, host: Host, service: str) -> str:
-    return rollback_hint(svc, ctx, host, service)
+def _rollback_hint(env: Environment, ctx: RunContext, host: Host, service: str) -> str:
+    return rollback_hint(env, ctx, host, service)
 
 
 # --- restart -----------------------------------------------------------------------------------------------
 
 
-def _pid(svc: Environment, host: Host, service: str) -> int:
+def _pid(env: Environment, host: Host, service: str) -> int:
     """The service's main pid (0: none). A malformed answer stops the step: the pid decides whether the
     restart already happened, so it is never guessed."""
-    command = svc.command(host, "service_pid", service=service)
-    out = svc.run(host, command, timeout=30).stdout
+    command = env.command(host, "service_pid", service=service)
+    out = env.run(host, command, timeout=30).stdout
     return parse_main_pid(out, host=host.name, command=command).pid or 0
 
 
-def _active(svc: Environment, host: Host, service: str) -> bool:
+def _active(env: Environment, host: Host, service: str) -> bool:
     """Active when the status command says so in words *and* by its exit code."""
-    command = svc.command(host, "service_status", service=service)
-    result = svc.run(host, command, timeout=30, check=False)
+    command = env.command(host, "service_status", service=service)
+    result = env.run(host, command, timeout=30, check=False)
     return result.exit_code == 0 and parse_unit_activity(result.stdout, host=host.name, command=command).active
 
 
@@ -204,13 +204,13 @@ class Restart(StepBase):
     """Restart the service on the host and wait until a new process runs (pid recorded first)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         name = service_of(host, str(self.params["service"])).name
         before = ctx.facts.get(_pid_key(host, name))
-        pid, active = _pid(svc, host, name), _active(svc, host, name)
+        pid, active = _pid(env, host, name), _active(env, host, name)
         data = {"host": host.name, "service": name, "pid": pid, "active": active, "pid_before": before,
-                "command": svc.command(host, "service_restart", service=name), "timeout": self.params["timeout"]}
+                "command": env.command(host, "service_restart", service=name), "timeout": self.params["timeout"]}
         return Observation(data, summary=f"{name} on {host.name}: {'active' if active else 'inactive'}, pid {pid}"
                                          + (f" (before the restart: {before})" if before is not None else ""))
 
@@ -230,31 +230,31 @@ class Restart(StepBase):
         return {service_key(obs.data["host"], obs.data["service"]): "restarted"}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         name = str(self.params["service"])
         facts = ctx.facts
         before = facts.get(_pid_key(host, name))
         if before is None:
-            before = _pid(svc, host, name)
+            before = _pid(env, host, name)
             facts.set(_pid_key(host, name), before)  # before the restart: a resumed run can tell it happened
         if facts.get(since_key(host, name)) is None:
-            facts.set(since_key(host, name), host_time(svc, host))
+            facts.set(since_key(host, name), host_time(env, host))
         timeout = float(self.params["timeout"])
-        svc.change(host, svc.command(host, "service_restart", service=name), timeout=timeout)
+        env.change(host, env.command(host, "service_restart", service=name), timeout=timeout)
 
         def restarted() -> tuple[bool, str]:
-            pid, active = _pid(svc, host, name), _active(svc, host, name)
+            pid, active = _pid(env, host, name), _active(env, host, name)
             return active and pid not in (0, before), f"pid {pid or '-'}, {'active' if active else 'inactive'}"
 
         wait(ctx, restarted, what=f"{name} on {host.name} running a new process", timeout=timeout, interval=1.0)
 
     def verify(self, ctx: RunContext) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         name = str(self.params["service"])
         before = ctx.facts.get(_pid_key(host, name))
-        pid, active = _pid(svc, host, name), _active(svc, host, name)
+        pid, active = _pid(env, host, name), _active(env, host, name)
         if not active or pid in (0, before):
             raise CheckFailed(f"{name} on {host.name} has not restarted (pid {before} → {pid or '-'}, "
                               f"{'active' if active else 'inactive'})")
@@ -311,7 +311,7 @@ class VerifyHealth(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         for service in services_to_check(host, str(self.params["service"])):
             def healthy(service: Service = service) -> tuple[bool, str]:
@@ -322,7 +322,7 @@ class VerifyHealth(StepBase):
                 wait(ctx, healthy, what=f"{service.name} on {host.name} healthy",
                      timeout=float(self.params["timeout"]), interval=1.0, stable_for=float(self.params["stable_for"]))
             except WaitTimeout as exc:
-                hint = _rollback_hint(svc, ctx, host, service.name)
+                hint = _rollback_hint(env, ctx, host, service.name)
                 raise WaitTimeout(
                     f"health check failed: {exc}; {host.name} stays depooled"
                     + (f". {hint}" if hint else
@@ -334,7 +334,7 @@ class VerifyHealth(StepBase):
         for service in services_to_check(host, str(self.params["service"])):
             check = check_health(host, service)
             if not check.healthy:
-                hint = _rollback_hint(env(ctx), ctx, host, service.name)
+                hint = _rollback_hint(environment(ctx), ctx, host, service.name)
                 raise CheckFailed(f"health check failed: {service.name} on {host.name} is not healthy: "
                                   f"{check.url}: {check.line()}" + (f". {hint}" if hint else ""))
 
@@ -359,7 +359,7 @@ class ScanLog(StepBase):
     (``logs.mark_start``); a match stops the run with the host still depooled."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         facts = ctx.facts
         # Before a restart this run makes, or (broker runbooks) the start of the host's maintenance.
@@ -369,7 +369,7 @@ class ScanLog(StepBase):
         for service in services_to_check(host, str(self.params["service"])):
             start = scan_start(facts, host, service.name)
             reported = facts.get(_reported_key(host, service.name)) or []
-            cmd = svc.command(host, "service_log", service=service.name,
+            cmd = env.command(host, "service_log", service=service.name,
                               since=start if start else f"<{start_word} time>")
             scans.append({"service": service.name, "patterns": list(service.error_patterns), "since": start,
                           "resumed_after_report": bool(reported), "command": cmd, "from": start_word})
@@ -402,7 +402,7 @@ class ScanLog(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         services = [s for s in services_to_check(host, str(self.params["service"])) if s.error_patterns]
         window = float(self.params["window"])
@@ -418,24 +418,24 @@ class ScanLog(StepBase):
                  interval=min(1.0, window))
         problems: list[str] = []
         for service in services:
-            problem = self._scan(ctx, svc, host, service, window)
+            problem = self._scan(ctx, env, host, service, window)
             if problem:
                 problems.append(problem)
         if problems:
-            hints = [h for s in services if (h := _rollback_hint(svc, ctx, host, s.name))]
+            hints = [h for s in services if (h := _rollback_hint(env, ctx, host, s.name))]
             raise LogErrorsFound(
                 "\n".join(problems) + f"\n{host.name} stays depooled. " + "".join(h + ". " for h in hints[:1])
                 + "Once they are understood, resuming scans again and stops only on lines not reported here",
             )
 
-    def _scan(self, ctx: RunContext, svc: Environment, host: Host, service: Service, window: float) -> str:
+    def _scan(self, ctx: RunContext, env: Environment, host: Host, service: Service, window: float) -> str:
         """Scan one service's log; returns what to tell the operator about new matches ("" when clean)."""
         facts = ctx.facts
         start = scan_start(facts, host, service.name)
         if not start:
-            start = host_time(svc, host) - int(window) - 1  # no recorded restart: the watched window only
-        cmd = svc.command(host, "service_log", service=service.name, since=int(start))
-        out = svc.run(host, cmd, timeout=60).stdout
+            start = host_time(env, host) - int(window) - 1  # no recorded restart: the watched window only
+        cmd = env.command(host, "service_log", service=service.name, since=int(start))
+        out = env.run(host, cmd, timeout=60).stdout
         reported = list(facts.get(_reported_key(host, service.name)) or [])
         matches = [m for m in find_error_lines(out.splitlines(), service.error_patterns) if m.line not in reported]
         if not matches:

@@ -14,35 +14,35 @@ from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, reg
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal
 from kafkaops.model import SwitchedService
-from kafkaops.steps.common import StableObservation, env, names
+from kafkaops.steps.common import StableObservation, environment, names
 
 
-def switched(svc: Environment, name: str) -> SwitchedService:
+def switched(env: Environment, name: str) -> SwitchedService:
     """The inventory's ``switchover:`` entry of service ``name``."""
-    found = svc.cluster.switched.get(name)
+    found = env.cluster.switched.get(name)
     if found is None:
-        known = ", ".join(svc.cluster.switched) or "none"
-        raise ConfigError(f"{svc.cluster.name} has no switchover service {name!r} ({svc.cluster.source})",
+        known = ", ".join(env.cluster.switched) or "none"
+        raise ConfigError(f"{env.cluster.name} has no switchover service {name!r} ({env.cluster.source})",
                           hint=f"services it switches: {known}")
     return found
 
 
-def lock_owner(svc: Environment) -> str:
+def lock_owner(env: Environment) -> str:
     """The run holding the sites' inventory's own lock ("" when none): the switchover itself, which holds
     every site's lock while it runs (:class:`~kafkaops.engine.lock.SiteLocks`), so a site lock held by that
     run is not "a run under way on the site". Asked of the lock rather than the step's context because a
     saved plan's apply re-observes before its run id reaches the steps."""
-    holder = svc.lock.holder(svc.cluster.name)
+    holder = env.lock.holder(env.cluster.name)
     return holder.run_id if holder is not None else ""
 
 
-def site_health(svc: Environment, dc: str, service: str, owner: str) -> dict[str, Any]:
+def site_health(env: Environment, dc: str, service: str, owner: str) -> dict[str, Any]:
     """One site: no run but ``owner`` (:func:`lock_owner`) holding its lock, Kafka reachable and whole, the
     service answering its health path through the VIP."""
     from kafkaops.policy.cluster_health import cluster_health
     from kafkaops.systems.http import get_json
 
-    site = svc.site(dc)
+    site = env.site(dc)
     out: dict[str, Any] = {"cluster": site.cluster.name, "problems": []}
     try:
         # A site being rebooted or rolled is no site to send every client to (nor to take them from).
@@ -81,19 +81,19 @@ class Preflight(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         from kafkaops.systems.mirror import MirrorLag
 
-        svc = env(ctx)
+        env = environment(ctx)
         src, dst = str(self.params["from_site"]), str(self.params["to_site"])
-        service = switched(svc, str(self.params["service"]))
+        service = switched(env, str(self.params["service"]))
         for dc in (src, dst):
-            svc.site(dc)  # an unknown site is a ConfigError naming the known ones
+            env.site(dc)  # an unknown site is a ConfigError naming the known ones
         if src == dst:
             raise ConfigError(f"--from and --to are both {src}", hint="name two different sites")
-        records = svc.discovery.states(service.discovery)
-        owner = lock_owner(svc)
-        sites = {dc: site_health(svc, dc, service.name, owner) for dc in (src, dst)}
+        records = env.discovery.states(service.discovery)
+        owner = lock_owner(env)
+        sites = {dc: site_health(env, dc, service.name, owner) for dc in (src, dst)}
         max_lag = int(self.params["max_lag"])
         try:
-            lags = MirrorLag(svc.cluster, src, dst, timeout=svc.kafka_timeout).partitions()
+            lags = MirrorLag(env.cluster, src, dst, timeout=env.kafka_timeout).partitions()
             lag_rows: list[dict[str, Any]] = [{"partition": f"{p.topic}-{p.partition}", "lag": p.lag} for p in lags]
             lag_error = None
         except KafkaOpsError as exc:
@@ -145,13 +145,13 @@ class PostCheck(StepBase):
     """Both sites healthy, the service active in the target site only and answering there."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        svc = env(ctx)
+        env = environment(ctx)
         src, dst = str(self.params["from_site"]), str(self.params["to_site"])
-        service = switched(svc, str(self.params["service"]))
-        owner = lock_owner(svc)
+        service = switched(env, str(self.params["service"]))
+        owner = lock_owner(env)
         return Observation({"service": service.name, "record": service.discovery, "from": src, "to": dst,
-                            "records": svc.discovery.states(service.discovery),
-                            "sites": {dc: site_health(svc, dc, service.name, owner) for dc in (src, dst)}},
+                            "records": env.discovery.states(service.discovery),
+                            "sites": {dc: site_health(env, dc, service.name, owner) for dc in (src, dst)}},
                            summary="checked when the step runs")
 
     def plan(self, obs: Observation) -> Action | Noop:

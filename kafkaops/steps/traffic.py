@@ -15,7 +15,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.model import BROKER, Host
-from kafkaops.steps.common import env, target_host
+from kafkaops.steps.common import environment, target_host
 
 
 def _service(step: StepBase, host: Host) -> tuple[int, str | None]:
@@ -67,7 +67,7 @@ class WaitZeroSyns(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         from kafkaops.systems.traffic import watch_syns
 
-        svc = env(ctx)
+        env = environment(ctx)
         host = target_host(ctx)
         (port, vip), window = _service(self, host), float(self.params["window"])
         shown = [0.0]
@@ -82,7 +82,7 @@ class WaitZeroSyns(StepBase):
                 ctx.record("wait_restarted", reason=f"new SYN from {source}", syns=count)
 
         ctx.progress(f"  {host.name}: capturing SYNs to :{port} until {window:.0f}s pass without one")
-        quiet = watch_syns(svc.ssh(host), host, host.commands.get("syn_capture"), port, window,
+        quiet = watch_syns(env.ssh(host), host, host.commands.get("syn_capture"), port, window,
                            budget=float(self.params["timeout"]), vip=vip, on_syn=restarted,
                            cancelled=ctx.pause_requested)
         ctx.progress(f"  {host.name}: no new SYN to :{port} for {window:.0f}s (waited {quiet.waited:.1f}s, "
@@ -129,9 +129,9 @@ class WaitZeroSynsAtSite(StepBase):
         from kafkaops.errors import ConfigError
         from kafkaops.steps.sites import switched
 
-        svc = env(ctx)
-        service = switched(svc, str(self.params["service"]))
-        site = svc.site(str(self.params["site"]))
+        env = environment(ctx)
+        service = switched(env, str(self.params["service"]))
+        site = env.site(str(self.params["site"]))
         hosts = tuple(h for h in site.cluster.hosts if any(s.name == service.name for s in h.services))
         spec = next((s for h in hosts for s in h.services if s.name == service.name), None)
         if spec is None or not spec.vip:
