@@ -17,8 +17,8 @@ from kafkaops.errors import UnreachableError
 from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.facts.systemd import parse_unit_activity, parse_unit_log
 from kafkaops.inventory import load_inventory
-from kafkaops.steps import kafka as kafka_steps
-from kafkaops.steps.kafka import BrokerNotRunning, _UnitWatch
+from kafkaops.steps import broker_unit
+from kafkaops.steps.broker_unit import BrokerNotRunning, UnitWatch
 from kafkaops.systems.ssh import CommandResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ class ScriptedHost(Environment):
 
     def run(self, host: Any, command: str, *, timeout: float = 60.0, check: bool = True) -> CommandResult:
         self.commands.append(command)
-        assert timeout <= kafka_steps.UNIT_CHECK_TIMEOUT, "every question to the host has a short deadline"
+        assert timeout <= broker_unit.UNIT_CHECK_TIMEOUT, "every question to the host has a short deadline"
         if command.startswith("hostctl status"):
             answer = self.states.pop(0)
             if isinstance(answer, Exception):
@@ -111,14 +111,14 @@ class ScriptedHost(Environment):
 @pytest.fixture(autouse=True)
 def no_pauses(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every check asks the host (no 5 s between two questions): the decisions, not the pacing, are tested."""
-    monkeypatch.setattr(kafka_steps, "UNIT_CHECK_EVERY", 0.0)
-    monkeypatch.setattr(kafka_steps, "DOWN_CONFIRM", 0.0)
+    monkeypatch.setattr(broker_unit, "UNIT_CHECK_EVERY", 0.0)
+    monkeypatch.setattr(broker_unit, "DOWN_CONFIRM", 0.0)
     yield
 
 
-def _watch(env: Environment) -> _UnitWatch:
+def _watch(env: Environment) -> UnitWatch:
     ctx = RunContext(run_id="r1", operator="o", reason="r", task=None, target="kafka1001", params={}, env=env)
-    return _UnitWatch(ctx, env.host("kafka1001"))
+    return UnitWatch(ctx, env.host("kafka1001"))
 
 
 def test_a_failed_unit_stops_the_wait_at_once_naming_host_state_and_last_log_line(tmp_path: Path) -> None:

@@ -118,7 +118,7 @@ def test_wait_stable_passes_once_the_watch_has_held_long_enough(monkeypatch: pyt
             if ok:
                 return
 
-    monkeypatch.setattr(kafka_steps, "env", lambda ctx: SimpleNamespace(health_watch=Watch))
+    monkeypatch.setattr(kafka_steps, "environment", lambda ctx: SimpleNamespace(health_watch=Watch))
     monkeypatch.setattr(kafka_steps, "wait", fake_wait)
     step(stable_for=5.0).apply(SimpleNamespace(), Action(description="x"))
     assert polls == ["healthy for 2.0s of 5s", "healthy for 4.0s of 5s", "healthy for 5.5s of 5s"]
@@ -156,7 +156,7 @@ def _stop_world(monkeypatch: pytest.MonkeyPatch, *, registered: bool, sent: bool
             pass
         did.append("waited: " + kw["what"])
 
-    monkeypatch.setattr(kafka_steps, "env", lambda ctx: svc)
+    monkeypatch.setattr(kafka_steps, "environment", lambda ctx: svc)
     monkeypatch.setattr(kafka_steps, "target_host", lambda ctx: host)
     monkeypatch.setattr(kafka_steps, "_registered", lambda ctx: [3] if registered else [])
     monkeypatch.setattr(kafka_steps, "_unregistered", lambda ctx, h: (True, "gone"))
