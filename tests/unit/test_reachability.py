@@ -56,14 +56,14 @@ def _plan(env: FakeEnv, **params: Any) -> Any:
                      targets=("k1", "k2", "k3"))
     import kafkaops.steps.env as reach
 
-    original = reach.env
-    reach.env = lambda ctx: ctx.env  # type: ignore[assignment]
+    original = reach.environment
+    reach.environment = lambda ctx: ctx.env  # type: ignore[assignment]
     original_target = reach.target_host
     reach.target_host = lambda ctx: ctx.env.host(ctx.target)  # type: ignore[assignment]
     try:
         return step.plan(step.observe(ctx))
     finally:
-        reach.env, reach.target_host = original, original_target  # type: ignore[assignment]
+        reach.environment, reach.target_host = original, original_target  # type: ignore[assignment]
 
 
 def test_everything_answering_and_agreeing_passes_and_says_what_it_checked() -> None:
