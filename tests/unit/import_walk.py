@@ -102,6 +102,17 @@ def exports(path: Path) -> dict[str, str]:
             if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
 
 
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    """The module a (possibly relative) ``from X import`` names, seen from ``package``."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    anchor = package
+    for _ in range(node.level - 1):
+        anchor = anchor.rpartition(".")[0]
+    return f"{anchor}.{base}" if base else anchor
+
+
 def imports(path: Path, source: str | None = None) -> list[Import]:
     """Every name ``path`` (or ``source``, read as if it were ``path``'s) imports, absolute, with its line.
 
@@ -119,12 +130,7 @@ def imports(path: Path, source: str | None = None) -> list[Import]:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package
-                for _ in range(node.level - 1):
-                    anchor = anchor.rpartition(".")[0]
-                base = f"{anchor}.{base}" if base else anchor
+            base = _absolute(node, package)
             names = [base] + [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
@@ -176,12 +182,7 @@ def edges(path: Path, known: Mapping[str, Path], source: str | None = None) -> l
             for alias in node.names:
                 add(alias.name, node.lineno, typed)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package
-                for _ in range(node.level - 1):
-                    anchor = anchor.rpartition(".")[0]
-                base = f"{anchor}.{base}" if base else anchor
+            base = _absolute(node, package)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 if sub in known:
