@@ -113,6 +113,16 @@ def _absolute(node: ast.ImportFrom, package: str) -> str:
     return f"{anchor}.{base}" if base else anchor
 
 
+def _dynamic_import(node: ast.Call) -> str | None:
+    """The module of ``import_module("x")`` / ``__import__("x")`` with a literal name, else None."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if called in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str):
+        return node.args[0].value
+    return None
+
+
 def imports(path: Path, source: str | None = None) -> list[Import]:
     """Every name ``path`` (or ``source``, read as if it were ``path``'s) imports, absolute, with its line.
 
@@ -132,13 +142,8 @@ def imports(path: Path, source: str | None = None) -> list[Import]:
         elif isinstance(node, ast.ImportFrom):
             base = _absolute(node, package)
             names = [base] + [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
-        elif isinstance(node, ast.Call) and node.args:
-            func = node.func
-            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            arg = node.args[0]
-            if called in ("import_module", "__import__") and isinstance(arg, ast.Constant) \
-                    and isinstance(arg.value, str):
-                names = [arg.value]
+        elif isinstance(node, ast.Call) and (dynamic := _dynamic_import(node)):
+            names = [dynamic]
         if names:
             assert isinstance(node, (ast.Import, ast.ImportFrom, ast.Call))
             found += [Import(node.lineno, name, id(node) in type_only) for name in names]
@@ -190,13 +195,8 @@ def edges(path: Path, known: Mapping[str, Path], source: str | None = None) -> l
                     continue
                 lazy = exports(known[base]).get(alias.name) if base in known else None
                 add(lazy or base, node.lineno, typed)
-        elif isinstance(node, ast.Call) and node.args:
-            func = node.func
-            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            arg = node.args[0]
-            if called in ("import_module", "__import__") and isinstance(arg, ast.Constant) \
-                    and isinstance(arg.value, str):
-                add(arg.value, node.lineno, typed)
+        elif isinstance(node, ast.Call) and (dynamic := _dynamic_import(node)):
+            add(dynamic, node.lineno, typed)
     table = _export_table(tree)
     if table is not None:
         for v in table.values:
