@@ -17,6 +17,14 @@ Operational rules this module enforces, and why:
   first run, retry, resume, rollback. A gate step earlier in the runbook only says what held *then*;
   a resume skips a verified gate, and a paused run may wait for days. A refusal is a safe stop: nothing
   applied, the run stopped resumable (:class:`~kafkaops.errors.RunFailed`, exit 11, naming the refusal).
+* **No destructive step on a lock the run cannot see as its own (fencing).** The lock is persistent by
+  design (it outlives sessions and crashes), so nothing tells a run that a human removed it
+  (``runs unlock --force``), that a restored store lost it, or that the store is out of reach. Right
+  before each destructive step's intent (after its precondition) the runner re-reads the holder from
+  the store: unreadable within the backend's deadline, or not this run's, and the run pauses there
+  (journal ``lock_unconfirmed`` + ``paused``; exit 4 :class:`~kafkaops.errors.UnreachableError` or 7
+  :class:`~kafkaops.errors.LockHeldError`, one line naming the lock). ``resume`` takes the lock back as
+  its own once the store answers (refused if another run took it meanwhile).
 * **Pause only at safe points.** Ctrl-C sets a flag; the run stops between steps (or inside a
   read-only wait), journals ``paused`` and tells the operator the exact resume command. A second
   Ctrl-C stops immediately (the journal still shows the in-flight step).
@@ -75,7 +83,16 @@ from kafkaops.engine.step import (
     require_kind,
 )
 from kafkaops.engine.wait import Clock, SystemClock
-from kafkaops.errors import ConfigError, Interrupted, KafkaOpsError, NotConfirmed, RunFailed, StalePlanError
+from kafkaops.errors import (
+    ConfigError,
+    Interrupted,
+    KafkaOpsError,
+    LockHeldError,
+    NotConfirmed,
+    RunFailed,
+    StalePlanError,
+    UnreachableError,
+)
 
 Hook = Callable[[str, str, BoundStep], None]
 """``hook(point, target, step)`` called at ``before_apply``, ``after_apply``, ``after_applied_record``
@@ -145,6 +162,14 @@ class _Meta:
     runbook: str
     targets: tuple[str, ...]
     batches: tuple[tuple[str, ...], ...] = ()
+
+
+class _Fenced(Exception):
+    """The lock could not be confirmed right before a destructive step: pause, then raise ``error``."""
+
+    def __init__(self, error: KafkaOpsError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 def _discard(_: str) -> None:
@@ -611,10 +636,17 @@ class Runner:
 
     def _pause(
         self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = "",
-        refusal: NotConfirmed | None = None,
+        refusal: NotConfirmed | None = None, fenced: KafkaOpsError | None = None,
     ) -> NoReturn:
         journal.append("paused", target=target.name, step=step.index, kind=step.kind, detail=detail)
         self._record(meta, target=target.name, step=step.label, action="pause", outcome="paused")
+        if fenced is not None:  # the lock is not confirmed as this run's: its code (4 or 7), paused
+            error = type(fenced)(
+                f"run {meta.run_id} paused before {target.name} {step.label}: {fenced.message}. "
+                f"State: {_changes_so_far(journal.replay(), target.name)}",
+                hint=(f"{fenced.hint}; " if fenced.hint else "") + f"then `kafkaops resume {meta.run_id}`",
+            )
+            raise error
         if refusal is not None:  # a checkpoint nobody confirmed: the run waits for the operator
             raise NotConfirmed(
                 f"run {meta.run_id} paused before {target.name} {step.label}: {refusal.message}",
@@ -658,6 +690,7 @@ class Runner:
         if isinstance(decision, Noop):
             return decision
         self._precondition(obj, ctx, step, decision)
+        self._fence(ctx, meta, step)
         journal.append(f"{phase}_applying", action=decision.to_dict(), attempt=attempt, **base)
         self._record(meta, target=ctx.target, step=label, action=decision.description,
                      outcome="applying" if phase == "step" else "rollback-applying",
@@ -685,6 +718,35 @@ class Runner:
             return
         found = cast(DestructiveStep, obj).precondition(ctx, action)
         ctx.record("precondition_held", found=found)
+
+    def _fence(self, ctx: RunContext, meta: _Meta, step: BoundStep) -> None:
+        """Before a destructive step's intent: the lock, re-read from its store now, is this run's.
+
+        The lock's holder is read (the backend answers within its deadline or raises
+        :class:`~kafkaops.errors.UnreachableError`); unreadable, absent or another run's, and the step is
+        not applied: :class:`_Fenced` makes :meth:`_run_step` pause the run (resumable) with exit 4 or 7.
+        """
+        if not require_kind(step.kind, step.label).destructive:
+            return
+        lock = self.lock_for(ctx.env)
+        label = getattr(ctx.env, "lock_label", "") or f"the lock of cluster {meta.cluster}"
+        error: KafkaOpsError
+        try:
+            holder = lock.holder(meta.cluster)
+        except (UnreachableError, ConfigError) as exc:
+            ctx.record("lock_unconfirmed", lock=label, error=str(exc))
+            error = UnreachableError(
+                f"cannot confirm the cluster lock ({label}) before {step.kind} on {ctx.target}: {exc.message}",
+                hint="the lock's store did not answer; once it does, resume takes the lock back as the run's own")
+            raise _Fenced(error) from exc
+        if holder is not None and holder.run_id == meta.run_id:
+            ctx.record("lock_confirmed", lock=label)
+            return
+        found = f"held by {holder.describe()}" if holder is not None else "gone (removed by someone else)"
+        ctx.record("lock_unconfirmed", lock=label, holder=holder.run_id if holder else None)
+        raise _Fenced(LockHeldError(
+            f"the cluster lock ({label}) is no longer this run's before {step.kind} on {ctx.target}: it is {found}",
+            hint="find out who removed or took it; resume takes it back only if no other run holds it"))
 
     def _run_step(
         self,
@@ -722,6 +784,8 @@ class Runner:
                 self._pause(journal, meta, target, step, detail=str(exc))
             except NotConfirmed as exc:
                 self._pause(journal, meta, target, step, detail=exc.message, refusal=exc)
+            except _Fenced as exc:
+                self._pause(journal, meta, target, step, detail=str(exc), fenced=exc.error)
             except Exception as exc:
                 failures += 1
                 if policy.retryable(exc) and failures < policy.attempts:
