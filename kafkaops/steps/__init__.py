@@ -20,6 +20,7 @@ from kafkaops.steps import (
     kafka,
     kraft,
     logs,
+    metrics,
     mirror,
     offsets,
     operator,
@@ -30,7 +31,7 @@ from kafkaops.steps import (
 )
 
 __all__ = ["canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka", "kraft",
-           "logs", "mirror", "offsets", "operator", "placement", "service", "sites", "traffic"]
+           "logs", "metrics", "mirror", "offsets", "operator", "placement", "service", "sites", "traffic"]
 
 
 def register_all() -> None:

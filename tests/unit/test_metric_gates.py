@@ -18,6 +18,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,3 +151,117 @@ def test_a_silent_prometheus_times_out(tmp_path: Path) -> None:
         url = f"http://127.0.0.1:{server.getsockname()[1]}"
         with pytest.raises(UnreachableError, match="did not answer gate x: ReadTimeout"):
             Prometheus(url, timeout=0.5).query("1", what="gate x")
+
+
+# --- the steps, on that Prometheus -----------------------------------------------------------------------
+
+
+def _env(url: str | None, *gates: tuple[str, str, float | None, float | None]) -> Any:
+    from kafkaops.environment import Environment
+    from kafkaops.model import Cluster, Host, MetricGate, Monitoring, SshEndpoint
+
+    host = Host(name="kafka9001", fqdn="kafka9001.example", address="127.0.0.1", broker_id=9001, dc="x", rack="a",
+                ssh=SshEndpoint(address="127.0.0.1", port=9))
+    monitoring = Monitoring(prometheus=url, gates=tuple(MetricGate(n, q, high, ratio) for n, q, high, ratio in gates))
+    cluster = Cluster(name="c1", bootstrap_servers="127.0.0.1:9", hosts=(host,), monitoring=monitoring)
+    return Environment(cluster, dry_run=True)
+
+
+def _ctx(env: Any, kind: str, facts: Any = None, **params: Any) -> Any:
+    from kafkaops.engine.context import RunContext
+    from kafkaops.engine.run_facts import in_memory
+
+    records: list[tuple[str, dict[str, Any]]] = []
+    ctx = RunContext(run_id="r1", operator="o", reason="x", task=None, target="kafka9001", params=params, env=env,
+                     kind=kind, facts=facts or in_memory(),
+                     record=lambda event, **fields: records.append((event, fields)))
+    return ctx, records
+
+
+def _step(kind: str, **params: Any) -> Any:
+    import kafkaops.steps  # noqa: F401  (registers the kinds)
+    from kafkaops.engine.step import require_kind
+
+    entry = require_kind(kind, kind)
+    bound = {p.name: p.default for p in entry.params} | params
+    return entry.create(bound)
+
+
+def test_without_gates_both_steps_are_noops_that_say_why() -> None:
+    from kafkaops.engine.step import Noop
+
+    for env, why in ((_env(None, ("x", "1", 1, None)), "no monitoring.prometheus URL"), (_env("http://127.0.0.1:9"),
+                                                                                          "no monitoring.gates")):
+        for kind in ("metrics.baseline", "metrics.gate"):
+            step = _step(kind)
+            ctx, _ = _ctx(env, kind)
+            decision = step.plan(step.observe(ctx))
+            assert isinstance(decision, Noop) and why in decision.reason, (kind, decision)
+
+
+def test_the_baseline_is_kept_with_the_run_and_the_gate_compares_against_it(prometheus: str, tmp_path: Path) -> None:
+    """The gate's query answers 12 now; the baseline stored by the run says 10: 12 > 1.1 x 10 holds the roll.
+    A resume (a new process, the same facts file) compares against the stored 10, not against a new one."""
+    from kafkaops.engine.run_facts import RunFacts
+    from kafkaops.engine.step import Action, Noop
+    from kafkaops.steps.metrics import BASELINE_FACT
+
+    facts = RunFacts(tmp_path / "facts.json")
+    env = _env(prometheus, ("p99", "vector(10)", None, 1.1))
+    baseline = _step("metrics.baseline")
+    ctx, records = _ctx(env, "metrics.baseline", facts)
+    action = baseline.plan(baseline.observe(ctx))
+    assert isinstance(action, Action) and action.impact == "read-only"
+    assert action.commands == (f"Prometheus {prometheus}: p99 = vector(10)",)
+    baseline.apply(ctx, action)
+    assert facts.get(BASELINE_FACT)["values"] == {"p99": 10.0}
+    assert records == [("metric_baseline", {"values": {"p99": 10.0}})]
+    again = baseline.plan(baseline.observe(ctx))
+    assert isinstance(again, Noop) and "already taken" in again.reason and "p99 10" in again.reason
+
+    later = _env(prometheus, ("p99", "vector(12)", None, 1.1))  # the same gate, the figure has grown
+    gate = _step("metrics.gate", timeout=1.0, interval=0.5)
+    ctx, records = _ctx(later, "metrics.gate", RunFacts(tmp_path / "facts.json"))
+    obs = gate.observe(ctx)
+    decision = gate.plan(obs)
+    assert isinstance(decision, Action)
+    assert "p99 12 > 11 (1.1 x baseline 10)" in decision.description  # value, limit and baseline in the plan
+    assert records[0][0] == "metric_gate" and records[0][1]["held"] is False
+    assert records[0][1]["readings"][0] == {"name": "p99", "value": 12.0, "baseline": 10.0, "limit": 11.0,
+                                                 "ok": False, "detail": "1.1 x baseline 10", "series": ""}
+
+
+def test_an_exceeded_gate_waits_then_stops_naming_value_baseline_and_limit(prometheus: str) -> None:
+    from kafkaops.engine.step import Action
+    from kafkaops.errors import WaitTimeout
+
+    env = _env(prometheus, ("isr", "vector(2)", 0, None), ("p99", "vector(1)", 5, None))
+    gate = _step("metrics.gate", timeout=1.0, interval=0.5)
+    ctx, records = _ctx(env, "metrics.gate")
+    decision = gate.plan(gate.observe(ctx))
+    assert isinstance(decision, Action)
+    with pytest.raises(WaitTimeout) as exc:
+        gate.apply(ctx, decision)
+    assert "isr 2 > 0 (max 0)" in exc.value.message and "p99" not in exc.value.message  # only what holds it
+    assert "nothing of this host was stopped" in (exc.value.hint or "")
+    assert records[-1][0] == "metric_gate" and records[-1][1]["held"] is False
+
+
+def test_gates_within_their_ceilings_let_the_roll_go_on(prometheus: str) -> None:
+    from kafkaops.engine.step import Noop
+
+    env = _env(prometheus, ("isr", "vector(0)", 0, None), ("p99", "vector(9)", None, 1.5))
+    gate = _step("metrics.gate")
+    ctx, _ = _ctx(env, "metrics.gate")
+    ctx.projected.set("metrics/baseline", {"p99": 8.0, "isr": 0.0}, "metrics.baseline")  # a dry-run's projection
+    decision = gate.plan(gate.observe(ctx))
+    assert isinstance(decision, Noop)
+    assert decision.reason == "metric gates hold: isr 0 ≤ 0 (max 0); p99 9 ≤ 12 (1.5 x baseline 8)"
+
+
+def test_a_refused_gate_query_names_the_gate(prometheus: str) -> None:
+    env = _env(prometheus, ("broken_gate", "sum(", 1, None))
+    gate = _step("metrics.gate")
+    ctx, _ = _ctx(env, "metrics.gate")
+    with pytest.raises(ConfigError, match="refused gate broken_gate"):
+        gate.observe(ctx)
