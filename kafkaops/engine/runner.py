@@ -621,13 +621,14 @@ class Runner:
         hosts only: a single-host run's START/END lines already are that host's."""
         if len(meta.targets) < 2 or host not in meta.targets:
             return
-        common = {"run": meta.run_id, "runbook": meta.runbook, "host": host, "operator": meta.operator,
-                  "reason": meta.reason, "task": meta.task,
-                  "position": (meta.targets.index(host) + 1, len(meta.targets))}
+        position = (meta.targets.index(host) + 1, len(meta.targets))
         if passed is None:
-            self.audit.host_start(**common, resumed=resumed)
+            self.audit.host_start(run=meta.run_id, runbook=meta.runbook, host=host, position=position,
+                                  operator=meta.operator, reason=meta.reason, task=meta.task, resumed=resumed)
         else:
-            self.audit.host_end(**common, passed=passed, detail=detail)
+            self.audit.host_end(run=meta.run_id, runbook=meta.runbook, host=host, position=position,
+                                operator=meta.operator, reason=meta.reason, task=meta.task, passed=passed,
+                                detail=detail)
 
     def _pause(
         self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = "",
