@@ -37,6 +37,7 @@ from kafkaops.run_identity import check_same_world, identity, recorded_inventory
 
 if TYPE_CHECKING:
     from kafkaops.engine.lock import LockBackend
+    from kafkaops.systems.alertmanager import Alertmanager
     from kafkaops.systems.conftool import Conftool, Discovery
     from kafkaops.systems.groups import ConsumerGroups
     from kafkaops.systems.health_watch import HealthWatch
@@ -90,6 +91,7 @@ class Environment:
         self._sites: dict[str, Environment] = {}
         self._discovery: Discovery | None = None
         self._prometheus: Prometheus | None = None
+        self._alertmanager: Alertmanager | None = None
 
     # --- building ---------------------------------------------------------------------------------
 
@@ -164,6 +166,20 @@ class Environment:
 
             self._prometheus = Prometheus(mon.prometheus, timeout=self.kafka_timeout)
         return self._prometheus
+
+    @property
+    def alertmanager(self) -> Alertmanager:
+        """The cluster's Alertmanager (inventory ``monitoring.alertmanager``): its alerts and silences."""
+        if self._alertmanager is None:
+            monitoring = self.cluster.monitoring
+            if monitoring is None or not monitoring.alertmanager:
+                raise ConfigError(f"cluster {self.cluster.name} has no monitoring.alertmanager in "
+                                  f"{self.cluster.source}", hint="add monitoring: {alertmanager: http://HOST:9093}")
+            from kafkaops.systems.alertmanager import Alertmanager
+
+            self._alertmanager = Alertmanager(monitoring.alertmanager, timeout=self.kafka_timeout,
+                                              dry_run=self.dry_run)
+        return self._alertmanager
 
     # --- a multi-site inventory's sites ---------------------------------------------------------------
 
@@ -360,6 +376,8 @@ class Environment:
             site.close()
         if self._health_watch is not None:
             self._health_watch.stop()
+        if self._alertmanager is not None:
+            self._alertmanager.close()
         if self._ssh is not None:
             self._ssh.close()
         close = getattr(self._lock, "close", None)

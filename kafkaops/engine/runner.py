@@ -273,6 +273,7 @@ class Runner:
         projected: Projection = NO_PROJECTION,
         journal: Journal | None = None,
         facts: RunFacts | None = None,
+        steps: tuple[BoundStep, ...] = (),
     ) -> RunContext:
         """The context of one step. ``facts``: the dry-run's in-memory store; a run's is the file beside
         its ``journal``."""
@@ -301,6 +302,7 @@ class Runner:
             confirmed=dict(self.confirmed),
             ask=self.ask,
             facts=RunFacts(journal.path.parent / FACTS_FILE) if journal is not None else facts or RunFacts(None),
+            steps=steps,
         )
 
     @staticmethod
@@ -349,7 +351,8 @@ class Runner:
         for target, step in schedule(bound):
             entry = require_kind(step.kind, step.label)
             obj = entry.create(step.params)
-            ctx = self._ctx(meta, target.name, step, step.params, env, projection.copy(), facts=facts)
+            ctx = self._ctx(meta, target.name, step, step.params, env, projection.copy(), facts=facts,
+                            steps=target.steps)
             obs = obj.observe(ctx)
             decision = obj.plan(obs)
             if isinstance(decision, Action):
@@ -721,7 +724,7 @@ class Runner:
         entry = require_kind(step.kind, step.label)
         policy = self._policy(bound, step)
         obj: Step = entry.create(step.params)
-        ctx = self._ctx(meta, target.name, step, step.params, env, journal=journal)
+        ctx = self._ctx(meta, target.name, step, step.params, env, journal=journal, steps=target.steps)
         base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": step.kind}
         # The step's place among this target's own steps (a KRaft controller node runs fewer than a broker).
         label = f"[{target.steps.index(step) + 1}/{len(target.steps)}] {step.kind}"
