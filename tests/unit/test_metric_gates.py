@@ -265,3 +265,27 @@ def test_a_refused_gate_query_names_the_gate(prometheus: str) -> None:
     ctx, _ = _ctx(env, "metrics.gate")
     with pytest.raises(ConfigError, match="refused gate broken_gate"):
         gate.observe(ctx)
+
+
+# --- where the values are shown -----------------------------------------------------------------------------
+
+_HELD = {"event": "metric_gate", "target": "kafka1002", "held": False, "t": 1.0,
+         "readings": [{"name": "p99", "value": 45.0, "baseline": 10.0, "limit": 15.0, "ok": False,
+                       "detail": "1.5 x baseline 10", "series": ""}]}
+
+
+def test_runs_show_names_each_hosts_last_gate_verdict_with_its_values() -> None:
+    from kafkaops.cli.runs import _gate_lines
+
+    passed = {**_HELD, "target": "kafka1001", "held": True,
+              "readings": [{**_HELD["readings"][0], "value": 9.0, "ok": True}]}
+    lines = _gate_lines({"events": [passed, {"event": "reboot_sent", "target": "kafka1001"}, _HELD]})
+    assert lines == ["metric gates before kafka1001: held: p99 9 ≤ 15 (1.5 x baseline 10)",
+                     "metric gates before kafka1002: held the roll: p99 45 > 15 (1.5 x baseline 10)"]
+
+
+def test_the_chart_annotates_a_gate_with_value_and_limit() -> None:
+    from kafkaops.health.timeline_chart import gate_label
+
+    assert gate_label(_HELD) == "p99 45>15"
+    assert gate_label({"readings": [{"name": "isr", "value": None, "limit": 0, "ok": False}]}) == "isr no data"
