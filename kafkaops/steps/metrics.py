@@ -9,7 +9,8 @@ now and judges it (:mod:`kafkaops.policy.metric_gates`): all within their ceilin
 otherwise it waits (bounded by ``timeout``, its progress shown like every wait) and, if the figures do
 not come back, stops at a safe point naming each gate with its value, baseline and limit — nothing of
 this host has been stopped yet, and ``kafkaops resume RUN`` takes it up again (after a relaxed gate:
-``--accept-inventory-change``). Each value goes into the plan (the observation and the no-op reason),
+``--accept-inventory-change``). Its plan is the same action whatever the figures (check; hold while one
+is exceeded): a plan says what the run will do. Each value goes into the plan (the observation),
 the journal (``metric_gate`` / ``metric_baseline`` events: ``runs show``, its JSON and markdown) and the
 chart (``runs show --chart`` marks each gate's verdict on the host's lane).
 
@@ -104,6 +105,12 @@ class Baseline(StepBase):
             return StableObservation({"configured": True, "taken": values, "now": {}},
                                      summary="baseline taken: " + _values_text(values),
                                      stable={"configured": True, "taken": True})
+        projected = ctx.projected.get(PROJECTED_BASELINE)
+        if isinstance(projected, Mapping):  # a dry-run: an earlier target's step takes the run's baseline
+            by = ctx.projected.source(PROJECTED_BASELINE) or "an earlier step"
+            return StableObservation({"configured": True, "taken": dict(projected), "now": {}},
+                                     summary=f"baseline taken by {by}: " + _values_text(projected),
+                                     stable={"configured": True, "taken": True})
         now = {name: value for name, (value, _) in evaluate(env).items()}
         return StableObservation({"configured": True, "taken": None, "now": now, "queries": list(_queries(env))},
                                  summary="gates now (the baseline): " + _values_text(now),
@@ -142,21 +149,21 @@ class Gate(StepBase):
         seen = readings(env, evaluate(env), baseline)
         ctx.record("metric_gate", held=all(r.ok for r in seen), readings=[r.to_dict() for r in seen])
         note = "" if baseline is not None else " (no baseline taken by this run: max_ratio not applied)"
+        verdict = "metric gates hold: " if all(r.ok for r in seen) else "metric gates exceeded: "
         return StableObservation({"configured": True, "readings": [r.to_dict() for r in seen],
                                   "queries": list(_queries(env)), "baseline": baseline is not None},
-                                 summary=summary(seen) + note,
+                                 summary=verdict + summary(seen) + note,
                                  stable={"configured": True, "held": {r.name: r.ok for r in seen}})
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
         if not d["configured"]:
             return Noop(d["why"])
-        seen = [GateReading(**r) for r in d["readings"]]
-        if all(r.ok for r in seen):
-            return Noop("metric gates hold: " + summary(seen))
+        # Always the same action, whatever the figures are now: a plan says what the run will do (check, and
+        # hold while a gate is exceeded); what the gates read now is the observation, shown beside it.
         return Action(
-            description=f"hold until every metric gate is within its ceiling (timeout {self.params['timeout']:.0f}s), "
-                        "else stop here, resumable: " + summary([r for r in seen if not r.ok]),
+            description=f"check every metric gate; hold while one exceeds its ceiling (at most "
+                        f"{self.params['timeout']:.0f}s), then stop here, resumable",
             commands=tuple(d["queries"]),
             impact="read-only: holds the roll before this host is taken down")
 

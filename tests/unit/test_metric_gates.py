@@ -223,9 +223,8 @@ def test_the_baseline_is_kept_with_the_run_and_the_gate_compares_against_it(prom
     gate = _step("metrics.gate", timeout=1.0, interval=0.5)
     ctx, records = _ctx(later, "metrics.gate", RunFacts(tmp_path / "facts.json"))
     obs = gate.observe(ctx)
-    decision = gate.plan(obs)
-    assert isinstance(decision, Action)
-    assert "p99 12 > 11 (1.1 x baseline 10)" in decision.description  # value, limit and baseline in the plan
+    assert isinstance(gate.plan(obs), Action)
+    assert obs.summary == "metric gates exceeded: p99 12 > 11 (1.1 x baseline 10)"  # shown in the plan
     assert records[0][0] == "metric_gate" and records[0][1]["held"] is False
     assert records[0][1]["readings"][0] == {"name": "p99", "value": 12.0, "baseline": 10.0, "limit": 11.0,
                                                  "ok": False, "detail": "1.1 x baseline 10", "series": ""}
@@ -248,15 +247,30 @@ def test_an_exceeded_gate_waits_then_stops_naming_value_baseline_and_limit(prome
 
 
 def test_gates_within_their_ceilings_let_the_roll_go_on(prometheus: str) -> None:
-    from kafkaops.engine.step import Noop
-
     env = _env(prometheus, ("isr", "vector(0)", 0, None), ("p99", "vector(9)", None, 1.5))
-    gate = _step("metrics.gate")
-    ctx, _ = _ctx(env, "metrics.gate")
+    gate = _step("metrics.gate", timeout=1.0)
+    ctx, records = _ctx(env, "metrics.gate")
     ctx.projected.set("metrics/baseline", {"p99": 8.0, "isr": 0.0}, "metrics.baseline")  # a dry-run's projection
-    decision = gate.plan(gate.observe(ctx))
-    assert isinstance(decision, Noop)
-    assert decision.reason == "metric gates hold: isr 0 ≤ 0 (max 0); p99 9 ≤ 12 (1.5 x baseline 8)"
+    obs = gate.observe(ctx)
+    assert obs.summary == "metric gates hold: isr 0 ≤ 0 (max 0); p99 9 ≤ 12 (1.5 x baseline 8)"
+    gate.apply(ctx, gate.plan(obs))  # holds now: no error
+    assert records[-1][0] == "metric_gate" and records[-1][1]["held"] is True
+
+
+def test_a_dry_run_takes_the_baseline_once_for_the_whole_roll(prometheus: str) -> None:
+    """In a plan, the first target's step takes the run's baseline; the later targets' take none."""
+    from kafkaops.engine.step import Action, Noop
+
+    env = _env(prometheus, ("p99", "vector(10)", None, 1.5))
+    baseline = _step("metrics.baseline")
+    ctx, _ = _ctx(env, "metrics.baseline")
+    obs = baseline.observe(ctx)
+    action = baseline.plan(obs)
+    assert isinstance(action, Action)
+    for key, value in baseline.effects(obs, action).items():
+        ctx.projected.set(key, value, "kafka9001 step 4 (metrics.baseline)")
+    later = baseline.plan(baseline.observe(ctx))
+    assert isinstance(later, Noop) and "already taken" in later.reason and "p99 10" in later.reason
 
 
 def test_a_refused_gate_query_names_the_gate(prometheus: str) -> None:
