@@ -148,6 +148,9 @@ def test_an_alert_mid_roll_holds_the_next_host_and_resume_finishes(loaded: Clust
         assert created["target"] == order[0]
         faulty = LabHost.named(order[2])  # rolled last: not the next host, and not under a silence
         faulty.set_knob("eventbus_produce_fails", 1)
+        # The first host's maintenance outlasts the ~30 s the alert takes to fire (its 20 s rate window,
+        # then `for`): the gate before the next host must see it (pooled_lab clears the knob).
+        LabHost.named(order[0]).set_knob("slow_shutdown", 20)
         boot = LabHost.named(order[1]).boot_id()
         proc.wait(600)
         out = output(proc)
