@@ -178,7 +178,7 @@ def show_cmd(
     head = [f"run {row['run_id']}: {row['runbook']} on {row['cluster']} — {row['status']}"
             + (f" in {_took(row['duration'])}" if row["duration"] else ""),
             f"operator {row['operator']}, reason: {row['reason']}" + (f", task {row['task']}" if row["task"] else ""),
-            *_sessions_lines(row), *_silence_lines(row), f"journal {row['journal']}"]
+            *_sessions_lines(row), *_silence_lines(row), *_gate_lines(row), f"journal {row['journal']}"]
     if output is Output.markdown:
         lines = [f"# Run `{row['run_id']}`", "", *(f"- {h}" for h in head), "",
                  "| target | step | kind | start (UTC) | took | outcome | tries | notes |",
@@ -205,6 +205,23 @@ def show_cmd(
             highlight=False,
             markup=False,
         )
+
+
+def _gate_lines(row: dict[str, Any]) -> list[str]:
+    """Each host's last metric-gate verdict with its values (``metrics.gate``'s ``metric_gate`` events):
+    ``metric gates before kafka1002: held the roll: p99 45 > 15 (1.5 x baseline 10)``."""
+    from kafkaops.policy.metric_gates import GateReading, summary
+
+    last: dict[str, dict[str, Any]] = {}
+    for e in row["events"]:
+        if e.get("event") == "metric_gate" and e.get("readings"):
+            last[str(e.get("target") or "")] = e
+    out = []
+    for target, e in last.items():
+        readings = [GateReading(**r) for r in e["readings"]]
+        verdict = "held" if e.get("held") else "held the roll"
+        out.append(f"metric gates before {target}: {verdict}: {summary(readings)}")
+    return out
 
 
 def _report_text(steps: list[dict[str, Any]]) -> str:

@@ -608,12 +608,17 @@ class Runner:
                result: RunResult) -> RunResult:
         with self._sigint():
             started = {t for t, _ in state.steps}
+            earlier = set(started)  # begun by an earlier process of this run (a resume takes them up)
+            announced: set[str] = set()
             for target, step in schedule(bound):
                 if target.name in state.targets_done:
                     continue
                 if target.name not in started:
                     journal.append("target_started", target=target.name)
                     started.add(target.name)
+                if target.name not in announced:
+                    announced.add(target.name)
+                    self._audit_host(meta, target.name, resumed=target.name in earlier)
                 if not state.is_done(target.name, step.index):
                     if self._pause_requested:
                         self._pause(journal, meta, target, step)
@@ -622,6 +627,7 @@ class Runner:
                     )
                 if step is target.steps[-1]:
                     journal.append("target_finished", target=target.name)
+                    self._audit_host(meta, target.name, passed=True)
             journal.append("finished", applied=result.applied, skipped=result.skipped)
         self._audit_end(meta, passed=True)
         self.lock_for(env).release(bound.cluster, meta.run_id)
@@ -636,6 +642,21 @@ class Runner:
     def _audit_end(self, meta: _Meta, *, passed: bool, detail: str = "") -> None:
         self.audit.end(run=meta.run_id, runbook=meta.runbook, targets=meta.targets, operator=meta.operator,
                        reason=meta.reason, task=meta.task, passed=passed, detail=detail)
+
+    def _audit_host(self, meta: _Meta, host: str, *, passed: bool | None = None, resumed: bool = False,
+                    detail: str = "") -> None:
+        """A host's maintenance starts (``passed`` None) or ends, as its own SAL line — in a run of several
+        hosts only: a single-host run's START/END lines already are that host's."""
+        if len(meta.targets) < 2 or host not in meta.targets:
+            return
+        position = (meta.targets.index(host) + 1, len(meta.targets))
+        if passed is None:
+            self.audit.host_start(run=meta.run_id, runbook=meta.runbook, host=host, position=position,
+                                  operator=meta.operator, reason=meta.reason, task=meta.task, resumed=resumed)
+        else:
+            self.audit.host_end(run=meta.run_id, runbook=meta.runbook, host=host, position=position,
+                                operator=meta.operator, reason=meta.reason, task=meta.task, passed=passed,
+                                detail=detail)
 
     def _pause(
         self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = "",
@@ -861,6 +882,7 @@ class Runner:
         partly = (
             "may be partly applied (the journal shows an apply attempt)" if st.changed else "was not applied"
         )
+        self._audit_host(meta, target.name, passed=False, detail=f"stopped at {step.label}; resumable")
         self._audit_end(meta, passed=False, detail=f"stopped at {target.name} {step.label}; resumable")
         where = _changes_so_far(state, target.name)
         raise RunFailed(

@@ -21,6 +21,7 @@ from kafkaops.steps import (
     kafka,
     kraft,
     logs,
+    metrics,
     mirror,
     offsets,
     operator,
@@ -31,7 +32,7 @@ from kafkaops.steps import (
 )
 
 __all__ = ["alerts", "canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka",
-           "kraft", "logs", "mirror", "offsets", "operator", "placement", "service", "sites", "traffic"]
+           "kraft", "logs", "metrics", "mirror", "offsets", "operator", "placement", "service", "sites", "traffic"]
 
 
 def register_all() -> None:
