@@ -22,7 +22,7 @@ def test_the_lab_inventory_has_its_monitoring() -> None:
     assert m.prometheus == "http://127.0.10.30:9090" and m.alertmanager == "http://127.0.10.31:9093"
     assert m.host_matchers == (("instance", "{host.fqdn}:.*"),)
     assert m.scope == (("cluster", "{cluster.name}"),)
-    assert [(g.name, g.max, g.max_ratio) for g in m.gates] == [("produce_p99_ms", None, 1.5),
+    assert [(g.name, g.max, g.max_ratio) for g in m.gates] == [("produce_p99_ms", 1000.0, None),
                                                               ("under_min_isr", 0.0, None)]
     # One host's silence: its fqdn regex-escaped, so kafka1001.lab.local does not also match kafka1001xlab...
     assert m.host_regexes(cluster.hosts[0], cluster.name) == (("instance", r"kafka1001\.lab\.local:.*"),)
@@ -86,9 +86,9 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
          r"monitoring\.host_matchers\.in-stance: 'in-stance' is not a Prometheus label name"),
         ("scope: {cluster: '{cluster.name}'}", "scope: {cluster: '{host.name}'}",
          r"monitoring\.scope\.cluster: unknown placeholder \{host\.name\} \(allowed: \{cluster\.name\}\)"),
-        ("      max_ratio: 1.5", "      max_ratio: 0", r"monitoring\.gates\[0\]\.max_ratio: expected a positive ratio"),
-        ("      max_ratio: 1.5", "      max_ratio: much", r"monitoring\.gates\[0\]\.max_ratio: expected a number"),
-        ("      max_ratio: 1.5                  # at most 1.5 x the run's baseline\n", "",
+        ("      max: 1000 ", "      max_ratio: 0 ", r"monitoring\.gates\[0\]\.max_ratio: expected a positive ratio"),
+        ("      max: 1000 ", "      max_ratio: much ", r"monitoring\.gates\[0\]\.max_ratio: expected a number"),
+        ("      max: 1000 ", "      # ",
          r"monitoring\.gates\[0\]\.name: gate 'produce_p99_ms' has no threshold"),
         ("    - name: under_min_isr", "    - name: produce_p99_ms",
          r"monitoring\.gates\[1\]\.name: gate 'produce_p99_ms' defined twice"),
