@@ -7,7 +7,7 @@ resumed run searched the inventories anew. Now the CLI builds an :class:`Environ
 inventory file, the cluster, and the dry-run switch (spicerack's ``Spicerack`` accessor is the model) —
 and everything else asks it:
 
-* **adapters** (Kafka, ZooKeeper, conftool, SSH, the KRaft quorum, the reassigner), built lazily so a
+* **adapters** (Kafka, ZooKeeper, conftool, SSH, the KRaft quorum, the reassigner, Prometheus), built lazily so a
   dry-run that never touches SSH does not need SSH, each built with ``dry_run`` so that its writes refuse
   themselves (:mod:`kafkaops.systems.guard`);
 * **the lock**, chosen from the cluster and never degraded silently: ZooKeeper when the cluster has one,
@@ -37,10 +37,12 @@ from kafkaops.run_identity import check_same_world, identity, recorded_inventory
 
 if TYPE_CHECKING:
     from kafkaops.engine.lock import LockBackend
+    from kafkaops.systems.alertmanager import Alertmanager
     from kafkaops.systems.conftool import Conftool, Discovery
     from kafkaops.systems.groups import ConsumerGroups
     from kafkaops.systems.health_watch import HealthWatch
     from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops.systems.prometheus import Prometheus
     from kafkaops.systems.quorum import MetadataQuorum
     from kafkaops.systems.reassign import Reassigner
     from kafkaops.systems.run_samples import RunSampler
@@ -88,6 +90,8 @@ class Environment:
         self._reassigner: Reassigner | None = None
         self._sites: dict[str, Environment] = {}
         self._discovery: Discovery | None = None
+        self._prometheus: Prometheus | None = None
+        self._alertmanager: Alertmanager | None = None
 
     # --- building ---------------------------------------------------------------------------------
 
@@ -149,6 +153,33 @@ class Environment:
 
             self._conftool = Conftool(self.cluster.conftool_config, dry_run=self.dry_run)
         return self._conftool
+
+    @property
+    def prometheus(self) -> Prometheus:
+        """The cluster's Prometheus (inventory ``monitoring.prometheus``), read-only: the metric gates ask it."""
+        if self._prometheus is None:
+            mon = self.cluster.monitoring
+            if mon is None or not mon.prometheus:
+                raise ConfigError(f"cluster {self.cluster.name} has no monitoring.prometheus in {self.cluster.source}",
+                                  hint="add monitoring: {prometheus: http://HOST:9090, gates: [...]}")
+            from kafkaops.systems.prometheus import Prometheus
+
+            self._prometheus = Prometheus(mon.prometheus, timeout=self.kafka_timeout)
+        return self._prometheus
+
+    @property
+    def alertmanager(self) -> Alertmanager:
+        """The cluster's Alertmanager (inventory ``monitoring.alertmanager``): its alerts and silences."""
+        if self._alertmanager is None:
+            monitoring = self.cluster.monitoring
+            if monitoring is None or not monitoring.alertmanager:
+                raise ConfigError(f"cluster {self.cluster.name} has no monitoring.alertmanager in "
+                                  f"{self.cluster.source}", hint="add monitoring: {alertmanager: http://HOST:9093}")
+            from kafkaops.systems.alertmanager import Alertmanager
+
+            self._alertmanager = Alertmanager(monitoring.alertmanager, timeout=self.kafka_timeout,
+                                              dry_run=self.dry_run)
+        return self._alertmanager
 
     # --- a multi-site inventory's sites ---------------------------------------------------------------
 
@@ -345,6 +376,8 @@ class Environment:
             site.close()
         if self._health_watch is not None:
             self._health_watch.stop()
+        if self._alertmanager is not None:
+            self._alertmanager.close()
         if self._ssh is not None:
             self._ssh.close()
         close = getattr(self._lock, "close", None)

@@ -20,7 +20,19 @@ from typing import Any
 import yaml
 
 from kafkaops.errors import ConfigError, UnknownHostError
-from kafkaops.model import Cluster, Host, Service, SshEndpoint, SwitchedService
+from kafkaops.model import (
+    MONITORING_HOST_FIELDS,
+    MONITORING_SCOPE_FIELDS,
+    Cluster,
+    Host,
+    MetricGate,
+    Monitoring,
+    Service,
+    SshEndpoint,
+    SwitchedService,
+    fill_template,
+    template_fields,
+)
 
 #: Command templates every inventory must define; runbooks fail to bind without them.
 REQUIRED_COMMANDS = ("kafka_stop", "kafka_start", "kafka_status", "reboot", "boot_id")
@@ -318,7 +330,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     if top.has("sites"):
         return _load_sites(doc, top, p)
     top.allow("cluster", "environment", "kafka", "conftool", "ssh", "commands", "services", "hosts", "deploy_host",
-              "checkpoints", "controllers")
+              "checkpoints", "controllers", "monitoring")
     environment = top.text("environment", "production") or "production"
     if environment not in ENVIRONMENTS:
         raise doc.error("environment", f"expected one of {', '.join(ENVIRONMENTS)}, got {environment!r}")
@@ -408,6 +420,90 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
         pool_weight=pool_weight,
         checkpoints=checkpoints,
         controllers=tuple(controllers),
+        monitoring=_monitoring(top.sub("monitoring", required=False)),
+    )
+
+
+_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GATE_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+
+
+def _url(r: _Reader, name: str) -> str | None:
+    """An http(s) URL with a host (any host: the lab's are loopback, production's are not)."""
+    from urllib.parse import urlsplit
+
+    value = r.text(name, required=False)
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise r.doc.error(r.key(name), f"expected an http(s) URL such as http://HOST:PORT, got {value!r}")
+    return value.rstrip("/")
+
+
+def _label_templates(r: _Reader, name: str, allowed: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``label: template`` pairs; a label is a Prometheus label name, a template names only ``allowed``."""
+    out = []
+    for label, template in r.str_map(name).items():
+        key = r.key(f"{name}.{label}")
+        if not _LABEL.fullmatch(label):
+            raise r.doc.error(key, f"{label!r} is not a Prometheus label name ([A-Za-z_][A-Za-z0-9_]*)")
+        try:
+            fields = template_fields(template)
+        except ValueError as exc:
+            raise r.doc.error(key, f"bad template {template!r}: {exc}") from exc
+        bad = [f for f in fields if f not in allowed]
+        if bad:
+            raise r.doc.error(key, f"unknown placeholder {{{bad[0]}}} (allowed: "
+                              + ", ".join(f"{{{a}}}" for a in allowed) + ")")
+        out.append((label, template))
+    return tuple(out)
+
+
+def _monitoring(r: _Reader | None) -> Monitoring | None:
+    """The cluster's ``monitoring:`` block: Prometheus and Alertmanager URLs, how a host's alerts are
+    matched, which alerts are the cluster's, and the PromQL gates."""
+    if r is None:
+        return None
+    r.allow("prometheus", "alertmanager", "host_matchers", "scope", "gates")
+    host_matchers = _label_templates(r, "host_matchers", MONITORING_HOST_FIELDS)
+    for label, template in host_matchers:
+        if not template_fields(template):
+            raise r.doc.error(r.key(f"host_matchers.{label}"), f"{template!r} names no host field: a silence "
+                              "made of it would silence every host (use e.g. '{host.fqdn}:.*')")
+        try:
+            re.compile(fill_template(template, dict.fromkeys(template_fields(template), "x"), escape=True))
+        except re.error as exc:
+            raise r.doc.error(r.key(f"host_matchers.{label}"), f"bad regex {template!r}: {exc}") from exc
+    gates: list[MetricGate] = []
+    if r.has("gates"):
+        if not isinstance(r.data["gates"], list):
+            raise r.doc.error(r.key("gates"), "expected a list of {name, query, max and/or max_ratio}")
+        for i, item in enumerate(r.data["gates"]):
+            g = _Reader(r.doc, item, r.key(f"gates[{i}]"))
+            g.allow("name", "query", "max", "max_ratio")
+            name = g.text("name") or ""
+            if not _GATE_NAME.fullmatch(name):
+                raise r.doc.error(g.key("name"), f"{name!r} is not a gate name (lower-case letters, digits, _)")
+            if any(name == other.name for other in gates):
+                raise r.doc.error(g.key("name"), f"gate {name!r} defined twice")
+            query = (g.text("query") or "").strip()
+            if not query:
+                raise r.doc.error(g.key("query"), "empty PromQL query")
+            high = g.number("max") if g.has("max") else None
+            ratio = g.number("max_ratio") if g.has("max_ratio") else None
+            if high is None and ratio is None:
+                raise r.doc.error(g.key("name"), f"gate {name!r} has no threshold: give max (absolute) "
+                                  "and/or max_ratio (times the run's baseline)")
+            if ratio is not None and ratio <= 0:
+                raise r.doc.error(g.key("max_ratio"), f"expected a positive ratio, got {ratio}")
+            gates.append(MetricGate(name=name, query=query, max=high, max_ratio=ratio))
+    return Monitoring(
+        prometheus=_url(r, "prometheus"),
+        alertmanager=_url(r, "alertmanager"),
+        host_matchers=host_matchers,
+        scope=_label_templates(r, "scope", MONITORING_SCOPE_FIELDS),
+        gates=tuple(gates),
     )
 
 

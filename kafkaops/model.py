@@ -6,6 +6,8 @@ work only on these, so availability analysis is pure and testable without a clus
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -82,6 +84,80 @@ class SwitchedService:
 
 
 @dataclass(frozen=True)
+class MetricGate:
+    """A named PromQL gate (``metrics.gate``): the query's value must stay at or under ``max`` (absolute)
+    and/or ``max_ratio`` times the value the run measured at its start (its baseline).
+
+    The query may say ``{cluster.name}`` (literally; the only placeholder a query has, since PromQL itself
+    is full of braces): :meth:`promql` fills it in, so one lab inventory serves every lab's copy."""
+
+    name: str
+    query: str
+    max: float | None = None
+    max_ratio: float | None = None
+
+    def promql(self, cluster: str) -> str:
+        """The query for ``cluster``: ``{cluster.name}`` replaced by its name."""
+        return self.query.replace("{cluster.name}", cluster)
+
+
+#: What a monitoring template may name: a host's fields and the cluster's name.
+MONITORING_HOST_FIELDS = ("host.name", "host.fqdn", "host.address", "host.dc", "host.rack", "cluster.name")
+MONITORING_SCOPE_FIELDS = ("cluster.name",)
+
+
+def template_fields(template: str) -> list[str]:
+    """The fields a ``{host.fqdn}``-style template names (ValueError for a malformed one)."""
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+
+
+def fill_template(template: str, values: Mapping[str, str], *, escape: bool) -> str:
+    """``template`` with each ``{field}`` replaced by ``values[field]`` (regex-escaped with ``escape``)."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(literal)
+        if name is not None:
+            value = values[name]
+            out.append(re.escape(value) if escape else value)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Monitoring:
+    """Where a cluster's monitoring lives and how its alerts are told apart (inventory ``monitoring:``).
+
+    ``host_matchers`` (label -> regex template) match one host's alerts: one Alertmanager silence per
+    host is made of them. ``scope`` (label -> exact value template) says which alerts belong to the
+    cluster at all: ``alerts.gate`` looks only at those. ``gates`` are the PromQL gates of
+    ``metrics.gate``. A URL left out turns the steps that need it into no-ops that say so."""
+
+    prometheus: str | None = None
+    alertmanager: str | None = None
+    host_matchers: tuple[tuple[str, str], ...] = ()
+    scope: tuple[tuple[str, str], ...] = ()
+    gates: tuple[MetricGate, ...] = ()
+
+    @staticmethod
+    def _values(host: Host | None, cluster: str) -> dict[str, str]:
+        values = {"cluster.name": cluster}
+        if host is not None:
+            values.update({"host.name": host.name, "host.fqdn": host.fqdn, "host.address": host.address,
+                           "host.dc": host.dc, "host.rack": host.rack})
+        return values
+
+    def host_regexes(self, host: Host, cluster: str) -> tuple[tuple[str, str], ...]:
+        """``host_matchers`` rendered for ``host``: (label, regex), every filled-in value regex-escaped
+        (``kafka1001\\.lab\\.local:.*``), as an Alertmanager silence's regex matchers."""
+        values = self._values(host, cluster)
+        return tuple((label, fill_template(t, values, escape=True)) for label, t in self.host_matchers)
+
+    def scope_labels(self, cluster: str) -> tuple[tuple[str, str], ...]:
+        """``scope`` rendered: (label, exact value) every alert of the cluster carries."""
+        values = self._values(None, cluster)
+        return tuple((label, fill_template(t, values, escape=False)) for label, t in self.scope)
+
+
+@dataclass(frozen=True)
 class Cluster:
     """A Kafka cluster as the inventory describes it — or (``sites``) the sites of a multi-DC deployment:
     one cluster per DC, MirrorMaker 2 between them, discovery records in conftool saying which is active."""
@@ -106,6 +182,8 @@ class Cluster:
     # its site's cluster) and ``etcd``/``conftool_config`` are where the discovery records live.
     sites: Mapping[str, Cluster] = field(default_factory=dict)
     switched: Mapping[str, SwitchedService] = field(default_factory=dict)
+    # Prometheus/Alertmanager of the cluster (inventory ``monitoring:``); None: the monitoring steps are no-ops.
+    monitoring: Monitoring | None = None
 
     @property
     def kraft(self) -> bool:

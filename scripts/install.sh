@@ -16,7 +16,8 @@ say() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
 # 1. Debian packages -------------------------------------------------------------------------------
 debs=(etcd-server etcd-client openssh-server openssh-client tcpdump kcat openjdk-17-jdk-headless maven procps iproute2
       apache2-utils  # apache2-utils: ab, for `kafkaops service bench` (the runbook's throughput test)
-      prometheus prometheus-alertmanager)  # the lab's monitoring: every lab runs its own (kafkaops/lab/monitoring.py)
+      prometheus prometheus-alertmanager  # the lab's monitoring: every lab runs its own (kafkaops/lab/monitoring.py)
+      iptables)  # the lab's network faults: `kafkaops lab net partition` (kafkaops/lab/net.py)
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

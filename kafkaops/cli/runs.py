@@ -161,8 +161,10 @@ def show_cmd(
                 **{k: rep.get(k) for k in ("start", "end", "duration", "outcome", "attempts", "restarts", "errors",
                                             "category", "description", "interrupted")},
             })
+    silences, silences_error = run_silences(journal.run_id, state.started)
     row.update({"steps": steps, "journal": str(journal.path), "sessions": report["sessions"],
-                "events": report["events"], "duration": report["duration"]})
+                "events": report["events"], "duration": report["duration"], "silences": silences,
+                "silences_error": silences_error})
     if chart is not None:
         from kafkaops.health.timeline_chart import draw
         from kafkaops.systems.run_samples import read_samples
@@ -176,7 +178,7 @@ def show_cmd(
     head = [f"run {row['run_id']}: {row['runbook']} on {row['cluster']} — {row['status']}"
             + (f" in {_took(row['duration'])}" if row["duration"] else ""),
             f"operator {row['operator']}, reason: {row['reason']}" + (f", task {row['task']}" if row["task"] else ""),
-            *_sessions_lines(row), f"journal {row['journal']}"]
+            *_sessions_lines(row), *_silence_lines(row), *_gate_lines(row), f"journal {row['journal']}"]
     if output is Output.markdown:
         lines = [f"# Run `{row['run_id']}`", "", *(f"- {h}" for h in head), "",
                  "| target | step | kind | start (UTC) | took | outcome | tries | notes |",
@@ -203,6 +205,23 @@ def show_cmd(
             highlight=False,
             markup=False,
         )
+
+
+def _gate_lines(row: dict[str, Any]) -> list[str]:
+    """Each host's last metric-gate verdict with its values (``metrics.gate``'s ``metric_gate`` events):
+    ``metric gates before kafka1002: held the roll: p99 45 > 15 (1.5 x baseline 10)``."""
+    from kafkaops.policy.metric_gates import GateReading, summary
+
+    last: dict[str, dict[str, Any]] = {}
+    for e in row["events"]:
+        if e.get("event") == "metric_gate" and e.get("readings"):
+            last[str(e.get("target") or "")] = e
+    out = []
+    for target, e in last.items():
+        readings = [GateReading(**r) for r in e["readings"]]
+        verdict = "held" if e.get("held") else "held the roll"
+        out.append(f"metric gates before {target}: {verdict}: {summary(readings)}")
+    return out
 
 
 def _report_text(steps: list[dict[str, Any]]) -> str:
@@ -289,11 +308,63 @@ def abort_cmd(
     env, _ = _run_environment(run_id, accept=accept or not rollback)
     try:
         res = _runner().abort(run_id, reason=reason, operator=current_operator(), rollback=rollback, env=env)
+        ended = _end_silences(env, run_id)
     finally:
         env.close()
     for note in res.notes:
         _echo(f"note: {note}")
+    for line in ended:
+        _echo(line)
     _echo(f"run {run_id} aborted" + (f"; rolled back {res.compensated} change(s)" if rollback else ""))
+
+
+def _end_silences(env: Any, run_id: str) -> list[str]:
+    """Expire the Alertmanager silences the aborted run made that still silence (found by the run id in
+    their comment): an abandoned run's hosts are no longer under maintenance, so their alerts page again.
+    One line per silence ended, or a warning when Alertmanager cannot be asked (they end by themselves)."""
+    from kafkaops.errors import KafkaOpsError
+
+    monitoring = getattr(getattr(env, "cluster", None), "monitoring", None)  # None: a run environment without one
+    if monitoring is None or not monitoring.alertmanager:
+        return []
+    try:
+        ended = env.alertmanager.end_run_silences(run_id)
+    except KafkaOpsError as exc:
+        return [f"warning: this run's silences were not ended ({exc.message}); each ends by itself at its bound "
+                f"(kafkaops runs show {run_id})"]
+    return [f"silence {s.id} ended ({', '.join(str(m) for m in s.matchers)})" for s in ended]
+
+
+def run_silences(run_id: str, started: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """The silences run ``run_id`` made, as its cluster's Alertmanager holds them (when each started and
+    ended), and why they could not be read (``""``)."""
+    from kafkaops.environment import Environment
+    from kafkaops.errors import KafkaOpsError
+
+    try:
+        env, _ = Environment.from_identity(started.get("environment") or {}, accept_changes=True, dry_run=True,
+                                           kafka_timeout=5.0)
+    except KafkaOpsError:  # no inventory to ask with (an old journal, a moved file): the report goes on without
+        return [], ""
+    try:
+        monitoring = getattr(getattr(env, "cluster", None), "monitoring", None)
+        if monitoring is None or not monitoring.alertmanager:
+            return [], ""
+        return [s.to_dict() for s in env.alertmanager.run_silences(run_id)], ""
+    except KafkaOpsError as exc:
+        return [], exc.message
+    finally:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+
+
+def _silence_lines(row: dict[str, Any]) -> list[str]:
+    out = [f"silence {s['id']} {', '.join(s['matchers'])}: {_when(s['starts_at'])} -> {_when(s['ends_at'])} "
+           f"({'ended' if s['state'] == 'expired' else s['state']})" for s in row["silences"]]
+    if row["silences_error"]:
+        out.append(f"silences unknown: {row['silences_error']}")
+    return out
 
 
 def lock_diagnosis(holder: Any) -> tuple[bool, str]:

@@ -12,6 +12,7 @@ Rendering only (table, Markdown, JSON): what is gathered and how it is judged is
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,11 +76,35 @@ def _notes(data: dict[str, Any]) -> list[tuple[str, str]]:
         lagging = [v["host"] for v in quorum["voters"] if not v["caught_up"]]
         out.append(("quorum", ("no leader; " if quorum["leader"] is None else "")
                     + (f"voter(s) not caught up: {', '.join(lagging)} (a controller roll refuses)" if lagging else "")))
+    alerts = data.get("alerts")
+    if alerts and alerts["error"]:
+        out.append(("alerts unknown", alerts["error"]))
+    elif alerts and alerts["firing"]:
+        out.append(("alerts firing", ", ".join(_alert_line(a) for a in alerts["firing"][:10])
+                    + " (unsilenced: a maintenance's alerts.gate holds until they clear)"))
     off = [b for b in data["brokers"] if b.get("weight") is not None and b["weight"] != data.get("pool_weight")]
     if off:
         out.append(("pool weight", ", ".join(f"{b['host']} at {b['weight']}" for b in off)
                     + f" (expected {data.get('pool_weight')}: a maintenance refuses to depool until it is restored)"))
     return out
+
+
+def _alert_line(a: dict[str, Any]) -> str:
+    return f"{a['alertname']}@{a['instance']}" if a["instance"] else a["alertname"]
+
+
+def _alerts_lines(data: dict[str, Any]) -> list[str]:
+    """The cluster's monitoring in a few lines: what fires, what is silenced, and by which silences."""
+    alerts = data.get("alerts")
+    if not alerts or alerts["error"]:
+        return []
+    firing = ", ".join(_alert_line(a) for a in alerts["firing"]) or "none"
+    lines = [f"alerts ({alerts['alertmanager']}): firing {firing}; silenced {len(alerts['silenced'])}"]
+    for s in alerts["silences"]:
+        until = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(s["ends_at"])) if s["ends_at"] else "?"
+        lines.append(f"  silence {s['id']}" + (f" ({s['host']})" if s.get("host") else "")
+                     + f" until {until} by {s['created_by']}: {s['comment']}")
+    return lines
 
 
 _QUORUM_COLUMNS = ("controller", "node", "role", "log end", "lag", "last caught up", "caught up")
@@ -134,6 +159,8 @@ def _render(data: dict[str, Any]) -> None:
                 qt.add_row(*row[:6], row[6] if row[6] == "yes" else f"[red]{row[6]}[/]")
             console.print(qt)
     console.print("leaders per DC: " + ", ".join(f"{dc} {n}" for dc, n in sorted(data["leaders_by_dc"].items())))
+    for line in _alerts_lines(data):
+        console.print(line, highlight=False, markup=False)
     for label, text in _notes(data):
         severe = label in ("offline", "under min ISR", "under-replicated")
         console.print(f"[{'red' if severe else 'yellow'}]{label}:[/] {text}", highlight=False)
@@ -152,6 +179,8 @@ def to_markdown(data: dict[str, Any]) -> str:
             lines += ["| " + " | ".join(_QUORUM_COLUMNS) + " |", "|" + "---|" * len(_QUORUM_COLUMNS)]
             lines += ["| " + " | ".join(row) + " |" for row in _quorum_rows(quorum)]
     lines += ["", "leaders per DC: " + ", ".join(f"{dc} {n}" for dc, n in sorted(data["leaders_by_dc"].items()))]
+    if alert_lines := _alerts_lines(data):
+        lines += ["", *(f"- {line.strip()}" for line in alert_lines)]
     if notes := _notes(data):
         lines += ["", *(f"- **{label}:** {text}" for label, text in notes)]
     return "\n".join(lines) + "\n"

@@ -3,8 +3,12 @@
 Operators reconstruct incidents from the audit trail ("who depooled kafka1003 at 03:12, and for which
 task?"), so every state-changing action is one JSON line (time, run, step, operator, reason, task,
 target, action, outcome), and every run opens and closes with the ``START - <runbook> <targets>
-(<reason>)`` / ``END (PASS|FAIL) - ...`` lines operators know from Wikimedia's SAL, which an IRC bot can
-relay as-is.
+(<reason>)`` / ``END (PASS|FAIL) - ...`` lines operators know from Wikimedia's SAL; in a run of several
+hosts, each host's maintenance opens and closes the same way (``START - rolling-reboot kafka1002 [2/3]
+(...)``), so the SAL shows when each host was out, not only when the roll began and ended. Those records
+carry ``sal``, the line as Wikimedia's server admin log receives it from the tcpircbot relay:
+``!log <user>@<host> START - ...`` (spicerack's shape: ``!log``, the operator as the SAL's nick, then
+the message; stashbot files it under that nick). The TCP sink sends ``sal`` when a record has one.
 
 Sinks are pluggable: a file (default ``$KAFKAOPS_HOME/audit.log``) lives here; the network sinks (a TCP
 line sink, IRC-bot style, and an HTTP webhook) live in :mod:`kafkaops.systems.audit_sinks`, because the
@@ -236,13 +240,38 @@ class AuditLog:
             msg += f": {detail}"
         return self._run_line("end", verdict.lower(), msg, run, runbook, targets, operator, reason, task)
 
+    def host_start(self, *, run: str, runbook: str, host: str, position: tuple[int, int], operator: str,
+                   reason: str, task: str | None, resumed: bool = False) -> dict[str, Any]:
+        """One host's maintenance begins, within a run of several: ``START - <runbook> <host> [i/n] (<reason>)``."""
+        why = f"{reason} - {task}" if task else reason
+        name = runbook + (" (resume)" if resumed else "")
+        msg = f"START - {name} {host} [{position[0]}/{position[1]}] ({why})"
+        return self._run_line("host_start", "started", msg, run, runbook, [host], operator, reason, task)
+
+    def host_end(self, *, run: str, runbook: str, host: str, position: tuple[int, int], operator: str,
+                 reason: str, task: str | None, passed: bool, detail: str = "") -> dict[str, Any]:
+        """That host's maintenance ends: ``END (PASS|FAIL) - <runbook> <host> [i/n] (<reason>)[: detail]``."""
+        verdict = "PASS" if passed else "FAIL"
+        why = f"{reason} - {task}" if task else reason
+        msg = f"END ({verdict}) - {runbook} {host} [{position[0]}/{position[1]}] ({why})"
+        if detail:
+            msg += f": {detail}"
+        return self._run_line("host_end", verdict.lower(), msg, run, runbook, [host], operator, reason, task)
+
     def _run_line(self, event: str, outcome: str, msg: str, run: str, runbook: str, targets: Sequence[str],
                   operator: str, reason: str, task: str | None) -> dict[str, Any]:
         return self._emit({
             "time": _now_iso(), "event": event, "run": run, "operator": operator, "reason": reason,
             "task": task, "target": list(targets), "action": runbook, "outcome": outcome,
-            "message": f"{operator}: {msg}",
+            "message": f"{operator}: {msg}", "sal": sal_line(operator, msg),
         })
+
+
+def sal_line(operator: str, message: str) -> str:
+    """``!log alice@cumin1001 START - reboot kafka1001 (kernel update - T123)``: what the tcpircbot relay
+    hands to the SAL's stashbot, which takes the first word after ``!log`` as the nick (spicerack's
+    ``SALSocketHandler`` sends the same shape). One line: a newline would start a second IRC message."""
+    return " ".join(f"!log {operator} {message}".split())
 
 
 def _now_iso() -> str:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kafkaops.engine.run_facts import RunFacts, in_memory
 
 if TYPE_CHECKING:
+    from kafkaops.engine.binding import BoundStep
     from kafkaops.engine.lock import LockBackend
 
 
@@ -145,6 +146,8 @@ class RunContext:
             (``--confirmed`` on the command line, or at the terminal prompt). ``--yes`` never adds one.
         ask: Asks the operator a checkpoint's question on a terminal; ``None`` when there is nobody to
             ask (no TTY): a checkpoint not in ``confirmed`` then stops the run.
+        steps: This target's bound steps, in order: a step may read the others' parameters (an
+            Alertmanager silence lasts as long as the timeouts of the steps it covers add up to).
     """
 
     run_id: str
@@ -167,3 +170,4 @@ class RunContext:
     confirmed: Mapping[str, str] = field(default_factory=dict)
     ask: Callable[[str], bool] | None = field(default=None, repr=False)
     facts: RunFacts = field(default_factory=in_memory, repr=False)
+    steps: tuple[BoundStep, ...] = field(default=(), repr=False)

@@ -96,7 +96,14 @@ class LockBackend(Protocol):
         ...
 
     def holder(self, cluster: str) -> LockInfo | None:
-        """The current holder, if any."""
+        """The current holder, if any, read from the store now and within the backend's deadline.
+
+        The runner calls it right before every destructive step (fencing): an answer that can take as
+        long as a network partition lasts would let a run hang there instead of pausing.
+
+        Raises:
+            UnreachableError: The store did not answer in time.
+        """
         ...
 
     def force_unlock(self, cluster: str) -> LockInfo | None:

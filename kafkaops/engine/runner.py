@@ -17,6 +17,14 @@ Operational rules this module enforces, and why:
   first run, retry, resume, rollback. A gate step earlier in the runbook only says what held *then*;
   a resume skips a verified gate, and a paused run may wait for days. A refusal is a safe stop: nothing
   applied, the run stopped resumable (:class:`~kafkaops.errors.RunFailed`, exit 11, naming the refusal).
+* **No destructive step on a lock the run cannot see as its own (fencing).** The lock is persistent by
+  design (it outlives sessions and crashes), so nothing tells a run that a human removed it
+  (``runs unlock --force``), that a restored store lost it, or that the store is out of reach. Right
+  before each destructive step's intent (after its precondition) the runner re-reads the holder from
+  the store: unreadable within the backend's deadline, or not this run's, and the run pauses there
+  (journal ``lock_unconfirmed`` + ``paused``; exit 4 :class:`~kafkaops.errors.UnreachableError` or 7
+  :class:`~kafkaops.errors.LockHeldError`, one line naming the lock). ``resume`` takes the lock back as
+  its own once the store answers (refused if another run took it meanwhile).
 * **Pause only at safe points.** Ctrl-C sets a flag; the run stops between steps (or inside a
   read-only wait), journals ``paused`` and tells the operator the exact resume command. A second
   Ctrl-C stops immediately (the journal still shows the in-flight step).
@@ -75,7 +83,16 @@ from kafkaops.engine.step import (
     require_kind,
 )
 from kafkaops.engine.wait import Clock, SystemClock
-from kafkaops.errors import ConfigError, Interrupted, KafkaOpsError, NotConfirmed, RunFailed, StalePlanError
+from kafkaops.errors import (
+    ConfigError,
+    Interrupted,
+    KafkaOpsError,
+    LockHeldError,
+    NotConfirmed,
+    RunFailed,
+    StalePlanError,
+    UnreachableError,
+)
 
 Hook = Callable[[str, str, BoundStep], None]
 """``hook(point, target, step)`` called at ``before_apply``, ``after_apply``, ``after_applied_record``
@@ -145,6 +162,14 @@ class _Meta:
     runbook: str
     targets: tuple[str, ...]
     batches: tuple[tuple[str, ...], ...] = ()
+
+
+class _Fenced(Exception):
+    """The lock could not be confirmed right before a destructive step: pause, then raise ``error``."""
+
+    def __init__(self, error: KafkaOpsError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 def _discard(_: str) -> None:
@@ -273,6 +298,7 @@ class Runner:
         projected: Projection = NO_PROJECTION,
         journal: Journal | None = None,
         facts: RunFacts | None = None,
+        steps: tuple[BoundStep, ...] = (),
     ) -> RunContext:
         """The context of one step. ``facts``: the dry-run's in-memory store; a run's is the file beside
         its ``journal``."""
@@ -301,6 +327,7 @@ class Runner:
             confirmed=dict(self.confirmed),
             ask=self.ask,
             facts=RunFacts(journal.path.parent / FACTS_FILE) if journal is not None else facts or RunFacts(None),
+            steps=steps,
         )
 
     @staticmethod
@@ -349,7 +376,8 @@ class Runner:
         for target, step in schedule(bound):
             entry = require_kind(step.kind, step.label)
             obj = entry.create(step.params)
-            ctx = self._ctx(meta, target.name, step, step.params, env, projection.copy(), facts=facts)
+            ctx = self._ctx(meta, target.name, step, step.params, env, projection.copy(), facts=facts,
+                            steps=target.steps)
             obs = obj.observe(ctx)
             decision = obj.plan(obs)
             if isinstance(decision, Action):
@@ -580,12 +608,17 @@ class Runner:
                result: RunResult) -> RunResult:
         with self._sigint():
             started = {t for t, _ in state.steps}
+            earlier = set(started)  # begun by an earlier process of this run (a resume takes them up)
+            announced: set[str] = set()
             for target, step in schedule(bound):
                 if target.name in state.targets_done:
                     continue
                 if target.name not in started:
                     journal.append("target_started", target=target.name)
                     started.add(target.name)
+                if target.name not in announced:
+                    announced.add(target.name)
+                    self._audit_host(meta, target.name, resumed=target.name in earlier)
                 if not state.is_done(target.name, step.index):
                     if self._pause_requested:
                         self._pause(journal, meta, target, step)
@@ -594,6 +627,7 @@ class Runner:
                     )
                 if step is target.steps[-1]:
                     journal.append("target_finished", target=target.name)
+                    self._audit_host(meta, target.name, passed=True)
             journal.append("finished", applied=result.applied, skipped=result.skipped)
         self._audit_end(meta, passed=True)
         self.lock_for(env).release(bound.cluster, meta.run_id)
@@ -609,12 +643,34 @@ class Runner:
         self.audit.end(run=meta.run_id, runbook=meta.runbook, targets=meta.targets, operator=meta.operator,
                        reason=meta.reason, task=meta.task, passed=passed, detail=detail)
 
+    def _audit_host(self, meta: _Meta, host: str, *, passed: bool | None = None, resumed: bool = False,
+                    detail: str = "") -> None:
+        """A host's maintenance starts (``passed`` None) or ends, as its own SAL line — in a run of several
+        hosts only: a single-host run's START/END lines already are that host's."""
+        if len(meta.targets) < 2 or host not in meta.targets:
+            return
+        position = (meta.targets.index(host) + 1, len(meta.targets))
+        if passed is None:
+            self.audit.host_start(run=meta.run_id, runbook=meta.runbook, host=host, position=position,
+                                  operator=meta.operator, reason=meta.reason, task=meta.task, resumed=resumed)
+        else:
+            self.audit.host_end(run=meta.run_id, runbook=meta.runbook, host=host, position=position,
+                                operator=meta.operator, reason=meta.reason, task=meta.task, passed=passed,
+                                detail=detail)
+
     def _pause(
         self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = "",
-        refusal: NotConfirmed | None = None,
+        refusal: NotConfirmed | None = None, fenced: KafkaOpsError | None = None,
     ) -> NoReturn:
         journal.append("paused", target=target.name, step=step.index, kind=step.kind, detail=detail)
         self._record(meta, target=target.name, step=step.label, action="pause", outcome="paused")
+        if fenced is not None:  # the lock is not confirmed as this run's: its code (4 or 7), paused
+            error = type(fenced)(
+                f"run {meta.run_id} paused before {target.name} {step.label}: {fenced.message}. "
+                f"State: {_changes_so_far(journal.replay(), target.name)}",
+                hint=(f"{fenced.hint}; " if fenced.hint else "") + f"then `kafkaops resume {meta.run_id}`",
+            )
+            raise error
         if refusal is not None:  # a checkpoint nobody confirmed: the run waits for the operator
             raise NotConfirmed(
                 f"run {meta.run_id} paused before {target.name} {step.label}: {refusal.message}",
@@ -658,6 +714,7 @@ class Runner:
         if isinstance(decision, Noop):
             return decision
         self._precondition(obj, ctx, step, decision)
+        self._fence(ctx, meta, step)
         journal.append(f"{phase}_applying", action=decision.to_dict(), attempt=attempt, **base)
         self._record(meta, target=ctx.target, step=label, action=decision.description,
                      outcome="applying" if phase == "step" else "rollback-applying",
@@ -686,6 +743,35 @@ class Runner:
         found = cast(DestructiveStep, obj).precondition(ctx, action)
         ctx.record("precondition_held", found=found)
 
+    def _fence(self, ctx: RunContext, meta: _Meta, step: BoundStep) -> None:
+        """Before a destructive step's intent: the lock, re-read from its store now, is this run's.
+
+        The lock's holder is read (the backend answers within its deadline or raises
+        :class:`~kafkaops.errors.UnreachableError`); unreadable, absent or another run's, and the step is
+        not applied: :class:`_Fenced` makes :meth:`_run_step` pause the run (resumable) with exit 4 or 7.
+        """
+        if not require_kind(step.kind, step.label).destructive:
+            return
+        lock = self.lock_for(ctx.env)
+        label = getattr(ctx.env, "lock_label", "") or f"the lock of cluster {meta.cluster}"
+        error: KafkaOpsError
+        try:
+            holder = lock.holder(meta.cluster)
+        except (UnreachableError, ConfigError) as exc:
+            ctx.record("lock_unconfirmed", lock=label, error=str(exc))
+            error = UnreachableError(
+                f"cannot confirm the cluster lock ({label}) before {step.kind} on {ctx.target}: {exc.message}",
+                hint="the lock's store did not answer; once it does, resume takes the lock back as the run's own")
+            raise _Fenced(error) from exc
+        if holder is not None and holder.run_id == meta.run_id:
+            ctx.record("lock_confirmed", lock=label)
+            return
+        found = f"held by {holder.describe()}" if holder is not None else "gone (removed by someone else)"
+        ctx.record("lock_unconfirmed", lock=label, holder=holder.run_id if holder else None)
+        raise _Fenced(LockHeldError(
+            f"the cluster lock ({label}) is no longer this run's before {step.kind} on {ctx.target}: it is {found}",
+            hint="find out who removed or took it; resume takes it back only if no other run holds it"))
+
     def _run_step(
         self,
         journal: Journal,
@@ -700,7 +786,7 @@ class Runner:
         entry = require_kind(step.kind, step.label)
         policy = self._policy(bound, step)
         obj: Step = entry.create(step.params)
-        ctx = self._ctx(meta, target.name, step, step.params, env, journal=journal)
+        ctx = self._ctx(meta, target.name, step, step.params, env, journal=journal, steps=target.steps)
         base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": step.kind}
         # The step's place among this target's own steps (a KRaft controller node runs fewer than a broker).
         label = f"[{target.steps.index(step) + 1}/{len(target.steps)}] {step.kind}"
@@ -722,6 +808,8 @@ class Runner:
                 self._pause(journal, meta, target, step, detail=str(exc))
             except NotConfirmed as exc:
                 self._pause(journal, meta, target, step, detail=exc.message, refusal=exc)
+            except _Fenced as exc:
+                self._pause(journal, meta, target, step, detail=str(exc), fenced=exc.error)
             except Exception as exc:
                 failures += 1
                 if policy.retryable(exc) and failures < policy.attempts:
@@ -794,6 +882,7 @@ class Runner:
         partly = (
             "may be partly applied (the journal shows an apply attempt)" if st.changed else "was not applied"
         )
+        self._audit_host(meta, target.name, passed=False, detail=f"stopped at {step.label}; resumable")
         self._audit_end(meta, passed=False, detail=f"stopped at {target.name} {step.label}; resumable")
         where = _changes_so_far(state, target.name)
         raise RunFailed(

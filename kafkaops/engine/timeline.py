@@ -26,7 +26,7 @@ CATEGORIES: dict[str, str] = {
     "kafka": "kafka", "kraft": "kafka", "placement": "kafka",
     "host": "host",
     "service": "service", "deploy": "service", "deploy_host": "service", "canary": "service", "replay": "service",
-    "health": "check", "logs": "check", "env": "check", "confirm": "check",
+    "health": "check", "logs": "check", "metrics": "check", "env": "check", "confirm": "check",
 }
 
 

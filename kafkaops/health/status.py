@@ -69,12 +69,14 @@ def collect(cluster: Any) -> dict[str, Any]:
     # Starts connecting at once. One 5 s try: an operator asking "can I touch this cluster?" wants
     # "Kafka did not answer" in seconds, not after a maintenance run's patient retries.
     admin = KafkaAdmin.look(cluster, timeout=5.0)
-    with ThreadPoolExecutor(max_workers=2) as executor:
+    with ThreadPoolExecutor(max_workers=3) as executor:
         pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
         asking = executor.submit(quorum_state, cluster) if cluster.kraft and cluster.controllers else None
+        monitoring = executor.submit(alerts_state, cluster) if cluster.monitoring else None
         snap, min_isr_error = _snapshot(admin)
         pools, pool_error = pending.result() if pending else ({}, "")
         quorum = asking.result() if asking else None
+        alerts = monitoring.result() if monitoring else None
 
     from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
     from kafkaops.policy.snapshot_scan import partition_name
@@ -112,6 +114,49 @@ def collect(cluster: Any) -> dict[str, Any]:
         "pool_error": pool_error,
         "min_isr_error": min_isr_error,
         **({"quorum": quorum} if quorum is not None else {}),
+        **({"alerts": alerts} if alerts is not None else {}),
+    }
+
+
+def alerts_state(cluster: Any) -> Data | None:
+    """The cluster's alerts and silences in its Alertmanager (inventory ``monitoring:``), or None without one.
+
+    ``firing``: the alerts of the cluster's scope that fire unsilenced — what ``alerts.gate`` would hold a
+    run on; ``silenced``: those a silence holds; ``silences``: the live silences of the cluster's hosts (their
+    matchers are a host's ``monitoring.host_matchers``) or of its scope labels. Shown, not judged: the
+    verdict stays the cluster's own (Kafka's health), an alert elsewhere in the scope does not make
+    Kafka unhealthy.
+    """
+    from kafkaops.environment import Environment
+    from kafkaops.systems.alertmanager import Matcher
+
+    monitoring = cluster.monitoring
+    if monitoring is None or not monitoring.alertmanager:
+        return None
+    env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
+    scope = monitoring.scope_labels(cluster.name)
+    hosts = {frozenset(Matcher(label, value, is_regex=True)
+                       for label, value in monitoring.host_regexes(h, cluster.name)): h.name
+             for h in (*cluster.hosts, *cluster.controllers)}
+    try:
+        alerts = env.alertmanager.alerts(scope)
+        silences = [s for s in env.alertmanager.silences() if s.live]
+    except KafkaOpsError as exc:
+        return {"alertmanager": monitoring.alertmanager, "error": exc.message, "firing": [], "silenced": [],
+                "silences": []}
+    finally:
+        env.close()
+    scoped = {Matcher(label, value) for label, value in scope}
+    ours = []
+    for silence in silences:
+        host = hosts.get(frozenset(silence.matchers))
+        if host is not None or (scoped and scoped <= set(silence.matchers)):
+            ours.append({**silence.to_dict(), "host": host})
+    return {
+        "alertmanager": monitoring.alertmanager, "error": "",
+        "firing": [a.to_dict() for a in alerts if a.state == "active"],
+        "silenced": [a.to_dict() for a in alerts if a.state != "active"],
+        "silences": ours,
     }
 
 

@@ -1,7 +1,8 @@
 """A run's timeline as a picture: ``runs show RUN --chart FILE.png``, and embedded in the post-check report.
 
 One lane per host, a bar per step (coloured by what it acts on: traffic, Kafka, host, service, check),
-a mark where a wait started again, the sessions (a kill and a resume show as a gap between two); under
+a mark where a wait started again, the metric gates' verdicts with their values (``metrics.gate``),
+the sessions (a kill and a resume show as a gap between two); under
 it, from the samples the run took (:mod:`kafkaops.systems.run_samples`), the under-replicated and offline
 partitions and the produce rate (per site for a switchover). Steps that took less than a second are
 drawn a second wide, so that a no-op is still visible in its place.
@@ -42,6 +43,33 @@ def rate_series(samples: list[dict[str, Any]]) -> dict[str, list[tuple[float, fl
     return {label: rate for label, rate in series.items() if rate}
 
 
+def gate_label(event: dict[str, Any]) -> str:
+    """A ``metric_gate`` event's annotation: each gate's value and ceiling (``p99 45>15``, ``isr 0≤0``)."""
+    parts = []
+    for r in event.get("readings") or []:
+        value, limit = r.get("value"), r.get("limit")
+        shown = "no data" if value is None else f"{float(value):.3g}"
+        if limit is not None and value is not None:
+            shown += f"{'≤' if r.get('ok') else '>'}{float(limit):.3g}"
+        parts.append(f"{r.get('name')} {shown}")
+    return ", ".join(parts)
+
+
+def _gate_marks(ax: Any, report: RunReport, hosts: list[str], t0: float) -> None:
+    """The metric gates' verdicts (``metric_gate`` events) on the host's lane: a green triangle where they
+    held, a red one where they held the roll, with the values beside the red ones and the last green one of
+    each host, so the chart shows what monitoring saw before each stop."""
+    gates = [e for e in report.events if e.get("event") == "metric_gate" and e.get("target") in hosts]
+    last_ok = {e.get("target"): id(e) for e in gates if e.get("held")}
+    for e in gates:
+        lane = hosts.index(str(e["target"]))
+        held = bool(e.get("held"))
+        ax.plot(float(e["t"]) - t0, lane - 0.42, marker="^", color="#2ca02c" if held else "#d62728", markersize=5)
+        if not held or last_ok.get(e.get("target")) == id(e):
+            ax.text(float(e["t"]) - t0, lane - 0.48, " " + gate_label(e), fontsize=6, va="bottom",
+                    color="#2ca02c" if held else "#d62728", clip_on=True)
+
+
 def draw(report: RunReport, samples: list[dict[str, Any]], path: Path) -> Path:
     """Write the chart of ``report`` (and ``samples``) to ``path`` as PNG."""
     import matplotlib
@@ -68,6 +96,7 @@ def draw(report: RunReport, samples: list[dict[str, Any]], path: Path) -> Path:
                         clip_on=True)
             for r in s.restarts:
                 ax.plot(r["t"] - t0, lane + 0.42, marker="v", color="black", markersize=3)
+    _gate_marks(ax, report, hosts, t0)
     for session in report.sessions[1:]:
         ax.axvline(session.start - t0, color="orange", linestyle="--", linewidth=1)
         ax.text(session.start - t0, len(hosts) - 0.4, f" {session.how}", color="orange", fontsize=7)

@@ -35,6 +35,10 @@ app = typer.Typer(
 host_app = typer.Typer(help="Power a lab host (reboot, crash, boot) and set its fault knobs (knob, slow-shutdown).",
                        no_args_is_help=True)
 app.add_typer(host_app, name="host")
+net_app = typer.Typer(help="Network faults: partition the admin (kafkaops, run with group 64600) from lab "
+                           "components with iptables DROP rules in the lab's own chain; heal; show.",
+                      no_args_is_help=True)
+app.add_typer(net_app, name="net")
 
 InventoryOpt = typer.Option(None, "--inventory", "-i", help="Lab inventory (default: the lab's own lab.yaml).")
 
@@ -350,3 +354,65 @@ def load(
     if not report.clean:
         raise CheckFailed(f"load run not clean: lost={report.lost} duplicated={report.duplicated} "
                           f"http_failed={report.http_failed}")
+
+
+@net_app.command("partition")
+def net_partition(
+    a: str = typer.Argument(..., help="admin, zookeeper, etcd, brokers or a lab host."),
+    b: str = typer.Argument(..., help="The other side (one of the two must be admin)."),
+    duration: str | None = typer.Option(None, "--for", metavar="DURATION",
+                                        help="Heal by itself after DURATION (30s, 2m); default: until `heal`."),
+) -> None:
+    """Cut A from B, both directions, by DROP (a connection hangs; it is not refused). The admin is every
+    process running with group 64600 (`setpriv --regid 64600 --clear-groups kafkaops ...`): the lab's
+    processes all connect from 127.0.0.1, so only that group tells kafkaops' own traffic apart."""
+    from kafkaops.cli.common import CommandLineError
+    from kafkaops.engine.step import parse_duration
+    from kafkaops.lab import net
+    from kafkaops.lab.spec import LabSpec
+
+    try:
+        seconds = parse_duration(duration) if duration is not None else None
+    except ValueError as exc:
+        raise CommandLineError(f"--for: {exc}") from None
+    spec = LabSpec.load()
+    rules = net.partition(spec, a, b, seconds=seconds)
+    until = f" for {duration} (heals by itself)" if duration else " until `kafkaops lab net heal`"
+    console.print(f"lab {spec.cluster}: {a} and {b} partitioned ({len(rules)} DROP/mark rules in "
+                  f"{net.chain(spec.cluster)}){until}", highlight=False)
+
+
+@net_app.command("heal")
+def net_heal(a: str | None = typer.Argument(None, help="One side (omitted: heal every partition)."),
+             b: str | None = typer.Argument(None, help="The other side.")) -> None:
+    """Remove the partition between A and B, or every partition of the lab (its chain and jump too)."""
+    from kafkaops.cli.common import CommandLineError
+    from kafkaops.lab import net
+    from kafkaops.lab.spec import LabSpec
+
+    if (a is None) != (b is None):
+        raise CommandLineError("give both sides of the partition to heal, or neither to heal them all")
+    spec = LabSpec.load()
+    removed = net.heal(spec, a, b)
+    what = f"{a} and {b}" if a else "every partition"
+    console.print(f"lab {spec.cluster}: healed {what} ({removed} rules removed)", highlight=False)
+
+
+@net_app.command("show")
+def net_show(output: TableOrJson = OutputOpt) -> None:
+    """The partitions in force, their heal timers and their iptables rules."""
+    from kafkaops.lab import net
+    from kafkaops.lab.spec import LabSpec
+
+    data = net.shown(LabSpec.load())
+    if output == TableOrJson.json:
+        print_json(data)
+        return
+    parts = data["partitions"]
+    console.print(f"lab {data['lab']} ({data['chain']}; admin = group {net.ADMIN_GID} from {net.ADMIN_ADDRESS}): "
+                  + (", ".join(f"{p['a']} ~ {p['b']}" for p in parts) if parts else "no partition"),
+                  highlight=False)
+    for timer in data["heal_timers"]:
+        console.print(f"  heals by itself: {timer}", highlight=False)
+    for rule in data["rules"]:
+        console.print(f"  {rule}", highlight=False, markup=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError, LabError
-from kafkaops.lab import configs, monitoring, procs
+from kafkaops.lab import configs, monitoring, net, procs
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.paths import host_dirs, lab_dir, lab_dirs
 from kafkaops.lab.spec import LabSpec, from_inventory
@@ -344,6 +344,7 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
     spec = from_inventory(cluster)
     if is_up(Path(spec.lab_dir)):
         raise LabError(f"the lab is already up ({spec.lab_dir})", hint="`kafkaops lab down` first, or use it")
+    net.clear(spec.cluster)  # a partition left by a killed run must not greet the new lab
     _preflight(spec)
     try:
         progress("preparing keys and configs")
@@ -400,6 +401,9 @@ def down(base: Path | None = None, progress: Progress = _noop) -> int:
         spec: LabSpec | None = LabSpec.load(base)
     except LabError:
         spec = None
+    # Network partitions first: the lab going away takes its fault rules with it (the heal timers are
+    # pidfiles under run/, stopped below with everything else).
+    net.clear(spec.cluster if spec is not None else name(base))
     stopped = 0
     if spec is not None:
         # Monitoring first: a lab going away is not an outage to page anyone about.

@@ -9,6 +9,7 @@ kinds: what the steps share. Steps talk to systems only through the run's
 """
 
 from kafkaops.steps import (
+    alerts,
     canary,
     conftool,
     deploy,
@@ -20,6 +21,7 @@ from kafkaops.steps import (
     kafka,
     kraft,
     logs,
+    metrics,
     mirror,
     offsets,
     operator,
@@ -29,8 +31,8 @@ from kafkaops.steps import (
     traffic,
 )
 
-__all__ = ["canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka", "kraft",
-           "logs", "mirror", "offsets", "operator", "placement", "service", "sites", "traffic"]
+__all__ = ["alerts", "canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka",
+           "kraft", "logs", "metrics", "mirror", "offsets", "operator", "placement", "service", "sites", "traffic"]
 
 
 def register_all() -> None:

@@ -30,13 +30,16 @@ __all__ = ["TcpSink", "WebhookSink", "install", "remote_sinks_from_env"]
 
 
 class TcpSink:
-    """Sends ``message`` as one line over TCP, like the tcpircbot behind Wikimedia's ``!log``."""
+    """Sends one line per record over TCP, like the tcpircbot behind Wikimedia's ``!log``: a run's or a
+    host's START/END as its SAL line (``sal``: ``!log alice@admin1001 START - ...``), every other record as
+    its ``message`` (seen in the channel, not filed in the SAL)."""
 
     def __init__(self, host: str, port: int, timeout: float = 3.0, prefix: str = "") -> None:
         self.host, self.port, self.timeout, self.prefix = host, port, timeout, prefix
 
     def emit(self, record: Mapping[str, Any]) -> None:
-        text = (self.prefix + str(record.get("message", ""))).replace("\n", " ")[:450]
+        line = record.get("sal") or record.get("message", "")
+        text = (self.prefix + str(line)).replace("\n", " ")[:450]
         with socket.create_connection((self.host, self.port), timeout=self.timeout) as sock:
             sock.sendall(text.encode() + b"\n")
 

@@ -313,12 +313,21 @@ class ZooKeeperLockBackend:
         return True
 
     def holder(self, cluster: str) -> LockInfo | None:
-        """Who holds the lock, ``None`` when nobody does."""
+        """Who holds the lock, ``None`` when nobody does; within :attr:`timeout`.
+
+        Bounded because the runner reads it right before every destructive step (fencing): kazoo's plain
+        ``get`` queues a request on a *suspended* session (a partition it has not yet given up on) and
+        waits for as long as the partition lasts.
+
+        Raises:
+            UnreachableError: ZooKeeper did not answer within the timeout.
+        """
         from kazoo.exceptions import NoNodeError
 
         path = self._path(cluster)
         try:
-            data, _ = self.zookeeper.call(f"a read of {path}", lambda zk: zk.get(path))
+            data, _ = self.zookeeper.call(f"a read of {path}",
+                                          lambda zk: zk.get_async(path).get(timeout=self.timeout))
         except NoNodeError:
             return None
         return self._info(cluster, data)

@@ -18,21 +18,25 @@ def _env(home: os.PathLike[str] | str, cluster: Cluster) -> dict[str, str]:
 
 
 def kafkaops(home: os.PathLike[str] | str, cluster: Cluster, *args: str,
-             timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """Run ``kafkaops ARGS`` to completion against ``cluster``'s inventory."""
+             timeout: float = 900, group: int | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``kafkaops ARGS`` to completion against ``cluster``'s inventory (``group``: as that group id,
+    e.g. the lab's admin, whom ``kafkaops lab net partition admin ...`` cuts off)."""
     return subprocess.run([sys.executable, "-m", "kafkaops.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, env=_env(home, cluster))
+                          timeout=timeout, env=_env(home, cluster), group=group)
 
 
-def spawn(home: os.PathLike[str] | str, cluster: Cluster, *args: str) -> subprocess.Popen[str]:
-    """Start ``kafkaops ARGS`` in its own process group (so a test can SIGKILL all of it).
+def spawn(home: os.PathLike[str] | str, cluster: Cluster, *args: str,
+          group: int | None = None) -> subprocess.Popen[str]:
+    """Start ``kafkaops ARGS`` in its own process group (so a test can SIGKILL all of it); ``group``: as
+    that group id (see :func:`kafkaops`).
 
     Its output goes to a file, never to a pipe nobody reads while it runs: a roll prints more than a
     pipe holds (64 KiB), and a blocked write would hang the run. :func:`output` reads it.
     """
     log = tempfile.NamedTemporaryFile("w+", prefix="kafkaops-", suffix=".log", delete=False)  # noqa: SIM115
     proc = subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=log,
-                            stderr=subprocess.STDOUT, text=True, env=_env(home, cluster), start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, env=_env(home, cluster), start_new_session=True,
+                            group=group)
     log.close()
     _LOGS[proc.pid] = log.name
     return proc

@@ -1,4 +1,5 @@
-"""A real reboot relays every audit record to the network sinks the operator configured (issue 28, item 9).
+"""A real reboot relays every audit record to the network sinks the operator configured (issue 28, item 9),
+its START and END as the lines Wikimedia's server admin log receives (``!log user@host START - ...``, issue 31).
 
 Before, ``kafkaops`` never installed the sinks ``KAFKAOPS_AUDIT_TCP`` and ``KAFKAOPS_AUDIT_WEBHOOK``
 name: every record said it was not relayed, and the channel operators watch stayed silent. Here a TCP
@@ -102,5 +103,10 @@ def test_every_audit_record_of_a_reboot_reaches_both_sinks(
     assert len(records) >= 4, records  # START, END and the actions in between
     assert records[0]["message"].split(": ", 1)[1].startswith("START - reboot kafka1002")
     assert records[-1]["message"].split(": ", 1)[1].startswith("END (PASS) - reboot kafka1002")
-    assert tcp.lines == [r["message"] for r in records]
+    # The relay gets the run's START and END as the SAL receives them (issue 31), the actions as they are.
+    assert tcp.lines == [r.get("sal") or r["message"] for r in records]
+    operator = records[0]["operator"]
+    assert tcp.lines[0].startswith(f"!log {operator} START - reboot kafka1002 (audit relay)"), tcp.lines[0]
+    assert tcp.lines[-1].startswith(f"!log {operator} END (PASS) - reboot kafka1002 (audit relay)"), tcp.lines[-1]
+    assert sum(line.startswith("!log ") for line in tcp.lines) == 2  # one host: no per-host lines
     assert posted == records

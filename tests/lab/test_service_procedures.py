@@ -162,7 +162,9 @@ def test_bad_revision_stops_after_the_canary_and_the_printed_rollback_restores(s
     out = result.stdout + result.stderr
     assert result.returncode == 11, out
     run_id = only_run(home)
-    assert f"stopped at {canary.name} step 5 (deploy.verify_revision)" in out
+    steps = find_runbook("rolling-deploy", check_kinds=False).steps
+    verify = 1 + [s.kind for s in steps].index("deploy.verify_revision")
+    assert f"stopped at {canary.name} step {verify} (deploy.verify_revision)" in out
     assert f"`kafkaops resume {run_id}`" in out
     prev = before[canary.name]["revision"]
     assert f"labdeploy -l {canary.fqdn} --rev {prev}" in out

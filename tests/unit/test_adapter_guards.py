@@ -21,7 +21,7 @@ import pytest
 
 import kafkaops.systems
 from kafkaops.environment import Environment
-from kafkaops.model import Cluster, Host, SshEndpoint
+from kafkaops.model import Cluster, Host, Monitoring, SshEndpoint
 from kafkaops.systems.guard import DryRunViolation, write_methods
 
 # Loopback, and a port nothing listens on (discard): a guard that let a call through would be refused
@@ -41,6 +41,7 @@ EXPECTED_WRITES = {
     "ConsumerGroups": {"set_offsets"},
     "EventProducer": {"produce"},
     "EventPoster": {"post"},
+    "Alertmanager": {"create_silence", "expire_silence", "end_run_silences"},
 }
 
 
@@ -50,7 +51,9 @@ def _cluster() -> Cluster:
                 conftool_tags={"dc": "x", "cluster": "c", "service": "s"},
                 commands={"kafka_stop": "true", "kafka_reassign": "kafka-reassign-partitions"})
     site = Cluster(name="nowhere", bootstrap_servers=f"{NOWHERE}:{CLOSED_PORT}", hosts=(host,),
-                   zookeeper=f"{NOWHERE}:{CLOSED_PORT}", conftool_config="/nonexistent/conftool.yaml")
+                   zookeeper=f"{NOWHERE}:{CLOSED_PORT}", conftool_config="/nonexistent/conftool.yaml",
+                   monitoring=Monitoring(alertmanager=f"http://{NOWHERE}:{CLOSED_PORT}",
+                                         host_matchers=(("instance", "{host.fqdn}:.*"),)))
     return dataclasses.replace(site, sites={"x": site})  # one site of itself: what ConsumerGroups needs
 
 
@@ -87,6 +90,7 @@ BUILDERS: dict[str, Callable[[Environment], Any]] = {
     "ConsumerGroups": lambda env: env.groups("x"),
     "EventProducer": lambda env: _replay(env, 0),
     "EventPoster": lambda env: _replay(env, 1),
+    "Alertmanager": lambda env: env.alertmanager,
 }
 
 

@@ -55,7 +55,7 @@ def test_tcp_sink_sends_one_line_per_message_and_best_effort_failures_are_swallo
     )
     t.join(5)
     server.close()
-    assert got == [b"o@h: START - reboot a,b (why)\n", b"o@h: END (FAIL) - reboot a,b (why)\n"]
+    assert got == [b"!log o@h START - reboot a,b (why)\n", b"!log o@h END (FAIL) - reboot a,b (why)\n"]
     # a dead chat bot must not stop the run
     dead = AuditLog([mem], [TcpSink("127.0.0.1", port, timeout=0.5)], on_sink_error=errors.append)
     dead.record(run="r", operator="o", reason="x", action="a", outcome="ok")

@@ -159,10 +159,11 @@ def test_service_runbooks_bind_against_the_lab_and_production_inventories() -> N
         bound = bind_runbook(find_runbook("rolling-deploy"), cluster=cluster, targets=targets,
                              params={**common, "rev": "r2", "message": "deploy r2"})
         kinds = [s.kind for s in bound.targets[0].steps]
-        assert kinds == ["env.reachable", "conftool.depool", "traffic.wait_zero_syns", "deploy.deploy",
-                         "deploy.verify_revision",
-                         "service.scan_log", "conftool.repool", "canary.confirm"]
-        assert [s.kind for s in bound.targets[-1].steps][-1] == "conftool.repool"  # no gate after the last
+        assert kinds == ["env.reachable", "metrics.baseline", "alerts.gate", "alerts.silence", "conftool.depool",
+                         "traffic.wait_zero_syns", "metrics.gate", "deploy.deploy", "deploy.verify_revision",
+                         "service.scan_log", "conftool.repool", "alerts.unsilence", "alerts.gate", "canary.confirm"]
+        # no canary gate after the last; its alerts.gate (at_end) is a step of its own
+        assert [s.kind for s in bound.targets[-1].steps][-3:] == ["conftool.repool", "alerts.unsilence", "alerts.gate"]
         bound = bind_runbook(find_runbook("rolling-restart-service"), cluster=cluster, targets=targets, params=common)
         assert bound.target_names == [h.name for h in cluster.hosts]  # inventory order
         bind_runbook(find_runbook("restart-service"), cluster=cluster, targets=targets[:1],

@@ -1,0 +1,324 @@
+"""Alert steps: silence the host a run takes down, end that silence once its checks passed, and hold the
+run while the cluster's monitoring sees something this run did not cause.
+
+A reboot that pages the on-call is a reboot nobody runs twice: Wikimedia's cookbooks downtime each host
+in Alertmanager before they touch it, and remove the downtime at the end. So, per host:
+
+* ``alerts.silence`` (before the depool): one Alertmanager silence made of the inventory's
+  ``monitoring.host_matchers`` for that host (``instance=~"kafka1001\\.eqiad\\.wmnet:.*"``), created by the
+  operator, commented ``kafkaops <run id>: <reason> (<task>)``. It is found again by that comment, so a
+  resumed run never makes a second one. It is *bounded* (:func:`silence_bound`): if kafkaops dies, the
+  silence ends by itself instead of hiding a broken host for days.
+* ``alerts.unsilence`` (after the host's checks and its repool): waits until none of the host's alerts
+  still fires under the silence — ending a silence over a firing alert pages at once — then expires it.
+* ``alerts.gate`` (before each host, and once after the last): no alert of the cluster (its
+  ``monitoring.scope`` labels) fires unless silenced — by this run's silences, or by a silence an
+  operator made (an alert someone acknowledged). Otherwise it waits, bounded, and stops the run
+  resumable, naming the alerts (Koperator holds a roll the same way).
+
+Without a ``monitoring:`` block (or without its ``alertmanager``), each is a no-op that says so.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import (
+    Action,
+    Compensation,
+    Noop,
+    Observation,
+    Param,
+    StepBase,
+    format_duration,
+    register_step,
+)
+from kafkaops.errors import CheckFailed, WaitTimeout
+from kafkaops.steps.common import environment, names, target_host, wait
+from kafkaops.systems.alertmanager import Alert, Matcher, Silence, run_prefix, silence_comment, utc
+
+#: Added to the timeouts a silence covers: the steps without a timeout (depool, election, log scans)
+#: and the seconds between steps.
+DEFAULT_MARGIN = 15 * 60
+
+
+def silence_key(host: str) -> str:
+    """The projection key of a planned silence (the dry-run's ``alerts.unsilence`` sees it)."""
+    return f"silence/{host}"
+
+
+def _no_monitoring(ctx: RunContext) -> str:
+    """Why the monitoring steps do nothing here, or ``""`` when the cluster has an Alertmanager."""
+    cluster = environment(ctx).cluster
+    if cluster.monitoring is None:
+        return f"no monitoring: configured for cluster {cluster.name} (inventory monitoring: block)"
+    if not cluster.monitoring.alertmanager:
+        return f"no monitoring: configured for cluster {cluster.name} (no monitoring.alertmanager)"
+    return ""
+
+
+def _host_matchers(ctx: RunContext) -> list[Matcher]:
+    env = environment(ctx)
+    assert env.cluster.monitoring is not None
+    host = target_host(ctx)
+    return [Matcher(label, value, is_regex=True)
+            for label, value in env.cluster.monitoring.host_regexes(host, env.cluster.name)]
+
+
+def silence_bound(ctx: RunContext, margin: float) -> tuple[float, list[str]]:
+    """How long a host's silence lasts: the timeouts of the steps it covers, times the hosts that go
+    together, plus ``margin``.
+
+    ``bound = batch_size x sum(timeout of each step after alerts.silence, up to and including
+    alerts.unsilence) + margin``. Every wait of the host's maintenance is bounded by its step's timeout,
+    so a run that goes on never outlives its silence; a batch's hosts go step by step together, so each
+    host's span is the batch's. A run that dies leaves a silence that still ends by itself. Returns the
+    bound (seconds) and the covered steps (``kafka.stop_broker 5m``) for the plan.
+    """
+    covered = []
+    for step in ctx.steps:
+        if step.index <= ctx.step_index or step.gate:
+            continue
+        covered.append(step)
+        if step.kind == "alerts.unsilence":
+            break
+    timeouts = [(s.kind, float(t)) for s in covered
+                if isinstance(t := s.params.get("timeout"), int | float) and not isinstance(t, bool)]
+    batch = max(1, len(ctx.batch))
+    total = sum(t for _, t in timeouts) * batch + margin
+    return total, [f"{kind} {format_duration(t)}" for kind, t in timeouts]
+
+
+def _mine(silences: list[Silence], run_id: str, matchers: list[Matcher]) -> list[Silence]:
+    prefix = run_prefix(run_id)
+    return [s for s in silences if run_id and s.comment.startswith(prefix) and s.live and s.matches(matchers)]
+
+
+def _clock(ts: float | None) -> str:
+    return time.strftime("%H:%M:%SZ", time.gmtime(ts)) if ts else "?"
+
+
+class SilenceHost(StepBase):
+    """Silence the host's alerts in Alertmanager before it is taken down (one bounded silence per host)."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        why = _no_monitoring(ctx)
+        if why:
+            return Observation({"none": why}, summary=why)
+        env = environment(ctx)
+        host = target_host(ctx)
+        matchers = _host_matchers(ctx)
+        duration, covers = silence_bound(ctx, float(self.params["margin"]))
+        silences = env.alertmanager.silences() if matchers else []
+        mine = _mine(silences, ctx.run_id, matchers)
+        others = [s for s in silences if s.live and s.matches(matchers) and s not in mine]
+        data = {"host": host.name, "alertmanager": env.alertmanager.url, "matchers": [m.to_api() for m in matchers],
+                "shown": [str(m) for m in matchers], "duration": duration, "covers": covers,
+                "mine": [s.to_dict() for s in mine], "others": [s.to_dict() for s in others]}
+        if mine:
+            summary = f"{host.name}: silenced by this run (silence {mine[0].id} until {_clock(mine[0].ends_at)})"
+        else:
+            summary = (f"{host.name}: no silence of this run; one made now would end at "
+                       f"{_clock(time.time() + duration)}")
+        if others:
+            summary += "; also silenced by " + ", ".join(f"{s.created_by} until {_clock(s.ends_at)}" for s in others)
+        return Observation(data, summary=summary)
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if "none" in d:
+            return Noop(d["none"])
+        if not d["matchers"]:
+            return Noop(f"{d['host']}: no monitoring.host_matchers in the inventory: nothing identifies its alerts")
+        if d["mine"]:
+            s = d["mine"][0]
+            return Noop(f"{d['host']} is already silenced by this run (silence {s['id']}, until "
+                        f"{_clock(s['ends_at'])})")
+        matchers = ", ".join(d["shown"])
+        how_long = format_duration(d["duration"])
+        return Action(
+            description=f"silence {d['host']}'s alerts in Alertmanager for {how_long} ({matchers})",
+            commands=(f"POST {d['alertmanager']}/api/v2/silences matchers [{matchers}], startsAt now, endsAt now + "
+                      f"{how_long}, createdBy the operator, comment 'kafkaops RUN: reason (task)'",),
+            impact=f"alerts of {d['host']} notify no one until alerts.unsilence ends the silence after the host's "
+                   f"checks, or for {how_long} at most (covers: {', '.join(d['covers']) or 'no timeout'}; "
+                   "plus a margin)",
+            rollback="expire the silence (alerts.unsilence)",
+            data={"matchers": d["matchers"], "duration": d["duration"]},
+        )
+
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {silence_key(obs.data["host"]): "planned"}
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        matchers = [Matcher(str(m["name"]), str(m["value"]), bool(m["isRegex"]), bool(m["isEqual"]))
+                    for m in action.data["matchers"]]
+        now = time.time()
+        ends = now + float(action.data["duration"])
+        sid = env.alertmanager.create_silence(matchers, starts_at=now, ends_at=ends, created_by=ctx.operator,
+                                              comment=silence_comment(ctx.run_id, ctx.reason, ctx.task))
+        ctx.record("silence_created", silence=sid, host=ctx.target, matchers=[str(m) for m in matchers],
+                   ends_at=round(ends, 3))
+        ctx.progress(f"  {ctx.target}: silence {sid} until {utc(ends)}")
+
+    def verify(self, ctx: RunContext) -> None:
+        if _no_monitoring(ctx):
+            return
+        if not _mine(environment(ctx).alertmanager.silences(), ctx.run_id, _host_matchers(ctx)):
+            raise CheckFailed(f"{ctx.target}: Alertmanager holds no silence of this run for it after creating one")
+
+
+class Unsilence(StepBase):
+    """End this run's silence of the host once none of its alerts fires under it (its checks have passed)."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        why = _no_monitoring(ctx)
+        if why:
+            return Observation({"none": why}, summary=why)
+        env = environment(ctx)
+        host = target_host(ctx)
+        matchers = _host_matchers(ctx)
+        mine = _mine(env.alertmanager.silences(), ctx.run_id, matchers) if matchers else []
+        planned = ctx.projected.get(silence_key(host.name)) == "planned"
+        held = _held(env.alertmanager.alerts(), {s.id for s in mine}) if mine else []
+        lines = [a.line() for a in held]
+        data = {"host": host.name, "alertmanager": env.alertmanager.url, "mine": [s.to_dict() for s in mine],
+                "planned": planned, "held": lines}
+        if mine:
+            summary = (f"{host.name}: silence {', '.join(s.id for s in mine)} of this run until "
+                       f"{_clock(mine[0].ends_at)}; " + (f"holding {names(lines)}" if lines else "holding nothing"))
+        else:
+            summary = f"{host.name}: " + ("silenced by an earlier step of this plan" if planned
+                                          else "no silence of this run")
+        return Observation(data, summary=summary)
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if "none" in d:
+            return Noop(d["none"])
+        if not d["mine"] and not d["planned"]:
+            return Noop(f"{d['host']} has no silence of this run that still silences")
+        timeout = format_duration(float(self.params["timeout"]))
+        return Action(
+            description=f"end this run's silence of {d['host']} once none of its alerts fires under it "
+                        f"(waits {timeout} at most)",
+            commands=(f"GET {d['alertmanager']}/api/v2/alerts (until none is silenced by it), then "
+                      f"DELETE {d['alertmanager']}/api/v2/silence/<id>",),
+            impact=f"alerts of {d['host']} notify again",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        am = env.alertmanager
+        mine = _mine(am.silences(), ctx.run_id, _host_matchers(ctx))
+        ids = {s.id for s in mine}
+        if not ids:
+            return
+        last: list[str] = []
+
+        def clear() -> tuple[bool, str]:
+            last[:] = [a.line() for a in _held(am.alerts(), ids)]
+            return not last, ("still firing under the silence: " + names(last)) if last else "no alert held"
+
+        timeout = float(self.params["timeout"])
+        try:
+            wait(ctx, clear, what=f"{ctx.target}'s alerts to stop firing under this run's silence", timeout=timeout,
+                 interval=2.0)
+        except WaitTimeout:
+            raise WaitTimeout(f"{ctx.target}: {names(last)} still firing after {format_duration(timeout)} under this "
+                              f"run's silence; ending it now would page, so it stays (until "
+                              f"{_clock(mine[0].ends_at)})",
+                              hint="look at the host; resume once its alerts clear (kafkaops resume RUN)") from None
+        for s in mine:
+            am.expire_silence(s.id)
+            ctx.record("silence_expired", silence=s.id, host=ctx.target)
+        ctx.progress(f"  {ctx.target}: silence {', '.join(sorted(ids))} ended")
+
+    def verify(self, ctx: RunContext) -> None:
+        if _no_monitoring(ctx):
+            return
+        left = _mine(environment(ctx).alertmanager.silences(), ctx.run_id, _host_matchers(ctx))
+        if left:
+            raise CheckFailed(f"{ctx.target}: this run's silence {left[0].id} still silences after it was ended")
+
+
+def _held(alerts: list[Alert], ids: set[str]) -> list[Alert]:
+    """The active alerts one of the silences ``ids`` suppresses."""
+    return [a for a in alerts if set(a.silenced_by) & ids]
+
+
+def _blocking(ctx: RunContext) -> list[Alert]:
+    """The cluster's alerts that fire and are silenced by no one (inhibited ones have a firing cause)."""
+    env = environment(ctx)
+    assert env.cluster.monitoring is not None
+    scope = env.cluster.monitoring.scope_labels(env.cluster.name)
+    return [a for a in env.alertmanager.alerts(scope, silenced=False, inhibited=False) if a.state == "active"]
+
+
+class Gate(StepBase):
+    """Hold until no alert of the cluster fires in Alertmanager unless silenced; stop naming them if it lasts."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        why = _no_monitoring(ctx)
+        if why:
+            return Observation({"none": why}, summary=why)
+        if self.params["at_end"] and ctx.targets and ctx.target != ctx.targets[-1]:
+            return Observation({"skip": f"not the last target: {ctx.targets[ctx.targets.index(ctx.target) + 1]}'s "
+                                        "gate before it looks"}, summary="not the last target")
+        env = environment(ctx)
+        assert env.cluster.monitoring is not None
+        scope = env.cluster.monitoring.scope_labels(env.cluster.name)
+        firing = [a.line() for a in _blocking(ctx)]
+        shown = ", ".join(f'{k}="{v}"' for k, v in scope) or "every alert"
+        return Observation({"alertmanager": env.alertmanager.url, "scope": shown, "firing": firing},
+                           summary=f"{len(firing)} alert(s) firing unsilenced ({shown})"
+                                   + (f": {names(firing)}" if firing else ""))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if "none" in d:
+            return Noop(d["none"])
+        if "skip" in d:
+            return Noop(d["skip"])
+        return Action(
+            description=f"hold until no alert of {{{d['scope']}}} fires unsilenced in Alertmanager (this run's "
+                        f"silences and operators' count as silenced; at most "
+                        f"{format_duration(float(self.params['timeout']))})",
+            commands=(f"GET {d['alertmanager']}/api/v2/alerts?active=true&silenced=false&inhibited=false",),
+            impact="read-only",
+        )
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        last: list[str] = []
+
+        def quiet() -> tuple[bool, str]:
+            last[:] = [a.line() for a in _blocking(ctx)]
+            return not last, ("firing: " + names(last)) if last else "no alert firing"
+
+        timeout = float(self.params["timeout"])
+        try:
+            wait(ctx, quiet, what="the cluster's alerts to clear", timeout=timeout, interval=2.0)
+        except WaitTimeout:
+            raise WaitTimeout(f"alerts of cluster {ctx.cluster} still firing after {format_duration(timeout)}: "
+                              f"{names(last, limit=8)}; nothing more was changed",
+                              hint="look at what they say; kafkaops resume RUN once they clear (or silence "
+                                   "one you have acknowledged: a silenced alert does not hold the run)") from None
+
+
+register_step("alerts.silence", SilenceHost, [
+    Param("margin", "duration", default=DEFAULT_MARGIN, min=60, max=24 * 3600,
+          help="added to the covered steps' timeouts: how long the silence lasts beyond them"),
+], compensate=Compensation("alerts.unsilence", params={}, note="expire the host's silence"))
+register_step("alerts.unsilence", Unsilence, [
+    Param("timeout", "duration", default=120, min=0, max=3600,
+          help="how long the host's alerts may take to stop firing under the silence before it is ended"),
+])
+register_step("alerts.gate", Gate, [
+    Param("timeout", "duration", default=600, min=0, max=6 * 3600,
+          help="how long unsilenced alerts of the cluster may fire before the run stops"),
+    Param("at_end", "bool", default=False, help="only after the last target of the run (the gate before each "
+          "host covers the others)"),
+])

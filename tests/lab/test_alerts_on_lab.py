@@ -1,0 +1,203 @@
+"""Monitoring in the loop, on the lab's real Prometheus and Alertmanager, under load (issue 31).
+
+A reboot silences its host in Alertmanager before it takes it down and ends the silence once the host's
+checks passed: the lab's receiver ("who would have been paged") records nothing for that host. The same
+reboot without the silence step pages — so the receiver is proven to work. An alert induced mid-roll on a
+host not yet rolled holds the roll before the next host, naming the alert, and ``resume`` finishes once it
+cleared. ``runs abort --rollback`` of a run killed after its silence was made ends that silence.
+
+Witnesses are the programs themselves: Alertmanager's ``/api/v2`` and the receiver's file, never what
+kafkaops says. Waits are bounded (a noisy machine), never timed assertions.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import requests
+from harness import Load, kafkaops, output, spawn
+from invariants import journal, live_journal, only_run
+
+from kafkaops.lab import monitoring, paths
+from kafkaops.lab.host import LabHost
+from kafkaops.lab.spec import LabSpec
+from kafkaops.model import Cluster
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = ["--syn-window", "2s", "--no-scan"]
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 120.0) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = probe()
+        except requests.RequestException:
+            found = None
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            pytest.fail(f"not seen within {timeout:.0f}s: {what}")
+        time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def spec(lab_cluster: Cluster) -> LabSpec:
+    return LabSpec.load(paths.lab_dir(lab_cluster.name))
+
+
+@pytest.fixture
+def loaded(pooled_lab: Cluster) -> Iterator[Cluster]:
+    with Load(pooled_lab):
+        yield pooled_lab
+
+
+def _run_silences(spec: LabSpec, run_id: str) -> list[dict[str, Any]]:
+    r = requests.get(f"{monitoring.alertmanager_url(spec)}/api/v2/silences", timeout=10)
+    r.raise_for_status()
+    return [s for s in r.json() if str(s.get("comment", "")).startswith(f"kafkaops {run_id}:")]
+
+
+def _fqdn(cluster: Cluster, name: str) -> str:
+    host = cluster.host(name)
+    assert host is not None
+    return host.fqdn
+
+
+def _quiet(spec: LabSpec) -> bool:
+    """No alert of the lab fires unsilenced (what alerts.gate waits for)."""
+    return not monitoring.alerts(spec)
+
+
+def _runbooks(tmp_path: Path, edit: Callable[[str, str], str]) -> Path:
+    """A copy of the shipped runbooks, each passed through ``edit(name, text)``."""
+    out = tmp_path / "runbooks"
+    out.mkdir()
+    for f in (REPO / "runbooks").glob("*.yaml"):
+        (out / f.name).write_text(edit(f.stem, f.read_text()))
+    return out
+
+
+def test_a_reboot_silences_its_host_and_pages_no_one(loaded: Cluster, spec: LabSpec, home: Path) -> None:
+    wait_for("the lab quiet before the reboot", lambda: _quiet(spec))
+    host = "kafka1001"
+    prefix = _fqdn(loaded, host) + ":"
+    since = time.time()
+    done = kafkaops(home, loaded, "reboot", host, "--yes", "--reason", "alerts test", "--task", "T31", *FAST)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = only_run(home)
+    time.sleep(5)  # a notification sent right after the silence ended reaches the receiver within a second
+    silences = _run_silences(spec, run_id)
+    assert len(silences) == 1, silences
+    (silence,) = silences
+    assert silence["matchers"] == [{"name": "instance", "value": "kafka1001\\.lab\\.local:.*", "isRegex": True,
+                                    "isEqual": True}]
+    assert silence["status"]["state"] == "expired"
+    assert silence["comment"] == f"kafkaops {run_id}: alerts test (T31)"
+    assert monitoring.paged(Path(spec.lab_dir), instance_prefix=prefix, since=since) == []
+    # What the silence held: the broker's own alert fired while it was down, and notified no one.
+    events = [r for r in journal(home, run_id) if r["type"] == "event"]
+    assert [e["event"] for e in events if e["event"].startswith("silence_")] == ["silence_created",
+                                                                                 "silence_expired"]
+    # Nor for its peers: their under-replicated alerts wait longer than a reboot (docs/lab.md, Monitoring).
+    assert monitoring.paged(Path(spec.lab_dir), instance_prefix="", since=since) == []
+    shown = kafkaops(home, loaded, "runs", "show", run_id)
+    assert f"silence {silence['id']}" in shown.stdout and "(ended)" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_the_same_reboot_without_the_silence_pages(loaded: Cluster, spec: LabSpec, home: Path,
+                                                   tmp_path: Path) -> None:
+    wait_for("the lab quiet before the reboot", lambda: _quiet(spec))
+    host = "kafka1001"
+    prefix = _fqdn(loaded, host) + ":"
+    runbooks = _runbooks(tmp_path, lambda _name, text: "\n".join(
+        line for line in text.splitlines() if "alerts.silence" not in line and "alerts.unsilence" not in line) + "\n")
+    since = time.time()
+    done = kafkaops(home, loaded, "--runbooks", str(runbooks), "reboot", host, "--yes", "--reason", "no silence",
+                    *FAST)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _run_silences(spec, only_run(home)) == []
+    paged = wait_for(f"a notification for {host}", lambda: monitoring.paged(
+        Path(spec.lab_dir), instance_prefix=prefix, since=since), timeout=30)
+    assert "KafkaBrokerDown" in {a["labels"]["alertname"] for a in paged}, paged
+
+
+def test_an_alert_mid_roll_holds_the_next_host_and_resume_finishes(loaded: Cluster, spec: LabSpec, home: Path,
+                                                                   tmp_path: Path) -> None:
+    wait_for("the lab quiet before the roll", lambda: _quiet(spec))
+    runbooks = _runbooks(tmp_path, lambda name, text: text.replace(
+        "alerts.gate: {timeout: 10m}", "alerts.gate: {timeout: 45s}") if name == "rolling-reboot" else text)
+    proc = spawn(home, loaded, "--runbooks", str(runbooks), "rolling-reboot", "lab", "--yes", "--reason",
+                 "alerts roll", *FAST)
+    faulty: LabHost | None = None
+    try:
+        created = wait_for("the first host's silence", lambda: next(
+            (r for r in live_journal(home) if r["type"] == "event" and r.get("event") == "silence_created"), None),
+            timeout=300)
+        started = next(r for r in live_journal(home) if r["type"] == "run_started")
+        order = [t["name"] for t in started["runbook"]["targets"]]
+        assert created["target"] == order[0]
+        faulty = LabHost.named(order[2])  # rolled last: not the next host, and not under a silence
+        faulty.set_knob("eventbus_produce_fails", 1)
+        # The first host's maintenance outlasts the ~30 s the alert takes to fire (its 20 s rate window,
+        # then `for`): the gate before the next host must see it (pooled_lab clears the knob).
+        LabHost.named(order[0]).set_knob("slow_shutdown", 20)
+        boot = LabHost.named(order[1]).boot_id()
+        proc.wait(600)
+        out = output(proc)
+        assert proc.returncode != 0, out
+        assert f"EventbusErrorRatio@{_fqdn(loaded, order[2])}:9102" in out, out
+        run_id = only_run(home)
+        records = journal(home, run_id)
+        touched = {r["kind"] for r in records if r["type"] == "step_applying" and r.get("target") == order[1]}
+        assert not touched & {"alerts.silence", "conftool.depool", "kafka.stop_broker", "host.reboot"}, touched
+        assert LabHost.named(order[1]).boot_id() == boot
+        assert len(_run_silences(spec, run_id)) == 1
+    finally:
+        if faulty is not None:
+            faulty.set_knob("eventbus_produce_fails", None)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    wait_for("the induced alert to clear", lambda: _quiet(spec), timeout=180)
+    resumed = kafkaops(home, loaded, "resume", run_id)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    silences = _run_silences(spec, run_id)
+    assert sorted(s["matchers"][0]["value"] for s in silences) == sorted(
+        _fqdn(loaded, h).replace(".", "\\.") + ":.*" for h in order)
+    assert all(s["status"]["state"] == "expired" for s in silences), silences
+
+
+def test_abort_with_rollback_of_a_killed_run_ends_its_silence(loaded: Cluster, spec: LabSpec, home: Path) -> None:
+    wait_for("the lab quiet before the reboot", lambda: _quiet(spec))
+    proc = spawn(home, loaded, "reboot", "kafka1002", "--yes", "--reason", "killed", *FAST)
+    try:
+        wait_for("the silence", lambda: any(r["type"] == "event" and r.get("event") == "silence_created"
+                                            for r in live_journal(home)), timeout=300)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    run_id = only_run(home)
+    (silence,) = _run_silences(spec, run_id)
+    assert silence["status"]["state"] == "active"
+    aborted = kafkaops(home, loaded, "runs", "abort", run_id, "--rollback", "--reason", "give up")
+    assert aborted.returncode == 0, aborted.stdout + aborted.stderr
+    (silence,) = _run_silences(spec, run_id)
+    assert silence["status"]["state"] == "expired"
+
+
+def test_status_shows_the_alerts_and_silences(loaded: Cluster, spec: LabSpec, home: Path) -> None:
+    import json
+
+    done = kafkaops(home, loaded, "status", "lab", "-o", "json")
+    data = json.loads(done.stdout)
+    assert data["alerts"]["alertmanager"] == monitoring.alertmanager_url(spec)
+    assert data["alerts"]["error"] == "" and isinstance(data["alerts"]["firing"], list)

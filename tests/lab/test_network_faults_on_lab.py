@@ -1,0 +1,165 @@
+"""Network faults on the lab (issue 32): a partition really drops, and a roll stays safe through the two
+faults that take the lock away from it — the lock force-removed by another operator, and the admin host
+cut off from ZooKeeper (where the lock lives) — then finishes on ``resume``, each broker stopped exactly
+once (counted from the lab hosts' own event logs).
+
+The admin is kafkaops run with the lab's admin group (``kafkaops.lab.net.ADMIN_GID``): every lab
+process connects from 127.0.0.1, so the partition tells kafkaops' own traffic apart by that group. The
+test process itself (group 0) and the brokers keep reaching ZooKeeper throughout.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import Load, kafkaops, output, spawn
+from invariants import live_journal, only_run
+
+from kafkaops.health.status import collect
+from kafkaops.lab import net
+from kafkaops.lab.host import LabHost
+from kafkaops.lab.spec import LabSpec
+from kafkaops.model import Cluster
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+ROLL = ("rolling-restart", "lab", "--yes", "--syn-window", "3s", "--stable-for", "4s", "--no-scan")
+
+
+def _ours() -> list[str]:
+    """Every iptables rule of ours on the machine (want none once a test is over)."""
+    listing = subprocess.run(["iptables", "-w", "5", "-S"], capture_output=True, text=True, check=True).stdout
+    return [line for line in listing.splitlines() if "kafkaops" in line.lower()]
+
+
+@pytest.fixture
+def spec(pooled_lab: Cluster) -> Iterator[LabSpec]:
+    """The running lab's spec; every partition healed afterwards, and proven gone from iptables."""
+    lab_spec = LabSpec.load()
+    try:
+        yield lab_spec
+    finally:
+        net.heal(lab_spec)
+        assert _ours() == []
+
+
+def _connect_as_admin(address: str, port: int) -> str:
+    """How a TCP connect from the admin (group ADMIN_GID) ends: connected, timeout or refused."""
+    code = (f"import socket\ntry:\n socket.create_connection(({address!r}, {port}), timeout=3).close(); "
+            "print('connected')\nexcept TimeoutError: print('timeout')\n"
+            "except ConnectionRefusedError: print('refused')")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, group=net.ADMIN_GID,
+                          timeout=30).stdout.strip()
+
+
+def test_a_partition_drops_the_admins_packets_only_and_heal_restores(spec: LabSpec) -> None:
+    zk = (spec.zk_address, spec.zk_port)
+    assert _connect_as_admin(*zk) == "connected"
+    net.partition(spec, "admin", "zookeeper")
+    assert _connect_as_admin(*zk) == "timeout"  # a hang, not a refusal
+    socket.create_connection(zk, timeout=3).close()  # everyone else (the brokers, this test) still reaches it
+    assert net.partitions(spec.cluster) == [("admin", "zookeeper")]
+    net.heal(spec, "zookeeper", "admin")
+    assert _connect_as_admin(*zk) == "connected"
+    assert _ours() == []
+
+    # --for heals by itself: the CLI's timer, polled (no timed assertion: only that it happens).
+    done = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "lab", "net", "partition", "admin", "etcd",
+                           "--for", "15s"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert net.partitions(spec.cluster) == [("admin", "etcd")]
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and net.partitions(spec.cluster):
+        time.sleep(0.5)
+    shown = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "lab", "net", "show", "-o", "json"],
+                           capture_output=True, text=True, timeout=60)
+    assert json.loads(shown.stdout)["partitions"] == []
+    assert _connect_as_admin(spec.etcd_address, spec.etcd_port) == "connected"
+
+
+def _stops() -> dict[str, int]:
+    return {h.name: len(LabHost.named(h.name).events("kafka-stop")) for h in LabSpec.load().brokers}
+
+
+def _wait_for(home: Path, proc: subprocess.Popen[str], reached: Callable[[list[dict[str, Any]]], bool]) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if reached(live_journal(home)):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the roll never got there (exit {proc.poll()}): {output(proc)[-2000:]}")
+
+
+def _first_stop_applied(records: list[dict[str, Any]]) -> bool:
+    return any(r["type"] == "step_applied" and r.get("kind") == "kafka.stop_broker" for r in records)
+
+
+def _second_host_started(records: list[dict[str, Any]]) -> bool:
+    return sum(r["type"] == "target_started" for r in records) >= 2
+
+
+def _finish(home: Path, lab: Cluster, before: dict[str, int], *, group: int | None = None) -> None:
+    """``resume`` finishes the roll: every broker stopped exactly once by it, the cluster whole."""
+    resumed = kafkaops(home, lab, "resume", only_run(home), group=group, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert {h: n - before[h] for h, n in _stops().items()} == {h: 1 for h in before}
+    assert collect(lab)["healthy"]
+
+
+def test_the_lock_force_removed_mid_roll_stops_every_further_destructive_step(
+        spec: LabSpec, pooled_lab: Cluster, home: Path, tmp_path: Path) -> None:
+    before = _stops()
+    with Load(pooled_lab, rate=50, http_rate=4):
+        proc = spawn(home, pooled_lab, *ROLL, "--reason", "fencing: lock force-removed")
+        _wait_for(home, proc, _first_stop_applied)
+        # Another operator, on another admin home, decides the run is gone and removes its lock.
+        unlocked = kafkaops(tmp_path / "operator-b", pooled_lab, "runs", "unlock", "lab", "--force",
+                            "--reason", "operator B believes the roll is dead")
+        assert unlocked.returncode == 0, unlocked.stdout + unlocked.stderr
+        proc.wait(300)
+        said = output(proc)
+        assert proc.returncode == 7, said[-3000:]
+        assert "no longer this run's" in said and "paused before" in said, said[-3000:]
+        assert sum(n - before[h] for h, n in _stops().items()) == 1  # only the stop before the unlock
+        records = live_journal(home)
+        assert records[-1]["type"] == "paused", records[-1]
+        assert any(r.get("event") == "lock_unconfirmed" for r in records)
+        _finish(home, pooled_lab, before)
+
+
+def test_admin_cut_off_from_zookeeper_mid_roll_stops_no_further_broker_and_resumes_after_heal(
+        spec: LabSpec, pooled_lab: Cluster, home: Path) -> None:
+    before = _stops()
+    with Load(pooled_lab, rate=50, http_rate=4):
+        proc = spawn(home, pooled_lab, *ROLL, "--reason", "fencing: admin cut off from ZooKeeper",
+                     group=net.ADMIN_GID)
+        _wait_for(home, proc, _second_host_started)
+        net.partition(spec, "admin", "zookeeper")
+        cut = time.monotonic()
+        try:
+            proc.wait(400)
+            # Longer than kafkaops' ZooKeeper session timeout (10 s) whatever happened first.
+            time.sleep(max(0.0, 15 - (time.monotonic() - cut)))
+            stopped = {h: n - before[h] for h, n in _stops().items()}
+        finally:
+            net.heal(spec, "admin", "zookeeper")
+        said = output(proc)
+        assert sum(stopped.values()) == 1, (stopped, said[-3000:])  # no broker stopped after the cut
+        # Paused before the next stop's intent, naming the lock it could not confirm: exit 4, not a
+        # failed stop "that may be partly applied" (exit 11, what the code before the fencing did).
+        assert proc.returncode == 4, said[-3000:]
+        assert "cannot confirm the cluster lock" in said and "127.0.10.10" in said, said[-3000:]
+        records = live_journal(home)
+        assert records[-1]["type"] == "paused", records[-1]
+        second = [r["target"] for r in records if r["type"] == "target_started"][1]
+        assert not any(r["type"] == "step_applying" and r.get("kind") == "kafka.stop_broker"
+                       and r["target"] == second for r in records)
+        _finish(home, pooled_lab, before, group=net.ADMIN_GID)
