@@ -19,6 +19,7 @@ Why each piece:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,6 +50,31 @@ def _run_deploy(env: Environment, target: Host, *, rev: str, message: str, repo:
     if result.exit_code != 0:
         tail = (result.stderr.strip() or result.stdout.strip())[-400:]
         raise DeployFailed(f"deploying {rev} to {target.name} failed on {d.name} (exit {result.exit_code}): {tail}")
+
+
+def _earlier_attempt_finished(ctx: RunContext, host: Host, service: str, rev: str, before: Mapping[str, Any],
+                              timeout: float) -> bool:
+    """An interrupted attempt of this run may still be deploying: killing kafkaops ends its SSH session, not
+    the deploy tool on the deploy host, which finishes (and restarts the service) on its own. Deploying
+    again now would restart the target twice (the second run of the tool waits for the first's lock, then
+    deploys again). So, within the earlier attempt's own bound, wait for the target to serve the revision;
+    True when it did (nothing left to do). Past the bound the earlier attempt is over either way."""
+    started = before.get("started")
+    if not isinstance(started, (int, float)) or before.get("to") != rev:
+        return False
+    left = float(started) + timeout - time.time()
+    if left <= 0:
+        return False
+    svc = service_of(host, service)
+    ctx.progress(f"  {host.name}: an earlier attempt of this run deploys {rev} (started "
+                 f"{time.time() - float(started):.0f}s ago); waiting up to {left:.0f}s for it to finish")
+    try:
+        wait(ctx, lambda: revision_matches(check_health(host, svc).revision, rev),
+             what=f"{host.name} to serve {rev} (the earlier attempt's deploy)", timeout=left, interval=1.0)
+    except WaitTimeout:
+        return False
+    ctx.record("deploy_in_flight_finished", host=host.name, rev=rev)
+    return True
 
 
 class DeployFailed(CheckFailed):
@@ -112,13 +138,19 @@ class Deploy(StepBase):
         name = str(self.params["service"])
         rev = str(self.params["rev"])
         facts = ctx.facts
-        if facts.get(deploy_before_key(host, name)) is None:  # before the deploy: the rollback needs it
+        timeout = float(self.params["timeout"])
+        before = facts.get(deploy_before_key(host, name))
+        if before is not None and _earlier_attempt_finished(ctx, host, name, rev, before, timeout):
+            return
+        if before is None:  # before the deploy: the rollback needs it
             facts.set(deploy_before_key(host, name), {"rev": action.data.get("served") or "", "to": rev,
-                                                "repo": str(self.params["repo"])})
+                                                "repo": str(self.params["repo"]), "started": time.time()})
+        else:
+            facts.set(deploy_before_key(host, name), {**before, "started": time.time()})
         if facts.get(since_key(host, name)) is None:
             facts.set(since_key(host, name), host_time(env, host))
         _run_deploy(env, host, rev=rev, message=str(self.params["message"]), repo=str(self.params["repo"]),
-                    timeout=float(self.params["timeout"]))
+                    timeout=timeout)
 
     def verify(self, ctx: RunContext) -> None:
         host = target_host(ctx)

@@ -184,3 +184,35 @@ def test_lab_releases_checkout_and_deploy_log(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         labdeploy.add_release("../escape", base=tmp_path)
     assert labdeploy.deploy_log(tmp_path) == []
+
+
+def test_a_resumed_deploy_waits_for_the_interrupted_attempt_only_within_its_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killing kafkaops does not stop the deploy tool on the deploy host: a resume within the earlier
+    attempt's timeout waits for the target to serve the revision instead of deploying it a second time."""
+    import time
+
+    from kafkaops.engine.context import RunContext
+    from kafkaops.steps import deploy as deploy_steps
+
+    host = load_inventory(REPO / "inventory" / "lab.yaml").host("kafka1001")
+    assert host is not None
+    served = iter(["r1", "r1", "r2"])
+    asked: list[str] = []
+
+    def health(h: object, s: object) -> HttpCheck:
+        asked.append("GET")
+        return HttpCheck(url="u", status=200, body={"revision": next(served)})
+
+    monkeypatch.setattr(deploy_steps, "check_health", health)
+    monkeypatch.setattr(deploy_steps, "service_of", lambda h, s: s)
+    ctx = RunContext(run_id="r", operator="o", reason="x", task=None, target=host.name, params={}, env=None)
+    running = {"rev": "r1", "to": "r2", "started": time.time() - 5}
+    assert deploy_steps._earlier_attempt_finished(ctx, host, "eventbus", "r2", running, timeout=60)
+    assert len(asked) == 3  # it waited until the target served r2
+    asked.clear()
+    past = {**running, "started": time.time() - 61}
+    assert not deploy_steps._earlier_attempt_finished(ctx, host, "eventbus", "r2", past, timeout=60)
+    other = {**running, "to": "r3"}
+    assert not deploy_steps._earlier_attempt_finished(ctx, host, "eventbus", "r2", other, timeout=60)
+    assert asked == []  # neither case asks the target: the earlier attempt is over or was another revision
