@@ -142,6 +142,22 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
                 "java.lang.NullPointerException: Cannot invoke \"kafka.raft.KafkaRaftManager.client()\" because the "
                 "return value of \"kafka.server.ControllerServer.raftManager()\" is null",
     ),
+    BenignError(
+        # Only this NullPointerException (the error meter gone) on a request handler's exception: any other
+        # exception while handling a request still stops the run.
+        name="request-metrics-after-shutdown",
+        pattern=r"\[Kafka Request Handler \d+ on (?:Controller|Broker) \d+\] Exception when handling request "
+                r"\(kafka\.server\.KafkaRequestHandler\)\n[^\n]*?\bjava\.lang\.NullPointerException: Cannot invoke "
+                r"\"org\.apache\.kafka\.network\.metrics\.RequestMetrics\$ErrorMeter\.getOrCreateMeter\(\)\"",
+        why="Kafka 4.x, a controlled stop: RequestChannel.shutdown() removes the request metrics (their error "
+            "meters cleared) while a request handler still finishes an in-flight request, whose error count then "
+            "has no meter; the process is stopping anyway and the client retries against the quorum's leader "
+            "(seen once in ~20 lab controller restarts)",
+        example="[2026-11-26 08:47:13,949] ERROR [Kafka Request Handler 1 on Controller 3002] Exception when "
+                "handling request (kafka.server.KafkaRequestHandler)\n"
+                "java.lang.NullPointerException: Cannot invoke \"org.apache.kafka.network.metrics.RequestMetrics"
+                "$ErrorMeter.getOrCreateMeter()\" because the return value of \"java.util.Map.get(Object)\" is null",
+    ),
 )
 
 

@@ -290,3 +290,14 @@ def test_a_unit_failing_at_boot_says_so_in_its_log(tmp_path: Path) -> None:
     assert "not listening on 127.0.10.2:8085" in line
     assert list(select_lines([line], time.time() - 5)) == [line]  # `hostctl log eventbus --since` shows it
     assert h.events("unit-failed")[0]["unit"] == "eventbus" and h.pid("eventbus") is None
+
+
+def test_a_request_handler_exception_is_benign_only_for_the_error_meter_gone_at_shutdown() -> None:
+    head = ("[2026-11-26 08:47:13,949] ERROR [Kafka Request Handler 1 on Controller 3002] Exception when handling "
+            "request (kafka.server.KafkaRequestHandler)")
+    npe = ('java.lang.NullPointerException: Cannot invoke "org.apache.kafka.network.metrics.RequestMetrics'
+           '$ErrorMeter.getOrCreateMeter()" because the return value of "java.util.Map.get(Object)" is null')
+    other = 'java.lang.NullPointerException: Cannot invoke "kafka.log.UnifiedLog.logEndOffset()"'
+    assert scan_kafka_lines([head, npe]).errors == ()
+    assert [m.number for m in scan_kafka_lines([head, other]).errors] == [1]
+    assert [m.number for m in scan_kafka_lines([head]).errors] == [1]
