@@ -35,8 +35,9 @@ app = typer.Typer(
 host_app = typer.Typer(help="Power a lab host (reboot, crash, boot) and set its fault knobs (knob, slow-shutdown).",
                        no_args_is_help=True)
 app.add_typer(host_app, name="host")
-net_app = typer.Typer(help="Network faults: partition the admin (kafkaops, run with group 64600) from lab "
-                           "components with iptables DROP rules in the lab's own chain; heal; show.",
+net_app = typer.Typer(help="Network faults: partition lab components (hosts, ZooKeeper, etcd) and the admin "
+                           "(kafkaops run with group 64600) from each other with iptables DROP rules in the "
+                           "lab's own chain; heal; show.",
                       no_args_is_help=True)
 app.add_typer(net_app, name="net")
 
@@ -359,13 +360,14 @@ def load(
 @net_app.command("partition")
 def net_partition(
     a: str = typer.Argument(..., help="admin, zookeeper, etcd, brokers or a lab host."),
-    b: str = typer.Argument(..., help="The other side (one of the two must be admin)."),
+    b: str = typer.Argument(..., help="The other side (nothing in common with A)."),
     duration: str | None = typer.Option(None, "--for", metavar="DURATION",
                                         help="Heal by itself after DURATION (30s, 2m); default: until `heal`."),
 ) -> None:
-    """Cut A from B, both directions, by DROP (a connection hangs; it is not refused). The admin is every
-    process running with group 64600 (`setpriv --regid 64600 --clear-groups kafkaops ...`): the lab's
-    processes all connect from 127.0.0.1, so only that group tells kafkaops' own traffic apart."""
+    """Cut A from B, both directions, by DROP (a connection hangs; it is not refused). The lab's processes
+    all connect from 127.0.0.1, so a side's packets are told apart by its group id: each lab component
+    runs with its own, and the admin is every process running with group 64600 (`setpriv --regid 64600
+    --clear-groups kafkaops ...`). `kafka1002 zookeeper` cuts one broker's ZooKeeper session only."""
     from kafkaops.cli.common import CommandLineError
     from kafkaops.engine.step import parse_duration
     from kafkaops.lab import net
@@ -409,7 +411,7 @@ def net_show(output: TableOrJson = OutputOpt) -> None:
         print_json(data)
         return
     parts = data["partitions"]
-    console.print(f"lab {data['lab']} ({data['chain']}; admin = group {net.ADMIN_GID} from {net.ADMIN_ADDRESS}): "
+    console.print(f"lab {data['lab']} ({data['chain']}; admin = group {net.ADMIN_GID}): "
                   + (", ".join(f"{p['a']} ~ {p['b']}" for p in parts) if parts else "no partition"),
                   highlight=False)
     for timer in data["heal_timers"]:

@@ -152,7 +152,7 @@ class LabHost:
                 if unit == "sshd":
                     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
                 pid = procs.spawn(self.argv(unit), log=self.dirs.logfile(unit), pidfile=self.dirs.pidfile(unit),
-                                  env=self.env, cwd=self.dirs.root)
+                                  env=self.env, cwd=self.dirs.root, group=procs.identity_gid(self.host.address))
             if not wait:
                 return pid
             try:

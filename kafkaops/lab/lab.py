@@ -241,7 +241,7 @@ def _start_zookeeper(spec: LabSpec) -> int:
         "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
         "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
     return procs.spawn(argv, log=_log_dir(spec) / "zookeeper.log", pidfile=_run_dir(spec) / "zookeeper.pid",
-                       env=_global_env(spec))
+                       env=_global_env(spec), group=procs.identity_gid(spec.zk_address))
 
 
 def _start_etcd(spec: LabSpec) -> int:
@@ -251,7 +251,7 @@ def _start_etcd(spec: LabSpec) -> int:
             "--listen-peer-urls", f"http://{a}:{p + 1}", "--initial-advertise-peer-urls", f"http://{a}:{p + 1}",
             "--initial-cluster", f"lab=http://{a}:{p + 1}", "--enable-v2=true", "--log-level", "warn"]
     return procs.spawn(argv, log=_log_dir(spec) / "etcd.log", pidfile=_run_dir(spec) / "etcd.pid",
-                       env=_global_env(spec))
+                       env=_global_env(spec), group=procs.identity_gid(spec.etcd_address))
 
 
 def _start_balancer(spec: LabSpec) -> int:

@@ -5,16 +5,17 @@ of refusing: the faults behind real Kafka incidents are network faults, and a DR
 what makes them hang the way they do in production. Every lab address is a loopback address, so the
 lab can cut them with ``iptables`` on this machine.
 
-**Who "admin" is.** Every process on this machine connects to a lab address from ``127.0.0.1`` (the
+**Who is who.** Every process on this machine connects to a lab address from ``127.0.0.1`` (the
 kernel's source for ``127.0.0.0/8`` on ``lo``): kafkaops, and the brokers themselves (a broker's
 ZooKeeper session and its replica fetchers come from ``127.0.0.1`` too; the JVM has no setting to bind
-another source). A rule on addresses alone would therefore cut every broker from ZooKeeper when asked to
-cut kafkaops from it. So the lab's *admin* is a process group identity: processes running with the group
-id :data:`ADMIN_GID` (``setpriv --regid 64600 --clear-groups kafkaops ...``, or ``subprocess``'s
-``group=``). Their packets are matched by ``-m owner --gid-owner`` in ``OUTPUT``; the connection is
-marked (``CONNMARK``), and the replies of a marked connection are dropped too: both directions, as in a
-real partition. A partition between two lab components that does not involve the admin cannot be told
-apart from the rest of the lab's traffic by address and is refused (one line saying so).
+another source). An address says where a packet goes, never who sent it. So each side of a partition is
+also a *group id*: the lab starts every component with one of its own (:func:`~kafkaops.lab.procs.identity_gid`
+of its address: a host's broker, eventbus and sshd, ZooKeeper, etcd), and the *admin* is whoever runs
+with :data:`ADMIN_GID` (``setpriv --regid 64600 --clear-groups kafkaops ...``, or ``subprocess``'s
+``group=``). A side's outgoing packets to the other side's addresses are matched by ``-m owner
+--gid-owner`` in ``OUTPUT`` and dropped; the connection is marked (``CONNMARK``) and its replies are
+dropped too: both directions, as in a real partition. The connections an operator's shell or the
+monitoring make (group 0) are never matched.
 
 **Safety.** Rules live only in the lab's own chain (:func:`chain`, ``KAFKAOPS-LAB-<lab>``), reached from
 ``OUTPUT`` by one jump restricted to ``-o lo``; every rule names a source *and* a destination, both
@@ -46,7 +47,7 @@ from kafkaops.lab.spec import LabSpec
 #: The group id of the lab's "admin" processes (kafkaops run as the operator's admin host would).
 ADMIN_GID = 64600
 #: The kernel's source address of every loopback connection made without binding one.
-ADMIN_ADDRESS = "127.0.0.1"
+SOURCE_ADDRESS = "127.0.0.1"
 #: The connection mark bit of an admin connection (a mask of its own: other marks are left alone).
 MARK = "0x4b000000/0x4b000000"
 #: Roles a partition may name besides a lab host.
@@ -66,29 +67,37 @@ def chain(lab: str) -> str:
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a partition: its name as given, and the lab addresses it stands for."""
+    """One side of a partition: its name as given, the lab addresses it listens on, and the group ids
+    its processes send with."""
 
     name: str
     addresses: tuple[str, ...]
+    gids: tuple[int, ...] = ()
     admin: bool = False
+
+
+def _gid(address: str) -> tuple[int, ...]:
+    gid = procs.identity_gid(address)
+    return () if gid is None else (gid,)
 
 
 def resolve(spec: LabSpec, name: str) -> Side:
     """``admin``, ``zookeeper``, ``etcd``, ``brokers`` or a lab host (short name or FQDN)."""
     if name == "admin":
-        return Side("admin", (ADMIN_ADDRESS,), admin=True)
+        return Side("admin", (), (ADMIN_GID,), admin=True)
     if name == "zookeeper":
         if not spec.zk_address:
             raise LabError(f"lab {spec.cluster} has no ZooKeeper (KRaft)", hint=f"sides: {_sides(spec)}")
-        return Side(name, (spec.zk_address,))
+        return Side(name, (spec.zk_address,), _gid(spec.zk_address))
     if name == "etcd":
-        return Side(name, (spec.etcd_address,))
+        return Side(name, (spec.etcd_address,), _gid(spec.etcd_address))
     if name == "brokers":
-        return Side(name, tuple(h.address for h in spec.brokers))
+        addresses = tuple(h.address for h in spec.brokers)
+        return Side(name, addresses, tuple(g for a in addresses for g in _gid(a)))
     hosts = [*spec.hosts, *([spec.deploy] if spec.deploy else [])]
     for h in hosts:
         if name in (h.name, h.fqdn):
-            return Side(h.name, (h.address,))
+            return Side(h.name, (h.address,), _gid(h.address))
     raise LabError(f"no lab host or role {name!r} in lab {spec.cluster}", hint=f"sides: {_sides(spec)}")
 
 
@@ -96,10 +105,10 @@ def _sides(spec: LabSpec) -> str:
     return ", ".join([*(r for r in ROLES if r != "zookeeper" or spec.zk_address), *(h.name for h in spec.hosts)])
 
 
-def _loopback(address: str, *, admin: bool) -> str:
-    """``address`` as a /32, refusing anything outside 127.0.0.0/8 (and 127.0.0.1 unless admin)."""
+def _loopback(address: str) -> str:
+    """``address`` as a /32, refusing anything outside 127.0.0.0/8 and the kernel's own source."""
     ip = ipaddress.ip_address(address)
-    if not ip.is_loopback or ip.version != 4 or (address == ADMIN_ADDRESS) != admin:
+    if not ip.is_loopback or ip.version != 4 or address == SOURCE_ADDRESS:
         raise LabError(f"refusing a network rule on {address!r}: not a lab loopback address")
     return f"{address}/32"
 
@@ -107,27 +116,33 @@ def _loopback(address: str, *, admin: bool) -> str:
 def rules(lab: str, a: Side, b: Side) -> list[list[str]]:
     """The ``iptables`` arguments (after ``-A CHAIN``) that cut ``a`` from ``b`` both ways. Pure.
 
-    One side must be the admin (see the module docstring). For each address of the other side: mark
-    the admin's connections to it, drop the admin's packets of a marked connection, drop the replies.
+    For each group id of one side and each address of the other (both ways round): mark that group's
+    connections to the address, drop its packets, drop the replies of a marked connection.
     """
-    if a.admin == b.admin:
+    if set(a.addresses) & set(b.addresses) or set(a.gids) & set(b.gids):
+        raise LabError(f"cannot partition {a.name} from {b.name}: they overlap",
+                       hint="name two sides with nothing in common, e.g. `kafka1002 zookeeper`")
+    if not (a.gids and b.addresses) and not (b.gids and a.addresses):
         raise LabError(
-            f"cannot partition {a.name} from {b.name}: every lab process connects from {ADMIN_ADDRESS}, so "
-            "only the admin's traffic (processes of group "
-            f"{ADMIN_GID}) can be told apart from the rest",
-            hint="partition one side from `admin`, e.g. `kafkaops lab net partition admin zookeeper`")
-    admin, other = (a, b) if a.admin else (b, a)
+            f"cannot partition {a.name} from {b.name}: every lab process connects from {SOURCE_ADDRESS}, so "
+            "only a component's group id tells its packets apart, and this lab's components have none "
+            "(a lab started without root)",
+            hint="start the lab as root, or partition `admin` (group "
+                 f"{ADMIN_GID}) from a lab side, e.g. `kafkaops lab net partition admin zookeeper`")
     comment = ["-m", "comment", "--comment", f"kafkaops-lab:{a.name}~{b.name}"]
-    src = _loopback(admin.addresses[0], admin=True)
+    src = f"{SOURCE_ADDRESS}/32"
     out: list[list[str]] = []
-    for address in other.addresses:
-        dst = _loopback(address, admin=False)
-        out += [
-            ["-s", src, "-d", dst, "-m", "owner", "--gid-owner", str(ADMIN_GID), *comment,
-             "-j", "CONNMARK", "--set-xmark", MARK],
-            ["-s", src, "-d", dst, "-m", "connmark", "--mark", MARK, *comment, "-j", "DROP"],
-            ["-s", dst, "-d", src, "-m", "connmark", "--mark", MARK, *comment, "-j", "DROP"],
-        ]
+    for sender, receiver in ((a, b), (b, a)):
+        for address in receiver.addresses:
+            dst = _loopback(address)
+            for gid in sender.gids:
+                owner = ["-m", "owner", "--gid-owner", str(gid)]
+                out += [
+                    ["-s", src, "-d", dst, *owner, *comment, "-j", "CONNMARK", "--set-xmark", MARK],
+                    ["-s", src, "-d", dst, *owner, *comment, "-j", "DROP"],
+                ]
+            if sender.gids:
+                out.append(["-s", dst, "-d", src, "-m", "connmark", "--mark", MARK, *comment, "-j", "DROP"])
     return out
 
 
@@ -255,7 +270,8 @@ def shown(spec: LabSpec) -> dict[str, Any]:
     return {
         "lab": spec.cluster,
         "chain": chain(spec.cluster),
-        "admin": {"address": ADMIN_ADDRESS, "gid": ADMIN_GID},
+        "admin": {"gid": ADMIN_GID},
+        "identities": {h.name: procs.identity_gid(h.address) for h in spec.hosts},
         "partitions": [{"a": a, "b": b} for a, b in partitions(spec.cluster)],
         "heal_timers": sorted(f.name.removeprefix("net-heal-").removesuffix(".pid")
                               for f in base.glob("run/net-heal-*.pid") if procs.live_pid(f)),

@@ -25,6 +25,7 @@ checks read the process state and treat ``Z`` as dead.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import socket
@@ -107,16 +108,35 @@ def stranger_pid(pidfile: Path) -> int | None:
     return recorded[0]
 
 
+#: Where the lab's per-component group ids start (see :func:`identity_gid`).
+IDENTITY_GID_BASE = 200000
+
+
+def identity_gid(address: str) -> int | None:
+    """The group id a lab component listening on ``address`` runs with: ``IDENTITY_GID_BASE`` plus the
+    address's last three bytes (``127.0.10.2`` → 200000 + 0x000a02), unique per lab address.
+
+    Every lab process connects from ``127.0.0.1`` (the kernel's source on ``lo``), so a packet's address
+    cannot say which lab host sent it; its socket's group can (``iptables -m owner --gid-owner``). That
+    is what lets ``lab net partition kafka1002 zookeeper`` cut one broker's ZooKeeper session and leave
+    the others'. None when not root: only root may change its group, and such a lab has no partitions."""
+    if os.geteuid() != 0:
+        return None
+    return IDENTITY_GID_BASE + (int(ipaddress.IPv4Address(address)) & 0xFFFFFF)
+
+
 def spawn(argv: Sequence[str], *, log: Path, pidfile: Path, env: Mapping[str, str],
-          cwd: Path | None = None) -> int:
+          cwd: Path | None = None, group: int | None = None) -> int:
     """Start ``argv`` detached (new session, stdin closed, output appended to ``log``); write its pidfile
-    (pid and start time, while the child is still ours and its pid cannot have been reused)."""
+    (pid and start time, while the child is still ours and its pid cannot have been reused). ``group``:
+    the child's group id, supplementary groups cleared (a lab component's identity, :func:`identity_gid`)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     pidfile.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             env={**os.environ, **env}, cwd=cwd, start_new_session=True, close_fds=True,
+            group=group, extra_groups=[] if group is not None else None,
         )
     write_pidfile(pidfile, proc.pid)
     return proc.pid
