@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkaops import places
-from kafkaops.errors import ConfigError
-from kafkaops.model import Cluster, Host
+from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.model import Cluster, ClusterSnapshot, Host
 from kafkaops.run_identity import check_same_world, identity, recorded_inventory
 
 if TYPE_CHECKING:
@@ -87,6 +87,7 @@ class Environment:
         self._lock: LockBackend | None = None
         self._quorum: MetadataQuorum | None = None
         self._health_watch: HealthWatch | None = None
+        self._registrations_zk: ZooKeeper | None = None
         self._reassigner: Reassigner | None = None
         self._sites: dict[str, Environment] = {}
         self._discovery: Discovery | None = None
@@ -226,6 +227,32 @@ class Environment:
 
         with ZooKeeper(self.cluster.zookeeper, timeout=self.kafka_timeout, dry_run=self.dry_run) as zk:
             yield zk
+
+    def snapshot(self, *, with_configs: bool = True) -> ClusterSnapshot:
+        """The cluster's metadata, cross-checked with ZooKeeper's registrations in ZooKeeper mode
+        (:func:`~kafkaops.policy.cluster_health.as_registered`): what the run's health gates judge, so that
+        one broker's stale metadata cannot make them pass. ZooKeeper unreadable from here: the metadata
+        alone — the run cannot confirm its lock then either, and the fencing before each destructive step
+        stops it (docs/reliability.md)."""
+        from kafkaops.policy.cluster_health import as_registered
+
+        snap = self.kafka.snapshot(with_configs=with_configs)
+        if not self.cluster.zookeeper:
+            return snap
+        try:
+            registered = self._registrations(self.cluster.zookeeper).registered_brokers()
+        except UnreachableError:
+            return snap
+        return as_registered(snap, registered)
+
+    def _registrations(self, hosts: str) -> ZooKeeper:
+        """One ZooKeeper session kept for the registrations reads of :meth:`snapshot` (a wait polls it
+        twice a second; a session per read would be a connection per poll)."""
+        if self._registrations_zk is None:
+            from kafkaops.systems.zookeeper import ZooKeeper
+
+            self._registrations_zk = ZooKeeper(hosts, timeout=self.kafka_timeout, dry_run=self.dry_run)
+        return self._registrations_zk.open()
 
     def registered_brokers(self) -> list[int]:
         """Broker ids the cluster itself considers alive (ZooKeeper registrations, else metadata)."""
@@ -376,6 +403,8 @@ class Environment:
             site.close()
         if self._health_watch is not None:
             self._health_watch.stop()
+        if self._registrations_zk is not None:
+            self._registrations_zk.close()
         if self._alertmanager is not None:
             self._alertmanager.close()
         if self._ssh is not None:

@@ -10,8 +10,8 @@ preferred-leader ratio come from the same figures the pre-flight's spread gate j
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafkaops.model import Cluster, ClusterSnapshot, PartitionState
@@ -25,6 +25,24 @@ UNKNOWN_DC = "unknown"
 def broker_dc_map(cluster: Cluster) -> dict[int, str]:
     """The broker id -> DC mapping of an inventory cluster, for the per-DC figures."""
     return {h.broker_id: h.dc for h in cluster.hosts}
+
+
+def as_registered(snapshot: ClusterSnapshot, registered: Collection[int]) -> ClusterSnapshot:
+    """The snapshot as the cluster's own store says it is: brokers that ZooKeeper no longer has
+    registered taken out of the broker list and of every ISR.
+
+    Why: a broker cut off from ZooKeeper still answers clients with the metadata it had when it was cut
+    (every broker alive, every ISR full) while the controller has already declared it dead and shrunk
+    the ISRs. An AdminClient that happens to ask that broker would see a healthy cluster; this makes the
+    same answer show the partitions under-replicated, as the controller sees them. Leaders are left as
+    reported (a stale leader cannot be corrected from here; the ISR is what the gates judge)."""
+    alive = set(registered)
+    gone = set(snapshot.brokers) - alive
+    if not gone:
+        return snapshot
+    partitions = tuple(replace(p, isr=tuple(b for b in p.isr if b in alive)) if set(p.isr) & gone else p
+                       for p in snapshot.partitions)
+    return replace(snapshot, brokers=tuple(b for b in snapshot.brokers if b in alive), partitions=partitions)
 
 
 @dataclass(frozen=True)

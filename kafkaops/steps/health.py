@@ -72,7 +72,7 @@ class PostCheck(StepBase):
         return bool(self.params["scan"]) and (not ctx.targets or ctx.target == ctx.targets[-1])
 
     def observe(self, ctx: RunContext) -> Observation:
-        summary = cluster_health(environment(ctx).kafka.snapshot())
+        summary = cluster_health(environment(ctx).snapshot())
         return Observation({"scan": self._scan_now(ctx), "spark_master": self.params["spark_master"]},
                            summary=f"{len(summary.under_replicated)} URP, {len(summary.offline)} offline, "
                                    f"preferred leaders {summary.preferred_leader_ratio:.0%}")
@@ -92,7 +92,7 @@ class PostCheck(StepBase):
         env = environment(ctx)
 
         def healthy() -> tuple[bool, str]:
-            s = cluster_health(env.kafka.snapshot())
+            s = cluster_health(env.snapshot())
             return s.healthy, (f"{len(s.offline)} offline, {len(s.under_replicated)} URP, "
                                f"{len(s.under_min_isr)} under min ISR")
 
@@ -100,7 +100,7 @@ class PostCheck(StepBase):
 
     def verify(self, ctx: RunContext) -> None:
         env = environment(ctx)
-        s = cluster_health(env.kafka.snapshot())
+        s = cluster_health(env.snapshot())
         problems = [f"{len(s.offline)} offline" if s.offline else "",
                     f"{len(s.under_replicated)} under-replicated" if s.under_replicated else "",
                     f"{len(s.under_min_isr)} under min ISR" if s.under_min_isr else ""]

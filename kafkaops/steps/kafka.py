@@ -56,7 +56,7 @@ FAST_POLL = 0.1
 def _snapshot(ctx: RunContext, *, configs: bool = False) -> ClusterSnapshot:
     """Leaders/ISR always; topic configs (min ISR) only where a decision needs them. While planning, the
     cluster as the steps planned before will have left it (:mod:`kafkaops.steps.projection`)."""
-    return project_snapshot(environment(ctx).kafka.snapshot(with_configs=configs), ctx)
+    return project_snapshot(environment(ctx).snapshot(with_configs=configs), ctx)
 
 
 def _registered(ctx: RunContext) -> list[int]:
@@ -709,7 +709,8 @@ class WaitStable(StepBase):
 
         def stable() -> tuple[bool, str]:
             held = watch.stable_for()
-            return held >= need, f"healthy for {held:.1f}s of {need:.0f}s"
+            why = watch.reason()
+            return held >= need, f"healthy for {held:.1f}s of {need:.0f}s" + (f"; now: {why}" if why else "")
 
         wait(ctx, stable, what=f"cluster healthy for {need:.0f}s", timeout=float(self.params["timeout"]),
              interval=0.25)

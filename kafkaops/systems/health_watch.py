@@ -9,13 +9,20 @@ stops the next broker then asks :meth:`HealthWatch.stable_for` instead of waitin
 
 A process that dies loses its watch; the resumed run has none and waits the whole window itself — the
 watch only ever shortens a wait it can prove, never skips one.
+
+**Metadata alone is not trusted** (issue 32). A broker cut off from ZooKeeper still answers clients, with
+the metadata it had when it was cut: every broker alive, every ISR full. An AdminClient that happens to
+ask that broker would see a healthy cluster while the controller has already declared it dead. So in
+ZooKeeper mode each sample also reads the registrations (``/brokers/ids``) from ZooKeeper itself, on the
+watch's own session: a broker missing there makes the sample unhealthy whatever the metadata says. The
+last unhealthy sample's reason (:meth:`HealthWatch.reason`) is what the gate names when it gives up.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from kafkaops.model import Cluster, ClusterSnapshot
 
@@ -24,9 +31,29 @@ INTERVAL = 0.5
 
 def healthy(snapshot: ClusterSnapshot, brokers: frozenset[int]) -> bool:
     """No offline or under-replicated partition, and every expected broker registered."""
-    if not brokers <= set(snapshot.brokers):
-        return False
-    return not any(p.offline or p.under_replicated for p in snapshot.partitions)
+    return not unhealthy_reason(snapshot, brokers)
+
+
+def unhealthy_reason(snapshot: ClusterSnapshot, brokers: frozenset[int],
+                     registered: Collection[int] | None = None) -> str:
+    """Why the cluster is not healthy ("" when it is): brokers not registered (in the metadata, and in
+    ``registered`` — ZooKeeper's own list — when given), then offline and under-replicated partitions,
+    each named (the first few)."""
+    why: list[str] = []
+    missing = sorted(brokers - set(snapshot.brokers))
+    if missing:
+        why.append(f"broker(s) {', '.join(map(str, missing))} not in the metadata")
+    if registered is not None:
+        gone = sorted(brokers - set(registered))
+        if gone:
+            why.append(f"broker(s) {', '.join(map(str, gone))} not registered in ZooKeeper")
+    for label, parts in (("offline", [p for p in snapshot.partitions if p.offline]),
+                         ("under-replicated", [p for p in snapshot.partitions if p.under_replicated])):
+        if parts:
+            names = [f"{p.topic}-{p.partition}" for p in parts]
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            why.append(f"{len(names)} {label} ({', '.join(names[:3])}{more})")
+    return "; ".join(why)
 
 
 class HealthWatch:
@@ -35,12 +62,18 @@ class HealthWatch:
     Args:
         snapshot: A metadata read (its own client: the run's is busy on the main thread).
         brokers: The broker ids that must be registered.
+        registered: The registrations read from the cluster's own store (ZooKeeper), not from a broker's
+            metadata; None in KRaft mode (the metadata comes from the quorum's leader there).
         clock: Monotonic seconds (injectable for tests).
     """
 
     def __init__(self, snapshot: Callable[[], ClusterSnapshot], brokers: frozenset[int], *,
+                 registered: Callable[[], Collection[int]] | None = None,
                  interval: float = INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
         self._snapshot = snapshot
+        self._registered = registered
+        self._why = ""
+        self._closers: list[Callable[[], None]] = []
         self._brokers = brokers
         self._interval = interval
         self._clock = clock
@@ -53,16 +86,29 @@ class HealthWatch:
     def sample(self) -> None:
         """Take one sample now (the thread's body; tests call it directly). A failed read is unhealthy."""
         try:
-            ok = healthy(self._snapshot(), self._brokers)
-        except Exception:  # an unanswered metadata request proves nothing: the streak ends
-            ok = False
+            why = unhealthy_reason(self._snapshot(), self._brokers, self._registrations())
+        except Exception as exc:  # an unanswered request proves nothing: the streak ends
+            why = f"no answer ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})"
+        ok = not why
         now = self._clock()
         with self._lock:
+            self._why = why
             if ok and self._since is None:
                 self._since = now
             elif not ok:
                 self._since = None
             self._last = now
+
+    def _registrations(self) -> Collection[int] | None:
+        """ZooKeeper's registrations; None (the metadata alone) when there is no ZooKeeper or it does not
+        answer from here — then the run cannot confirm its lock either, and the fencing before the next
+        destructive step stops it, so holding the stability window on that would only hide the cause."""
+        if self._registered is None:
+            return None
+        try:
+            return self._registered()
+        except Exception:
+            return None
 
     def start(self) -> None:
         if self._thread is not None:
@@ -75,10 +121,21 @@ class HealthWatch:
             self.sample()
             self._stop.wait(self._interval)
 
+    def on_stop(self, *closers: Callable[[], None]) -> None:
+        """Run ``closers`` (its clients' close) once the sampling thread has ended."""
+        self._closers += closers
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
+        for close in self._closers:
+            close()
+
+    def reason(self) -> str:
+        """Why the last sample was unhealthy ("" when it was healthy, or before the first)."""
+        with self._lock:
+            return self._why
 
     def stable_for(self) -> float:
         """Seconds the cluster has been continuously healthy, as of the last sample (0: not healthy, or a
@@ -91,10 +148,21 @@ class HealthWatch:
 
 def cluster_watch(cluster: Cluster) -> HealthWatch:
     """A watch of ``cluster`` (every inventory broker expected registered), started, on an AdminClient of
-    its own that only reads, so it never waits behind the run's requests."""
+    its own that only reads, so it never waits behind the run's requests; in ZooKeeper mode also on a
+    ZooKeeper session of its own (see the module docstring), closed with the watch."""
     from kafkaops.systems.kafka import KafkaAdmin
 
     admin = KafkaAdmin.look(cluster)  # it only reads
-    watch = HealthWatch(lambda: admin.snapshot(with_configs=False), frozenset(h.broker_id for h in cluster.hosts))
+    registered: Callable[[], Collection[int]] | None = None
+    closers: list[Callable[[], None]] = []
+    if cluster.zookeeper:
+        from kafkaops.systems.zookeeper import ZooKeeper
+
+        zk = ZooKeeper(cluster.zookeeper, timeout=10.0)
+        registered = lambda: zk.open().registered_brokers()  # noqa: E731 - reopened after a lost session
+        closers.append(zk.close)
+    watch = HealthWatch(lambda: admin.snapshot(with_configs=False), frozenset(h.broker_id for h in cluster.hosts),
+                        registered=registered)
+    watch.on_stop(*closers)
     watch.start()
     return watch

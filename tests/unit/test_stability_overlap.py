@@ -15,7 +15,7 @@ from kafkaops.engine.run_facts import RunFacts
 from kafkaops.engine.runbook import load_runbook
 from kafkaops.engine.step import Action, Noop, get_step_kind
 from kafkaops.model import ClusterSnapshot, PartitionState
-from kafkaops.systems.health_watch import HealthWatch, healthy
+from kafkaops.systems.health_watch import HealthWatch, healthy, unhealthy_reason
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,6 +55,27 @@ def test_the_watch_counts_an_unbroken_healthy_streak() -> None:
         clock.now += 0.5
         watch.sample()
     assert watch.stable_for() == pytest.approx(1.0)
+
+
+def test_a_broker_gone_from_zookeeper_breaks_the_streak_whatever_its_stale_metadata_says() -> None:
+    """A broker cut off from ZooKeeper still answers with the metadata it had: all alive, all in sync.
+    The registrations read from ZooKeeper itself decide, and the reason names the broker."""
+    clock, registered = Clock(), [[1, 2, 3]]
+    watch = HealthWatch(lambda: snap(), frozenset({1, 2, 3}), registered=lambda: registered[-1], clock=clock)
+    watch.sample()
+    clock.now += 1
+    watch.sample()
+    assert watch.stable_for() == pytest.approx(1.0) and watch.reason() == ""
+    registered.append([1, 2])
+    clock.now += 0.5
+    watch.sample()
+    assert watch.stable_for() == 0.0
+    assert watch.reason() == "broker(s) 3 not registered in ZooKeeper"
+
+
+def test_the_reason_names_the_partitions() -> None:
+    assert unhealthy_reason(snap(isr=(1, 2)), frozenset({1, 2, 3})).startswith("1 under-replicated (t-0")
+    assert unhealthy_reason(snap(), frozenset({1, 2, 3})) == ""
 
 
 def test_a_failed_read_breaks_the_streak() -> None:
@@ -104,10 +125,14 @@ def test_wait_stable_passes_once_the_watch_has_held_long_enough(monkeypatch: pyt
     import kafkaops.steps.kafka as kafka_steps
 
     held = [2.0, 4.0, 5.5]
+    reasons = ["1 under-replicated (lab.load-0)", "", ""]
 
     class Watch:
         def stable_for(self) -> float:
             return held.pop(0) if len(held) > 1 else held[0]
+
+        def reason(self) -> str:
+            return reasons.pop(0) if len(reasons) > 1 else reasons[0]
 
     polls: list[str] = []
 
@@ -121,7 +146,8 @@ def test_wait_stable_passes_once_the_watch_has_held_long_enough(monkeypatch: pyt
     monkeypatch.setattr(kafka_steps, "environment", lambda ctx: SimpleNamespace(health_watch=Watch))
     monkeypatch.setattr(kafka_steps, "wait", fake_wait)
     step(stable_for=5.0).apply(SimpleNamespace(), Action(description="x"))
-    assert polls == ["healthy for 2.0s of 5s", "healthy for 4.0s of 5s", "healthy for 5.5s of 5s"]
+    assert polls == ["healthy for 2.0s of 5s; now: 1 under-replicated (lab.load-0)", "healthy for 4.0s of 5s",
+                     "healthy for 5.5s of 5s"]
 
 
 def test_the_rolling_runbooks_count_the_window_before_the_stop_not_in_the_gate() -> None:
