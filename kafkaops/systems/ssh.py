@@ -121,6 +121,13 @@ class SshClient:
                                "impersonation, refusing to connect",
                                hint="if the host was reinstalled, verify and update known_hosts") from exc
         except paramiko.AuthenticationException as exc:
+            if "timeout" in str(exc).lower():
+                # No answer to the authentication within auth_timeout: the network (or sshd) hangs - a
+                # host that is still booting, a partition - not a wrong key. Unreachable, hence retried
+                # and waited for like any other silence; never "fix your credentials".
+                raise UnreachableError(f"ssh to {self._where(t)} did not answer the authentication within "
+                                       f"{self.connect_timeout:g}s ({exc})",
+                                       hint="is the host up and reachable? check the network to it") from exc
             raise ConfigError(f"ssh authentication to {self._where(t)} failed: {exc}",
                               hint="check ssh.user and ssh.key_file (or your agent)") from exc
         except paramiko.SSHException as exc:

@@ -35,6 +35,8 @@ from kafkaops.systems.kafka import KafkaAdmin
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
+REPO = Path(__file__).resolve().parents[2]
+
 ROLL = ("rolling-restart", "lab", "--yes", "--syn-window", "3s", "--stable-for", "4s", "--no-scan")
 
 
@@ -246,3 +248,44 @@ def _wait_healthy(lab: Cluster) -> None:
     while not collect(lab)["healthy"]:
         assert time.monotonic() < deadline, "the cluster did not recover after the heal"
         time.sleep(1)
+
+
+def test_ssh_hanging_during_the_reboot_wait_stops_the_run_bounded_and_resume_finishes(
+        spec: LabSpec, pooled_lab: Cluster, home: Path, tmp_path: Path) -> None:
+    """The host reboots, then its SSH hangs for the admin (DROP: no refusal, no answer). Every SSH call has
+    a deadline, so the reboot wait ends at its own timeout (shortened here to 40 s) with the host named;
+    after the heal, ``resume`` sees the new boot id, sends no second reboot, and finishes."""
+    target = "kafka1002"
+    host = LabHost.named(target)
+    boots, commands = len(host.events("boot")), len(host.events("reboot-command"))
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    for f in (REPO / "runbooks").glob("*.yaml"):
+        text = f.read_text()
+        if f.stem == "reboot":
+            assert "host.reboot: {timeout: 15m}" in text
+            text = text.replace("host.reboot: {timeout: 15m}", "host.reboot: {timeout: 40s}")
+        (runbooks / f.name).write_text(text)
+    proc = spawn(home, pooled_lab, "--runbooks", str(runbooks), "reboot", target, "--yes", "--syn-window", "2s",
+                 "--no-scan", "--reason", "SSH hangs during the reboot wait", group=net.ADMIN_GID)
+    try:
+        _wait_for(home, proc, lambda records: any(r.get("event") == "reboot_sent" for r in records))
+        net.partition(spec, "admin", target)
+        proc.wait(240)  # 40 s of waiting, each SSH attempt bounded: far less than this
+        said = output(proc)
+        assert proc.returncode == 11, said[-3000:]  # stopped at a safe point, resumable
+        assert "WaitTimeout: timed out after" in said and f"waiting for {target} back with a new boot id" in said \
+            and "SSH not answering" in said, said[-3000:]
+        assert live_journal(home)[-1]["type"] == "step_failed", said[-3000:]
+    except BaseException:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    finally:
+        net.heal(spec, "admin", target)
+    resumed = kafkaops(home, pooled_lab, "--runbooks", str(runbooks), "resume", only_run(home),
+                       group=net.ADMIN_GID, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
+    assert len(host.events("boot")) == boots + 1  # rebooted once: the resume saw the new boot id
+    assert len(host.events("reboot-command")) == commands + 1  # and sent no second reboot command
+    assert collect(pooled_lab)["healthy"]
