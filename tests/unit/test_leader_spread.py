@@ -145,17 +145,20 @@ class FakeEnv(Environment):
     """What the kafka steps ask of the environment: a snapshot, the hosts, registered brokers."""
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:  # no super().__init__: no inventory, no adapters
-        self.snapshot = snapshot
+        self.state = snapshot
 
     @property
     def kafka(self) -> Any:
-        return SimpleNamespace(snapshot=lambda with_configs=False: self.snapshot)
+        return SimpleNamespace(snapshot=lambda with_configs=False: self.state)
+
+    def snapshot(self, *, with_configs: bool = True) -> ClusterSnapshot:
+        return self.state  # no ZooKeeper to cross-check with
 
     def host(self, name: str) -> Any:
         return SimpleNamespace(name=name, broker_id=int(name.removeprefix("kafka")))
 
     def registered_brokers(self) -> list[int]:
-        return list(self.snapshot.brokers)
+        return list(self.state.brokers)
 
 
 TARGETS = ("kafka1", "kafka2", "kafka3")
@@ -193,7 +196,7 @@ class DryRoll:
         return out
 
     def view(self) -> ClusterSnapshot:
-        return project_snapshot(self.env.snapshot, self.ctx("kafka1"))
+        return project_snapshot(self.env.state, self.ctx("kafka1"))
 
 
 def test_a_skewed_cluster_is_refused_by_the_pre_flight_step_whatever_the_scope() -> None:
