@@ -8,6 +8,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from kafkaops.lab.load import LoadReport, run_load
 from kafkaops.model import Cluster
@@ -74,3 +76,26 @@ class Load:
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(400)
+
+
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 120.0) -> T:
+    """``probe()`` once a second until it returns something truthy (an HTTP error counts as nothing yet);
+    fail naming ``what`` after ``timeout``."""
+    import pytest
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = probe()
+        except requests.RequestException:
+            found = None
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            pytest.fail(f"not seen within {timeout:.0f}s: {what}")
+        time.sleep(1)
+

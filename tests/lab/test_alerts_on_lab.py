@@ -17,11 +17,11 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import requests
-from harness import Load, kafkaops, output, spawn
+from harness import Load, kafkaops, output, spawn, wait_for
 from invariants import journal, live_journal, only_run
 
 from kafkaops.lab import monitoring, paths
@@ -33,23 +33,6 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = ["--syn-window", "2s", "--no-scan"]
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 120.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            found = probe()
-        except requests.RequestException:
-            found = None
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"not seen within {timeout:.0f}s: {what}")
-        time.sleep(1)
-
-
 @pytest.fixture(scope="module")
 def spec(lab_cluster: Cluster) -> LabSpec:
     return LabSpec.load(paths.lab_dir(lab_cluster.name))

@@ -10,12 +10,13 @@ receiver's file — never what kafkaops says. Waits are bounded (a noisy machine
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import requests
+from harness import wait_for
 
 from kafkaops.lab import monitoring, paths
 from kafkaops.lab.host import LabHost
@@ -23,24 +24,6 @@ from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
 
 pytestmark = pytest.mark.lab
-
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 120.0) -> T:
-    """``probe()`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            found = probe()
-        except requests.RequestException:
-            found = None
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"not seen within {timeout:.0f}s: {what}")
-        time.sleep(1)
-
 
 @pytest.fixture(scope="module")
 def spec(lab_cluster: Cluster) -> LabSpec:
