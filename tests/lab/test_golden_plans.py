@@ -63,6 +63,10 @@ def normalize(plan: dict[str, Any], home: Path) -> dict[str, Any]:
     for key in ("created_at", "fingerprint", "signature", "operator"):
         out.pop(key, None)
     out.pop("sections", None)  # hashes: of observations, and of the inventory by its absolute path
+    if isinstance(out.get("environment"), dict):
+        # A hash of `depends`, which holds the machine's paths (the lab's SSH key under $HOME): `depends`
+        # itself stays compared, normalized; its hash cannot be.
+        out["environment"].pop("sha256", None)
     for step in out.get("steps", []):
         for key in _OBSERVED:
             step.pop(key, None)
