@@ -99,6 +99,7 @@ def lab_group(item: pytest.Item) -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``lab`` get :data:`LAB_TIMEOUT`, ``slow`` ones :data:`SLOW_TIMEOUT`, unless they set
     their own ``timeout`` mark.
