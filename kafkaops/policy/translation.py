@@ -1,4 +1,5 @@
-"""Consumer offsets from one site to the other, by timestamp (pure: no client library, no I/O).
+"""Consumer offsets from one site to the other, by timestamp: the margin rule, and the fallback of the exact
+translation by record identity (:mod:`kafkaops.policy.record_identity`, :func:`refine`). Pure: no I/O.
 
 Offsets mean nothing across clusters: MirrorMaker 2 copies records, not offsets, and the two copies of a
 topic were not born together (``eventstreams-multi-dc.txt``: clients whose offsets were reset after a
@@ -22,7 +23,9 @@ position)`` are read again, counted exactly here from the source itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from kafkaops.policy.record_identity import Located
 
 TopicPartitionKey = tuple[str, int]
 
@@ -63,11 +66,15 @@ class PartitionMove:
     target_offset: int
     duplicates: int  # records the group will read twice on this partition
     note: str
+    method: str = "margin"  # margin (this module) or exact (kafkaops.policy.record_identity)
+    why: str = ""  # why that method: where the records were found, or why they were not
+    checkpoint: int | None = None  # MirrorMaker 2's own answer (its checkpoints), for comparison only
 
     def to_dict(self) -> dict[str, object]:
         return {"topic": self.topic, "partition": self.partition, "source_committed": self.source_committed,
                 "source_end": self.source_end, "anchor_ts": self.anchor_ts, "seek_ts": self.seek_ts,
-                "target_offset": self.target_offset, "duplicates": self.duplicates, "note": self.note}
+                "target_offset": self.target_offset, "duplicates": self.duplicates, "note": self.note,
+                "method": self.method, "why": self.why, "checkpoint": self.checkpoint}
 
 
 def seek_times(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartitionKey, int],
@@ -123,11 +130,36 @@ def translate(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartition
     return moves
 
 
+def refine(moves: list[PartitionMove], located: Mapping[TopicPartitionKey, Located]) -> list[PartitionMove]:
+    """Each move made exact where its records were found once on the target
+    (:func:`kafkaops.policy.record_identity.locate`); the margin rule's move, with the reason, elsewhere.
+
+    A copy found *before* the margin rule's offset cannot be the group's (its true copy is at or after that
+    offset, module docstring): it is not trusted, and the margin rule stays.
+    """
+    out = []
+    for m in moves:
+        found = located.get((m.topic, m.partition))
+        if found is None:
+            out.append(m)
+        elif found.offset is None:
+            out.append(replace(m, why=found.reason))
+        elif found.offset < m.target_offset:
+            out.append(replace(m, why=f"{found.reason}, before the margin rule's offset {m.target_offset}: not "
+                                      "the group's copy"))
+        else:
+            out.append(replace(m, target_offset=found.offset, duplicates=0, method="exact", why=found.reason))
+    return out
+
+
 def guarantee(group: str, source: str, target: str, margin_ms: int, moves: list[PartitionMove]) -> str:
     """What the plan promises, in words (shown in the plan and the journal)."""
     dup = sum(m.duplicates for m in moves)
+    exact = sum(m.method == "exact" for m in moves)
+    how = (f"{exact} of {len(moves)} partition(s) exact (the last records {group} read found once on {target}: "
+           f"it resumes right after them), the others by the {margin_ms / 1000:g}s margin" if exact else
+           f"every partition by the {margin_ms / 1000:g}s margin")
     return (f"zero loss: every record of {group}'s {len(moves)} partition(s) not yet read on {source} is at or "
             f"after the translated offset on {target} (the mirror caught up and keeping each partition's order; a "
             f"record reaching {target} in another order is kept when at most {margin_ms / 1000:g}s older); "
-            f"duplicates: at most {dup} record(s) read again (the {margin_ms / 1000:g}s margin before each "
-            f"position, counted on {source})")
+            f"{how}; duplicates: at most {dup} record(s) read again (counted on {source})")

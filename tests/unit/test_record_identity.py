@@ -1,0 +1,148 @@
+"""Offsets translated exactly, by the records themselves (kafkaops.policy.record_identity + translation.refine),
+checked against recorded partitions: equal timestamps, repeated keys and values, out-of-order timestamps, a
+mirror that delivered a batch twice, one that lags, one whose source head was deleted. Never a loss; exact
+wherever the group's last records form a run found once on the target."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkaops.policy.record_identity import TAIL, RecordId, locate, record_id, scan_start_ts
+from kafkaops.policy.translation import PartitionMove, SourcePosition, refine, seek_times, translate
+
+KEY = ("eqiad.test.event", 0)
+MARGIN = 60_000
+
+
+def _first_at_or_after(log: list[RecordId], ts: int) -> int:
+    return next((i for i, r in enumerate(log) if r.timestamp >= ts), len(log))
+
+
+def _move(source: list[RecordId], target: list[RecordId], committed: int, start: int = 0) -> PartitionMove:
+    """The whole translation of a group at ``committed`` on ``source`` (records by offset, deleted below
+    ``start``) to ``target`` (records by offset), as the step does it with its reads simulated."""
+    pos = SourcePosition(*KEY, committed=committed, start=start, end=len(source))
+    anchor_ts = {KEY: source[pos.anchor].timestamp} if pos.anchor is not None else {}
+    seeks = seek_times([pos], anchor_ts, MARGIN)
+    [margin] = translate([pos], anchor_ts, MARGIN,
+                         target_at={k: _first_at_or_after(target, ts) for k, ts in seeks.items()},
+                         source_at={k: _first_at_or_after(source, ts) for k, ts in seeks.items()},
+                         target_end={KEY: len(target)})
+    tail = source[max(start, committed - TAIL):committed]
+    if not tail:
+        return refine([margin], {})[0]
+    begin = _first_at_or_after(target, scan_start_ts(tail, MARGIN))
+    found = locate(tail, list(enumerate(target))[begin:])
+    return refine([margin], {KEY: found})[0]
+
+
+def _log(n: int, *, keys: int, values: int, ts_step: int, skew: int, seed: int) -> list[RecordId]:
+    rng = random.Random(seed)
+    return [record_id(1_000_000 + ts_step * i - rng.randint(0, skew), str(rng.randrange(keys)).encode(),
+                      str(rng.randrange(values)).encode()) for i in range(n)]
+
+
+def test_a_unique_tail_translates_exactly_with_no_duplicate() -> None:
+    source = _log(400, keys=1000, values=10**6, ts_step=10, skew=0, seed=1)
+    target = _log(30, keys=5, values=5, ts_step=1, skew=0, seed=2) + source  # the target's own older history
+    move = _move(source, target, committed=240)
+    assert move.method == "exact" and move.target_offset == 30 + 240 and move.duplicates == 0, move
+    [margin_only] = refine([move], {})
+    assert margin_only == move  # nothing located: unchanged
+
+
+def test_the_margin_rule_would_have_sent_the_group_back_a_whole_minute() -> None:
+    """The issue's observation, small: records 10 ms apart, a 60 s margin: the margin rule rereads everything
+    before the position; the identity finds the position itself."""
+    source = _log(4000, keys=50, values=10**6, ts_step=10, skew=0, seed=3)
+    exact = _move(source, source, committed=2400)
+    margin = translate([SourcePosition(*KEY, committed=2400, start=0, end=4000)],
+                       {KEY: source[2400].timestamp}, MARGIN, target_at={KEY: 0}, source_at={KEY: 0},
+                       target_end={KEY: 4000})[0]
+    assert margin.duplicates == 2400 and margin.target_offset == 0
+    assert exact.target_offset == 2400 and exact.duplicates == 0 and exact.method == "exact"
+
+
+def test_a_group_at_the_end_resumes_right_after_its_last_record() -> None:
+    source = _log(100, keys=100, values=10**6, ts_step=10, skew=0, seed=4)
+    move = _move(source, source, committed=100)
+    assert (move.method, move.target_offset, move.duplicates) == ("exact", 100, 0)
+
+
+def test_equal_timestamps_and_repeated_records_fall_back_to_the_margin_and_lose_nothing() -> None:
+    """Every record identical (same timestamp, key and value): the tail is on the target many times; which
+    copy is the group's is unknown, so the margin rule decides, and says so."""
+    source = [record_id(5_000, b"k", b"v")] * 50
+    move = _move(source, source, committed=20)
+    assert move.method == "margin" and "times" in move.why, move
+    assert move.target_offset <= 20
+
+
+def test_a_mirror_that_delivered_a_batch_twice_is_ambiguous_only_when_the_tail_is_in_the_batch() -> None:
+    source = _log(300, keys=1000, values=10**6, ts_step=10, skew=0, seed=5)
+    target = source[:200] + source[150:200] + source[200:]  # records 150..199 delivered again
+    inside = _move(source, target, committed=180)
+    assert inside.method == "margin" and inside.target_offset <= 180, inside
+    after = _move(source, target, committed=260)
+    assert after.method == "exact" and after.target_offset == 260 + 50, after
+
+
+def test_a_lagging_mirror_or_a_deleted_head_falls_back_and_says_why() -> None:
+    source = _log(300, keys=1000, values=10**6, ts_step=10, skew=0, seed=6)
+    lagging = _move(source, source[:150], committed=200)
+    assert lagging.method == "margin" and "not on the target" in lagging.why, lagging
+    deleted = _move(source, source, committed=200, start=200)  # DeleteRecords up to the group's position
+    assert deleted.method == "margin" and deleted.why == "", deleted
+    assert deleted.target_offset <= 200
+
+
+def test_a_match_before_the_margin_rules_offset_is_not_the_groups_copy() -> None:
+    """The target holds, well before the margin rule's offset, a run equal to the tail (the same three
+    events, produced long ago with their old timestamps), and the tail's own copy is missing (a lagging
+    mirror): that old run is not trusted."""
+    old = [record_id(10, b"a", b"1"), record_id(10, b"a", b"2"), record_id(10, b"a", b"3")]
+    source = [record_id(1_000_000 + i, str(i).encode(), str(i).encode()) for i in range(100)] + old
+    target = old + source[:100]
+    found = locate(old, list(enumerate(target)))
+    assert found.offset == 3  # the old run, taken alone, looks like an exact match...
+    [move] = refine([PartitionMove(*KEY, 103, 103, 10, 0, 50, 0, "")], {KEY: found})
+    assert move.method == "margin" and "not the group's copy" in move.why  # ...but lies before the margin rule's
+
+
+@settings(max_examples=300)
+@given(n=st.integers(5, 120), keys=st.integers(1, 3), values=st.integers(1, 3), skew=st.integers(0, 200),
+       seed=st.integers(0, 10**6), history=st.integers(0, 20), redelivered=st.integers(0, 10),
+       data=st.data())
+def test_never_a_loss_exact_wherever_the_tail_is_unique(n: int, keys: int, values: int, skew: int, seed: int,
+                                                         history: int, redelivered: int,
+                                                         data: st.DataObject) -> None:
+    """Recorded partitions with few keys and values (repeats everywhere), timestamps up to ``skew`` ms out of
+    order and often equal, a target with history of its own and a batch the mirror delivered again."""
+    source = _log(n, keys=keys, values=values, ts_step=data.draw(st.sampled_from([0, 1, 10])), skew=skew, seed=seed)
+    own = _log(history, keys=keys, values=values, ts_step=1, skew=0, seed=seed + 1)
+    cut = data.draw(st.integers(0, n))
+    again = source[max(0, cut - redelivered):cut]
+    target = own + source[:cut] + again + source[cut:]
+    committed = data.draw(st.integers(0, n))
+    move = _move(source, target, committed)
+    # Where the group's position is on the target: the copy of the first record it has not read (the
+    # second copy of a redelivered one is also fine to resume at: its first copy was read).
+    true_position = history + committed + (len(again) if committed >= cut else 0)
+    assert move.target_offset <= true_position, (move, true_position)
+    if move.method == "exact":
+        assert move.target_offset == true_position or (committed >= cut and move.target_offset >= true_position
+                                                       - len(again)), (move, true_position)
+    tail = source[max(0, committed - TAIL):committed]
+    begin = _first_at_or_after(target, scan_start_ts(tail, MARGIN)) if tail else 0
+    runs = sum(target[i:i + len(tail)] == tail for i in range(begin, len(target) - len(tail) + 1)) if tail else 0
+    if tail and runs == 1:
+        assert move.method == "exact" and move.duplicates == 0, (move, tail)
+
+
+def test_an_empty_tail_is_a_caller_error() -> None:
+    with pytest.raises(ValueError):
+        locate([], [])
