@@ -8,6 +8,7 @@ planned, journaled, locked (the lock is in the discovery records' etcd), resumab
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,17 @@ SavePlanOpt = typer.Option(None, "--save-plan", metavar="PATH", help="Write the 
 MarginOpt = typer.Option("60s", "--margin", metavar="DURATION",
                          help="How far out of timestamp order an event may be and still not be lost: consumers "
                               "resume this much earlier (the duplicates it costs are in the plan).")
+
+
+class Method(StrEnum):
+    exact = "exact"
+    margin = "margin"
+
+
+MethodOpt = typer.Option(Method.exact, "--method",
+                         help="exact: each partition resumes right after the last records the group read, found "
+                              "once on the target (0 duplicates), the margin rule where they are not; margin: "
+                              "by timestamp minus --margin everywhere.")
 
 
 def _multi_site(inventory: Path | None) -> list[Cluster]:
@@ -91,13 +103,14 @@ def switchover_cmd(
                                 help="Records MirrorMaker may be behind per mirrored partition at the start."),
     syn_window: str = typer.Option("10s", "--syn-window", metavar="DURATION",
                                    help="How long no new SYN may reach the source site's service address."),
-    margin: str = MarginOpt,
+    margin: str = MarginOpt, method: Method = MethodOpt,
     inventory: Path | None = InventoryOpt, reason: str | None = ReasonOpt, task: str | None = TaskOpt,
     yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: PlanOutput = OutputOpt, save_plan: Path | None = SavePlanOpt,
 ) -> None:
     """Move SERVICE's clients and consumers from one site to the other: pre-flight both sites, depool the
     source's discovery record, zero new SYNs at its service address, MirrorMaker lag 0, consumer groups
-    translated by timestamp, pool the target, post-check. Resumable (`kafkaops resume RUN`);
+    translated (exactly where their last records are found on the target, by timestamp minus the margin
+    elsewhere), pool the target, post-check. Resumable (`kafkaops resume RUN`);
     `kafkaops runs abort RUN --rollback` switches back."""
     from kafkaops.catalog import find_runbook, load_plugins
     from kafkaops.cli.procedures import run_runbook
@@ -111,7 +124,7 @@ def switchover_cmd(
     rb = find_runbook("switchover")
     params = {"service": service, "from_site": src, "to_site": dst, "max_lag": max_lag,
               "syn_window": _typed(rb, "syn_window", syn_window, "--syn-window"),
-              "margin": _typed(rb, "margin", margin, "--margin")}
+              "margin": _typed(rb, "margin", margin, "--margin"), "method": method.value}
     run_runbook(rb, sites, [], params, reason=reason, task=task, yes=yes, dry_run=dry_run, output=output,
                 save_plan=save_plan)
 
@@ -121,13 +134,15 @@ def translate_cmd(
     from_site: str = typer.Option(..., "--from", metavar="CLUSTER", help="Where its offsets are read (cluster or DC)."),
     to_site: str = typer.Option(..., "--to", metavar="CLUSTER", help="Where they are set (cluster or DC)."),
     topics: str = typer.Option("", "--topics", metavar="REGEX", help="Only topics matching this (default: all)."),
-    margin: str = MarginOpt,
+    margin: str = MarginOpt, method: Method = MethodOpt,
     inventory: Path | None = InventoryOpt, reason: str | None = ReasonOpt, task: str | None = TaskOpt,
     yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: PlanOutput = OutputOpt, save_plan: Path | None = SavePlanOpt,
 ) -> None:
     """Set GROUP's offsets on the target so that it resumes where it stopped on the source: per partition,
-    the CreateTime of its position minus --margin, looked up by timestamp on the target. The plan states
-    the zero-loss guarantee and the duplicates; refused while the group has members on the target."""
+    right after the last records it read, found on the target by their timestamp, key and value (exact:
+    no duplicate); where they are not found once, the CreateTime of its position minus --margin, looked
+    up by timestamp. The plan shows each partition's method and duplicates, and states the zero-loss
+    guarantee; refused while the group has members on the target."""
     import re
 
     from kafkaops.catalog import find_runbook, load_plugins
@@ -151,7 +166,7 @@ def translate_cmd(
         raise typer.BadParameter("--from and --to are the same cluster", param_hint="--to")
     rb = find_runbook("offsets-translate")
     params = {"group": group, "from_site": src, "to_site": dst, "topics": topics,
-              "margin": _typed(rb, "margin", margin, "--margin")}
+              "margin": _typed(rb, "margin", margin, "--margin"), "method": method.value}
     run_runbook(rb, sites, [], params, reason=reason, task=task, yes=yes, dry_run=dry_run, output=output,
                 save_plan=save_plan)
 

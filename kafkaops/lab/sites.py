@@ -72,8 +72,10 @@ def mirror_properties(sites: Cluster) -> str:
         *(f"{t}.replication.factor = {replicas}" for t in (
             "offset-syncs.topic", "checkpoints.topic", "heartbeats.topic", "offset.storage", "status.storage",
             "config.storage")),
-        # The switchover translates by timestamp itself; MirrorMaker's own group-offset sync would race it.
-        "emit.checkpoints.enabled = false", "sync.group.offsets.enabled = false",
+        # The switchover translates offsets itself; MirrorMaker's own group-offset sync would race it. Its
+        # checkpoints (what RemoteClusterUtils.translateOffsets reads) are emitted, for the plan to show beside.
+        "emit.checkpoints.enabled = true", "emit.checkpoints.interval.seconds = 5",
+        "refresh.groups.interval.seconds = 5", "sync.group.offsets.enabled = false",
         "emit.heartbeats.enabled = false", "sync.topic.acls.enabled = false", "sync.topic.configs.enabled = false",
         "refresh.topics.interval.seconds = 5",
         # A Connect worker setting only counts with the target's alias in front (a bare one stays 60 s).

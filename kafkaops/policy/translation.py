@@ -17,7 +17,8 @@ mirror has caught up, whatever the margin. The margin is for what reaches the ta
 than at the source (events are not ordered by time, ``eventstreams-consumer-tips.txt``: a record copied
 by another path, a late event): such a record is kept when it is at most ``margin`` older than ``T``.
 The price is **duplicates**: the records on the source in ``[first offset with timestamp >= T - margin,
-position)`` are read again, counted exactly here from the source itself.
+position)`` are read again, counted here on the source, and on the target (what follows the translated
+offset there beyond the records still unread): the source alone misses records it has deleted.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def translate(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartition
         margin_ms: How far out of timestamp order a record may be and still not be lost.
         target_at / source_at: First offset with timestamp >= the partition's :func:`seek_times` value on
             the target / the source (the log end where no record is that recent).
-        target_end: Log end offsets on the target (where an empty source partition resumes).
+        target_end: Log end offsets on the target (where an empty source partition resumes; with the
+            others, the duplicates are also counted there).
 
     Raises:
         ValueError: A partition's answer is missing (the caller read it from the clusters: unreadable).
@@ -123,6 +125,12 @@ def translate(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartition
             raise ValueError(f"no offset for timestamp {seek} of {p.topic}-{p.partition}")
         position = max(p.committed, p.start)
         duplicates = max(0, position - source)
+        # Counted on the source, records it no longer has (retention, DeleteRecords below the position) are
+        # missed; counted on the target, what follows the offset beyond the records still unread is read
+        # again too (once the mirror has caught up). The larger of the two is the bound.
+        end = target_end.get(key)
+        if end is not None:
+            duplicates = max(duplicates, end - target - (p.end - position))
         note = ("at the end of the source: resumes with what arrives after its last record" if p.caught_up
                 else f"{p.end - position} record(s) not yet read on the source")
         moves.append(PartitionMove(p.topic, p.partition, p.committed, p.end, anchor_ts[key], seek, target,

@@ -10,13 +10,19 @@ refuses it anyway. Resumable: a target group already at the translated offsets i
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed, SafetyRefusal
-from kafkaops.policy.translation import SourcePosition, guarantee, seek_times, translate
+from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal
+from kafkaops.policy.record_identity import SCAN_LIMIT, TAIL, Located, locate, scan_start_ts
+from kafkaops.policy.translation import SourcePosition, TopicPartitionKey, guarantee, refine, seek_times, translate
 from kafkaops.steps.common import StableObservation, environment, names
+
+if TYPE_CHECKING:
+    from kafkaops.systems.groups import ConsumerGroups
 
 
 def _groups(step: StepBase, ctx: RunContext) -> list[str]:
@@ -36,8 +42,33 @@ def _already(g: dict[str, Any]) -> bool:
 def _why(g: dict[str, Any], m: dict[str, Any]) -> str:
     if m["anchor_ts"] is None:
         return f"{g['from']} position {m['source_committed']} (empty) -> {g['to']} log end {m['target_offset']}"
+    mm2 = "" if m.get("checkpoint") is None else f"; MirrorMaker's checkpoint: {m['checkpoint']}"
+    if m.get("method") == "exact":
+        return (f"{g['from']} position {m['source_committed']} -> {g['to']} offset {m['target_offset']}, exact "
+                f"({m['why']}), 0 duplicates{mm2}")
+    fallback = f" (not exact: {m['why']})" if m.get("why") else ""
     return (f"{g['from']} position {m['source_committed']}, CreateTime {m['anchor_ts']} - {g['margin_ms']}ms -> "
-            f"{g['to']} offset {m['target_offset']}, {m['duplicates']} duplicate(s)")
+            f"{g['to']} offset {m['target_offset']}, {m['duplicates']} duplicate(s), by the margin{fallback}{mm2}")
+
+
+def _locate(source: ConsumerGroups, target: ConsumerGroups, positions: list[SourcePosition], margin_ms: int,
+            offsets_at: Callable[[Mapping[TopicPartitionKey, int]], Mapping[TopicPartitionKey, int | None]]
+            ) -> dict[TopicPartitionKey, Located]:
+    """Where each position's last records are on the target (:mod:`kafkaops.policy.record_identity`): the
+    tail read on the source, then the target scanned from where its copy can first be, bounded."""
+    spans = {(p.topic, p.partition): (max(p.start, p.committed - TAIL), p.committed) for p in positions
+             if p.committed > p.start}
+    tails = {k: [rid for _, rid in records] for k, (records, _) in source.record_ids(spans, limit=TAIL).items()}
+    tails = {k: t for k, t in tails.items() if t}
+    begin = offsets_at({k: scan_start_ts(t, margin_ms) for k, t in tails.items()})
+    scans = target.record_ids({k: (int(b), None) for k, b in begin.items() if b is not None}, limit=SCAN_LIMIT)
+    located = {k: locate(tails[k], records, limit=SCAN_LIMIT, complete=complete)
+               for k, (records, complete) in scans.items()}
+    for p in positions:  # the records the group read are gone from the source: nothing to look for
+        if p.committed > 0 and (p.topic, p.partition) not in tails:
+            located[(p.topic, p.partition)] = Located(None, f"the records before position {p.committed} are gone "
+                                                            f"from the source (log start {p.start})", 0)
+    return located
 
 
 class Translate(StepBase):
@@ -79,7 +110,14 @@ class Translate(StepBase):
         moves = translate(positions, anchor_ts, margin_ms, target_at=target_admin.offsets_at(seeks),
                           source_at=source_admin.offsets_at(seeks),
                           target_end={k: v[1] for k, v in target_admin.list_offsets(
-                              [(p.topic, p.partition) for p in positions if p.anchor is None]).items()})
+                              [(p.topic, p.partition) for p in positions]).items()})
+        method = str(self.params.get("method") or "exact")
+        if method not in ("exact", "margin"):
+            raise ConfigError(f"offsets.translate: method {method!r} is not exact or margin")
+        if method == "exact":
+            moves = refine(moves, _locate(source, target, positions, margin_ms, target_admin.offsets_at))
+        checkpoints = target.checkpoints(src, group)  # MirrorMaker's own answer, shown beside ours
+        moves = [replace(m, checkpoint=checkpoints.get((m.topic, m.partition))) for m in moves]
         current = target.committed(group)
         return {"group": group, "from": src, "to": dst, "margin_ms": margin_ms,
                 "target_state": state.state, "target_members": list(state.members),
@@ -139,6 +177,11 @@ class Translate(StepBase):
                       data={"groups": [{"group": g["group"], "to": g["to"],
                                         "offsets": [[m["topic"], m["partition"], m["target_offset"]]
                                                     for m in g["moves"]],
+                                        # per partition, for the plan's JSON and the run's report
+                                        "methods": [{k: m[k] for k in ("topic", "partition", "source_committed",
+                                                                       "target_offset", "method", "why",
+                                                                       "duplicates", "checkpoint")}
+                                                    for m in g["moves"]],
                                         "duplicates": sum(m["duplicates"] for m in g["moves"])} for g in todo]})
 
     def apply(self, ctx: RunContext, action: Action) -> None:
@@ -172,4 +215,7 @@ register_step("offsets.translate", Translate, [
     Param("topics", "str", default="", help="only topics matching this regular expression (default: all)"),
     Param("margin", "duration", default=60.0, min=0, max=86400,
           help="how far out of timestamp order a record may be and still not be lost"),
+    Param("method", "str", default="exact",
+          help="exact: where the group's last records are found once on the target, resume right after them "
+               "(the margin rule where not); margin: the margin rule everywhere"),
 ])

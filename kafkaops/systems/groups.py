@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kafkaops.errors import UnreachableError
+from kafkaops.policy.record_identity import RecordId, record_id
 from kafkaops.systems.guard import write
 
 TopicPartitionKey = tuple[str, int]
@@ -119,3 +120,114 @@ class ConsumerGroups:
         finally:
             consumer.close()
         return out
+
+    def record_ids(self, spans: Mapping[TopicPartitionKey, tuple[int, int | None]], *, limit: int
+                   ) -> dict[TopicPartitionKey, tuple[list[tuple[int, RecordId]], bool]]:
+        """The records of each partition from ``start`` to ``stop`` (exclusive; None: the log end as of now),
+        at most ``limit`` of them, as ``(offset, identity)`` (:mod:`kafkaops.policy.record_identity`).
+
+        Returns:
+            ``{(topic, partition): (records, complete)}``; ``complete`` is False when ``limit`` cut the read
+            before ``stop``.
+        """
+        from confluent_kafka import Consumer, TopicPartition
+
+        out: dict[TopicPartitionKey, tuple[list[tuple[int, RecordId]], bool]] = {}
+        if not spans:
+            return out
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"kafkaops-ids-{uuid.uuid4()}",
+                             "enable.auto.commit": False, "socket.timeout.ms": int(self.timeout * 1000),
+                             "fetch.wait.max.ms": 100, "log_level": 2})
+        try:
+            for (topic, partition), (start, stop) in sorted(spans.items()):
+                try:
+                    _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                                timeout=self.timeout)
+                except Exception as exc:
+                    raise self._unreachable(f"ListOffsets({topic}-{partition})", exc) from exc
+                end = high if stop is None else min(stop, high)
+                records: list[tuple[int, RecordId]] = []
+                complete = True
+                if start < end:
+                    consumer.assign([TopicPartition(topic, partition, start)])
+                    deadline = time.monotonic() + self.timeout
+                    last = start - 1
+                    while last < end - 1:
+                        if len(records) >= limit:
+                            complete = False
+                            break
+                        if time.monotonic() > deadline:
+                            raise UnreachableError(f"Kafka at {self.bootstrap} ({self.cluster}) gave {topic}-"
+                                                   f"{partition} only up to offset {last} of {start}..{end - 1} "
+                                                   f"within {self.timeout:.0f}s", hint="check the site's brokers")
+                        for msg in consumer.consume(500, timeout=0.5):
+                            offset = msg.offset()
+                            if msg.error() is not None or offset is None or offset >= end:
+                                continue
+                            last = max(last, offset)
+                            if len(records) < limit:
+                                records.append((offset, record_id(msg.timestamp()[1], msg.key(), msg.value())))
+                            deadline = time.monotonic() + self.timeout
+                out[(topic, partition)] = (records, complete)
+        finally:
+            consumer.close()
+        return out
+
+    def checkpoints(self, source_alias: str, group: str) -> dict[TopicPartitionKey, int]:
+        """MirrorMaker 2's own translation of ``group`` (what Kafka's ``RemoteClusterUtils.translateOffsets``
+        answers): the last checkpoint per partition in ``<source_alias>.checkpoints.internal`` on this
+        cluster. Empty when MirrorMaker emits no checkpoints (``emit.checkpoints.enabled = false``, no topic).
+        Read for comparison only: the translation never uses it."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        topic = f"{source_alias}.checkpoints.internal"
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"kafkaops-cp-{uuid.uuid4()}",
+                             "enable.auto.commit": False, "socket.timeout.ms": int(self.timeout * 1000),
+                             "fetch.wait.max.ms": 100, "log_level": 2})
+        out: dict[TopicPartitionKey, int] = {}
+        try:
+            described = consumer.list_topics(topic, timeout=self.timeout).topics.get(topic)
+            if described is None or described.error is not None:
+                return out
+            for partition in sorted(described.partitions):
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout)
+                if high <= 0:
+                    continue
+                consumer.assign([TopicPartition(topic, partition, 0)])
+                deadline, last = time.monotonic() + self.timeout, -1
+                while last < high - 1 and time.monotonic() < deadline:
+                    for msg in consumer.consume(500, timeout=0.5):
+                        offset = msg.offset()
+                        if msg.error() is not None or offset is None:
+                            continue
+                        last = max(last, offset)
+                        parsed = parse_checkpoint(msg.key(), msg.value())
+                        if parsed is not None and parsed[0] == group:
+                            out[(parsed[1], parsed[2])] = parsed[3]
+        except Exception as exc:
+            raise self._unreachable(f"a read of {topic}", exc) from exc
+        finally:
+            consumer.close()
+        return out
+
+
+def parse_checkpoint(key: bytes | str | None, value: bytes | str | None) -> tuple[str, str, int, int] | None:
+    """``(group, topic, partition, downstream offset)`` of one record of MirrorMaker 2's checkpoints topic
+    (Kafka's ``Checkpoint``: key = group, topic (int16-length strings), partition (int32); value = version
+    (int16), upstream offset, downstream offset (int64), metadata). None for what is not one."""
+    import struct
+
+    if not isinstance(key, bytes) or not isinstance(value, bytes):
+        return None
+    try:
+        strings: list[str] = []
+        at = 0
+        for _ in range(2):
+            (n,) = struct.unpack_from(">h", key, at)
+            strings.append(key[at + 2:at + 2 + n].decode())
+            at += 2 + n
+        (partition,) = struct.unpack_from(">i", key, at)
+        _version, _upstream, downstream = struct.unpack_from(">hqq", value, 0)
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return strings[0], strings[1], int(partition), int(downstream)

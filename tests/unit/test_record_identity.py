@@ -98,6 +98,8 @@ def test_a_lagging_mirror_or_a_deleted_head_falls_back_and_says_why() -> None:
     deleted = _move(source, source, committed=200, start=200)  # DeleteRecords up to the group's position
     assert deleted.method == "margin" and deleted.why == "", deleted
     assert deleted.target_offset <= 200
+    # What the target holds between the offset and the position is read again, though the source lost it:
+    assert deleted.duplicates == 200 - deleted.target_offset > 0
 
 
 def test_a_match_before_the_margin_rules_offset_is_not_the_groups_copy() -> None:

@@ -1,0 +1,232 @@
+"""Issue 34 on the two-site lab: consumer offsets translated exactly, by the records themselves.
+
+Our own client, as in the issue: 4,000 ids produced on eqiad, a group that read (and committed) 60 % of each
+partition, its offsets translated to codfw, the group read there from the translated offsets. Every id it
+had not read is read on codfw (0 lost) and none it had read comes again (0 duplicates). Where the records
+it read are gone from the source (DeleteRecords) or not yet on the target (MirrorMaker stopped), the plan
+says the margin rule was used for those partitions, and nothing is lost either.
+
+The topic is this test's own (``eqiad.exact-<token>``, mirrored to codfw under the same name), created on
+both sites with records of codfw's own written first: a mirrored record's offset on codfw is not its offset
+on eqiad, so a translation that copied offsets would fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import kafkaops, wait_for
+
+from kafkaops.lab import sites as sites_lab
+from kafkaops.model import Cluster
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+PARTITIONS = 3
+IDS = 4000
+OWN_HISTORY = 25  # records of codfw's own per partition, before any mirrored one
+
+
+def _bootstrap(sites: Cluster, dc: str) -> str:
+    return sites.sites[dc].bootstrap_servers
+
+
+def _ends(bootstrap: str, topic: str) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4()}", "log_level": 2})
+    try:
+        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)]
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def topic(sites: Cluster) -> str:
+    """A fresh ``eqiad.exact-*`` topic on both sites, codfw's copy starting with records of its own."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"eqiad.exact-{uuid.uuid4().hex[:8]}"
+    for dc in ("eqiad", "codfw"):
+        admin = AdminClient({"bootstrap.servers": _bootstrap(sites, dc)})
+        admin.create_topics([NewTopic(name, PARTITIONS, 2)])[name].result(30)
+    producer = Producer({"bootstrap.servers": _bootstrap(sites, "codfw"), "acks": "all"})
+    for p in range(PARTITIONS):
+        for i in range(OWN_HISTORY):
+            producer.produce(name, json.dumps({"own": i}).encode(), partition=p,
+                             timestamp=int((time.time() - 3600) * 1000))
+    assert producer.flush(30) == 0
+    return name
+
+
+def _produce(sites: Cluster, topic: str, ids: range, partition: int | None = None) -> None:
+    """``ids`` on eqiad, keyed by id, a few ms apart (the issue's 4,000 over ~5 s): many share a millisecond."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": _bootstrap(sites, "eqiad"), "acks": "all", "linger.ms": 5,
+                         "enable.idempotence": True})
+    for n in ids:
+        producer.produce(topic, json.dumps({"id": n}).encode(), key=str(n).encode(),
+                         partition=n % PARTITIONS if partition is None else partition)
+        producer.poll(0)
+        if n % 800 == 0:
+            time.sleep(1)
+    assert producer.flush(60) == 0
+
+
+def _read(bootstrap: str, topic: str, partition: int, start: int, stop: int) -> list[int]:
+    """The ids at offsets ``start``..``stop - 1`` of one partition."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4()}", "log_level": 2,
+                  "enable.auto.commit": False})
+    read: list[int] = []
+    try:
+        c.assign([TopicPartition(topic, partition, start)])
+        at, deadline = start, time.monotonic() + 60
+        while at < stop and time.monotonic() < deadline:
+            for msg in c.consume(500, timeout=1):
+                offset = int(msg.offset() or 0)
+                if msg.error() is None and offset < stop:
+                    read.append(json.loads(msg.value() or b"{}")["id"])
+                    at = offset + 1
+        assert at == stop, (partition, at, stop)
+    finally:
+        c.close()
+    return read
+
+
+def _commit(bootstrap: str, topic: str, group: str, offsets: list[int]) -> None:
+    """``group``'s position on each partition, as a consumer commits it after reading up to there."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in enumerate(offsets)])
+    admin.alter_consumer_group_offsets([request])[group].result(30)
+
+
+def _read_from_committed(bootstrap: str, topic: str, group: str) -> list[Any]:
+    """Read every partition to its end from ``group``'s committed offsets (a consumer resuming on codfw)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    ends = _ends(bootstrap, topic)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "log_level": 2})
+    out: list[Any] = []
+    try:
+        committed = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+        for tp, end in zip(committed, ends, strict=True):
+            assert tp.offset >= 0, f"{group} has no committed offset on {tp}"
+            c.assign([TopicPartition(topic, tp.partition, tp.offset)])
+            at, deadline = tp.offset, time.monotonic() + 60
+            while at < end and time.monotonic() < deadline:
+                for msg in c.consume(500, timeout=1):
+                    if msg.error() is None:
+                        out.append(json.loads(msg.value() or b"{}").get("id", "own"))
+                        at = int(msg.offset() or 0) + 1
+            assert at >= end, (tp, at, end)
+    finally:
+        c.close()
+    return out
+
+
+def _mirrored(sites: Cluster, topic: str, produced_per_partition: list[int]) -> bool:
+    ends = _ends(_bootstrap(sites, "codfw"), topic)
+    return all(e >= OWN_HISTORY + n for e, n in zip(ends, produced_per_partition, strict=True))
+
+
+def _translate(home: Path, sites: Cluster, group: str, *extra: str) -> str:
+    """The plan (markdown, as pasted into a change review), then the translation applied."""
+    args = ("offsets", "translate", group, "--from", "eqiad", "--to", "codfw", *extra)
+    planned = kafkaops(home, sites, *args, "--dry-run", "-o", "markdown")
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    done = kafkaops(home, sites, *args, "--yes", "-r", "issue 34")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return planned.stdout
+
+
+def _moves(home: Path, group: str) -> list[dict[str, Any]]:
+    """The moves the run journaled for ``group`` (with its action: method, why, offsets per partition)."""
+    runs = sorted((home / "runs").iterdir())
+    for run in reversed(runs):
+        for line in (run / "journal.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            if row.get("type") == "step_applying" and row.get("kind") == "offsets.translate":
+                for g in row["action"]["data"]["groups"]:
+                    if g["group"] == group:
+                        return list(g["methods"])
+    raise AssertionError(f"no translation of {group} journaled")
+
+
+def test_the_group_resumes_on_codfw_exactly_where_it_stopped(sites: Cluster, topic: str, tmp_path: Path) -> None:
+    _produce(sites, topic, range(IDS))
+    ends = _ends(_bootstrap(sites, "eqiad"), topic)
+    assert sum(ends) == IDS
+    group = f"exact-{uuid.uuid4().hex[:6]}"
+    upto = [e * 6 // 10 for e in ends]
+    consumed = [n for p, stop in enumerate(upto) for n in _read(_bootstrap(sites, "eqiad"), topic, p, 0, stop)]
+    _commit(_bootstrap(sites, "eqiad"), topic, group, upto)
+    wait_for("MirrorMaker to mirror the ids to codfw", lambda: _mirrored(sites, topic, ends))
+
+    plan = _translate(tmp_path, sites, group, "--topics", topic)
+    moves = _moves(tmp_path, group)
+    assert [m["method"] for m in moves] == ["exact"] * PARTITIONS, moves
+    assert plan.count(", exact (") == PARTITIONS and "0 duplicates" in plan, plan[-3000:]
+    read = _read_from_committed(_bootstrap(sites, "codfw"), topic, group)
+    assert "own" not in read, "read codfw's own records: wrong offsets"
+    assert sorted(read) == sorted(set(range(IDS)) - set(consumed)), "lost or read again"
+    assert len(read) == len(set(read)) == IDS - len(consumed)  # 0 duplicates
+    print(f"exact: {len(consumed)} read on eqiad, {len(read)} on codfw, 0 lost, 0 duplicates; moves {moves}")
+
+
+def test_a_deleted_head_or_a_lagging_mirror_falls_back_to_the_margin_and_loses_nothing(
+        sites: Cluster, topic: str, tmp_path: Path) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    _produce(sites, topic, range(IDS))
+    ends = _ends(_bootstrap(sites, "eqiad"), topic)
+    wait_for("MirrorMaker to mirror the ids to codfw", lambda: _mirrored(sites, topic, ends))
+    group = f"fallback-{uuid.uuid4().hex[:6]}"
+    eqiad = _bootstrap(sites, "eqiad")
+    upto = [e * 6 // 10 for e in ends]
+    consumed = [n for p in (1, 2) for n in _read(eqiad, topic, p, 0, upto[p])]
+    # Partition 0: every record up to the group's position deleted on eqiad (what it read is gone).
+    consumed += _read(eqiad, topic, 0, 0, upto[0])
+    admin = AdminClient({"bootstrap.servers": eqiad})
+    [fut] = admin.delete_records([TopicPartition(topic, 0, upto[0])]).values()
+    fut.result(30)
+    # Partition 1: the group reads on, past what MirrorMaker (stopped) has copied.
+    mirror = sites_lab.mirror_pid(sites_lab.sites_dir(sites))
+    assert mirror is not None
+    os.kill(mirror, signal.SIGSTOP)
+    try:
+        _produce(sites, topic, range(IDS, IDS + 300), partition=1)
+        new_ends = _ends(eqiad, topic)
+        consumed += _read(eqiad, topic, 1, upto[1], new_ends[1])
+        _commit(eqiad, topic, group, [upto[0], new_ends[1], upto[2]])
+        plan = _translate(tmp_path, sites, group, "--topics", topic)
+    finally:
+        os.kill(mirror, signal.SIGCONT)
+    moves = {m["partition"]: m for m in _moves(tmp_path, group)}
+    assert moves[0]["method"] == "margin" and "gone from the source" in moves[0]["why"], moves[0]
+    assert moves[1]["method"] == "margin" and "not on the target" in moves[1]["why"], moves[1]
+    assert moves[2]["method"] == "exact", moves[2]
+    assert plan.count("by the margin (not exact: ") == 2 and plan.count(", exact (") == 1, plan[-3000:]
+    wait_for("MirrorMaker to catch up", lambda: _mirrored(sites, topic, new_ends))
+    read = _read_from_committed(_bootstrap(sites, "codfw"), topic, group)
+    produced = set(range(IDS + 300))
+    unread = produced - set(consumed)
+    assert not unread - set(read), f"lost: {sorted(unread - set(read))[:20]}"
+    again = [n for n in read if n in set(consumed)]
+    assert len(again) <= sum(m["duplicates"] for m in moves.values()), (len(again), moves)
+    print(f"fallback: {len(unread)} unread, all read on codfw; {len(again)} read again; moves {moves}")
