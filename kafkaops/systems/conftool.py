@@ -19,6 +19,24 @@ from kafkaops.systems.guard import write
 
 _clients: dict[str, Any] = {}
 
+#: Seconds one etcd request may take. python-etcd's own default is 60, and urllib3 tries a connection
+#: four times: an etcd that drops packets (a partition, not a refusal) held a repool for minutes. etcd
+#: answers a healthy read in milliseconds; this bounds an unreachable one to about 20 s per call.
+ETCD_TIMEOUT = 5.0
+
+
+def _bounded_etcd() -> str:
+    """Cap the read timeout of conftool's etcd client (process-wide, like conftool's backend); return the
+    etcd it talks to, for messages ("" when conftool's backend is not an etcd one)."""
+    from conftool.kvobject import Entity
+
+    client = getattr(getattr(getattr(Entity, "backend", None), "driver", None), "client", None)
+    if client is None:
+        return ""
+    if getattr(client, "_read_timeout", 0) > ETCD_TIMEOUT:
+        client._read_timeout = ETCD_TIMEOUT  # python-etcd exposes it read-only; conftool never sets it
+    return str(getattr(client, "base_uri", ""))
+
 
 class _BackendErrors(logging.Handler):
     """Collects the errors conftool logs instead of raising.
@@ -79,6 +97,7 @@ class Conftool:
         self.config_path = config_path
         self.dry_run = dry_run
         self._node: Any = None
+        self._etcd = ""  # the etcd conftool's client talks to (messages)
 
     @property
     def node(self) -> Any:
@@ -120,6 +139,7 @@ class Conftool:
 
             Entity.setup(_clients[self.config_path].configuration)
             _active[0] = self.config_path
+        self._etcd = _bounded_etcd()
         return node
 
     def _obj(self, fqdn: str, tags: Mapping[str, str]) -> Any:
@@ -139,14 +159,17 @@ class Conftool:
         except Exception as exc:
             raise self._unreachable(exc) from exc
         if _backend_errors.messages:
-            raise UnreachableError(f"etcd did not answer for {what} ({self.config_path}): "
+            raise UnreachableError(f"etcd {self._etcd} did not answer for {what} ({self.config_path}): "
                                    f"{summarise(_backend_errors.messages[0])}",
-                                   hint="check etcd is up and the hosts in the conftool config")
+                                   hint="check etcd is up and reachable from here, and the hosts in the conftool "
+                                        "config; then `kafkaops resume`")
         return obj
 
     def _unreachable(self, exc: BaseException) -> UnreachableError:
-        return UnreachableError(f"conftool/etcd did not answer ({self.config_path}): {summarise(exc)}",
-                                hint="check etcd is up and the hosts in the conftool config")
+        return UnreachableError(f"conftool/etcd {self._etcd} did not answer ({self.config_path}): "
+                                f"{summarise(exc)}",
+                                hint="check etcd is up and reachable from here, and the hosts in the conftool "
+                                     "config; then `kafkaops resume`")
 
     def get(self, fqdn: str, tags: Mapping[str, str]) -> PoolState:
         obj = self._obj(fqdn, tags)

@@ -189,13 +189,31 @@ def _registered(spec: LabSpec) -> list[int]:
         zk.close()
 
 
-def test_a_broker_cut_from_zookeeper_between_hosts_holds_the_next_stop_until_it_is_back(
-        spec: LabSpec, pooled_lab: Cluster, home: Path) -> None:
-    """Between two hosts of a roll, a broker that is not the next one loses ZooKeeper: the controller
-    declares it dead (deregistered, out of every ISR) while it still answers clients with its stale
-    metadata. The next host is not stopped: the first gate after the cut either holds (the previous host's
-    post-check, or the next one's stability window) or refuses (the next one's pre-flight), naming the
-    under-replicated partitions; after the heal the roll finishes, each broker stopped exactly once."""
+def _cut_off(spec: LabSpec, host: str, away_from: str) -> list[tuple[str, str]]:
+    """The partitions that cut ``host`` from ZooKeeper, or from every other broker (its peers)."""
+    if away_from == "zookeeper":
+        return [(host, "zookeeper")]
+    return [(host, other.name) for other in spec.brokers if other.name != host]
+
+
+def _cut_shows(spec: LabSpec, lab: Cluster, broker_id: int, away_from: str) -> bool:
+    """The cut has taken effect: the broker deregistered (ZooKeeper), or partitions under-replicated (peers:
+    its followers can no longer fetch from the leaders, nor theirs from it)."""
+    if away_from == "zookeeper":
+        return broker_id not in _registered(spec)
+    return bool(collect(lab)["under_replicated"])
+
+
+@pytest.mark.parametrize("away_from", ["zookeeper", "peers"])
+def test_a_broker_cut_off_between_hosts_holds_the_next_stop_until_it_is_back(
+        spec: LabSpec, pooled_lab: Cluster, home: Path, away_from: str) -> None:
+    """Between two hosts of a roll, a broker that is not the next one is cut off while it still answers
+    clients: from ZooKeeper (the controller declares it dead: deregistered, out of every ISR; it keeps its
+    stale metadata), or from its peers (still registered, but no replica can fetch to or from it: its
+    partitions shrink to under-replicated). The next host is not stopped: the first gate after the cut
+    either holds (the previous host's post-check, or the next one's stability window) or refuses (the next
+    one's pre-flight), naming the under-replicated partitions; after the heal the roll finishes, each broker
+    stopped exactly once."""
     before = _stops()
     with Load(pooled_lab, rate=50, http_rate=4):
         proc = spawn(home, pooled_lab, "rolling-restart", "lab", "--yes", "--syn-window", "10s", "--stable-for", "4s",
@@ -205,11 +223,13 @@ def test_a_broker_cut_from_zookeeper_between_hosts_holds_the_next_stop_until_it_
         records = live_journal(home)
         order = [t["name"] for t in next(r for r in records if r["type"] == "run_started")["runbook"]["targets"]]
         cut, following = LabSpec.load().host(order[2]), order[1]
-        net.partition(spec, cut.name, "zookeeper")
+        sides = _cut_off(spec, cut.name, away_from)
+        for a, b in sides:
+            net.partition(spec, a, b)
         try:
-            deadline = time.monotonic() + 60
-            while cut.broker_id in _registered(spec):
-                assert time.monotonic() < deadline, f"broker {cut.broker_id} stayed registered"
+            deadline = time.monotonic() + 90
+            while not _cut_shows(spec, pooled_lab, cut.broker_id, away_from):
+                assert time.monotonic() < deadline, f"broker {cut.broker_id} cut from {away_from}: no effect seen"
                 time.sleep(0.5)
             try:
                 proc.wait(20)  # a gate holds (the run goes on waiting) or refuses (the run stops)
@@ -226,7 +246,8 @@ def test_a_broker_cut_from_zookeeper_between_hosts_holds_the_next_stop_until_it_
                 os.killpg(proc.pid, signal.SIGKILL)  # the roll would go on holding the lab's lock
             raise
         finally:
-            net.heal(spec, cut.name, "zookeeper")
+            for a, b in sides:
+                net.heal(spec, a, b)
         proc.wait(600)
         said = output(proc)
         if proc.returncode == 11:
@@ -288,4 +309,50 @@ def test_ssh_hanging_during_the_reboot_wait_stops_the_run_bounded_and_resume_fin
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
     assert len(host.events("boot")) == boots + 1  # rebooted once: the resume saw the new boot id
     assert len(host.events("reboot-command")) == commands + 1  # and sent no second reboot command
+    assert collect(pooled_lab)["healthy"]
+
+
+def _pooled(lab: Cluster, name: str) -> str:
+    """The host's pool state, read by this test (group 0: never partitioned)."""
+    from kafkaops.lab.pools import LabConftool
+
+    host = lab.host(name)
+    assert host is not None and lab.conftool_config
+    return str(LabConftool(lab.conftool_config).get(host.fqdn, host.conftool_tags).pooled)
+
+
+def test_etcd_unreachable_between_depool_and_repool_leaves_the_host_depooled_and_resume_repools(
+        spec: LabSpec, pooled_lab: Cluster, home: Path) -> None:
+    """conftool's etcd stops answering the admin after the depool. The maintenance goes on (nothing in it
+    needs etcd) up to the repool, which cannot be written: the run stops there, bounded, naming etcd, with
+    the host still depooled — the safe side: no traffic to a host whose checks passed but whose pool state
+    is unknown is better than traffic to a broken one. After the heal, ``resume`` repools it."""
+    target = "kafka1002"
+    host = LabHost.named(target)
+    stops = len(host.events("kafka-stop"))
+    proc = spawn(home, pooled_lab, "restart", target, "--yes", "--syn-window", "2s", "--no-scan",
+                 "--reason", "etcd unreachable between depool and repool", group=net.ADMIN_GID)
+    try:
+        _wait_for(home, proc, lambda records: any(
+            r["type"] == "step_verified" and r.get("kind") == "conftool.depool" for r in records))
+        net.partition(spec, "admin", "etcd")
+        proc.wait(400)
+        said = output(proc)
+        assert proc.returncode not in (0, None), said[-3000:]
+        records = live_journal(home)
+        assert records[-1]["type"] in ("step_failed", "paused"), records[-1]
+        assert records[-1].get("kind") == "conftool.repool" or "conftool.repool" in said, said[-3000:]
+        assert "etcd" in said and str(spec.etcd_address) in said, said[-3000:]
+        assert _pooled(pooled_lab, target) == "no"  # stayed depooled
+        assert len(host.events("kafka-stop")) == stops + 1  # the maintenance itself was done
+    except BaseException:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    finally:
+        net.heal(spec, "admin", "etcd")
+    resumed = kafkaops(home, pooled_lab, "resume", only_run(home), group=net.ADMIN_GID, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
+    assert _pooled(pooled_lab, target) == "yes"
+    assert len(host.events("kafka-stop")) == stops + 1  # the resume did not stop the broker again
     assert collect(pooled_lab)["healthy"]
