@@ -1,0 +1,373 @@
+"""Chaos soak: N rolling reboots under load, each with a network fault, a SIGKILL of kafkaops and a crash
+of a host the run is not working on, each resumed to completion (issue 32).
+
+Per roll (seeded: ``--seed`` picks every choice):
+
+- one fault of the set the product is built to survive, injected where it bites
+  (:data:`FAULTS`): the admin cut from ZooKeeper (the lock's store) once the second host started; the
+  lock force-removed by another operator after the first broker stop; a broker that is not the next
+  one cut from ZooKeeper, or from its peers, right after a host was repooled; the target's SSH hanging
+  during its reboot wait; etcd unreachable for the admin after a depool. Each healed after
+  :data:`FAULT_SECONDS`;
+- SIGKILL of the whole kafkaops process group once its journal has a random number of records;
+- a crash (power off without shutdown, then boot) of a host already rolled, right after a host finished;
+- then ``kafkaops resume`` until the run finishes, as an operator would: heal first, restore the
+  preferred leaders when a pre-flight refuses on leaders the chaos moved, at most :data:`RESUMES` times.
+
+Invariants per roll, from the lab hosts' own event logs (``hosts/<h>/events.jsonl``), not from kafkaops:
+the run finished, the cluster whole (healthy, every host pooled, every partition led by its preferred
+replica), each broker stopped exactly once and each host sent exactly one reboot command by the run.
+For the whole soak: 0 lost and 0 duplicated acknowledged messages (one continuous acks=all load), and
+never fewer than RF - 1 brokers registered in ZooKeeper at once (a watcher of its own, never partitioned).
+
+Run by hand, as root (the partitions are iptables rules of the lab's own chain; the lab is started if it
+is down, and stopped at the end):
+    python bench/chaos_soak.py [--rolls 10] [--seed 32] [--inventory bench/lab-bench.yaml]
+The raw result goes to bench/results/chaos-soak-<date>.json (``--json`` elsewhere), rewritten after every
+roll. A roll takes three to five minutes here. CI runs two rolls (tests/lab/test_chaos_soak.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import raw_result  # bench/ is not a package
+
+REPO = Path(__file__).resolve().parents[1]
+FAST = ["--syn-window", "2s", "--stable-for", "2s", "--no-scan"]
+#: The faults, each with where it is injected (see the module docstring).
+FAULTS = ("admin-zookeeper", "lock-removed", "broker-zookeeper", "broker-peers", "ssh-hang", "etcd")
+#: How long a partition lasts before it is healed: longer than kafkaops' ZooKeeper session (10 s).
+FAULT_SECONDS = 20.0
+#: Resumes an operator would try before calling a roll failed.
+RESUMES = 5
+EVENTS = ("kafka-stop", "reboot-command", "boot")
+
+
+@dataclass
+class Roll:
+    number: int
+    fault: str
+    kill_after_records: int
+    crash_victim: str = ""
+    injected: list[str] = field(default_factory=list)
+    exits: list[int] = field(default_factory=list)  # the roll's, then each resume's
+    seconds: float = 0.0
+    stops: dict[str, int] = field(default_factory=dict)
+    reboots: dict[str, int] = field(default_factory=dict)
+    boots: dict[str, int] = field(default_factory=dict)
+    whole: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _journal(home: Path) -> list[dict[str, Any]]:
+    runs = sorted((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
+    out = []
+    for line in runs[0].read_text().splitlines() if runs else []:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            break
+    return out
+
+
+def _kafkaops(home: Path, *args: str, log: Path, admin: bool = True) -> subprocess.Popen[str]:
+    """kafkaops as the admin (group ADMIN_GID: what ``admin`` partitions cut), in its own session."""
+    from kafkaops.lab import net
+
+    env = {**os.environ, "KAFKAOPS_HOME": str(home)}
+    out = open(log, "a")  # noqa: SIM115 - a file the child writes, closed with the process
+    return subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=out, stderr=subprocess.STDOUT,
+                            text=True, env=env, start_new_session=True, group=net.ADMIN_GID if admin else None)
+
+
+class Registrations:
+    """The fewest brokers ZooKeeper had registered at once, sampled every 0.2 s by a session of its own."""
+
+    def __init__(self, zk_connect: str) -> None:
+        self.zk_connect = zk_connect
+        self.fewest: int | None = None
+        self.when = ""
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zk_connect, timeout=10)
+        zk.start(timeout=10)
+        try:
+            while not self.stop.is_set():
+                n = len(zk.get_children("/brokers/ids"))
+                if self.fewest is None or n < self.fewest:
+                    self.fewest, self.when = n, raw_result.now()
+                time.sleep(0.2)
+        finally:
+            zk.stop()
+            zk.close()
+
+
+def _trigger(fault: str, records: list[dict[str, Any]]) -> bool:
+    """Whether the journal has reached the point where ``fault`` is injected."""
+    def has(kind: str, type_: str) -> bool:
+        return any(r["type"] == type_ and r.get("kind") == kind for r in records)
+
+    if fault == "admin-zookeeper":
+        return sum(r["type"] == "target_started" for r in records) >= 2
+    if fault == "lock-removed":
+        return has("kafka.stop_broker", "step_applied")
+    if fault in ("broker-zookeeper", "broker-peers"):
+        return has("conftool.repool", "step_verified")
+    if fault == "ssh-hang":
+        return any(r.get("event") == "reboot_sent" for r in records)
+    if fault == "etcd":
+        return has("conftool.depool", "step_verified")
+    raise ValueError(fault)
+
+
+def _inject(fault: str, spec: Any, cluster: Any, records: list[dict[str, Any]], work: Path) -> list[tuple[str, str]]:
+    """Inject ``fault``; return the partitions to heal later."""
+    from kafkaops.lab import net
+
+    order = [t["name"] for t in next(r for r in records if r["type"] == "run_started")["runbook"]["targets"]]
+    current = next(r["target"] for r in reversed(records) if r["type"] == "target_started")
+    if fault == "lock-removed":
+        subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "runs", "unlock", cluster.name, "--force",
+                        "--reason", "chaos soak: operator B believes the roll is dead"],
+                       env={**os.environ, "KAFKAOPS_HOME": str(work / "operator-b")}, capture_output=True,
+                       timeout=120)
+        return []
+    if fault == "admin-zookeeper":
+        sides = [("admin", "zookeeper")]
+    elif fault == "etcd":
+        sides = [("admin", "etcd")]
+    elif fault == "ssh-hang":
+        sides = [("admin", current)]
+    else:
+        victim = order[-1] if order.index(current) < len(order) - 1 else order[0]
+        others = [h.name for h in spec.brokers if h.name != victim]
+        sides = [(victim, "zookeeper")] if fault == "broker-zookeeper" else [(victim, o) for o in others]
+    for a, b in sides:
+        net.partition(spec, a, b)
+    return sides
+
+
+def one_roll(cluster: Any, spec: Any, number: int, rng: random.Random, work: Path) -> Roll:
+    from kafkaops.health.status import collect
+    from kafkaops.lab import net
+    from kafkaops.lab.host import LabHost
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    roll = Roll(number, rng.choice(FAULTS), rng.randint(60, 240))
+    crash_after = rng.randint(1, len(cluster.hosts) - 1)  # crash right after this many hosts finished
+    home, log = work / f"roll-{number}", work / f"roll-{number}.log"
+    hosts = [LabHost.named(h.name, spec) for h in cluster.hosts]
+    before = {(h.host.name, e): len(h.events(e)) for h in hosts for e in EVENTS}
+    started = time.monotonic()
+    proc = _kafkaops(home, "rolling-reboot", cluster.name, "--yes", "--reason", f"chaos soak roll {number}", *FAST,
+                     log=log)
+    healed_at: float | None = None
+    sides: list[tuple[str, str]] = []
+    crashed: threading.Thread | None = None
+    fault_done = killed = False
+    deadline = time.monotonic() + 1800
+    while time.monotonic() < deadline and proc.poll() is None:
+        records = _journal(home)
+        if not fault_done and records and _trigger(roll.fault, records):
+            sides = _inject(roll.fault, spec, cluster, records, work)
+            roll.injected.append(f"{roll.fault} at record {len(records)}")
+            healed_at, fault_done = time.monotonic() + FAULT_SECONDS, True
+        if healed_at is not None and time.monotonic() >= healed_at:
+            for a, b in sides:
+                net.heal(spec, a, b)
+            healed_at = None
+        finished = [r["target"] for r in records if r["type"] == "target_finished"]
+        if crashed is None and len(finished) >= crash_after:
+            victim = LabHost.named(finished[0], spec)
+            roll.crash_victim = victim.host.name
+            victim.power_off(clean=False)
+            crashed = threading.Thread(target=_boot_after, args=(victim, 3.0), daemon=True)
+            crashed.start()
+            roll.injected.append(f"crash of {victim.host.name} after {len(finished)} host(s)")
+        if not killed and len(records) >= roll.kill_after_records:
+            os.killpg(proc.pid, signal.SIGKILL)
+            roll.injected.append(f"SIGKILL at record {len(records)}")
+            killed = True
+        time.sleep(0.05)
+    proc.wait(60)
+    roll.exits.append(int(proc.returncode))
+    if healed_at is not None:  # the run ended before the heal was due: wait out the fault, as it would last
+        time.sleep(max(0.0, healed_at - time.monotonic()))
+    net.heal(spec)
+    records = _journal(home)
+    if crashed is None and records:  # the run stopped first: the crash happens while it is stopped
+        current = next((r["target"] for r in reversed(records) if r["type"] == "target_started"), "")
+        victim = LabHost.named(next(h.host.name for h in hosts if h.host.name != current), spec)
+        roll.crash_victim = victim.host.name
+        victim.power_off(clean=False)
+        crashed = threading.Thread(target=_boot_after, args=(victim, 3.0), daemon=True)
+        crashed.start()
+        roll.injected.append(f"crash of {victim.host.name} while the run was stopped")
+    if crashed is not None:
+        crashed.join(300)
+    runs = sorted((home / "runs").iterdir()) if (home / "runs").exists() else []
+    for _ in range(RESUMES):
+        if not runs or (_journal(home) and _journal(home)[-1]["type"] == "finished"):
+            break
+        _wait_whole(cluster, collect)
+        said_before = log.read_text() if log.exists() else ""
+        resumed = _kafkaops(home, "resume", runs[0].name, log=log)
+        if not killed:  # the run stopped before its kill point: the resume is killed instead
+            at = len(_journal(home)) + rng.randint(10, 80)
+            while resumed.poll() is None and len(_journal(home)) < at:
+                time.sleep(0.05)
+            if resumed.poll() is None:
+                os.killpg(resumed.pid, signal.SIGKILL)
+                roll.injected.append(f"SIGKILL of the resume at record {len(_journal(home))}")
+            killed = True
+        roll.exits.append(resumed.wait(1800))
+        said = (log.read_text() if log.exists() else "")[len(said_before):]
+        if roll.exits[-1] != 0 and "leadership is skewed" in said:
+            KafkaAdmin(cluster.bootstrap_servers).elect_preferred_leaders()  # leaders the chaos moved
+        elif roll.exits[-1] != 0:
+            time.sleep(5)
+    roll.seconds = round(time.monotonic() - started, 1)
+    if not runs or not _journal(home) or _journal(home)[-1]["type"] != "finished":
+        roll.problems.append(f"not finished after {len(roll.exits) - 1} resume(s): exits {roll.exits}")
+    counts = {e: {h.host.name: len(h.events(e)) - before[(h.host.name, e)] for h in hosts} for e in EVENTS}
+    roll.stops, roll.reboots, roll.boots = counts["kafka-stop"], counts["reboot-command"], counts["boot"]
+    for what, seen in (("broker stops", roll.stops), ("reboot commands", roll.reboots)):
+        if any(n != 1 for n in seen.values()):
+            roll.problems.append(f"{what} by the run: {seen}")
+    expected_boots = {h.host.name: 1 + (h.host.name == roll.crash_victim) for h in hosts}
+    if roll.boots != expected_boots:
+        roll.problems.append(f"boots {roll.boots}, expected {expected_boots}")
+    _wait_whole(cluster, collect, timeout=120)
+    data = collect(cluster)
+    roll.whole = bool(data["healthy"]) and all(b["pooled"] == "yes" for b in data["brokers"]) \
+        and data["preferred_leader_ratio"] == 1.0
+    if not roll.whole:
+        roll.problems.append("cluster not whole after the roll")
+    return roll
+
+
+def _boot_after(host: Any, seconds: float) -> None:
+    """A crashed host comes back: its machine boots again a few seconds later (the lab hosts' own boot)."""
+    time.sleep(seconds)
+    host.power_on(wait=True)
+
+
+def _wait_whole(cluster: Any, collect: Any, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if collect(cluster)["healthy"]:
+                return
+        except Exception:  # a broker still booting: ask again
+            pass
+        time.sleep(2)
+
+
+def soak(cluster: Any, rolls: int, seed: int, work: Path, result: dict[str, Any], out_path: Path) -> list[Roll]:
+    from kafkaops.lab.load import run_load
+    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.spec import LabSpec
+
+    spec = LabSpec.load(lab_dir(cluster.name))
+    rng = random.Random(seed)
+    stop = threading.Event()
+    report: dict[str, Any] = {}
+    load = threading.Thread(target=lambda: report.update(r=run_load(cluster, 86400, rate=100, http_rate=8, stop=stop)),
+                            daemon=True)
+    registrations = Registrations(spec.zk_connect)
+    load.start()
+    registrations.thread.start()
+    time.sleep(2)
+    done: list[Roll] = []
+    try:
+        for n in range(1, rolls + 1):
+            roll = one_roll(cluster, spec, n, rng, work)
+            done.append(roll)
+            print(f"{n:2}/{rolls} {'ok ' if roll.ok else 'BAD'} {roll.fault:17} {roll.seconds:6.1f}s exits "
+                  f"{roll.exits} {'; '.join(roll.injected)} {'; '.join(roll.problems)}", flush=True)
+            result["rolls"] = [{**asdict(r), "ok": r.ok} for r in done]
+            raw_result.write(out_path, result)
+    finally:
+        stop.set()
+        load.join(900)
+        registrations.stop.set()
+        registrations.thread.join(30)
+    r = report.get("r")
+    result["load"] = None if r is None else {"produced_acked": r.produced_acked, "lost": r.lost,
+                                             "duplicated": r.duplicated, "http_sent": r.http_sent,
+                                             "http_failed": r.http_failed}
+    result["fewest_registered"] = {"brokers": registrations.fewest, "at": registrations.when,
+                                   "floor": len(cluster.hosts) - 1}
+    return done
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rolls", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=32)
+    parser.add_argument("--inventory", type=Path, default=REPO / "inventory" / "lab.yaml",
+                        help="the lab to run on (default inventory/lab.yaml; bench/lab-bench.yaml: beside it)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="the raw result (default bench/results/chaos-soak-<date>.json)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the runs and logs here")
+    args = parser.parse_args()
+
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab import lab
+    from kafkaops.lab.paths import lab_dir
+
+    inventory = args.inventory.resolve()
+    cluster = load_inventory(inventory)
+    os.environ["KAFKAOPS_INVENTORY"] = str(inventory)  # every kafkaops started here finds only this cluster
+    base = lab_dir(cluster.name)
+    out_path = args.json or raw_result.default_path("chaos-soak")
+    result = raw_result.header("chaos-soak", vars(args), inventory)
+    result.update(seed=args.seed, faults=list(FAULTS), fault_seconds=FAULT_SECONDS, lab_dir=str(base))
+    started_lab = not lab.is_up(base)
+    if started_lab:
+        lab.up(cluster)
+    try:
+        with tempfile.TemporaryDirectory(prefix="chaos-soak-") as tmp:
+            work = args.keep or Path(tmp)
+            work.mkdir(parents=True, exist_ok=True)
+            rolls = soak(cluster, args.rolls, args.seed, work, result, out_path)
+    finally:
+        if started_lab:
+            lab.down(base)
+    load = result.get("load") or {}
+    fewest = result["fewest_registered"]
+    ok = sum(r.ok for r in rolls)
+    whole_ok = load.get("lost") == 0 and load.get("duplicated") == 0 and (fewest["brokers"] or 0) >= fewest["floor"]
+    result.update(complete=True, finished=raw_result.now(), summary={
+        "rolls": len(rolls), "clean": ok, "lost": load.get("lost"), "duplicated": load.get("duplicated"),
+        "fewest_registered": fewest["brokers"], "floor": fewest["floor"], "soak_ok": whole_ok})
+    raw_result.write(out_path, result)
+    print(f"\n{ok}/{len(rolls)} rolls clean; load lost {load.get('lost')}, duplicated {load.get('duplicated')}; "
+          f"fewest brokers registered {fewest['brokers']} (floor {fewest['floor']})\nraw result: {out_path}")
+    sys.exit(0 if ok == len(rolls) and whole_ok else 1)
+
+
+if __name__ == "__main__":
+    main()
