@@ -7,5 +7,4 @@ scripts/install.sh
 PYTHON=${PYTHON:-python3}
 $PYTHON -m ruff check kafkaops tests bench
 $PYTHON -m mypy
-# Two workers, one lab each at a time (tests/conftest.py: one xdist group per lab); `-n 0` runs serially.
-exec $PYTHON -m pytest -n "${KAFKAOPS_TEST_WORKERS:-2}" --dist loadgroup "$@"
+exec $PYTHON -m pytest "$@"

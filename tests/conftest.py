@@ -82,55 +82,16 @@ LAB_TIMEOUT = 900
 SLOW_TIMEOUT = 300
 
 
-#: The lab a test needs, by the fixture that starts it: the xdist group its tests share (see below).
-LAB_GROUPS = {"kraft": "lab-kraft", "stretch": "lab-stretch", "sites": "lab-sites",
-              "lab_cluster": "lab", "pooled_lab": "lab"}
-
-
-def lab_group(item: pytest.Item) -> str | None:
-    """The lab ``item`` runs on, by the fixture it asks for (None: a unit test, or a test that names its
-    group itself with ``@pytest.mark.xdist_group``: one that starts a lab of its own on a lab's addresses)."""
-    if item.get_closest_marker("xdist_group") is not None:
-        return None
-    names = getattr(item, "fixturenames", ())
-    for fixture in ("kraft", "stretch", "sites", "pooled_lab", "lab_cluster"):
-        if fixture in names:
-            return LAB_GROUPS[fixture]
-    return None
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``lab`` get :data:`LAB_TIMEOUT`, ``slow`` ones :data:`SLOW_TIMEOUT`, unless they set
-    their own ``timeout`` mark.
-
-    Under pytest-xdist (scripts/test.sh: ``-n 2 --dist loadgroup``) every test of one lab is one group,
-    run by one worker in collection order: a lab is started, used and stopped by a single process, as
-    in a serial session, while the other worker runs another lab's tests (each lab has loopback addresses,
-    a directory and an iptables chain of its own) or the unit tests. Two workers, because the machine has
-    two cores and a roll leaves about a fifth of them idle: more would only queue on the CPU."""
+    their own ``timeout`` mark."""
     for item in items:
-        group = lab_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
         if item.get_closest_marker("timeout") is not None:
             continue
         if item.get_closest_marker("lab") is not None:
             item.add_marker(pytest.mark.timeout(LAB_TIMEOUT))
         elif item.get_closest_marker("slow") is not None:
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Refuse to run labs side by side unless xdist really groups them: a lab started by two workers at
-    once wipes itself. pytest 9.2 silently broke ``--dist loadgroup`` (pytest-xdist#1386: the group no
-    longer reaches the test id), hence ``pytest<9.2`` in pyproject.toml; this says so if it comes back."""
-    if not session.config.getoption("loadgroup", False):
-        return
-    ungrouped = [i.nodeid for i in session.items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
-    if ungrouped:
-        raise pytest.UsageError(f"pytest-xdist does not group the lab tests ({ungrouped[0]} has no @group): "
-                                "two workers would start one lab; run with -n 0, or pytest<9.2 (pytest-xdist#1386)")
 
 
 def lab_inventory() -> Path:
