@@ -16,9 +16,26 @@ def test_dead_etcd_is_unreachable_not_a_missing_host(tmp_path: Path, capfd: pyte
     config = tmp_path / "conftool.yaml"
     config.write_text("driver: etcd\nhosts: ['http://127.0.0.1:9']\nnamespace: /conftool\napi_version: v1\n"
                       "pools_path: pools\n")  # discard port: nothing listens there
-    with pytest.raises(UnreachableError, match=r"etcd did not answer for kafka1001\.example"):
+    with pytest.raises(UnreachableError, match=r"etcd http://127\.0\.0\.1:\d+ did not answer for kafka1001\.example"):
         Conftool(str(config)).get("kafka1001.example", TAGS)
     assert "Backend error" not in capfd.readouterr().err  # the library's own log line stays off the terminal
+
+
+def test_every_etcd_request_is_bounded(tmp_path: Path) -> None:
+    """python-etcd waits 60 s per request (and urllib3 retries): an etcd that drops packets held a repool for
+    minutes (issue 32). The adapter caps the client's read timeout whenever it uses conftool's backend."""
+    from conftool.kvobject import Entity
+
+    from kafkaops.systems.conftool import ETCD_TIMEOUT
+
+    config = tmp_path / "conftool.yaml"
+    config.write_text("driver: etcd\nhosts: ['http://127.0.0.1:9']\nnamespace: /conftool\napi_version: v1\n"
+                      "pools_path: pools\n")
+    with pytest.raises(UnreachableError):
+        Conftool(str(config)).get("kafka1001.example", TAGS)
+    client = Entity.backend.driver.client
+    assert ETCD_TIMEOUT <= 10
+    assert client.read_timeout <= ETCD_TIMEOUT, client.read_timeout
 
 
 def test_library_error_chains_are_summarised_in_one_short_line() -> None:
