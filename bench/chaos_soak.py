@@ -11,6 +11,7 @@ Per roll (seeded: ``--seed`` picks every choice):
   :data:`FAULT_SECONDS`;
 - SIGKILL of the whole kafkaops process group once its journal has a random number of records;
 - a crash (power off without shutdown, then boot) of a host already rolled, right after a host finished;
+- each of the three happens once, in the roll or in a resume, whichever runs when its point comes;
 - then ``kafkaops resume`` until the run finishes, as an operator would: heal first, restore the
   preferred leaders when a pre-flight refuses on leaders the chaos moved, at most :data:`RESUMES` times.
 
@@ -169,64 +170,75 @@ def _inject(fault: str, spec: Any, cluster: Any, records: list[dict[str, Any]], 
     return sides
 
 
+@dataclass
+class Chaos:
+    """What is still to be done to one roll, and what is under way; :func:`drive` does it while a kafkaops
+    process (the roll, then each resume) runs: the fault, its heal, the crash and the SIGKILL each happen
+    once, whichever process is running when their point comes."""
+
+    roll: Roll
+    crash_after: int  # crash right after this many hosts finished
+    sides: list[tuple[str, str]] = field(default_factory=list)
+    heal_at: float | None = None
+    fault_done: bool = False
+    crash: threading.Thread | None = None
+    killed: bool = False
+
+
+def drive(proc: subprocess.Popen[str], home: Path, chaos: Chaos, spec: Any, cluster: Any, work: Path) -> int:
+    """Inject what is due while ``proc`` runs; its exit code."""
+    from kafkaops.lab import net
+    from kafkaops.lab.host import LabHost
+
+    roll = chaos.roll
+    deadline = time.monotonic() + 1800
+    while time.monotonic() < deadline and proc.poll() is None:
+        records = _journal(home)
+        if not chaos.fault_done and records and _trigger(roll.fault, records):
+            chaos.sides = _inject(roll.fault, spec, cluster, records, work)
+            roll.injected.append(f"{roll.fault} at record {len(records)}")
+            chaos.heal_at, chaos.fault_done = time.monotonic() + FAULT_SECONDS, True
+        if chaos.heal_at is not None and time.monotonic() >= chaos.heal_at:
+            for a, b in chaos.sides:
+                net.heal(spec, a, b)
+            chaos.heal_at = None
+        finished = [r["target"] for r in records if r["type"] == "target_finished"]
+        if chaos.crash is None and len(finished) >= chaos.crash_after:
+            victim = LabHost.named(finished[0], spec)
+            roll.crash_victim = victim.host.name
+            victim.power_off(clean=False)
+            chaos.crash = threading.Thread(target=_boot_after, args=(victim, 3.0), daemon=True)
+            chaos.crash.start()
+            roll.injected.append(f"crash of {victim.host.name} after {len(finished)} host(s)")
+        if not chaos.killed and len(records) >= roll.kill_after_records:
+            os.killpg(proc.pid, signal.SIGKILL)
+            roll.injected.append(f"SIGKILL at record {len(records)}")
+            chaos.killed = True
+        time.sleep(0.05)
+    proc.wait(60)
+    if chaos.heal_at is not None:  # the process ended before the heal was due: the fault lasts its time
+        time.sleep(max(0.0, chaos.heal_at - time.monotonic()))
+        chaos.heal_at = None
+    net.heal(spec)
+    if chaos.crash is not None:
+        chaos.crash.join(300)
+    return int(proc.returncode)
+
+
 def one_roll(cluster: Any, spec: Any, number: int, rng: random.Random, work: Path) -> Roll:
     from kafkaops.health.status import collect
-    from kafkaops.lab import net
     from kafkaops.lab.host import LabHost
     from kafkaops.systems.kafka import KafkaAdmin
 
     roll = Roll(number, rng.choice(FAULTS), rng.randint(60, 240))
-    crash_after = rng.randint(1, len(cluster.hosts) - 1)  # crash right after this many hosts finished
+    chaos = Chaos(roll, rng.randint(1, len(cluster.hosts) - 1))
     home, log = work / f"roll-{number}", work / f"roll-{number}.log"
     hosts = [LabHost.named(h.name, spec) for h in cluster.hosts]
     before = {(h.host.name, e): len(h.events(e)) for h in hosts for e in EVENTS}
     started = time.monotonic()
     proc = _kafkaops(home, "rolling-reboot", cluster.name, "--yes", "--reason", f"chaos soak roll {number}", *FAST,
                      log=log)
-    healed_at: float | None = None
-    sides: list[tuple[str, str]] = []
-    crashed: threading.Thread | None = None
-    fault_done = killed = False
-    deadline = time.monotonic() + 1800
-    while time.monotonic() < deadline and proc.poll() is None:
-        records = _journal(home)
-        if not fault_done and records and _trigger(roll.fault, records):
-            sides = _inject(roll.fault, spec, cluster, records, work)
-            roll.injected.append(f"{roll.fault} at record {len(records)}")
-            healed_at, fault_done = time.monotonic() + FAULT_SECONDS, True
-        if healed_at is not None and time.monotonic() >= healed_at:
-            for a, b in sides:
-                net.heal(spec, a, b)
-            healed_at = None
-        finished = [r["target"] for r in records if r["type"] == "target_finished"]
-        if crashed is None and len(finished) >= crash_after:
-            victim = LabHost.named(finished[0], spec)
-            roll.crash_victim = victim.host.name
-            victim.power_off(clean=False)
-            crashed = threading.Thread(target=_boot_after, args=(victim, 3.0), daemon=True)
-            crashed.start()
-            roll.injected.append(f"crash of {victim.host.name} after {len(finished)} host(s)")
-        if not killed and len(records) >= roll.kill_after_records:
-            os.killpg(proc.pid, signal.SIGKILL)
-            roll.injected.append(f"SIGKILL at record {len(records)}")
-            killed = True
-        time.sleep(0.05)
-    proc.wait(60)
-    roll.exits.append(int(proc.returncode))
-    if healed_at is not None:  # the run ended before the heal was due: wait out the fault, as it would last
-        time.sleep(max(0.0, healed_at - time.monotonic()))
-    net.heal(spec)
-    records = _journal(home)
-    if crashed is None and records:  # the run stopped first: the crash happens while it is stopped
-        current = next((r["target"] for r in reversed(records) if r["type"] == "target_started"), "")
-        victim = LabHost.named(next(h.host.name for h in hosts if h.host.name != current), spec)
-        roll.crash_victim = victim.host.name
-        victim.power_off(clean=False)
-        crashed = threading.Thread(target=_boot_after, args=(victim, 3.0), daemon=True)
-        crashed.start()
-        roll.injected.append(f"crash of {victim.host.name} while the run was stopped")
-    if crashed is not None:
-        crashed.join(300)
+    roll.exits.append(drive(proc, home, chaos, spec, cluster, work))
     runs = sorted((home / "runs").iterdir()) if (home / "runs").exists() else []
     for _ in range(RESUMES):
         if not runs or (_journal(home) and _journal(home)[-1]["type"] == "finished"):
@@ -234,15 +246,7 @@ def one_roll(cluster: Any, spec: Any, number: int, rng: random.Random, work: Pat
         _wait_whole(cluster, collect)
         said_before = log.read_text() if log.exists() else ""
         resumed = _kafkaops(home, "resume", runs[0].name, log=log)
-        if not killed:  # the run stopped before its kill point: the resume is killed instead
-            at = len(_journal(home)) + rng.randint(10, 80)
-            while resumed.poll() is None and len(_journal(home)) < at:
-                time.sleep(0.05)
-            if resumed.poll() is None:
-                os.killpg(resumed.pid, signal.SIGKILL)
-                roll.injected.append(f"SIGKILL of the resume at record {len(_journal(home))}")
-            killed = True
-        roll.exits.append(resumed.wait(1800))
+        roll.exits.append(drive(resumed, home, chaos, spec, cluster, work))
         said = (log.read_text() if log.exists() else "")[len(said_before):]
         if roll.exits[-1] != 0 and "leadership is skewed" in said:
             KafkaAdmin(cluster.bootstrap_servers).elect_preferred_leaders()  # leaders the chaos moved
@@ -251,6 +255,8 @@ def one_roll(cluster: Any, spec: Any, number: int, rng: random.Random, work: Pat
     roll.seconds = round(time.monotonic() - started, 1)
     if not runs or not _journal(home) or _journal(home)[-1]["type"] != "finished":
         roll.problems.append(f"not finished after {len(roll.exits) - 1} resume(s): exits {roll.exits}")
+    if not chaos.fault_done:
+        roll.problems.append(f"the run finished before the point of its fault ({roll.fault})")
     counts = {e: {h.host.name: len(h.events(e)) - before[(h.host.name, e)] for h in hosts} for e in EVENTS}
     roll.stops, roll.reboots, roll.boots = counts["kafka-stop"], counts["reboot-command"], counts["boot"]
     for what, seen in (("broker stops", roll.stops), ("reboot commands", roll.reboots)):
