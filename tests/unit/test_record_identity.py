@@ -148,3 +148,19 @@ def test_never_a_loss_exact_wherever_the_tail_is_unique(n: int, keys: int, value
 def test_an_empty_tail_is_a_caller_error() -> None:
     with pytest.raises(ValueError):
         locate([], [])
+
+
+def test_a_mirrormaker_checkpoint_record_is_read_as_kafka_writes_it() -> None:
+    """Kafka's ``Checkpoint`` serialization: key = group, topic (int16-length strings), partition (int32);
+    value = version (int16), upstream offset, downstream offset (int64), metadata (string)."""
+    import struct
+
+    from kafkaops.systems.groups import parse_checkpoint
+
+    def string(s: str) -> bytes:
+        return struct.pack(">h", len(s.encode())) + s.encode()
+
+    key = string("lab-switchover") + string("eqiad.test.event") + struct.pack(">i", 2)
+    value = struct.pack(">hqq", 0, 1500, 1525) + string("")
+    assert parse_checkpoint(key, value) == ("lab-switchover", "eqiad.test.event", 2, 1525)
+    assert parse_checkpoint(key[:5], value) is None and parse_checkpoint(None, value) is None
