@@ -31,7 +31,6 @@ roll. A roll takes three to five minutes here. CI runs two rolls (tests/lab/test
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import signal
@@ -46,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import raw_result  # bench/ is not a package
+from kill_sweep import _journal  # the run's journal as written so far
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["--syn-window", "2s", "--stable-for", "2s", "--no-scan"]
@@ -76,17 +76,6 @@ class Roll:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def _journal(home: Path) -> list[dict[str, Any]]:
-    runs = sorted((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
-    out = []
-    for line in runs[0].read_text().splitlines() if runs else []:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            break
-    return out
 
 
 def _kafkaops(home: Path, *args: str, log: Path, admin: bool = True) -> subprocess.Popen[str]:
