@@ -93,6 +93,7 @@ class Registrations:
 
     def __init__(self, zk_connect: str) -> None:
         self.zk_connect = zk_connect
+        self.now: int | None = None  # the latest sample
         self.fewest: int | None = None
         self.when = ""
         self.stop = threading.Event()
@@ -105,7 +106,7 @@ class Registrations:
         zk.start(timeout=10)
         try:
             while not self.stop.is_set():
-                n = len(zk.get_children("/brokers/ids"))
+                n = self.now = len(zk.get_children("/brokers/ids"))
                 if self.fewest is None or n < self.fewest:
                     self.fewest, self.when = n, raw_result.now()
                 time.sleep(0.2)
@@ -172,6 +173,7 @@ class Chaos:
     fault_done: bool = False
     crash: threading.Thread | None = None
     killed: bool = False
+    registrations: Registrations | None = None  # the crash waits until every broker is registered
 
 
 def drive(proc: subprocess.Popen[str], home: Path, chaos: Chaos, spec: Any, cluster: Any, work: Path) -> int:
@@ -192,7 +194,10 @@ def drive(proc: subprocess.Popen[str], home: Path, chaos: Chaos, spec: Any, clus
                 net.heal(spec, a, b)
             chaos.heal_at = None
         finished = [r["target"] for r in records if r["type"] == "target_finished"]
-        if chaos.crash is None and len(finished) >= chaos.crash_after:
+        # The crash is of a host the run is not working on, never on top of the fault: a broker cut from
+        # ZooKeeper and another crashed would be two brokers down by the soak's own doing.
+        everyone = chaos.registrations is None or chaos.registrations.now == len(cluster.hosts)
+        if chaos.crash is None and len(finished) >= chaos.crash_after and chaos.heal_at is None and everyone:
             victim = LabHost.named(finished[0], spec)
             roll.crash_victim = victim.host.name
             victim.power_off(clean=False)
@@ -214,13 +219,14 @@ def drive(proc: subprocess.Popen[str], home: Path, chaos: Chaos, spec: Any, clus
     return int(proc.returncode)
 
 
-def one_roll(cluster: Any, spec: Any, number: int, rng: random.Random, work: Path) -> Roll:
+def one_roll(cluster: Any, spec: Any, number: int, rng: random.Random, work: Path,
+             registrations: Registrations | None = None) -> Roll:
     from kafkaops.health.status import collect
     from kafkaops.lab.host import LabHost
     from kafkaops.systems.kafka import KafkaAdmin
 
     roll = Roll(number, rng.choice(FAULTS), rng.randint(60, 240))
-    chaos = Chaos(roll, rng.randint(1, len(cluster.hosts) - 1))
+    chaos = Chaos(roll, rng.randint(1, len(cluster.hosts) - 1), registrations=registrations)
     home, log = work / f"roll-{number}", work / f"roll-{number}.log"
     hosts = [LabHost.named(h.name, spec) for h in cluster.hosts]
     before = {(h.host.name, e): len(h.events(e)) for h in hosts for e in EVENTS}
@@ -298,7 +304,7 @@ def soak(cluster: Any, rolls: int, seed: int, work: Path, result: dict[str, Any]
     done: list[Roll] = []
     try:
         for n in range(1, rolls + 1):
-            roll = one_roll(cluster, spec, n, rng, work)
+            roll = one_roll(cluster, spec, n, rng, work, registrations)
             done.append(roll)
             print(f"{n:2}/{rolls} {'ok ' if roll.ok else 'BAD'} {roll.fault:17} {roll.seconds:6.1f}s exits "
                   f"{roll.exits} {'; '.join(roll.injected)} {'; '.join(roll.problems)}", flush=True)
