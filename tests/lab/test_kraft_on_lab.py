@@ -113,7 +113,6 @@ class QuorumWatch:
             ok = s is not None and s.leader_id >= 0
             self.samples.append((time.monotonic(), s.leader_id if ok and s else None,
                                  s.leader_epoch if ok and s else None))
-            self.stop.wait(1)  # a JVM per sample: back to back they took a core from the roll they watch
 
     def __enter__(self) -> QuorumWatch:
         self.thread.start()
