@@ -125,22 +125,24 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
                 "org.apache.kafka.common.errors.NotControllerException: No controller appears to be active.",
     ),
     BenignError(
-        # Only an ApiVersions request failing on the raft manager not being set yet: any other exception of
-        # an ApiVersions request, or this one on another request, still stops the run.
-        name="api-versions-before-raft",
+        # Only an ApiVersions or DescribeCluster request failing on a part of the controller not set yet (its
+        # raft manager, its features publisher): any other exception of those requests, or this one on
+        # another request, still stops the run.
+        name="request-to-starting-controller",
         pattern=r"\[ControllerApis nodeId=\d+\] Unexpected error handling request RequestHeader\(apiKey="
-                r"API_VERSIONS\b[^\n]*\n[^\n]*?\bjava\.lang\.NullPointerException: [^\n]*\"kafka\.server\."
-                r"ControllerServer\.raftManager\(\)\" is null",
-        why="KRaft (Kafka 4.x): a client's first request to a controller node that is still starting - its "
-            "listener accepts before its raft manager is set - fails, and the client connects again; seen when "
-            "kafka-metadata-quorum asks the restarted controller within its first second",
-        example="[2026-11-25 06:55:26,352] ERROR [ControllerApis nodeId=3001] Unexpected error handling request "
-                "RequestHeader(apiKey=API_VERSIONS, apiVersion=4, clientId=adminclient-1, correlationId=0, "
-                "headerVersion=2) -- ApiVersionsRequestData(clientSoftwareName='apache-kafka-java', "
-                "clientSoftwareVersion='4.3.1') with context RequestContext(...) "
-                "(org.apache.kafka.controller.ControllerApis)\n"
-                "java.lang.NullPointerException: Cannot invoke \"kafka.raft.KafkaRaftManager.client()\" because the "
-                "return value of \"kafka.server.ControllerServer.raftManager()\" is null",
+                r"(?:API_VERSIONS|DESCRIBE_CLUSTER)\b[^\n]*\n[^\n]*?\bjava\.lang\.NullPointerException: [^\n]*"
+                r"\"kafka\.server\.ControllerServer\.(?:raftManager|featuresPublisher)\(\)\" is null",
+        why="KRaft (Kafka 4.x): a client's first requests to a controller node that is still starting - its "
+            "listener accepts before its raft manager and features publisher are set - fail, and the client "
+            "connects again; seen when kafka-metadata-quorum or an admin client asks the restarted controller "
+            "within its first second",
+        example="[2026-11-26 16:14:00,827] ERROR [ControllerApis nodeId=3003] Unexpected error handling request "
+                "RequestHeader(apiKey=DESCRIBE_CLUSTER, apiVersion=2, clientId=adminclient-1, correlationId=1, "
+                "headerVersion=2) -- DescribeClusterRequestData(includeClusterAuthorizedOperations=false, "
+                "endpointType=2) with context RequestContext(...) (org.apache.kafka.controller.ControllerApis)\n"
+                "java.lang.NullPointerException: Cannot invoke \"org.apache.kafka.metadata.publisher.FeaturesPublisher"
+                ".features()\" because the return value of \"kafka.server.ControllerServer.featuresPublisher()\" "
+                "is null",
     ),
     BenignError(
         # Only this NullPointerException (the error meter gone) on a request handler's exception: any other

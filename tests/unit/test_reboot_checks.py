@@ -126,6 +126,21 @@ def test_a_starting_controllers_api_versions_failure_is_benign_only_for_that_nul
     assert [m.number for m in scan_kafka_lines([head]).errors] == [1]  # no exception seen: not excused
 
 
+def test_a_starting_controllers_describe_cluster_failure_is_benign_only_for_that_null_features_publisher() -> None:
+    """Found by the CI on 2026-11-26: the admin client's DescribeCluster reached controller 3003 a second
+    after its start, before its features publisher was set."""
+    head = ("[2026-11-26 16:14:00,827] ERROR [ControllerApis nodeId=3003] Unexpected error handling request "
+            "RequestHeader(apiKey=DESCRIBE_CLUSTER, apiVersion=2, clientId=adminclient-1, correlationId=1, "
+            "headerVersion=2) -- DescribeClusterRequestData(endpointType=2) with context x")
+    npe = ('java.lang.NullPointerException: Cannot invoke "org.apache.kafka.metadata.publisher.FeaturesPublisher'
+           '.features()" because the return value of "kafka.server.ControllerServer.featuresPublisher()" is null')
+    assert scan_kafka_lines([head, npe]).errors == ()
+    other_npe = npe.replace("ControllerServer.featuresPublisher()", "ControllerServer.sharedServer()")
+    assert [m.number for m in scan_kafka_lines([head, other_npe]).errors] == [1]
+    on_create = head.replace("apiKey=DESCRIBE_CLUSTER", "apiKey=CREATE_TOPICS")
+    assert [m.number for m in scan_kafka_lines([on_create, npe]).errors] == [1]
+
+
 def test_an_error_is_reported_with_its_exception_line() -> None:
     head = ("[2026-11-25 06:42:11,264] ERROR [ControllerApis nodeId=3001] Unexpected error handling request "
             "RequestHeader(apiKey=FETCH, apiVersion=4)")
