@@ -1,8 +1,10 @@
-"""Fixtures the lab tests share: a fresh KAFKAOPS_HOME per test, and a lab restored after each test."""
+"""Fixtures the lab tests share: a fresh KAFKAOPS_HOME per test, a lab restored after each test, and no
+cluster lock left behind by a test's run."""
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,37 @@ from kafkaops.model import Cluster
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
+
+
+@pytest.fixture(autouse=True)
+def no_lock_left_behind(request: pytest.FixtureRequest, home: Path) -> Iterator[None]:
+    """After each test, a cluster lock still held by a run of the test's own is released: the run is
+    aborted with its rollback (as an operator would), and if its lock outlives that (the rollback failed),
+    removed by force. Without this one failed test held the lab's lock and failed every test after it
+    (CI, 2026-11-26: 13 tests behind one SSH-hang run); with it each failure stays its own."""
+    yield
+    runs = {p.name for p in (home / "runs").iterdir()} if (home / "runs").is_dir() else set()
+    if not runs:
+        return
+    from kafkaops.engine.lock import force_unlock
+    from kafkaops.lookup import environment
+
+    clusters = {c.name: c for c in request.node.funcargs.values() if isinstance(c, Cluster)}
+    for cluster in clusters.values():
+        env = environment(cluster)
+        try:
+            holder = env.lock.holder(cluster.name)
+            if holder is None or holder.run_id not in runs:
+                continue
+            kafkaops(home, cluster, "runs", "abort", holder.run_id, "--rollback", "--reason", "test clean-up",
+                     "--accept-inventory-change")
+            if (left := env.lock.holder(cluster.name)) is not None and left.run_id in runs:
+                force_unlock(cluster.name, "test clean-up: the abort left the lock", operator="pytest",
+                             backend=env.lock)
+            warnings.warn(f"{request.node.name} left {cluster.name} locked by its run {holder.run_id}: "
+                          "aborted, lock released", stacklevel=1)
+        finally:
+            env.close()
 
 
 @pytest.fixture

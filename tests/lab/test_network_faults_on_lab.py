@@ -159,12 +159,21 @@ def test_admin_cut_off_from_zookeeper_mid_roll_stops_no_further_broker_and_resum
             net.heal(spec, "admin", "zookeeper")
         said = output(proc)
         assert sum(stopped.values()) == 1, (stopped, said[-3000:])  # no broker stopped after the cut
-        # Paused before the next stop's intent, naming the lock it could not confirm: exit 4, not a
-        # failed stop "that may be partly applied" (exit 11, what the code before the fencing did).
-        assert proc.returncode == 4, said[-3000:]
-        assert "cannot confirm the cluster lock" in said and "127.0.10.10" in said, said[-3000:]
         records = live_journal(home)
-        assert records[-1]["type"] == "paused", records[-1]
+        if proc.returncode == 11:
+            # The cut landed before the host's first step, whose reachability gate found ZooKeeper silent:
+            # stopped there, before any change on that host, naming ZooKeeper (a race of the test's
+            # trigger with that step; CI 2026-11-26).
+            failed = records[-1]
+            assert failed["type"] == "step_failed" and failed.get("kind") == "env.reachable", failed
+            assert "before any change" in said and "ZooKeeper at 127.0.10.10" in said, said[-3000:]
+        else:
+            # Paused before the next stop's intent, naming the lock it could not confirm: exit 4, not a
+            # failed stop "that may be partly applied" (exit 11 at kafka.stop_broker, what the code before
+            # the fencing did).
+            assert proc.returncode == 4, said[-3000:]
+            assert "cannot confirm the cluster lock" in said and "127.0.10.10" in said, said[-3000:]
+            assert records[-1]["type"] == "paused", records[-1]
         second = [r["target"] for r in records if r["type"] == "target_started"][1]
         assert not any(r["type"] == "step_applying" and r.get("kind") == "kafka.stop_broker"
                        and r["target"] == second for r in records)
