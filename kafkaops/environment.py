@@ -38,6 +38,7 @@ from kafkaops.run_identity import check_same_world, identity, recorded_inventory
 if TYPE_CHECKING:
     from kafkaops.engine.lock import LockBackend
     from kafkaops.systems.alertmanager import Alertmanager
+    from kafkaops.systems.broker_probe import BrokerProbe
     from kafkaops.systems.conftool import Conftool, Discovery
     from kafkaops.systems.groups import ConsumerGroups
     from kafkaops.systems.health_watch import HealthWatch
@@ -88,6 +89,7 @@ class Environment:
         self._quorum: MetadataQuorum | None = None
         self._health_watch: HealthWatch | None = None
         self._registrations_zk: ZooKeeper | None = None
+        self._probe: BrokerProbe | None = None
         self._reassigner: Reassigner | None = None
         self._sites: dict[str, Environment] = {}
         self._discovery: Discovery | None = None
@@ -229,21 +231,42 @@ class Environment:
             yield zk
 
     def snapshot(self, *, with_configs: bool = True) -> ClusterSnapshot:
-        """The cluster's metadata, cross-checked with ZooKeeper's registrations in ZooKeeper mode
-        (:func:`~kafkaops.policy.cluster_health.as_registered`): what the run's health gates judge, so that
-        one broker's stale metadata cannot make them pass. ZooKeeper unreadable from here: the metadata
-        alone — the run cannot confirm its lock then either, and the fencing before each destructive step
-        stops it (docs/reliability.md)."""
-        from kafkaops.policy.cluster_health import as_registered
+        """The cluster's metadata with only the brokers that are alive (:func:`~kafkaops.policy.
+        cluster_health.as_alive`): registered in ZooKeeper (ZooKeeper mode) and serving when asked
+        directly (:mod:`kafkaops.systems.broker_probe`); in ZooKeeper mode each ISR also as the controller
+        itself has it (:func:`~kafkaops.policy.cluster_health.as_both_see`). That is what the run's health
+        gates judge, so that neither one broker's stale metadata, nor a broker cut off from its peers, nor
+        a broker whose host crashed a second ago can make them pass. ZooKeeper unreadable from here: its
+        registrations and the controller's view are not applied — the run cannot confirm its lock then
+        either, and the fencing before each destructive step stops it (docs/reliability.md)."""
+        from kafkaops.policy.cluster_health import as_alive, as_both_see
 
         snap = self.kafka.snapshot(with_configs=with_configs)
+        alive = self.probe.serving(snap.endpoints, snap.brokers)
         if not self.cluster.zookeeper:
-            return snap
+            return as_alive(snap, alive)
         try:
-            registered = self._registrations(self.cluster.zookeeper).registered_brokers()
+            zk = self._registrations(self.cluster.zookeeper)
+            alive &= set(zk.registered_brokers())
+            controller = zk.controller()
         except UnreachableError:
-            return snap
-        return as_registered(snap, registered)
+            return as_alive(snap, alive)
+        if controller is not None and controller in alive and controller in snap.endpoints:
+            view = self.probe.view(controller, snap.endpoints[controller])
+            if view is None:  # registered and serving a moment ago, silent now: not counted alive
+                alive.discard(controller)
+            else:
+                snap = as_both_see(snap, view.isr)
+        return as_alive(snap, alive)
+
+    @property
+    def probe(self) -> BrokerProbe:
+        """The run's direct probe of each broker's listener (its answers reused for a second)."""
+        if self._probe is None:
+            from kafkaops.systems.broker_probe import BrokerProbe
+
+            self._probe = BrokerProbe()
+        return self._probe
 
     def _registrations(self, hosts: str) -> ZooKeeper:
         """One ZooKeeper session kept for the registrations reads of :meth:`snapshot` (a wait polls it

@@ -247,6 +247,9 @@ class ClusterSnapshot:
     controller: int | None
     partitions: tuple[PartitionState, ...]
     topics: Mapping[str, TopicConfig] = field(default_factory=dict)
+    #: Each broker's listener as the metadata advertises it (host, port): where a gate asks a broker
+    #: directly whether it serves (:mod:`kafkaops.systems.broker_probe`). Empty when not read.
+    endpoints: Mapping[int, tuple[str, int]] = field(default_factory=dict)
 
     def min_isr(self, topic: str, default: int = 1) -> int:
         cfg = self.topics.get(topic)

@@ -27,22 +27,42 @@ def broker_dc_map(cluster: Cluster) -> dict[int, str]:
     return {h.broker_id: h.dc for h in cluster.hosts}
 
 
-def as_registered(snapshot: ClusterSnapshot, registered: Collection[int]) -> ClusterSnapshot:
-    """The snapshot as the cluster's own store says it is: brokers that ZooKeeper no longer has
-    registered taken out of the broker list and of every ISR.
+def as_alive(snapshot: ClusterSnapshot, alive: Collection[int]) -> ClusterSnapshot:
+    """The snapshot as the brokers really are: brokers not ``alive`` — no longer registered in ZooKeeper,
+    or not answering when asked directly — taken out of the broker list and of every ISR.
 
-    Why: a broker cut off from ZooKeeper still answers clients with the metadata it had when it was cut
-    (every broker alive, every ISR full) while the controller has already declared it dead and shrunk
-    the ISRs. An AdminClient that happens to ask that broker would see a healthy cluster; this makes the
-    same answer show the partitions under-replicated, as the controller sees them. Leaders are left as
-    reported (a stale leader cannot be corrected from here; the ISR is what the gates judge)."""
-    alive = set(registered)
-    gone = set(snapshot.brokers) - alive
+    Why: a broker's metadata can be stale in two ways. A broker cut off from ZooKeeper still answers
+    clients with the metadata it had when it was cut (every broker alive, every ISR full) while the
+    controller has already declared it dead and shrunk the ISRs; an AdminClient that happens to ask it
+    would see a healthy cluster. And a broker whose host has just crashed stays registered and in every
+    ISR for seconds (:mod:`kafkaops.systems.broker_probe`). Either way the partitions show
+    under-replicated here, as they are. Leaders are left as reported (a stale leader cannot be corrected
+    from here; the ISR is what the gates judge)."""
+    keep = set(alive)
+    gone = set(snapshot.brokers) - keep
     if not gone:
         return snapshot
-    partitions = tuple(replace(p, isr=tuple(b for b in p.isr if b in alive)) if set(p.isr) & gone else p
+    partitions = tuple(replace(p, isr=tuple(b for b in p.isr if b in keep)) if set(p.isr) & gone else p
                        for p in snapshot.partitions)
-    return replace(snapshot, brokers=tuple(b for b in snapshot.brokers if b in alive), partitions=partitions)
+    return replace(snapshot, brokers=tuple(b for b in snapshot.brokers if b in keep), partitions=partitions)
+
+
+def as_both_see(snapshot: ClusterSnapshot, isr: Mapping[tuple[str, int], tuple[int, ...]]) -> ClusterSnapshot:
+    """The snapshot with each partition's ISR narrowed to the replicas another view (the controller's own,
+    :mod:`kafkaops.systems.broker_probe`) also has in sync: a replica is in sync only where both agree.
+
+    Why: the metadata a client gets comes from whichever broker it asked, and a broker the controller
+    cannot reach keeps stale ISRs (every replica in sync) while the controller has shrunk them. A
+    partition the other view does not know is left as it is (created a moment ago; the next read has it)."""
+    changed = False
+    partitions = []
+    for p in snapshot.partitions:
+        seen = isr.get((p.topic, p.partition))
+        if seen is not None and not set(p.isr) <= set(seen):
+            p = replace(p, isr=tuple(b for b in p.isr if b in seen))
+            changed = True
+        partitions.append(p)
+    return replace(snapshot, partitions=tuple(partitions)) if changed else snapshot
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ ask that broker would see a healthy cluster while the controller has already dec
 ZooKeeper mode each sample also reads the registrations (``/brokers/ids``) from ZooKeeper itself, on the
 watch's own session: a broker missing there makes the sample unhealthy whatever the metadata says. The
 last unhealthy sample's reason (:meth:`HealthWatch.reason`) is what the gate names when it gives up.
+
+**Nor is a registration** (issue 32): a broker whose host crashed a second ago stays registered and in
+every ISR until its session expires. Each sample also asks every broker directly
+(:mod:`kafkaops.systems.broker_probe`); one that does not answer makes the sample unhealthy.
 """
 
 from __future__ import annotations
@@ -35,10 +39,10 @@ def healthy(snapshot: ClusterSnapshot, brokers: frozenset[int]) -> bool:
 
 
 def unhealthy_reason(snapshot: ClusterSnapshot, brokers: frozenset[int],
-                     registered: Collection[int] | None = None) -> str:
+                     registered: Collection[int] | None = None, serving: Collection[int] | None = None) -> str:
     """Why the cluster is not healthy ("" when it is): brokers not registered (in the metadata, and in
-    ``registered`` — ZooKeeper's own list — when given), then offline and under-replicated partitions,
-    each named (the first few)."""
+    ``registered`` — ZooKeeper's own list — when given), brokers not answering when asked directly (not in
+    ``serving``, when given), then offline and under-replicated partitions, each named (the first few)."""
     why: list[str] = []
     missing = sorted(brokers - set(snapshot.brokers))
     if missing:
@@ -47,6 +51,10 @@ def unhealthy_reason(snapshot: ClusterSnapshot, brokers: frozenset[int],
         gone = sorted(brokers - set(registered))
         if gone:
             why.append(f"broker(s) {', '.join(map(str, gone))} not registered in ZooKeeper")
+    if serving is not None:
+        silent = sorted((brokers & set(snapshot.brokers)) - set(serving))
+        if silent:
+            why.append(f"broker(s) {', '.join(map(str, silent))} not answering on its listener")
     for label, parts in (("offline", [p for p in snapshot.partitions if p.offline]),
                          ("under-replicated", [p for p in snapshot.partitions if p.under_replicated])):
         if parts:
@@ -64,14 +72,17 @@ class HealthWatch:
         brokers: The broker ids that must be registered.
         registered: The registrations read from the cluster's own store (ZooKeeper), not from a broker's
             metadata; None in KRaft mode (the metadata comes from the quorum's leader there).
+        serving: The brokers of a snapshot that answer when asked directly; None: not asked.
         clock: Monotonic seconds (injectable for tests).
     """
 
     def __init__(self, snapshot: Callable[[], ClusterSnapshot], brokers: frozenset[int], *,
                  registered: Callable[[], Collection[int]] | None = None,
+                 serving: Callable[[ClusterSnapshot], Collection[int]] | None = None,
                  interval: float = INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
         self._snapshot = snapshot
         self._registered = registered
+        self._serving = serving
         self._why = ""
         self._closers: list[Callable[[], None]] = []
         self._brokers = brokers
@@ -86,7 +97,9 @@ class HealthWatch:
     def sample(self) -> None:
         """Take one sample now (the thread's body; tests call it directly). A failed read is unhealthy."""
         try:
-            why = unhealthy_reason(self._snapshot(), self._brokers, self._registrations())
+            snap = self._snapshot()
+            serving = self._serving(snap) if self._serving is not None else None
+            why = unhealthy_reason(snap, self._brokers, self._registrations(), serving)
         except Exception as exc:  # an unanswered request proves nothing: the streak ends
             why = f"no answer ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})"
         ok = not why
@@ -150,6 +163,7 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
     """A watch of ``cluster`` (every inventory broker expected registered), started, on an AdminClient of
     its own that only reads, so it never waits behind the run's requests; in ZooKeeper mode also on a
     ZooKeeper session of its own (see the module docstring), closed with the watch."""
+    from kafkaops.systems.broker_probe import BrokerProbe
     from kafkaops.systems.kafka import KafkaAdmin
 
     admin = KafkaAdmin.look(cluster)  # it only reads
@@ -161,8 +175,9 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
         zk = ZooKeeper(cluster.zookeeper, timeout=10.0)
         registered = lambda: zk.open().registered_brokers()  # noqa: E731 - reopened after a lost session
         closers.append(zk.close)
+    probe = BrokerProbe()
     watch = HealthWatch(lambda: admin.snapshot(with_configs=False), frozenset(h.broker_id for h in cluster.hosts),
-                        registered=registered)
+                        registered=registered, serving=lambda snap: probe.serving(snap.endpoints, snap.brokers))
     watch.on_stop(*closers)
     watch.start()
     return watch

@@ -168,6 +168,7 @@ class KafkaAdmin:
         snap = ClusterSnapshot(
             cluster=self.cluster, taken_at=time.time(), brokers=tuple(sorted(md.brokers)),
             controller=controller, partitions=tuple(partitions), topics={},
+            endpoints={int(b): (str(m.host), int(m.port)) for b, m in md.brokers.items()},
         )
         return self.with_configs(snap) if with_configs else snap
 

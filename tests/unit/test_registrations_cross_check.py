@@ -4,7 +4,7 @@ ZooKeeper's registrations say it is (issue 32)."""
 from __future__ import annotations
 
 from kafkaops.model import ClusterSnapshot, PartitionState
-from kafkaops.policy.cluster_health import as_registered, cluster_health
+from kafkaops.policy.cluster_health import as_alive, cluster_health
 
 
 def _stale() -> ClusterSnapshot:
@@ -15,7 +15,7 @@ def _stale() -> ClusterSnapshot:
 
 
 def test_a_broker_zookeeper_no_longer_has_leaves_every_isr_it_was_in() -> None:
-    snap = as_registered(_stale(), [1, 2])
+    snap = as_alive(_stale(), [1, 2])
     assert snap.brokers == (1, 2)
     assert [p.isr for p in snap.partitions] == [(1, 2), (1, 2), (1, 2)]
     health = cluster_health(snap)
@@ -25,5 +25,5 @@ def test_a_broker_zookeeper_no_longer_has_leaves_every_isr_it_was_in() -> None:
 
 def test_metadata_that_agrees_with_zookeeper_is_left_as_it_is() -> None:
     snap = _stale()
-    assert as_registered(snap, [1, 2, 3]) is snap
-    assert as_registered(snap, [1, 2, 3, 4]) is snap  # a broker registered a moment ago: nothing stale
+    assert as_alive(snap, [1, 2, 3]) is snap
+    assert as_alive(snap, [1, 2, 3, 4]) is snap  # a broker registered a moment ago: nothing stale

@@ -1,0 +1,251 @@
+"""Ask each broker directly whether it serves requests: one Kafka ``ApiVersions`` request to its listener.
+
+Why the cluster's own word is not enough before a stop: a broker whose host has just crashed (power
+lost, kernel panic, the JVM killed) is, for a while, still alive to everyone else —
+
+- still **registered**: ZooKeeper keeps its ephemeral ``/brokers/ids/N`` until the dead session expires
+  (``zookeeper.session.timeout.ms``, 18 s by default); a KRaft controller fences it only after
+  ``broker.session.timeout.ms`` (9 s);
+- still **in every ISR**: the controller shrinks them when it declares the broker dead, the leaders after
+  ``replica.lag.time.max.ms`` (30 s);
+- still **listed** in every other broker's metadata.
+
+A roll's gates that read only that pass during the window, and the run stops the next broker: two
+brokers down at once, partitions under ``min.insync.replicas``, producers with ``acks=all`` refused. The
+chaos soak (issue 32) found exactly that: a crash of a host already rolled, a second before the next
+host's stop, left one broker of three registered.
+
+A broker asked directly answers within milliseconds when it serves, refuses (its process gone) or stays
+silent (its host gone, or restarted but not serving yet: a restarted ZooKeeper-mode broker enables
+request processing only once it has registered, which waits for the dead session to expire). Any
+answer other than an ``ApiVersions`` response with our correlation id is "not serving".
+
+The same direct question gets **one broker's own metadata** (:func:`view_of`, a Metadata request to
+that broker): in ZooKeeper mode the run reads the controller's view beside the metadata its client got
+from any broker. A broker cut off from its peers but not from ZooKeeper stays registered and serving; the
+leaders of its partitions cannot shrink their ISR through a controller they cannot reach, and a broker
+the controller cannot reach never hears of the shrinks it did make — so which broker a client asks
+decides whether the partitions look under-replicated. The controller's own view has them (every
+shrink it accepted, and its own partitions'), and a partition is only in sync where both views agree.
+
+Plaintext listeners only, as the rest of kafkaops' Kafka clients (the inventory has no TLS/SASL
+settings). Probes run in parallel, each bounded by its own deadline; a result is reused for
+:data:`REUSE_SECONDS`, since the gates poll several times a second and the window a probe closes lasts
+seconds — a hundred-broker cluster must not see a thousand connections a second from one run.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+#: Deadline of one probe (connect, send, answer). A serving broker answers ApiVersions in milliseconds.
+PROBE_TIMEOUT = 2.0
+#: How long a probe's result stands for the next gates' polls.
+REUSE_SECONDS = 1.0
+#: Kafka's ApiVersions API key; version 0 has an empty body and is answered by every broker since 0.10.
+_API_VERSIONS = 18
+_CLIENT_ID = b"kafkaops-probe"
+
+
+def api_versions_request(correlation_id: int) -> bytes:
+    """A size-prefixed ApiVersions v0 request (request header v1: key, version, correlation id, client id)."""
+    body = struct.pack(">hhih", _API_VERSIONS, 0, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID
+    return struct.pack(">i", len(body)) + body
+
+
+def is_api_versions_response(frame: bytes, correlation_id: int) -> bool:
+    """Whether ``frame`` (size prefix included) is a whole ApiVersions v0 response to ``correlation_id``
+    without error: size, correlation id, error code 0, then the API ranges."""
+    if len(frame) < 10:
+        return False
+    size, corr, error = struct.unpack(">iih", frame[:10])
+    return size == len(frame) - 4 and corr == correlation_id and error == 0
+
+
+#: Kafka's Metadata API key. Version 4 is the oldest Kafka 4.x still answers (KIP-896) and is answered by
+#: every broker since 1.0: no flexible encoding, ISR per partition, the controller's id.
+_METADATA = 3
+_METADATA_VERSION = 4
+
+
+@dataclass(frozen=True)
+class BrokerView:
+    """One broker's own metadata, asked of it directly (not of whichever broker a client picked).
+
+    Attributes:
+        broker: Whose view this is.
+        controller: The controller it knows, None if none.
+        isr: Every partition's in-sync replicas as it knows them, by (topic, partition).
+    """
+
+    broker: int
+    controller: int | None
+    isr: Mapping[tuple[str, int], tuple[int, ...]]
+
+
+def metadata_request(correlation_id: int) -> bytes:
+    """A size-prefixed Metadata v4 request for every topic, creating none."""
+    body = struct.pack(">hhih", _METADATA, _METADATA_VERSION, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID
+    body += struct.pack(">ib", -1, 0)  # topics: null (all); allow_auto_topic_creation: false
+    return struct.pack(">i", len(body)) + body
+
+
+class _Reader:
+    """Kafka's non-flexible wire types, read in order from one response."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def _take(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.at)
+        self.at += struct.calcsize(fmt)
+        return int(value)
+
+    def int8(self) -> int:
+        return self._take(">b")
+
+    def int16(self) -> int:
+        return self._take(">h")
+
+    def int32(self) -> int:
+        return self._take(">i")
+
+    def string(self) -> str | None:
+        n = self.int16()
+        if n < 0:
+            return None
+        text = self.data[self.at:self.at + n].decode()
+        self.at += n
+        return text
+
+    def int32s(self) -> tuple[int, ...]:
+        return tuple(self.int32() for _ in range(max(0, self.int32())))
+
+
+def parse_metadata_response(frame: bytes, correlation_id: int, broker: int) -> BrokerView | None:
+    """The view in a size-prefixed Metadata v4 response to ``correlation_id``; None if it is not one (or is
+    cut short: a view with a partition missing would hide it)."""
+    try:
+        r = _Reader(frame)
+        if r.int32() != len(frame) - 4 or r.int32() != correlation_id:
+            return None
+        r.int32()  # throttle time
+        for _ in range(r.int32()):  # brokers: id, host, port, rack
+            r.int32(), r.string(), r.int32(), r.string()
+        r.string()  # cluster id
+        controller = r.int32()
+        isr: dict[tuple[str, int], tuple[int, ...]] = {}
+        for _ in range(r.int32()):
+            r.int16()  # topic error
+            name = r.string() or ""
+            r.int8()  # is internal
+            for _ in range(r.int32()):
+                r.int16()  # partition error
+                index = r.int32()
+                r.int32()  # leader
+                r.int32s()  # replicas
+                isr[(name, index)] = r.int32s()
+        return BrokerView(broker, controller if controller >= 0 else None, isr) if r.at == len(frame) else None
+    except (struct.error, UnicodeDecodeError):
+        return None
+
+
+def view_of(broker: int, host: str, port: int, timeout: float = PROBE_TIMEOUT) -> BrokerView | None:
+    """Broker ``broker``'s own metadata, asked at ``host:port``; None if it does not answer in time."""
+    correlation_id = threading.get_ident() & 0x7FFFFFFF
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(max(0.05, deadline - time.monotonic()))
+            sock.sendall(metadata_request(correlation_id))
+            return parse_metadata_response(_read_frame(sock, limit=64 << 20), correlation_id, broker)
+    except (OSError, struct.error):
+        return None
+
+
+def _read_frame(sock: socket.socket, limit: int = 1 << 20) -> bytes:
+    head = _read_exactly(sock, 4)
+    (size,) = struct.unpack(">i", head)
+    if not 6 <= size <= limit:
+        return head
+    return head + _read_exactly(sock, size)
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        data += chunk
+    return data
+
+
+def serves(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> bool:
+    """Whether the broker at ``host:port`` answers an ApiVersions request within ``timeout`` seconds."""
+    correlation_id = threading.get_ident() & 0x7FFFFFFF
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(max(0.05, deadline - time.monotonic()))
+            sock.sendall(api_versions_request(correlation_id))
+            return is_api_versions_response(_read_frame(sock), correlation_id)
+    except (OSError, struct.error):
+        return False
+
+
+class BrokerProbe:
+    """Brokers asked directly: which serve (in parallel, each answer reused for ``reuse`` seconds), and one
+    broker's own metadata (never reused: it is what a stop is decided on).
+
+    Args:
+        timeout: Deadline of each probe.
+        reuse: Seconds a result stands (0: ask every time).
+        ask: ``(host, port, timeout) -> bool`` (:func:`serves`; injectable for tests).
+        look: ``(broker, host, port, timeout) -> BrokerView | None`` (:func:`view_of`; injectable).
+        clock: Monotonic seconds (injectable for tests).
+    """
+
+    def __init__(self, *, timeout: float = PROBE_TIMEOUT, reuse: float = REUSE_SECONDS,
+                 ask: Callable[[str, int, float], bool] = serves,
+                 look: Callable[[int, str, int, float], BrokerView | None] = view_of,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._timeout = timeout
+        self._reuse = reuse
+        self._ask = ask
+        self._look = look
+        self._clock = clock
+        self._known: dict[tuple[str, int], tuple[float, bool]] = {}
+        self._lock = threading.Lock()
+
+    def serving(self, endpoints: Mapping[int, tuple[str, int]], brokers: Iterable[int] | None = None) -> set[int]:
+        """The ids among ``brokers`` (default: every endpoint's) whose listener answers. A broker without
+        an endpoint is not judged here (kept): the metadata names every broker it lists with one."""
+        wanted = set(endpoints) if brokers is None else set(brokers)
+        now = self._clock()
+        fresh: dict[int, bool] = {}
+        with self._lock:
+            for b in wanted & set(endpoints):
+                seen = self._known.get(endpoints[b])
+                if seen is not None and now - seen[0] < self._reuse:
+                    fresh[b] = seen[1]
+        todo = sorted(b for b in wanted & set(endpoints) if b not in fresh)
+        if todo:
+            with ThreadPoolExecutor(max_workers=min(16, len(todo)), thread_name_prefix="kafkaops-probe") as pool:
+                answers = dict(zip(todo, pool.map(lambda b: self._ask(*endpoints[b], self._timeout), todo),
+                                   strict=True))
+            with self._lock:
+                for b, ok in answers.items():
+                    self._known[endpoints[b]] = (self._clock(), ok)
+            fresh.update(answers)
+        return {b for b in wanted if fresh.get(b, True)}
+
+    def view(self, broker: int, endpoint: tuple[str, int]) -> BrokerView | None:
+        """Broker ``broker``'s own metadata (None: it did not answer in time)."""
+        return self._look(broker, *endpoint, self._timeout)

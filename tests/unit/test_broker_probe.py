@@ -1,0 +1,277 @@
+"""The direct probe of a broker's listener (issue 32): what counts as serving, its deadline, its reuse.
+
+The wire format is checked against bytes written out by hand from Kafka's protocol guide (ApiVersions v0,
+request header v1); the lab test checks it against real brokers (tests/lab/test_broker_faults_on_lab.py).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import pytest
+
+from kafkaops.model import ClusterSnapshot, PartitionState
+from kafkaops.systems.broker_probe import BrokerProbe, api_versions_request, is_api_versions_response, serves
+from kafkaops.systems.health_watch import HealthWatch
+
+
+def test_the_request_is_an_api_versions_v0_with_our_client_id() -> None:
+    frame = api_versions_request(7)
+    # size 24 | api key 18 | version 0 | correlation 7 | client id "kafkaops-probe" (14 bytes)
+    assert frame == b"\x00\x00\x00\x18" + b"\x00\x12" + b"\x00\x00" + b"\x00\x00\x00\x07" + b"\x00\x0e" \
+        + b"kafkaops-probe"
+
+
+def _response(correlation_id: int, error: int = 0) -> bytes:
+    body = struct.pack(">ihi", correlation_id, error, 1) + struct.pack(">hhh", 18, 0, 3)
+    return struct.pack(">i", len(body)) + body
+
+
+def test_only_a_whole_error_free_answer_to_our_request_counts() -> None:
+    assert is_api_versions_response(_response(7), 7)
+    assert not is_api_versions_response(_response(8), 7)  # another request's answer
+    assert not is_api_versions_response(_response(7, error=35), 7)  # UNSUPPORTED_VERSION
+    assert not is_api_versions_response(_response(7)[:-2], 7)  # cut short
+    assert not is_api_versions_response(b"\x00\x00", 7)
+
+
+@contextmanager
+def _listener(answer: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A loopback listener whose every connection ``answer`` handles; yields its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                answer(conn)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(2)
+        server.close()
+
+
+def _answer_api_versions(conn: socket.socket, *, corr_delta: int = 0) -> None:
+    head = conn.recv(4)
+    (size,) = struct.unpack(">i", head)
+    request = conn.recv(size)
+    (corr,) = struct.unpack(">i", request[4:8])
+    conn.sendall(_response(corr + corr_delta))
+
+
+def test_a_broker_that_answers_serves() -> None:
+    with _listener(_answer_api_versions) as port:
+        assert serves("127.0.0.1", port, timeout=2)
+
+
+def test_a_listener_that_answers_someone_else_does_not_serve() -> None:
+    with _listener(lambda c: _answer_api_versions(c, corr_delta=1)) as port:
+        assert not serves("127.0.0.1", port, timeout=2)
+
+
+def test_a_closed_port_does_not_serve() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        port = s.getsockname()[1]
+    assert not serves("127.0.0.1", port, timeout=2)
+
+
+def test_a_listener_that_accepts_and_stays_silent_does_not_serve_within_the_deadline() -> None:
+    """A restarted broker binds its port before it serves: connected, never answered."""
+    with _listener(lambda c: time.sleep(1.5)) as port:
+        started = time.monotonic()
+        assert not serves("127.0.0.1", port, timeout=0.5)
+        assert time.monotonic() - started < 1.4
+
+
+def test_answers_are_reused_for_a_second_then_asked_again() -> None:
+    asked: list[tuple[str, int]] = []
+    state = {"up": True}
+    now = [100.0]
+
+    def ask(host: str, port: int, timeout: float) -> bool:
+        asked.append((host, port))
+        return state["up"] or port != 9092
+
+    probe = BrokerProbe(ask=ask, clock=lambda: now[0])
+    endpoints = {1: ("10.0.0.1", 9092), 2: ("10.0.0.2", 9093)}
+    assert probe.serving(endpoints) == {1, 2}
+    state["up"] = False
+    now[0] += 0.5
+    assert probe.serving(endpoints) == {1, 2}  # reused: not asked again
+    assert len(asked) == 2
+    now[0] += 0.6
+    assert probe.serving(endpoints) == {2}  # asked again: broker 1 is gone
+    assert len(asked) == 4
+
+
+def test_only_the_brokers_asked_for_are_probed_and_one_without_endpoint_is_kept() -> None:
+    asked: list[int] = []
+
+    def ask(host: str, port: int, timeout: float) -> bool:
+        asked.append(port)
+        return False
+
+    probe = BrokerProbe(ask=ask)
+    assert probe.serving({1: ("h", 1), 2: ("h", 2)}, brokers=[2, 3]) == {3}
+    assert asked == [2]
+
+
+def _snapshot(brokers: tuple[int, ...]) -> ClusterSnapshot:
+    return ClusterSnapshot(cluster="c", taken_at=0.0, brokers=brokers, controller=1,
+                           partitions=(PartitionState("t", 0, 1, (1, 2, 3), (1, 2, 3)),),
+                           endpoints={b: ("h", 9000 + b) for b in brokers})
+
+
+def test_the_stability_watch_is_unhealthy_while_a_registered_broker_does_not_answer() -> None:
+    """The race the chaos soak found: broker 3's host crashed; ZooKeeper and the metadata still have it."""
+    up = {1, 2, 3}
+    watch = HealthWatch(lambda: _snapshot((1, 2, 3)), frozenset({1, 2, 3}), registered=lambda: [1, 2, 3],
+                        serving=lambda snap: up & set(snap.brokers))
+    watch.sample()
+    assert watch.reason() == ""
+    up.discard(3)
+    watch.sample()
+    assert watch.reason() == "broker(s) 3 not answering on its listener"
+    assert watch.stable_for() == 0.0
+
+
+def test_the_runs_gates_judge_a_registered_broker_that_does_not_answer_as_down(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Environment.snapshot, what every health gate of a run reads: broker 1003's listener is closed (its
+    host crashed) while the metadata still lists it in every ISR; its partitions are under-replicated."""
+    from pathlib import Path
+
+    from kafkaops.environment import Environment
+    from kafkaops.inventory import load_inventory
+    from kafkaops.policy.cluster_health import cluster_health
+
+    kraft = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-kraft.yaml")
+    env = Environment(kraft, dry_run=True)
+    with _listener(_answer_api_versions) as a, _listener(_answer_api_versions) as b:
+        with socket.create_server(("127.0.0.1", 0)) as s:
+            closed = s.getsockname()[1]
+        meta = ClusterSnapshot(cluster="lab-kraft", taken_at=0.0, brokers=(1001, 1002, 1003), controller=None,
+                               partitions=(PartitionState("t", 0, 1001, (1001, 1002, 1003), (1001, 1002, 1003)),
+                                           PartitionState("t", 1, 1002, (1002, 1001), (1002, 1001))),
+                               endpoints={1001: ("127.0.0.1", a), 1002: ("127.0.0.1", b), 1003: ("127.0.0.1", closed)})
+        monkeypatch.setattr(env, "_kafka", SimpleNamespace(snapshot=lambda with_configs: meta))
+        snap = env.snapshot(with_configs=False)
+    assert snap.brokers == (1001, 1002)
+    assert [p.isr for p in snap.partitions] == [(1001, 1002), (1002, 1001)]
+    assert [f"{p.topic}-{p.partition}" for p in cluster_health(snap).under_replicated] == ["t-0"]
+
+
+def _metadata_response(correlation_id: int, controller: int,
+                       partitions: dict[tuple[str, int], tuple[int, ...]]) -> bytes:
+    """A Metadata v4 response as Kafka's MetadataResponse.json lays it out (version 4 = version 3)."""
+    def string(text: str | None) -> bytes:
+        return struct.pack(">h", -1) if text is None else struct.pack(">h", len(text)) + text.encode()
+
+    def int32s(values: tuple[int, ...]) -> bytes:
+        return struct.pack(">i", len(values)) + b"".join(struct.pack(">i", v) for v in values)
+
+    body = struct.pack(">ii", correlation_id, 0)  # correlation id; throttle time
+    body += struct.pack(">i", 2) + b"".join(struct.pack(">i", b) + string("127.0.10.1") + struct.pack(">i", 9092)
+                                            + string(None) for b in (1001, 1002))
+    body += string("cluster-id") + struct.pack(">i", controller)
+    topics = sorted({t for t, _ in partitions})
+    body += struct.pack(">i", len(topics))
+    for topic in topics:
+        mine = sorted((p, isr) for (t, p), isr in partitions.items() if t == topic)
+        body += struct.pack(">h", 0) + string(topic) + struct.pack(">b", 0) + struct.pack(">i", len(mine))
+        for p, isr in mine:
+            body += struct.pack(">hii", 0, p, isr[0]) + int32s((1001, 1002, 1003)) + int32s(isr)
+    return struct.pack(">i", len(body)) + body
+
+
+def test_a_brokers_own_metadata_is_read_whole_or_not_at_all() -> None:
+    from kafkaops.systems.broker_probe import metadata_request, parse_metadata_response
+
+    assert metadata_request(5)[4:8] == b"\x00\x03\x00\x04"  # Metadata, version 4
+    assert metadata_request(5)[-5:] == b"\xff\xff\xff\xff\x00"  # every topic, none created
+    frame = _metadata_response(5, 1003, {("t", 0): (1001, 1002), ("t", 1): (1002, 1001, 1003), ("u", 0): (1003,)})
+    view = parse_metadata_response(frame, 5, 1003)
+    assert view is not None and view.broker == 1003 and view.controller == 1003
+    assert dict(view.isr) == {("t", 0): (1001, 1002), ("t", 1): (1002, 1001, 1003), ("u", 0): (1003,)}
+    assert parse_metadata_response(frame, 6, 1003) is None  # another request's answer
+    assert parse_metadata_response(frame[:-3], 5, 1003) is None  # cut short: a partition would be missing
+    assert parse_metadata_response(_metadata_response(5, -1, {}), 5, 1001).controller is None  # type: ignore[union-attr]
+
+
+def test_a_replica_is_in_sync_only_where_the_controllers_own_view_agrees() -> None:
+    from kafkaops.policy.cluster_health import as_both_see
+
+    stale = _snapshot((1, 2, 3))  # what a broker the controller cannot reach says: every ISR full
+    narrowed = as_both_see(stale, {("t", 0): (1, 2)})
+    assert [p.isr for p in narrowed.partitions] == [(1, 2)]
+    assert as_both_see(stale, {("t", 0): (3, 2, 1)}) is stale  # the same set in another order: agreed
+    assert as_both_see(stale, {}) is stale  # a partition the controller does not know yet: left as it is
+
+
+class _ZooKeeperSays:
+    def __init__(self, registered: list[int], controller: int | None) -> None:
+        self._registered, self._controller = registered, controller
+
+    def registered_brokers(self) -> list[int]:
+        return self._registered
+
+    def controller(self) -> int | None:
+        return self._controller
+
+
+def _zk_env(monkeypatch: pytest.MonkeyPatch, meta: ClusterSnapshot, zk: _ZooKeeperSays,
+            look: Callable[[int, str, int, float], object]) -> object:
+    from pathlib import Path
+
+    from kafkaops.environment import Environment
+    from kafkaops.inventory import load_inventory
+    from kafkaops.systems.broker_probe import BrokerProbe
+
+    lab = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab.yaml")
+    env = Environment(lab, dry_run=True)
+    monkeypatch.setattr(env, "_kafka", SimpleNamespace(snapshot=lambda with_configs: meta))
+    monkeypatch.setattr(env, "_registrations", lambda hosts: zk)
+    monkeypatch.setattr(env, "_probe", BrokerProbe(ask=lambda host, port, timeout: True,
+                                                   look=look))  # type: ignore[arg-type]
+    return env
+
+
+def test_in_zookeeper_mode_the_gates_judge_the_isr_as_the_controller_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broker 3 is cut off from its peers; the client happened to ask broker 1, which never heard of the
+    shrinks the controller (broker 2) made: the gates see them anyway."""
+    from kafkaops.systems.broker_probe import BrokerView
+
+    asked: list[int] = []
+
+    def look(broker: int, host: str, port: int, timeout: float) -> BrokerView:
+        asked.append(broker)
+        return BrokerView(broker, 2, {("t", 0): (1, 2)})
+
+    env = _zk_env(monkeypatch, _snapshot((1, 2, 3)), _ZooKeeperSays([1, 2, 3], 2), look)
+    snap = env.snapshot(with_configs=False)  # type: ignore[attr-defined]
+    assert asked == [2]
+    assert [p.isr for p in snap.partitions] == [(1, 2)]
+    assert snap.brokers == (1, 2, 3)
+
+
+def test_a_controller_that_does_not_answer_its_metadata_request_is_not_counted_alive(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    env = _zk_env(monkeypatch, _snapshot((1, 2, 3)), _ZooKeeperSays([1, 2, 3], 2), lambda *a: None)
+    snap = env.snapshot(with_configs=False)  # type: ignore[attr-defined]
+    assert snap.brokers == (1, 3) and [p.isr for p in snap.partitions] == [(1, 3)]
