@@ -239,7 +239,8 @@ class Environment:
         a broker whose host crashed a second ago can make them pass. ZooKeeper unreadable from here: its
         registrations and the controller's view are not applied — the run cannot confirm its lock then
         either, and the fencing before each destructive step stops it (docs/reliability.md)."""
-        from kafkaops.policy.cluster_health import as_alive, as_both_see
+        from kafkaops.policy.cluster_health import as_alive
+        from kafkaops.systems.broker_probe import as_the_controller_sees
 
         snap = self.kafka.snapshot(with_configs=with_configs)
         alive = self.probe.serving(snap.endpoints, snap.brokers)
@@ -248,16 +249,9 @@ class Environment:
         try:
             zk = self._registrations(self.cluster.zookeeper)
             alive &= set(zk.registered_brokers())
-            controller = zk.controller()
         except UnreachableError:
             return as_alive(snap, alive)
-        if controller is not None and controller in alive and controller in snap.endpoints:
-            view = self.probe.view(controller, snap.endpoints[controller])
-            if view is None:  # registered and serving a moment ago, silent now: not counted alive
-                alive.discard(controller)
-            else:
-                snap = as_both_see(snap, view.isr)
-        return as_alive(snap, alive)
+        return as_alive(as_the_controller_sees(snap, zk, self.probe), alive)
 
     @property
     def probe(self) -> BrokerProbe:

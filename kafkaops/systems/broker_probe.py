@@ -43,6 +43,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkaops.model import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from kafkaops.systems.zookeeper import ZooKeeper
 
 #: Deadline of one probe (connect, send, answer). A serving broker answers ApiVersions in milliseconds.
 PROBE_TIMEOUT = 2.0
@@ -249,3 +255,20 @@ class BrokerProbe:
     def view(self, broker: int, endpoint: tuple[str, int]) -> BrokerView | None:
         """Broker ``broker``'s own metadata (None: it did not answer in time)."""
         return self._look(broker, *endpoint, self._timeout)
+
+
+def as_the_controller_sees(snap: ClusterSnapshot, zk: ZooKeeper, probe: BrokerProbe) -> ClusterSnapshot:
+    """``snap`` with each ISR narrowed to the controller's own view (ZooKeeper mode; see
+    :mod:`kafkaops.systems.broker_probe` for why). A controller that does not answer, or ZooKeeper that
+    does not say which broker it is, leaves the snapshot as it is: the probe and the registrations judge
+    those."""
+    from kafkaops.policy.cluster_health import as_both_see
+
+    try:
+        controller = zk.open().controller()
+    except Exception:  # ZooKeeper silent from here: the fencing stops the run before its next stop
+        return snap
+    if controller is None or controller not in snap.endpoints:
+        return snap
+    view = probe.view(controller, snap.endpoints[controller])
+    return snap if view is None else as_both_see(snap, view.isr)

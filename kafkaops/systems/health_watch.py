@@ -163,21 +163,24 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
     """A watch of ``cluster`` (every inventory broker expected registered), started, on an AdminClient of
     its own that only reads, so it never waits behind the run's requests; in ZooKeeper mode also on a
     ZooKeeper session of its own (see the module docstring), closed with the watch."""
-    from kafkaops.systems.broker_probe import BrokerProbe
+    from kafkaops.systems.broker_probe import BrokerProbe, as_the_controller_sees
     from kafkaops.systems.kafka import KafkaAdmin
 
     admin = KafkaAdmin.look(cluster)  # it only reads
+    probe = BrokerProbe()
     registered: Callable[[], Collection[int]] | None = None
     closers: list[Callable[[], None]] = []
+    snapshot: Callable[[], ClusterSnapshot] = lambda: admin.snapshot(with_configs=False)  # noqa: E731
     if cluster.zookeeper:
         from kafkaops.systems.zookeeper import ZooKeeper
 
         zk = ZooKeeper(cluster.zookeeper, timeout=10.0)
         registered = lambda: zk.open().registered_brokers()  # noqa: E731 - reopened after a lost session
         closers.append(zk.close)
-    probe = BrokerProbe()
-    watch = HealthWatch(lambda: admin.snapshot(with_configs=False), frozenset(h.broker_id for h in cluster.hosts),
+        snapshot = lambda: as_the_controller_sees(admin.snapshot(with_configs=False), zk, probe)  # noqa: E731
+    watch = HealthWatch(snapshot, frozenset(h.broker_id for h in cluster.hosts),
                         registered=registered, serving=lambda snap: probe.serving(snap.endpoints, snap.brokers))
     watch.on_stop(*closers)
     watch.start()
     return watch
+

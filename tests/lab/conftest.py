@@ -62,6 +62,12 @@ def pooled_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
     conftool = LabConftool(lab_cluster.conftool_config)
     for h in lab_cluster.hosts:
         conftool.set_pooled(h.fqdn, h.conftool_tags, "yes")
+    # A test starts on a whole cluster: the one before may have left a broker still catching up (its
+    # clean-up below waits two minutes at most), and its pre-flights would refuse on that URP.
+    deadline = time.monotonic() + 300
+    while not collect(lab_cluster)["healthy"]:
+        assert time.monotonic() < deadline, f"the lab is not healthy before the test: {collect(lab_cluster)}"
+        time.sleep(1)
     yield lab_cluster
     if (home / "runs").exists():
         for run in sorted(p.name for p in (home / "runs").iterdir() if p.is_dir()):
