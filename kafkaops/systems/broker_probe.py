@@ -29,9 +29,8 @@ decides whether the partitions look under-replicated. The controller's own view 
 shrink it accepted, and its own partitions'), and a partition is only in sync where both views agree.
 
 Plaintext listeners only, as the rest of kafkaops' Kafka clients (the inventory has no TLS/SASL
-settings). Probes run in parallel, each bounded by its own deadline; a result is reused for
-:data:`REUSE_SECONDS`, since the gates poll several times a second and the window a probe closes lasts
-seconds — a hundred-broker cluster must not see a thousand connections a second from one run.
+settings). Probes run in parallel, each bounded by its own deadline, and are never cached: an
+``ApiVersions`` request costs a broker far less than the Metadata request every gate's poll already sends.
 """
 
 from __future__ import annotations
@@ -52,8 +51,6 @@ if TYPE_CHECKING:
 
 #: Deadline of one probe (connect, send, answer). A serving broker answers ApiVersions in milliseconds.
 PROBE_TIMEOUT = 2.0
-#: How long a probe's result stands for the next gates' polls.
-REUSE_SECONDS = 1.0
 #: Kafka's ApiVersions API key; version 0 has an empty body and is answered by every broker since 0.10.
 _API_VERSIONS = 18
 _CLIENT_ID = b"kafkaops-probe"
@@ -207,50 +204,31 @@ def serves(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> bool:
 
 
 class BrokerProbe:
-    """Brokers asked directly: which serve (in parallel, each answer reused for ``reuse`` seconds), and one
-    broker's own metadata (never reused: it is what a stop is decided on).
+    """Brokers asked directly: which serve (in parallel), and one broker's own metadata. Never cached: a
+    gate's answer is what a stop is decided on, and a crash a second ago must show.
 
     Args:
         timeout: Deadline of each probe.
-        reuse: Seconds a result stands (0: ask every time).
         ask: ``(host, port, timeout) -> bool`` (:func:`serves`; injectable for tests).
         look: ``(broker, host, port, timeout) -> BrokerView | None`` (:func:`view_of`; injectable).
-        clock: Monotonic seconds (injectable for tests).
     """
 
-    def __init__(self, *, timeout: float = PROBE_TIMEOUT, reuse: float = REUSE_SECONDS,
-                 ask: Callable[[str, int, float], bool] = serves,
-                 look: Callable[[int, str, int, float], BrokerView | None] = view_of,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, timeout: float = PROBE_TIMEOUT, ask: Callable[[str, int, float], bool] = serves,
+                 look: Callable[[int, str, int, float], BrokerView | None] = view_of) -> None:
         self._timeout = timeout
-        self._reuse = reuse
         self._ask = ask
         self._look = look
-        self._clock = clock
-        self._known: dict[tuple[str, int], tuple[float, bool]] = {}
-        self._lock = threading.Lock()
 
     def serving(self, endpoints: Mapping[int, tuple[str, int]], brokers: Iterable[int] | None = None) -> set[int]:
         """The ids among ``brokers`` (default: every endpoint's) whose listener answers. A broker without
         an endpoint is not judged here (kept): the metadata names every broker it lists with one."""
         wanted = set(endpoints) if brokers is None else set(brokers)
-        now = self._clock()
-        fresh: dict[int, bool] = {}
-        with self._lock:
-            for b in wanted & set(endpoints):
-                seen = self._known.get(endpoints[b])
-                if seen is not None and now - seen[0] < self._reuse:
-                    fresh[b] = seen[1]
-        todo = sorted(b for b in wanted & set(endpoints) if b not in fresh)
-        if todo:
-            with ThreadPoolExecutor(max_workers=min(16, len(todo)), thread_name_prefix="kafkaops-probe") as pool:
-                answers = dict(zip(todo, pool.map(lambda b: self._ask(*endpoints[b], self._timeout), todo),
-                                   strict=True))
-            with self._lock:
-                for b, ok in answers.items():
-                    self._known[endpoints[b]] = (self._clock(), ok)
-            fresh.update(answers)
-        return {b for b in wanted if fresh.get(b, True)}
+        todo = sorted(wanted & set(endpoints))
+        if not todo:
+            return wanted
+        with ThreadPoolExecutor(max_workers=min(16, len(todo)), thread_name_prefix="kafkaops-probe") as pool:
+            answers = dict(zip(todo, pool.map(lambda b: self._ask(*endpoints[b], self._timeout), todo), strict=True))
+        return {b for b in wanted if answers.get(b, True)}
 
     def view(self, broker: int, endpoint: tuple[str, int]) -> BrokerView | None:
         """Broker ``broker``'s own metadata (None: it did not answer in time)."""

@@ -172,7 +172,11 @@ def test_a_host_crashed_just_before_the_next_stop_holds_that_stop_until_its_brok
     expired), in every ISR and in every broker's metadata: gates that read only those pass, and the stop
     leaves one broker of three registered. The run asks each broker directly: the crashed one does not
     answer, so the next stop waits until it serves and is back in sync; never fewer than RF - 1 = 2
-    brokers are registered."""
+    brokers are registered.
+
+    The crash lands in the next host's zero-SYN window, 2 s before its stability wait: the window's health
+    watch samples every 0.5 s and must see it. (A crash in the last half second before the stop is the
+    stop's own last-moment check's: it asks afresh and refuses, exit 11 — tests/unit/test_broker_probe.py.)"""
     from kafkaops.systems.broker_probe import serves
 
     cluster = pooled_lab
@@ -188,7 +192,7 @@ def test_a_host_crashed_just_before_the_next_stop_holds_that_stop_until_its_brok
         while time.monotonic() < deadline and proc.poll() is None:
             records = live_journal(home)
             started = [r for r in records if r["type"] == "target_started"]
-            if len(started) >= 2 and any(r["type"] == "step_applying" and r.get("kind") == "kafka.wait_stable"
+            if len(started) >= 2 and any(r["type"] == "step_applying" and r.get("kind") == "traffic.wait_zero_syns"
                                          and r.get("target") == started[1]["target"] for r in records):
                 break
             time.sleep(0.05)
@@ -197,7 +201,7 @@ def test_a_host_crashed_just_before_the_next_stop_holds_that_stop_until_its_brok
         address = next(h.address for h in cluster.hosts if h.name == victim.host.name)
         endpoint = (address, int(cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)[1]))
         assert serves(*endpoint), "the probe does not see a running lab broker serve"
-        os.killpg(proc.pid, signal.SIGSTOP)  # the crash lands before the stop, whatever the machine's speed
+        os.killpg(proc.pid, signal.SIGSTOP)  # the crash lands in that window, whatever the machine's speed
         try:
             victim.power_off(clean=False)
             crashed = time.time()
