@@ -19,10 +19,6 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 SEED = 1
 
 
-@pytest.mark.xfail(reason="issue 32, open: on a quiet lab (15:37:28) only 1 broker stayed registered at one moment "
-                          "of this soak: a crash of a host the run is not working on can race the next stop (the "
-                          "crashed broker still registered until its ZooKeeper session expires). Not yet fixed.",
-                   strict=False)
 def test_two_chaotic_rolls_each_resume_to_every_invariant(pooled_lab: Cluster, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(BENCH))
