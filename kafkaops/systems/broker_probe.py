@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 
 #: Deadline of one probe (connect, send, answer). A serving broker answers ApiVersions in milliseconds.
 PROBE_TIMEOUT = 2.0
-#: Kafka's ApiVersions API key; version 0 has an empty body and is answered by every broker since 0.10.
+#: Kafka's ApiVersions API key; version 0 has an empty body and is answered by every broker since 0.10
+#: (one that dropped it answers with UNSUPPORTED_VERSION: still an answer).
 _API_VERSIONS = 18
 _CLIENT_ID = b"kafkaops-probe"
 
@@ -63,12 +64,14 @@ def api_versions_request(correlation_id: int) -> bytes:
 
 
 def is_api_versions_response(frame: bytes, correlation_id: int) -> bool:
-    """Whether ``frame`` (size prefix included) is a whole ApiVersions v0 response to ``correlation_id``
-    without error: size, correlation id, error code 0, then the API ranges."""
+    """Whether ``frame`` (size prefix included) is a whole response to our ApiVersions request: its size
+    and our correlation id. Any error code counts: a broker whose request handlers answer serves, and one
+    that no longer speaks version 0 still answers it, with UNSUPPORTED_VERSION and its own ranges (how
+    Kafka lets a client negotiate)."""
     if len(frame) < 10:
         return False
-    size, corr, error = struct.unpack(">iih", frame[:10])
-    return size == len(frame) - 4 and corr == correlation_id and error == 0
+    size, corr = struct.unpack(">ii", frame[:8])
+    return size == len(frame) - 4 and corr == correlation_id
 
 
 #: Kafka's Metadata API key. Version 4 is the oldest Kafka 4.x still answers (KIP-896) and is answered by
