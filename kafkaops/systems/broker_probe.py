@@ -164,46 +164,43 @@ def parse_metadata_response(frame: bytes, correlation_id: int, broker: int) -> B
 
 def view_of(broker: int, host: str, port: int, timeout: float = PROBE_TIMEOUT) -> BrokerView | None:
     """Broker ``broker``'s own metadata, asked at ``host:port``; None if it does not answer in time."""
-    correlation_id = threading.get_ident() & 0x7FFFFFFF
-    deadline = time.monotonic() + timeout
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(max(0.05, deadline - time.monotonic()))
-            sock.sendall(metadata_request(correlation_id))
-            return parse_metadata_response(_read_frame(sock, limit=64 << 20), correlation_id, broker)
-    except (OSError, struct.error):
-        return None
-
-
-def _read_frame(sock: socket.socket, limit: int = 1 << 20) -> bytes:
-    head = _read_exactly(sock, 4)
-    (size,) = struct.unpack(">i", head)
-    if not 6 <= size <= limit:
-        return head
-    return head + _read_exactly(sock, size)
-
-
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return data
+    answer = _exchange(host, port, metadata_request, timeout, limit=64 << 20)
+    return None if answer is None else parse_metadata_response(answer[1], answer[0], broker)
 
 
 def serves(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> bool:
     """Whether the broker at ``host:port`` answers an ApiVersions request within ``timeout`` seconds."""
+    answer = _exchange(host, port, api_versions_request, timeout, limit=1 << 20)
+    return answer is not None and is_api_versions_response(answer[1], answer[0])
+
+
+def _exchange(host: str, port: int, request: Callable[[int], bytes], timeout: float,
+              limit: int) -> tuple[int, bytes] | None:
+    """Send ``request(correlation_id)`` on a connection of its own; the correlation id and the response
+    frame (size prefix included), or None when the broker did not answer within ``timeout`` overall."""
     correlation_id = threading.get_ident() & 0x7FFFFFFF
     deadline = time.monotonic() + timeout
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.settimeout(max(0.05, deadline - time.monotonic()))
-            sock.sendall(api_versions_request(correlation_id))
-            return is_api_versions_response(_read_frame(sock), correlation_id)
-    except (OSError, struct.error):
-        return False
+            sock.sendall(request(correlation_id))
+            head = _read_exactly(sock, 4)
+            (size,) = struct.unpack(">i", head)
+            if not 6 <= size <= limit:
+                return None
+            return correlation_id, head + _read_exactly(sock, size)
+    except OSError:
+        return None
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(min(n - len(data), 1 << 20))
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        data += chunk
+    return bytes(data)
 
 
 class BrokerProbe:

@@ -390,3 +390,48 @@ def test_etcd_unreachable_between_depool_and_repool_leaves_the_host_depooled_and
     assert _pooled(pooled_lab, target) == "yes"
     assert len(host.events("kafka-stop")) == stops + 1  # the resume did not stop the broker again
     assert collect(pooled_lab)["healthy"]
+
+
+def test_ssh_hanging_during_the_log_scans_stops_the_run_bounded_with_the_host_depooled_and_resume_finishes(
+        spec: LabSpec, pooled_lab: Cluster, home: Path) -> None:
+    """The broker is back in sync and its eventbus healthy; then the admin's SSH to the host hangs (DROP)
+    just as the log scans start (the seed's "check the logs", then Kafka's ERROR lines). Each scan is one
+    SSH command with its own deadline on a connection whose packets no longer arrive: the run stops,
+    bounded, naming the host, with the host **still depooled** (its logs were not read: its checks have
+    not passed). After the heal ``resume`` scans again, repools, and does not stop the broker again."""
+    target = "kafka1002"
+    host = LabHost.named(target)
+    stops = len(host.events("kafka-stop"))
+    proc = spawn(home, pooled_lab, "restart", target, "--yes", "--syn-window", "2s", "--no-scan",
+                 "--reason", "SSH hangs during the log scans", group=net.ADMIN_GID)
+    try:
+        _wait_for(home, proc, lambda records: any(
+            r["type"] == "step_verified" and r.get("kind") == "service.verify_health" for r in records))
+        os.killpg(proc.pid, signal.SIGSTOP)  # the cut lands before the first scan, whatever the machine's speed
+        try:
+            net.partition(spec, "admin", target)
+        finally:
+            os.killpg(proc.pid, signal.SIGCONT)
+        cut = time.monotonic()
+        proc.wait(300)
+        took = time.monotonic() - cut
+        said = output(proc)
+        assert proc.returncode in (4, 11), said[-3000:]  # stopped at a safe point, resumable
+        records = live_journal(home)
+        failed = records[-1]
+        assert failed["type"] == "step_failed" and failed.get("kind") in ("service.scan_log", "logs.scan_kafka"), \
+            failed
+        assert target in said and "SSH" in said, said[-3000:]
+        assert _pooled(pooled_lab, target) == "no"  # its logs unread: not repooled
+        print(f"\nstopped {took:.0f}s after the cut: {failed.get('error', '')[:300]}")
+    except BaseException:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    finally:
+        net.heal(spec, "admin", target)
+    resumed = kafkaops(home, pooled_lab, "resume", only_run(home), group=net.ADMIN_GID, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
+    assert _pooled(pooled_lab, target) == "yes"
+    assert len(host.events("kafka-stop")) == stops + 1  # the resume did not stop the broker again
+    assert collect(pooled_lab)["healthy"]
