@@ -194,10 +194,14 @@ def drive(proc: subprocess.Popen[str], home: Path, chaos: Chaos, spec: Any, clus
                 net.heal(spec, a, b)
             chaos.heal_at = None
         finished = [r["target"] for r in records if r["type"] == "target_finished"]
-        # The crash is of a host the run is not working on, never on top of the fault: a broker cut from
-        # ZooKeeper and another crashed would be two brokers down by the soak's own doing.
+        # The crash is of a host the run is not working on, never on top of the fault (a broker cut from
+        # ZooKeeper and another crashed would be two brokers down by the soak's own doing), and never while
+        # the run has a broker of its own down: between two hosts, before the next host's stop. A crash
+        # while the target is down is a double fault no roll can prevent (soak of 2026-11-26, the third:
+        # kafka1002 crashed while kafka1003's stop was under way, 1 broker registered).
         everyone = chaos.registrations is None or chaos.registrations.now == len(cluster.hosts)
-        if chaos.crash is None and len(finished) >= chaos.crash_after and chaos.heal_at is None and everyone:
+        if chaos.crash is None and len(finished) >= chaos.crash_after and chaos.heal_at is None and everyone \
+                and not _stopping(records):
             victim = LabHost.named(finished[0], spec)
             roll.crash_victim = victim.host.name
             victim.power_off(clean=False)
@@ -267,6 +271,14 @@ def one_roll(cluster: Any, spec: Any, number: int, rng: random.Random, work: Pat
     if not roll.whole:
         roll.problems.append("cluster not whole after the roll")
     return roll
+
+
+def _stopping(records: list[dict[str, Any]]) -> bool:
+    """Whether the run has begun taking down the host it works on: a broker stop or a reboot asked since
+    the last host finished (its broker is down, or about to be, until that host finishes)."""
+    last = max((i for i, r in enumerate(records) if r["type"] == "target_finished"), default=-1)
+    return any(r["type"] == "step_applying" and r.get("kind") in ("kafka.stop_broker", "host.reboot")
+               for r in records[last + 1:])
 
 
 def _boot_after(host: Any, seconds: float) -> None:
