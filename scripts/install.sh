@@ -47,7 +47,7 @@ for unit in prometheus prometheus-alertmanager prometheus-node-exporter; do
 done
 
 # 2. Python: the project, the post-check extra (pyspark) and the dev tools --------------------------
-if ! $PYTHON -c 'import kafkaops, pyspark, confluent_kafka, kazoo, paramiko, conftool, pytest, pytest_timeout, hypothesis, build' 2>/dev/null \
+if ! $PYTHON -c 'import kafkaops, pyspark, confluent_kafka, kazoo, paramiko, conftool, pytest, pytest_timeout, xdist, hypothesis, build' 2>/dev/null \
    || [ pyproject.toml -nt "$CACHE/.pip-installed" ]; then
   say "pip install -e .[spark,dev]"
   $PYTHON -m pip install -q --disable-pip-version-check -e ".[spark,dev]"

@@ -82,9 +82,27 @@ LAB_TIMEOUT = 900
 SLOW_TIMEOUT = 300
 
 
+#: The labs that run beside the default one, each a fixture of its own, in the order their tests run.
+SIDE_LABS = ("stretch", "kraft", "sites")
+
+
+def _side_lab(module: list[pytest.Item]) -> int:
+    """Where a module's tests go: -1 without a lab (the unit tests: the first failures to show), 0 with the
+    default lab, 1 + the index in :data:`SIDE_LABS` of the side lab its tests use."""
+    used = {name for item in module for name in getattr(item, "fixturenames", ())}
+    if not any(item.get_closest_marker("lab") for item in module):
+        return -1
+    return next((1 + i for i, lab in enumerate(SIDE_LABS) if lab in used), 0)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``lab`` get :data:`LAB_TIMEOUT`, ``slow`` ones :data:`SLOW_TIMEOUT`, unless they set
-    their own ``timeout`` mark."""
+    their own ``timeout`` mark.
+
+    Modules run in groups: those without a lab first, then the default lab's, then by the side lab they
+    need (stretch, then KRaft, then two-site): a side lab starts once for its group (:func:`_kept_up` keeps
+    it up between two modules that both need it) instead of once per module — a start and a stop cost a
+    minute."""
     for item in items:
         if item.get_closest_marker("timeout") is not None:
             continue
@@ -92,33 +110,58 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(LAB_TIMEOUT))
         elif item.get_closest_marker("slow") is not None:
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    items[:] = [item for module in sorted(modules.values(), key=_side_lab) for item in module]
+
+
+#: The test that runs after the current one (pytest's ``nextitem``): a side lab's fixture, torn down after
+#: a module's last test, keeps the lab up when the next module needs it too.
+_NEXT: list[pytest.Item | None] = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    _NEXT[0] = nextitem
+
+
+def _next_test_uses(fixture: str) -> bool:
+    nextitem = _NEXT[0]
+    return nextitem is not None and fixture in getattr(nextitem, "fixturenames", ())
 
 
 def lab_inventory() -> Path:
     return Path(os.environ.get("KAFKAOPS_TEST_INVENTORY") or REPO / "inventory" / "lab.yaml")
 
 
+#: The labs this session started and still owns (it stops them; a lab it found up it leaves alone).
+_STARTED: set[str] = set()
+
+
 @contextmanager
-def _kept_up(cluster: Cluster, is_up: Callable[[], bool], up: Callable[[], Any], down: Callable[[], Any]
-             ) -> Iterator[Cluster]:
+def _kept_up(cluster: Cluster, is_up: Callable[[], bool], up: Callable[[], Any], down: Callable[[], Any],
+             fixture: str = "") -> Iterator[Cluster]:
     """A lab up for the block: started here if it is down (and then stopped at the end, unless
-    KAFKAOPS_KEEP_LAB), used as it is if someone's lab is already up."""
-    started = False
+    KAFKAOPS_KEEP_LAB or the next test needs ``fixture`` too), used as it is if someone's lab is already
+    up."""
     if not is_up():
         up()
-        started = True
+        _STARTED.add(cluster.name)
     try:
         yield cluster
     finally:
-        if started and not os.environ.get("KAFKAOPS_KEEP_LAB"):
+        keep = os.environ.get("KAFKAOPS_KEEP_LAB") or (fixture and _next_test_uses(fixture))
+        if cluster.name in _STARTED and not keep:
+            _STARTED.discard(cluster.name)
             down()
 
 
-def _running(cluster: Cluster, base: Path | None = None) -> AbstractContextManager[Cluster]:
+def _running(cluster: Cluster, base: Path | None = None, fixture: str = "") -> AbstractContextManager[Cluster]:
     """``cluster``'s lab (one site) up for the block."""
     from kafkaops.lab import lab
 
-    return _kept_up(cluster, lambda: lab.is_up(base), lambda: lab.up(cluster), lambda: lab.down(base))
+    return _kept_up(cluster, lambda: lab.is_up(base), lambda: lab.up(cluster), lambda: lab.down(base), fixture)
 
 
 @pytest.fixture(scope="session")
@@ -138,7 +181,7 @@ def stretch() -> Iterator[Cluster]:
     from kafkaops.lab.paths import lab_dir
 
     cluster = load_inventory(REPO / "inventory" / "lab-stretch.yaml")
-    with _running(cluster, lab_dir(cluster.name)) as running:
+    with _running(cluster, lab_dir(cluster.name), "stretch") as running:
         yield running
 
 
@@ -150,7 +193,7 @@ def kraft() -> Iterator[Cluster]:
     from kafkaops.lab.paths import lab_dir
 
     cluster = load_inventory(REPO / "inventory" / "lab-kraft.yaml")
-    with _running(cluster, lab_dir(cluster.name)) as running:
+    with _running(cluster, lab_dir(cluster.name), "kraft") as running:
         yield running
 
 
@@ -163,7 +206,7 @@ def sites() -> Iterator[Cluster]:
 
     cluster = load_inventory(REPO / "inventory" / "lab-sites.yaml")
     with _kept_up(cluster, lambda: sites_lab.mirror_pid(sites_lab.sites_dir(cluster)) is not None,
-                  lambda: sites_lab.up(cluster), lambda: sites_lab.down(cluster)) as running:
+                  lambda: sites_lab.up(cluster), lambda: sites_lab.down(cluster), "sites") as running:
         yield running
 
 

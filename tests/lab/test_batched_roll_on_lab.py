@@ -7,6 +7,9 @@
   (counted from the lab hosts' own logs), and within a batch no broker restarts before every broker of the
   batch is down.
 * Default lab (three brokers, RF 3, min ISR 2): one broker per batch, and the plan says why.
+
+The stretch roll is a long scenario (``@pytest.mark.long``, run by bench/long_scenarios.py); the suite
+has its short version: the plan of the laid-out stretch lab.
 """
 
 from __future__ import annotations
@@ -36,27 +39,44 @@ def _lay_out(stretch: Cluster, home: Path, tmp_path: Path) -> None:
     assert checked.returncode == 0 and json.loads(checked.stdout)["ok"], checked.stdout[-2000:]
 
 
+def _batches(stretch: Cluster, home: Path) -> list[list[str]]:
+    """``--batch auto``'s plan on the laid-out stretch lab, checked: two batches, one DC each, the
+    controller's last."""
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    dc = {h.name: h.dc for h in stretch.hosts}
+    controller = KafkaAdmin(stretch.bootstrap_servers).controller()
+    planned = kafkaops(home, stretch, "rolling-restart", stretch.name, "--batch", "auto", "--dry-run", "-o",
+                       "json", "--no-scan")
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    batches: list[list[str]] = plan["bound"]["batches"]
+    assert len(batches) == 2 and all(len({dc[h] for h in b}) == 1 for b in batches), batches
+    assert any(h.broker_id == controller and h.name in batches[-1] for h in stretch.hosts), (controller, batches)
+    return batches
+
+
+def test_batch_auto_plans_the_stretch_lab_one_dc_at_a_time(stretch: Cluster, tmp_path: Path) -> None:
+    """The suite's short version of the roll below (a long scenario, bench/long_scenarios.py): the plan of
+    the laid-out stretch lab. A batch's lockstep is unit-tested (tests/unit/engine/test_runbook.py)."""
+    _lay_out(stretch, tmp_path / "layout", tmp_path)
+    batches = _batches(stretch, tmp_path / "home")
+    assert sorted(h for b in batches for h in b) == sorted(h.name for h in stretch.hosts), batches
+
+
+@pytest.mark.long
 def test_batch_auto_rolls_the_stretch_lab_one_dc_at_a_time_killed_and_resumed(stretch: Cluster,
                                                                                tmp_path: Path) -> None:
     from kafkaops.lab.host import LabHost
     from kafkaops.lab.paths import lab_dir
     from kafkaops.lab.spec import LabSpec
-    from kafkaops.systems.kafka import KafkaAdmin
 
     with Load(stretch, rate=150, http_rate=0) as load:
         # Under load from the start: the load's consumer group creates __consumer_offsets (RF 3, Kafka's
         # placement), which the layout then covers too.
         _lay_out(stretch, tmp_path / "layout", tmp_path)
-        dc = {h.name: h.dc for h in stretch.hosts}
-        controller = KafkaAdmin(stretch.bootstrap_servers).controller()
         home = tmp_path / "home"
-        planned = kafkaops(home, stretch, "rolling-restart", stretch.name, "--batch", "auto", "--dry-run", "-o",
-                           "json", "--no-scan")
-        assert planned.returncode == 0, planned.stderr
-        plan = json.loads(planned.stdout)
-        batches = plan["bound"]["batches"]
-        assert len(batches) == 2 and all(len({dc[h] for h in b}) == 1 for b in batches), batches
-        assert any(h.broker_id == controller and h.name in batches[-1] for h in stretch.hosts), (controller, batches)
+        batches = _batches(stretch, home)
 
         spec = LabSpec.load(lab_dir(stretch.name))
         hosts = {h.name: LabHost.named(h.name, spec) for h in stretch.hosts}

@@ -67,6 +67,8 @@ def test_rolling_reboot_under_load_keeps_every_invariant(healthy_lab: Cluster, h
     assert_clean_end(cluster)
 
 
+# A long scenario (bench/long_scenarios.py): the suite's chaos roll kills and resumes a roll under load too.
+@pytest.mark.long
 def test_sigkill_mid_roll_then_resume(healthy_lab: Cluster, home: Path) -> None:
     cluster = healthy_lab
     seed = random.randrange(1_000_000)

@@ -221,7 +221,8 @@ def _cut_shows(spec: LabSpec, lab: Cluster, broker_id: int, away_from: str) -> b
     return view is not None and any(len(isr) < 3 for isr in view.isr.values())
 
 
-@pytest.mark.parametrize("away_from", ["zookeeper", "peers"])
+# Cut from its peers: a long scenario (bench/long_scenarios.py); the suite has the ZooKeeper cut, the same gates.
+@pytest.mark.parametrize("away_from", ["zookeeper", pytest.param("peers", marks=pytest.mark.long)])
 def test_a_broker_cut_off_between_hosts_holds_the_next_stop_until_it_is_back(
         spec: LabSpec, pooled_lab: Cluster, home: Path, away_from: str) -> None:
     """Between two hosts of a roll, a broker that is not the next one is cut off while it still answers
@@ -392,6 +393,8 @@ def test_etcd_unreachable_between_depool_and_repool_leaves_the_host_depooled_and
     assert collect(pooled_lab)["healthy"]
 
 
+# A long scenario (bench/long_scenarios.py): the suite's SSH hang during the reboot wait meets the same bound.
+@pytest.mark.long
 def test_ssh_hanging_during_the_log_scans_stops_the_run_bounded_with_the_host_depooled_and_resume_finishes(
         spec: LabSpec, pooled_lab: Cluster, home: Path) -> None:
     """The broker is back in sync and its eventbus healthy; then the admin's SSH to the host hangs (DROP)

@@ -54,6 +54,8 @@ def _wait(what: str, predicate: object, timeout: float = 60) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+# A long scenario (bench/long_scenarios.py); the suite's short version: the killed placement rolled back below.
+@pytest.mark.long
 def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Cluster, tmp_path: Path) -> None:
     from kafkaops.lab.kafka import LabKafka as KafkaAdmin
     from kafkaops.lab.kafka import TopicSpec

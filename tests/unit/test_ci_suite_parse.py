@@ -35,6 +35,15 @@ def test_a_runs_log_gives_its_totals_and_its_time_per_module() -> None:
                                  "test": "tests/lab/test_kraft_on_lab.py::test_roll[all]"}
 
 
+def test_the_two_runs_of_the_test_script_are_summed_without_what_each_deselects() -> None:
+    log = ("====== 1416 passed, 121 deselected in 100.15s (0:01:40) ======\n"
+           "0.50s call     tests/unit/test_x.py::test_y\n"
+           "====== 1 failed, 113 passed, 1421 deselected in 2400.00s (0:40:00) ======\nCI_RC=1 WALL=2600\n")
+    got = parse(log)
+    assert got["pytest_seconds"] == 2500.15 and got["pytest_runs"] == [100.15, 2400.0]
+    assert got["counts"] == {"passed": 1529, "failed": 1}
+
+
 def test_a_log_without_a_summary_says_so() -> None:
     got = parse("collected 3 items\n")
     assert got["pytest_seconds"] is None and got["wall_seconds"] is None and got["counts"] == {}
