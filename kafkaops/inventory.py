@@ -345,7 +345,14 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     cluster_name = top.text("cluster") or ""
     kafka = top.sub("kafka")
     assert kafka is not None
-    kafka.allow("bootstrap_servers", "zookeeper")
+    kafka.allow("bootstrap_servers", "zookeeper", "migration")
+    migration = kafka.text("migration", required=False)
+    if migration not in (None, "to-kraft"):
+        raise doc.error("kafka.migration", f"expected to-kraft (a ZooKeeper cluster being migrated to the KRaft "
+                        f"controllers listed under controllers:), got {migration!r}")
+    if migration and not kafka.has("zookeeper"):
+        raise doc.error("kafka.migration", "a migration to KRaft starts from a ZooKeeper cluster: "
+                        "set kafka.zookeeper, or remove kafka.migration once the migration is finalized")
     conftool = top.sub("conftool", required=False)
     pool_weight = 10
     if conftool is not None:
@@ -383,9 +390,10 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     controllers: list[Host] = []
     ctrl_r = top.sub("controllers", required=False)
     if ctrl_r is not None:
-        if kafka.has("zookeeper"):
+        if kafka.has("zookeeper") and not migration:
             raise doc.error("controllers", "a ZooKeeper-mode cluster has no KRaft controller nodes (its "
-                            "controller is a broker): remove controllers:, or kafka.zookeeper for a KRaft cluster")
+                            "controller is a broker): remove controllers:, or kafka.zookeeper for a KRaft cluster "
+                            "(or set kafka.migration: to-kraft: the quorum this cluster migrates to)")
         for name in ctrl_r.data or {}:
             cr = ctrl_r.sub(str(name))
             assert cr is not None
@@ -420,6 +428,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
         pool_weight=pool_weight,
         checkpoints=checkpoints,
         controllers=tuple(controllers),
+        migrating=migration == "to-kraft",
         monitoring=_monitoring(top.sub("monitoring", required=False)),
     )
 

@@ -178,6 +178,10 @@ class Cluster:
     # KRaft controller-only nodes (the quorum's voters), apart from ``hosts`` (the brokers): every
     # broker procedure iterates ``hosts``; only a roll asked to (``--role controllers|all``) takes these.
     controllers: tuple[Host, ...] = ()
+    # A ZooKeeper cluster being migrated to KRaft (inventory ``kafka.migration: to-kraft``): ``controllers``
+    # are the quorum it migrates to, provisioned by ``migrate-to-kraft``; until it is finalized the cluster
+    # still has its ZooKeeper.
+    migrating: bool = False
     # A multi-site inventory: DC -> that site's cluster. Its own ``hosts`` are empty (each host belongs to
     # its site's cluster) and ``etcd``/``conftool_config`` are where the discovery records live.
     sites: Mapping[str, Cluster] = field(default_factory=dict)

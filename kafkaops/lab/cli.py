@@ -26,9 +26,10 @@ app = typer.Typer(
         "The local lab: ZooKeeper, three Kafka 3.9 brokers, etcd + conftool, one sshd per host, an "
         "eventbus HTTP service per host behind a pybal-like load balancer. All on 127.0.10.0/24. Also the "
         "stretch lab (--brokers 4 --dcs eqiad,codfw, 127.0.20.0/24) and the KRaft lab (--mode kraft: "
-        "Kafka 4.x, three controller nodes + three brokers, 127.0.50.0/24) and the two-site lab (--sites "
-        "eqiad,codfw: two clusters, MirrorMaker 2, discovery records; 127.0.60.0/24 and 127.0.70.0/24); "
-        "pick one with --lab."
+        "Kafka 4.x, three controller nodes + three brokers, 127.0.50.0/24), the migration lab (--mode "
+        "migration: ZooKeeper mode with three KRaft controller hosts prepared, 127.0.90.0/24) and the two-site "
+        "lab (--sites eqiad,codfw: two clusters, MirrorMaker 2, discovery records; 127.0.60.0/24 and "
+        "127.0.70.0/24); pick one with --lab."
     ),
     no_args_is_help=True,
 )
@@ -46,7 +47,7 @@ InventoryOpt = typer.Option(None, "--inventory", "-i", help="Lab inventory (defa
 #: The labs `lab up` builds from its layout options: (brokers, DCs) -> the inventory describing it.
 LAYOUTS = {(3, ("eqiad",)): "lab.yaml", (4, ("eqiad", "codfw")): "lab-stretch.yaml"}
 #: ... and from ``--mode``: ZooKeeper mode is the default lab, KRaft mode the KRaft lab.
-MODES = {"zookeeper": "lab.yaml", "kraft": "lab-kraft.yaml"}
+MODES = {"zookeeper": "lab.yaml", "kraft": "lab-kraft.yaml", "migration": "lab-migration.yaml"}
 
 
 #: Whether ``--lab`` named a lab: without it, ``down`` and ``status`` act on every lab that is up.
@@ -113,10 +114,12 @@ def up(inventory: Path | None = InventoryOpt,
                                           "--dcs eqiad,codfw: the stretch lab, inventory/lab-stretch.yaml)."),
        dcs: str | None = typer.Option(None, "--dcs", help="DCs, comma-separated: eqiad, or eqiad,codfw for the "
                                       "stretch lab (two brokers per DC, broker.rack = DC, follower fetching)."),
-       mode: str | None = typer.Option(None, "--mode", metavar="zookeeper|kraft",
+       mode: str | None = typer.Option(None, "--mode", metavar="zookeeper|kraft|migration",
                                        help="zookeeper: Kafka 3.9 with ZooKeeper (the default lab); kraft: Kafka "
                                             "4.x, three controller nodes + three brokers, no ZooKeeper "
-                                            "(inventory/lab-kraft.yaml)."),
+                                            "(inventory/lab-kraft.yaml); migration: the ZooKeeper lab with three "
+                                            "KRaft controller hosts prepared, not running, ready to be migrated "
+                                            "(inventory/lab-migration.yaml, 127.0.90.0/24)."),
        sites: str | None = typer.Option(None, "--sites", metavar="DC,DC",
                                         help="eqiad,codfw: the two-site lab (inventory/lab-sites.yaml): main-eqiad "
                                              "and main-codfw, an eventbus per site, MirrorMaker 2 between them, "

@@ -76,8 +76,72 @@ class LabHost:
     # --- units -----------------------------------------------------------------------------------
     @property
     def enabled_units(self) -> tuple[str, ...]:
-        """What starts at boot: Kafka, and eventbus on a host that serves it."""
-        return tuple(u for u in ENABLED_UNITS if u != "eventbus" or self.host.eventbus)
+        """What starts at boot: Kafka (on a migration lab's controller host, only once provisioned: its
+        storage formatted), and eventbus on a host that serves it."""
+        return tuple(u for u in ENABLED_UNITS if (u != "eventbus" or self.host.eventbus)
+                     and (u != "kafka" or self.provisioned))
+
+    @property
+    def provisioned(self) -> bool:
+        """Kafka is installed and set up here. Every node of the other labs is; a migration lab's controller
+        host is once ``hostctl kafka-format`` wrote its storage's ``meta.properties`` (the migration's
+        provisioning step), as a real controller host is once its Kafka storage is formatted."""
+        return not (self.spec.migration and self.host.role == "controller") or (
+            self.dirs.kafka_data / "meta.properties").exists()
+
+    # --- configuration (the migration lab: what Puppet would write for the node's migration phase) ---
+    def phase(self) -> str:
+        """The node's configuration phase in a migration lab (:data:`configs.PHASES`)."""
+        from kafkaops.lab import configs
+
+        f = self.dirs.etc / "kafka-phase"
+        return f.read_text().strip() if f.exists() else configs.initial_phase(self.host)
+
+    def configure(self, phase: str) -> bool:
+        """Write the node's ``server.properties`` for ``phase``; True if it changed. Takes effect at the
+        broker's next start, as a configuration change does on a real host."""
+        from kafkaops.lab import configs
+
+        if not self.spec.migration:
+            raise LabError(f"{self.host.name}: only a migration lab's nodes change configuration phase",
+                           hint="kafkaops lab up --mode migration")
+        try:
+            text = configs.migration_properties(self.spec, self.host, self.dirs, phase)
+        except ValueError as exc:
+            raise LabError(str(exc), hint=f"phases: {', '.join(configs.PHASES)}") from exc
+        path = self.dirs.etc / "server.properties"
+        changed = not path.exists() or path.read_text() != text
+        path.write_text(text)
+        (self.dirs.etc / "kafka-phase").write_text(phase + "\n")
+        if changed:
+            self.record("kafka-config", phase=phase)
+        return changed
+
+    def format_storage(self, cluster_id: str) -> bool:
+        """``kafka-storage format`` of this node's log directory with ``cluster_id``: True if it formatted,
+        False if it already was (with that id); an error if it was with another."""
+        import re
+        import subprocess
+
+        if not re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster_id):
+            raise LabError(f"{cluster_id!r} is not a Kafka cluster id (22 characters of URL-safe base64)",
+                           hint="read it from ZooKeeper: get /cluster/id")
+        meta = self.dirs.kafka_data / "meta.properties"
+        if meta.exists():
+            found = dict(line.split("=", 1) for line in meta.read_text().splitlines() if "=" in line)
+            if found.get("cluster.id") != cluster_id:
+                raise LabError(f"{self.host.name}: storage already formatted for cluster {found.get('cluster.id')}",
+                               hint="a node is formatted once, with the cluster's own id")
+            return False
+        done = subprocess.run([str(self.dirs.bin / "kafka-storage"), "format", "-t", cluster_id, "-c",
+                               str(self.dirs.etc / "server.properties")], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise LabError(f"{self.host.name}: kafka-storage format failed: {(done.stderr or done.stdout)[-300:]}")
+        self.record("kafka-format", cluster_id=cluster_id)
+        monitoring.provisioned(self.spec, [h for h in self.spec.controllers
+                                           if (host_dirs(h.name, Path(self.spec.lab_dir)).kafka_data
+                                               / "meta.properties").exists()])
+        return True
 
     def argv(self, unit: str) -> list[str]:
         d = self.dirs

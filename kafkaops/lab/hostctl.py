@@ -92,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("boot-id")
     sub.add_parser("reboot")
     sub.add_parser("system-state")
+    p = sub.add_parser("kafka-config", help="write this node's Kafka configuration for a migration phase "
+                       "(the migration lab; takes effect at the next start)")
+    p.add_argument("phase", choices=("zk", "migration", "kraft", "show"))
+    p = sub.add_parser("kafka-format", help="format this node's Kafka storage with the cluster's id "
+                       "(idempotent; refuses another id)")
+    p.add_argument("cluster_id")
     p = sub.add_parser("log")
     p.add_argument("unit", choices=ENABLED_UNITS)
     p.add_argument("--since", type=lambda s: float(s.lstrip("@")), default=None)
@@ -127,6 +133,15 @@ def main(argv: list[str] | None = None) -> int:
             (host.dirs.run / "stopping").touch()  # like systemd: "stopping" from the moment it is asked
             host.spawn_detached("reboot")
             print(f"{host.host.name}: rebooting")
+        elif args.cmd == "kafka-config":
+            if args.phase == "show":
+                print(host.phase())
+            else:
+                changed = host.configure(args.phase)
+                print(f"{host.host.name}: kafka configured for {args.phase}" + ("" if changed else " (unchanged)"))
+        elif args.cmd == "kafka-format":
+            formatted = host.format_storage(args.cluster_id)
+            print(f"{host.host.name}: storage " + ("formatted" if formatted else "already formatted"))
         elif args.cmd == "log":
             return _log(host, args.unit, args.since)
         elif args.cmd == "_reboot":

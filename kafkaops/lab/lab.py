@@ -364,7 +364,8 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
         for host in hosts:
             host.power_on(wait=False)
         progress("waiting for the brokers to register")
-        _wait("Kafka brokers", lambda: _brokers_alive(hosts) and _brokers_registered(spec), 90)
+        kafkas = [h for h in hosts if "kafka" in h.enabled_units]  # a migration lab's controllers wait
+        _wait("Kafka brokers", lambda: _brokers_alive(kafkas) and _brokers_registered(spec), 90)
         progress("creating topics")
         _create_topics(spec)
         if spec.vip_address:
@@ -475,9 +476,15 @@ def status(base: Path | None = None) -> list[Component]:
                              extra={"host": h.name, "boot_id": boot}))
         kpid = host.pid("kafka")
         if h.role == "controller":  # its place in the quorum: `kafkaops status` asks Kafka's tool
+            if not host.provisioned:  # a migration lab's controller host before the migration provisions it
+                out.append(Component(f"{h.name}/kafka", "kafka-controller", f"{h.address}:{h.kafka_port}", kpid,
+                                     kpid is None, detail=f"controller node {h.broker_id}: not provisioned",
+                                     extra={"host": h.name, "node_id": h.broker_id, "provisioned": False}))
+                continue
             out.append(Component(f"{h.name}/kafka", "kafka-controller", f"{h.address}:{h.kafka_port}", kpid,
                                  kpid is not None and procs.port_open(h.address, h.kafka_port),
-                                 detail=f"controller node {h.broker_id}",
+                                 detail=f"controller node {h.broker_id}" + (f", {host.phase()}" if spec.migration
+                                                                            else ""),
                                  extra={"host": h.name, "node_id": h.broker_id}))
             continue
         reg = h.broker_id in registered

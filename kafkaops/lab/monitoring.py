@@ -148,7 +148,11 @@ def prometheus_config(spec: LabSpec, rules: Path) -> str:
         "alerting": {"alertmanagers": [{"static_configs": [
             {"targets": [f"{spec.alertmanager_address}:{ALERTMANAGER_PORT}"]}]}]},
         "scrape_configs": [
-            {"job_name": "kafka", "static_configs": [_target(spec, h, JMX_PORT) for h in spec.hosts]},
+            {"job_name": "kafka", "static_configs": [_target(spec, h, JMX_PORT) for h in spec.hosts
+                                                     if not _provisioned_later(spec, h)],
+             # A migration lab's controller hosts join once provisioned (:func:`provisioned`), as production's
+             # Puppet adds a new host's exporter to Prometheus: an unprovisioned node is not "down".
+             **({"file_sd_configs": [{"files": [str(_dir(spec) / PROVISIONED)]}]} if spec.migration else {})},
             {"job_name": "eventbus",
              "static_configs": [_target(spec, h, EVENTBUS_METRICS_PORT) for h in spec.hosts if h.eventbus]},
         ],
@@ -234,11 +238,31 @@ def preflight(spec: LabSpec) -> None:
                        hint="run scripts/install.sh to resolve it from Maven")
 
 
+#: A migration lab's provisioned controller nodes, as Prometheus file-based discovery reads them.
+PROVISIONED = "provisioned-nodes.json"
+
+
+def _provisioned_later(spec: LabSpec, h: LabHostSpec) -> bool:
+    return spec.migration and h.role == "controller"
+
+
+def provisioned(spec: LabSpec, hosts: list[LabHostSpec]) -> None:
+    """Scrape these nodes from now on (Prometheus watches the file): a migration lab's controllers, once
+    provisioned."""
+    targets = [_target(spec, h, JMX_PORT) for h in hosts]
+    path = _dir(spec) / PROVISIONED
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(targets, indent=2) + "\n")
+    tmp.replace(path)
+
+
 def prepare(spec: LabSpec) -> None:
     """Write the configurations (called from ``lab up``'s prepare, before any process starts)."""
     d = _dir(spec)
     for sub in ("prometheus", "alertmanager"):
         (d / sub).mkdir(parents=True, exist_ok=True)
+    if spec.migration:
+        provisioned(spec, [])
     (d / "jmx_exporter.yaml").write_text(JMX_RULES)
     (d / "rules.yml").write_text(alert_rules())
     (d / "prometheus.yml").write_text(prometheus_config(spec, d / "rules.yml"))

@@ -52,7 +52,8 @@ class LabSpec:
     hosts: tuple[LabHostSpec, ...]
     #: The deploy server (only an sshd and the releases), when the inventory has a ``deploy_host``.
     deploy: LabHostSpec | None = None
-    #: ``zookeeper`` (Kafka 3.9, the default lab) or ``kraft`` (Kafka 4.x, controller nodes, no ZooKeeper).
+    #: ``zookeeper`` (Kafka 3.9, the default lab), ``kraft`` (Kafka 4.x, controller nodes, no ZooKeeper) or
+    #: ``migration`` (Kafka 3.9 in ZooKeeper mode, with KRaft controller hosts prepared but not running).
     mode: str = "zookeeper"
     #: The KRaft cluster id every node's storage is formatted with (``kafka-storage format -t``).
     cluster_id: str = ""
@@ -67,6 +68,11 @@ class LabSpec:
     @property
     def kraft(self) -> bool:
         return self.mode == "kraft"
+
+    @property
+    def migration(self) -> bool:
+        """The migration lab: a ZooKeeper-mode cluster (Kafka 3.9) with KRaft controller hosts prepared."""
+        return self.mode == "migration"
 
     @property
     def brokers(self) -> tuple[LabHostSpec, ...]:
@@ -172,11 +178,19 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         kafka_jars=str(paths.kafka_jars(kraft=cluster.kraft)), zk_address=zk_address, zk_port=zk_port,
         etcd_address=etcd_address, etcd_port=etcd_port, conftool_config=cluster.conftool_config,
         bootstrap_servers=cluster.bootstrap_servers, vip_address=vip_address, vip_port=vip_port,
-        hosts=tuple(hosts), deploy=deploy, mode="kraft" if cluster.kraft else "zookeeper",
+        hosts=tuple(hosts), deploy=deploy, mode=_mode(cluster),
         cluster_id=_kraft_cluster_id() if cluster.kraft else "",
         prometheus_address=prometheus, alertmanager_address=alertmanager, receiver_address=receiver,
         jmx_agent=str(paths.jmx_agent()),
     )
+
+
+def _mode(cluster: Cluster) -> str:
+    """``kraft`` (no ZooKeeper), ``migration`` (ZooKeeper and KRaft controllers: ready to migrate) or
+    ``zookeeper``."""
+    if cluster.kraft:
+        return "kraft"
+    return "migration" if cluster.controllers else "zookeeper"
 
 
 #: The last octets of the lab's Prometheus, Alertmanager and alert receiver addresses, in the lab's /24.

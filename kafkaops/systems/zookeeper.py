@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kafkaops.engine.lock import LockInfo, held_error
-from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.errors import CheckFailed, ConfigError, UnreachableError
 
 T = TypeVar("T")
 
@@ -213,13 +213,41 @@ class ZooKeeper:
 
     def controller(self) -> int | None:
         """The controller's broker id, ``None`` during an election."""
+        record = self.controller_record()
+        return int(record["brokerid"]) if record is not None else None
+
+    def controller_record(self) -> dict[str, Any] | None:
+        """``/controller`` as Kafka wrote it: ``brokerid``, and ``kraftControllerEpoch`` once a KRaft
+        controller in migration mode holds the controllership (its id is then a controller node's, not a
+        broker's); ``None`` during an election."""
+        return self._json("/controller")
+
+    def cluster_id(self) -> str | None:
+        """The cluster's id (``/cluster/id``), which the KRaft controllers of a migration are formatted with."""
+        record = self._json("/cluster/id")
+        return str(record["id"]) if record is not None and "id" in record else None
+
+    def migration_record(self) -> dict[str, Any] | None:
+        """``/migration``: the KRaft controller's record of a ZooKeeper → KRaft migration
+        (``kraft_metadata_offset`` is -1 until the metadata was copied); ``None`` before one started."""
+        return self._json("/migration")
+
+    def _json(self, path: str) -> dict[str, Any] | None:
         from kazoo.exceptions import NoNodeError
 
         try:
-            data, _ = self.call("a read of /controller", lambda zk: zk.get("/controller"))
+            data, _ = self.call(f"a read of {path}", lambda zk: zk.get(path))
         except NoNodeError:
             return None
-        return int(json.loads(data)["brokerid"])
+        try:
+            record = json.loads(data)
+        except ValueError as exc:
+            raise CheckFailed(f"ZooKeeper {self.hosts}: {path} is not JSON ({data[:80]!r})",
+                              hint="the cluster's metadata in ZooKeeper is not what Kafka writes") from exc
+        if not isinstance(record, dict):
+            raise CheckFailed(f"ZooKeeper {self.hosts}: {path} is not a JSON object ({data[:80]!r})",
+                              hint="the cluster's metadata in ZooKeeper is not what Kafka writes")
+        return record
 
 
 def _stop(client: Any) -> None:

@@ -151,6 +151,20 @@ def test_the_run_identity_names_what_changed_and_ignores_masked_values() -> None
     assert environment_changes(recorded, dependencies(keyed)) != []
 
 
+def test_a_run_journaled_before_a_model_field_existed_resumes_on_the_same_inventory() -> None:
+    """An upgrade mid-roll: the run's identity was journaled by a kafkaops whose model had no ``migrating``;
+    the same inventory, read by this one, is the same world. Set, the field is a change like any other."""
+    from kafkaops.run_identity import dependencies, environment_changes
+
+    cluster = _cluster()
+    recorded = Environment(cluster, inventory="/x/inv.yaml").identity()
+    older = {**recorded, "depends": {k: v for k, v in recorded["depends"].items() if k != "migrating"}}
+    assert "migrating" not in recorded["depends"]
+    assert environment_changes(older, dependencies(cluster)) == []
+    assert environment_changes(older, dependencies(dataclasses.replace(cluster, migrating=True))) == [
+        "migrating: '<absent>' -> True"]
+
+
 def test_the_labs_own_writes_refuse_themselves_in_a_dry_run_too() -> None:
     """The lab's adapters (kafkaops.lab) add writes production never makes; a dry-run's copy refuses them."""
     from kafkaops.lab.kafka import LabKafka
