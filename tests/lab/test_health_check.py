@@ -548,6 +548,9 @@ def _comparable(result: CheckResult) -> list[tuple[object, ...]]:
     return [(f.severity, f.check, f.topic, f.partition, f.value, f.message) for f in result.findings]
 
 
+# A long scenario (bench/long_scenarios.py): the suite scans with Spark in local mode; a standalone
+# master's reachability gate is unit-tested (tests/unit/test_reachability.py).
+@pytest.mark.long
 def test_standalone_cluster_gives_the_same_findings_as_local(lab_cluster: Cluster, spark_standalone: str) -> None:
     """Local and standalone, fast and built-in reader: one report."""
     uid = _uid()

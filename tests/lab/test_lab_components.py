@@ -234,6 +234,8 @@ def test_status_answers_when_etcd_does_not(lab_cluster: Cluster, tmp_path: Path)
     assert {b["pooled"] for b in data["brokers"]} == {"unknown"}
 
 
+# A long scenario (bench/long_scenarios.py): it starts a KRaft lab of its own only to stop it.
+@pytest.mark.long
 def test_plain_lab_down_stops_the_kraft_lab_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 28: after `lab up --mode kraft`, a plain `kafkaops lab down` left its six JVMs running (it only
     knew the default lab). The KRaft lab runs here under a HOME of its own, so the `lab down` below sees it

@@ -120,6 +120,8 @@ def _finish(home: Path, lab: Cluster, before: dict[str, int], *, group: int | No
     assert collect(lab)["healthy"]
 
 
+# A long scenario (bench/long_scenarios.py): the suite's chaos roll (seed 1) removes the lock mid-roll.
+@pytest.mark.long
 def test_the_lock_force_removed_mid_roll_stops_every_further_destructive_step(
         spec: LabSpec, pooled_lab: Cluster, home: Path, tmp_path: Path) -> None:
     before = _stops()
@@ -356,6 +358,9 @@ def _pooled(lab: Cluster, name: str) -> str:
     return str(LabConftool(lab.conftool_config).get(host.fqdn, host.conftool_tags).pooled)
 
 
+# A long scenario (bench/long_scenarios.py): the suite's SSH hang during the reboot wait stops the run
+# bounded with the host depooled, and resume finishes, as here.
+@pytest.mark.long
 def test_etcd_unreachable_between_depool_and_repool_leaves_the_host_depooled_and_resume_repools(
         spec: LabSpec, pooled_lab: Cluster, home: Path) -> None:
     """conftool's etcd stops answering the admin after the depool. The maintenance goes on (nothing in it

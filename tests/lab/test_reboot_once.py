@@ -66,6 +66,9 @@ def test_killed_right_after_the_reboot_command_the_resume_does_not_send_it_again
     assert collect(lab_cluster)["healthy"]
 
 
+# A long scenario (bench/long_scenarios.py): the suite's kill right after the reboot command is the
+# harder case (the boot id has not changed yet).
+@pytest.mark.long
 def test_killed_after_the_boot_id_changed_the_resume_sends_no_reboot(
         lab_cluster: Cluster, slow_host: LabHost, home: Path) -> None:
     commands, boots = len(slow_host.events("reboot-command")), len(slow_host.events("boot"))

@@ -123,6 +123,8 @@ def _killed_after_depool(home: Path, sites: Cluster, src: str, dst: str) -> tupl
     return kill_after_step(home, proc, "discovery.depool", "lab-sites"), proc
 
 
+# A long scenario (bench/long_scenarios.py): the suite applies a switchover under load and rolls one back.
+@pytest.mark.long
 def test_switchover_killed_mid_way_and_resumed_loses_nothing(sites: Cluster, tmp_path: Path) -> None:
     src, dst = _active(sites)
     with SwitchLoad(sites) as load:
