@@ -83,7 +83,7 @@ SLOW_TIMEOUT = 300
 
 
 #: The labs that run beside the default one, each a fixture of its own, in the order their tests run.
-SIDE_LABS = ("stretch", "kraft", "sites")
+SIDE_LABS = ("stretch", "kraft", "migration", "sites")
 
 
 def _side_lab(module: list[pytest.Item]) -> int:
@@ -100,7 +100,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     their own ``timeout`` mark.
 
     Modules run in groups: those without a lab first, then the default lab's, then by the side lab they
-    need (stretch, then KRaft, then two-site): a side lab starts once for its group (:func:`_kept_up` keeps
+    need (stretch, KRaft, migration, two-site): a side lab starts once for its group (:func:`_kept_up` keeps
     it up between two modules that both need it) instead of once per module — a start and a stop cost a
     minute."""
     for item in items:
@@ -194,6 +194,18 @@ def kraft() -> Iterator[Cluster]:
 
     cluster = load_inventory(REPO / "inventory" / "lab-kraft.yaml")
     with _running(cluster, lab_dir(cluster.name), "kraft") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def migration() -> Iterator[Cluster]:
+    """The migration lab (issue 33): the ZooKeeper lab's cluster with three KRaft controller hosts prepared,
+    beside the default lab; started for the module that needs it unless one is up."""
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab.paths import lab_dir
+
+    cluster = load_inventory(REPO / "inventory" / "lab-migration.yaml")
+    with _running(cluster, lab_dir(cluster.name), "migration") as running:
         yield running
 
 

@@ -57,8 +57,11 @@ class MigrationView:
 
     @property
     def kraft_controls(self) -> bool:
-        """A KRaft controller holds the cluster's controllership in ZooKeeper (dual-write)."""
-        return self.controller_record is not None and "kraftControllerEpoch" in self.controller_record
+        """A KRaft controller holds the cluster's controllership in ZooKeeper (dual-write). A 3.9 broker
+        elected controller writes ``kraftControllerEpoch: -1`` (seen on the lab): only an epoch ≥ 0 is a
+        KRaft controller's."""
+        epoch = (self.controller_record or {}).get("kraftControllerEpoch", -1)
+        return isinstance(epoch, int) and epoch >= 0
 
 
 def phase(view: MigrationView) -> str:

@@ -208,10 +208,11 @@ def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) 
     uid = _uid()
     topic = f"kotest-{uid}.retained"
     admin = KafkaAdmin(lab_cluster.bootstrap_servers, timeout=15, cluster=lab_cluster.name)
-    admin.create_topics([TopicSpec(topic, 1, 3, (("cleanup.policy", policy), ("retention.ms", "5000"),
+    # retention.ms 12 s: longer than the topic's creation and three bursts take on a loaded 2-core machine (at
+    # 5 s the broker once removed the first segment before the baseline was taken: CI, 2026-11-26).
+    admin.create_topics([TopicSpec(topic, 1, 3, (("cleanup.policy", policy), ("retention.ms", "12000"),
                                                  ("segment.ms", "1000")))])
     _create(lab_cluster, topic, partitions=1)  # waits for the leader and a full ISR
-    started = time.monotonic()
     n = 0
     for _ in range(3):  # three segments: each burst comes more than segment.ms after the one before
         _produce(lab_cluster, topic, [ProduceRecord(f"v{n + i}", partition=0, key=f"k{n + i}") for i in range(10)])
@@ -222,20 +223,19 @@ def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) 
     assert (b.log_start_offset, b.log_end_offset) == (0, 30) and b.probe is not None
     _produce(lab_cluster, topic, [ProduceRecord(f"v{n + i}", partition=0, key=f"k{n + i}") for i in range(10)])
     # Then nothing more: a compacting cleaner would merge fresh records into the old segments' timestamps.
-    deadline = time.monotonic() + 45
+    deadline = time.monotonic() + 75
     start = 0
     while time.monotonic() < deadline:
         start = admin.list_offsets([(topic, 0)])[(topic, 0)][0] or 0
         if start >= 40:
             break
         time.sleep(1)
-    assert start >= 40, f"the broker removed nothing in 45 s (log start {start})"
+    assert start >= 40, f"the broker removed nothing in 75 s (log start {start})"
 
     result = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid))
     assert _failing(result) == [], result.findings
     assert [f for f in result.findings if f.check.startswith("log_start")] == []
     assert result.exit_code == 0
-    assert time.monotonic() - started < 60
 
 
 def test_size_retention_is_not_loss_and_delete_records_under_it_is(lab_cluster: Cluster) -> None:

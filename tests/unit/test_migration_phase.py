@@ -37,6 +37,12 @@ def test_each_phase_of_the_migration_is_told_from_what_the_cluster_shows() -> No
     assert phase(view("kraft", "kraft", migration=COPIED)) == "finalized"
 
 
+def test_a_zookeeper_controller_writes_a_kraft_epoch_of_minus_one_and_is_not_a_kraft_controller() -> None:
+    zk_controller = {"version": 2, "brokerid": 1001, "timestamp": "1", "kraftControllerEpoch": -1}  # seen on 3.9
+    assert not view("zk", controller=zk_controller).kraft_controls
+    assert view("migration", "migration", migration=COPIED, controller=KRAFT_CONTROLLER).kraft_controls
+
+
 def test_a_quorum_that_is_not_up_is_not_a_migration_under_way() -> None:
     assert phase(view("migration", "migration", leader=None)) == "zookeeper"
 
