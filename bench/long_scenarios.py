@@ -35,10 +35,35 @@ def outcomes(log: str) -> dict[str, str]:
     return {m[2]: m[1].lower() for line in log.splitlines() if (m := _OUTCOME.match(line))}
 
 
+_SECTION = re.compile(r"^_{3,} (\S+) _{3,}$")
+
+
+def printed(log: str) -> dict[str, list[str]]:
+    """What each passed scenario printed (its figures: phase times, load reports), from the ``PASSES``
+    section ``-rA`` adds: test name -> its captured stdout lines."""
+    out: dict[str, list[str]] = {}
+    if "= PASSES =" not in log:
+        return out
+    test, capturing = "", False
+    for line in log.split("= PASSES =", 1)[1].splitlines():
+        if line.startswith("=") and "short test summary" in line:
+            break
+        if m := _SECTION.match(line):
+            test, capturing = m[1], False
+        elif line.startswith("-") and "Captured stdout" in line:
+            capturing = True
+        elif line.startswith("-") and "Captured" in line:
+            capturing = False
+        elif capturing and test and line.strip():
+            out.setdefault(test, []).append(line)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default=None, help="only the scenarios pytest's -k expression selects")
     parser.add_argument("--json", type=Path, default=None, help="default bench/results/long-scenarios-<date>.json")
+    parser.add_argument("--log", type=Path, default=None, help="also keep pytest's whole output here")
     args = parser.parse_args()
     path = args.json or default_path("long-scenarios")
     result: dict[str, Any] = header("long-scenarios", vars(args), REPO / "inventory")
@@ -51,14 +76,21 @@ def main() -> int:
     proc = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = proc.stdout
     sys.stdout.write(log)
-    parsed = parse(log)
+    if args.log:
+        args.log.write_text(log)
     result.update(finished=now(), complete=True, exit_code=proc.returncode,
-                  wall_seconds=round(time.monotonic() - start), pytest_seconds=parsed["pytest_seconds"],
-                  counts=parsed["counts"], outcomes=outcomes(log), modules=parsed["modules"],
-                  slowest=parsed["slowest"])
+                  wall_seconds=round(time.monotonic() - start), **summary(log))
     write(path, result)
     print(f"{path}: {result['counts']} in {result['wall_seconds']} s (exit {proc.returncode})")
     return proc.returncode
+
+
+def summary(log: str) -> dict[str, Any]:
+    """What a run's output says: counts, pytest's time, each scenario's outcome and printed figures, the
+    time per module and the slowest phases."""
+    parsed = parse(log)
+    return {"pytest_seconds": parsed["pytest_seconds"], "counts": parsed["counts"], "outcomes": outcomes(log),
+            "printed": printed(log), "modules": parsed["modules"], "slowest": parsed["slowest"]}
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
-from long_scenarios import outcomes  # noqa: E402 - bench/ is not a package
+from long_scenarios import outcomes, printed  # noqa: E402 - bench/ is not a package
 
 
 def test_each_scenarios_outcome_is_read_from_pytests_summary() -> None:
@@ -21,6 +21,20 @@ def test_each_scenarios_outcome_is_read_from_pytests_summary() -> None:
     assert outcomes(log) == {"tests/lab/test_kraft_on_lab.py::test_role_all_rolls": "passed",
                              "tests/lab/test_network_faults_on_lab.py::test_cut[peers]": "failed",
                              "tests/lab/test_placement_on_lab.py::test_apply": "error"}
+
+
+def test_the_figures_a_scenario_printed_are_kept_per_test() -> None:
+    log = ("==================================== PASSES ====================================\n"
+           "_________________ test_kafkas_documented_migration_walks_through_under_load _________________\n"
+           "----------------------------- Captured stdout call -----------------------------\n"
+           "phases: provision controllers 15s, brokers into KRaft mode 30s\n"
+           "------------------------------ Captured log call -------------------------------\n"
+           "INFO     kazoo.client:client.py:565 Zookeeper connection established\n"
+           "=========================== short test summary info ============================\n"
+           "PASSED tests/lab/test_migration_lab.py::test_kafkas_documented_migration_walks_through_under_load\n")
+    assert printed(log) == {"test_kafkas_documented_migration_walks_through_under_load": [
+        "phases: provision controllers 15s, brokers into KRaft mode 30s"]}
+    assert printed("no passes section\n") == {}
 
 
 def _collected(*args: str) -> set[str]:
