@@ -122,8 +122,19 @@ _NEXT: list[pytest.Item | None] = [None]
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """The next test as pytest's teardown sees it: None once the session is stopping (``-x`` after a
+    failure), though one was scheduled — pytest then tears everything down, and so must a kept lab."""
     _NEXT[0] = nextitem
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No test comes next: the session is ending (its last test ran, ``-x`` stopped it, or it was
+    interrupted), and what is still set up is torn down after this hook. A side lab kept up for the test
+    that was to come next is stopped then, not left running (found: ``-x`` after a failure left the
+    migration lab up, and the next session's fixture used that half-migrated lab as it was)."""
+    _NEXT[0] = None
 
 
 def _next_test_uses(fixture: str) -> bool:
