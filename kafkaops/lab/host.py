@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab import monitoring, procs
+from kafkaops.lab import configs, monitoring, procs
 from kafkaops.lab.paths import HostDirs, host_dirs
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 
@@ -92,16 +92,12 @@ class LabHost:
     # --- configuration (the migration lab: what Puppet would write for the node's migration phase) ---
     def phase(self) -> str:
         """The node's configuration phase in a migration lab (:data:`configs.PHASES`)."""
-        from kafkaops.lab import configs
-
         f = self.dirs.etc / "kafka-phase"
         return f.read_text().strip() if f.exists() else configs.initial_phase(self.host)
 
     def configure(self, phase: str) -> bool:
         """Write the node's ``server.properties`` for ``phase``; True if it changed. Takes effect at the
         broker's next start, as a configuration change does on a real host."""
-        from kafkaops.lab import configs
-
         if not self.spec.migration:
             raise LabError(f"{self.host.name}: only a migration lab's nodes change configuration phase",
                            hint="kafkaops lab up --mode migration")
@@ -138,9 +134,7 @@ class LabHost:
         if done.returncode != 0:
             raise LabError(f"{self.host.name}: kafka-storage format failed: {(done.stderr or done.stdout)[-300:]}")
         self.record("kafka-format", cluster_id=cluster_id)
-        monitoring.provisioned(self.spec, [h for h in self.spec.controllers
-                                           if (host_dirs(h.name, Path(self.spec.lab_dir)).kafka_data
-                                               / "meta.properties").exists()])
+        monitoring.provisioned(self.spec, [h for h in self.spec.controllers if LabHost(self.spec, h).provisioned])
         return True
 
     def argv(self, unit: str) -> list[str]:
