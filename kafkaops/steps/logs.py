@@ -160,6 +160,20 @@ BENIGN_KAFKA_ERRORS: tuple[BenignError, ...] = (
                 "java.lang.NullPointerException: Cannot invoke \"org.apache.kafka.network.metrics.RequestMetrics"
                 "$ErrorMeter.getOrCreateMeter()\" because the return value of \"java.util.Map.get(Object)\" is null",
     ),
+    BenignError(
+        # Only with java.lang.InterruptedException as the entry's exception: the same line with a socket or
+        # timeout error (a broker the controller cannot reach) still stops the run.
+        name="controller-send-interrupted",
+        pattern=r"\[RequestSendThread controllerId=(\d+)\] Controller \1 fails to send a request to broker "
+                r"[^\n]*\(kafka\.controller\.RequestSendThread\)\n\s*java\.lang\.InterruptedException\b",
+        why="ZooKeeper mode: the controller stops its request thread to a broker (it is shutting down or resigning) "
+            "while that thread waits to send; the wait is interrupted and logged at ERROR. The next controller sends "
+            "every broker the full state again, so the dropped request is not lost (seen once in CI: the "
+            "controller's own controlled stop during a reboot)",
+        example="[2026-11-26 23:34:50,421] ERROR [RequestSendThread controllerId=1002] Controller 1002 fails to "
+                "send a request to broker 127.0.10.1:9092 (id: 1001 rack: A) (kafka.controller.RequestSendThread)\n"
+                "java.lang.InterruptedException",
+    ),
 )
 
 

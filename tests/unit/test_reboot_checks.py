@@ -111,6 +111,24 @@ def test_the_controller_failing_to_reach_another_broker_is_not_benign() -> None:
     assert [m.number for m in scan_kafka_lines([other]).errors] == [1]
 
 
+
+def test_the_controller_failing_to_reach_another_broker_is_benign_only_when_its_send_thread_was_interrupted() -> None:
+    """CI at 1cc270b: the controller's own controlled stop interrupted its send thread to broker 1001. The same
+    line caused by a timeout or an I/O error is a broker the controller cannot reach, and still stops the run."""
+    head = ("[2026-11-26 23:34:50,421] ERROR [RequestSendThread controllerId=1002] Controller 1002 fails to send "
+            "a request to broker 127.0.10.1:9092 (id: 1001 rack: A) (kafka.controller.RequestSendThread)")
+    assert scan_kafka_lines([head, "java.lang.InterruptedException"]).errors == ()
+    assert scan_kafka_lines([head, "java.lang.InterruptedException: sleep interrupted",
+                             "\tat java.base/java.lang.Thread.sleep(Native Method)"]).errors == ()
+    for cause in ("java.io.IOException: Connection to 1001 was disconnected before the response was read",
+                  "java.net.SocketTimeoutException: Failed to connect within 30000 ms"):
+        assert [m.number for m in scan_kafka_lines([head, cause]).errors] == [1], cause
+    # another controller's line, or an interrupted exception belonging to the next entry, excuses nothing
+    other = head.replace("controllerId=1002] Controller 1002", "controllerId=1002] Controller 1003")
+    assert [m.number for m in scan_kafka_lines([other, "java.lang.InterruptedException"]).errors] == [1]
+    nxt = "[2026-11-26 23:34:50,422] WARN [Something] interrupted (kafka.Foo)"
+    assert [m.number for m in scan_kafka_lines([head, nxt, "java.lang.InterruptedException"]).errors] == [1]
+
 def test_a_starting_controllers_api_versions_failure_is_benign_only_for_that_null_raft_manager() -> None:
     head = ("[2026-11-25 06:42:11,264] ERROR [ControllerApis nodeId=3001] Unexpected error handling request "
             "RequestHeader(apiKey=API_VERSIONS, apiVersion=4, clientId=adminclient-1, correlationId=0, "
