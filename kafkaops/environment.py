@@ -248,7 +248,7 @@ class Environment:
             return as_alive(snap, alive)
         try:
             zk = self._registrations(self.cluster.zookeeper)
-            alive &= set(zk.registered_brokers())
+            alive &= self._registered(zk, snap.endpoints)
         except UnreachableError:
             return as_alive(snap, alive)
         return as_alive(as_the_controller_sees(snap, zk, self.probe), alive)
@@ -271,11 +271,26 @@ class Environment:
             self._registrations_zk = ZooKeeper(hosts, timeout=self.kafka_timeout, dry_run=self.dry_run)
         return self._registrations_zk.open()
 
+    def _registered(self, zk: ZooKeeper, endpoints: Mapping[int, tuple[str, int]]) -> set[int]:
+        """The brokers registered in ZooKeeper; during a migration to KRaft also the metadata's brokers that
+        answer on their own listener. Seen on the migration lab: a broker moved to KRaft mode registers with
+        the quorum only, never in ``/brokers/ids``; and the quorum keeps listing a migrating ZooKeeper-mode
+        broker minutes after its stop — so the metadata alone would never see that stop."""
+        registered = set(zk.registered_brokers())
+        if not self.cluster.migrating:
+            return registered
+        return registered | self.probe.serving(endpoints, set(endpoints) - registered)
+
     def registered_brokers(self) -> list[int]:
-        """Broker ids the cluster itself considers alive (ZooKeeper registrations, else metadata)."""
+        """Broker ids the cluster itself considers alive (ZooKeeper registrations, else metadata; during a
+        migration to KRaft, see :meth:`_registered`)."""
         with self.zookeeper() as zk:
             if zk is not None:
-                return zk.registered_brokers()
+                if not self.cluster.migrating:
+                    return zk.registered_brokers()
+                md = self.kafka.metadata()
+                return sorted(self._registered(zk, {int(b): (str(m.host), int(m.port))
+                                                    for b, m in md.brokers.items()}))
         return sorted(self.kafka.metadata().brokers)
 
     def host(self, name: str) -> Host:
@@ -301,9 +316,10 @@ class Environment:
 
     def quorum(self) -> MetadataQuorum:
         """The KRaft metadata quorum, asked through ``kafka-metadata-quorum`` on the inventory's controller
-        nodes (any that answers). Refused for a ZooKeeper-mode cluster, which has no such quorum."""
+        nodes (any that answers); during a migration, the quorum it moves to. Refused for a ZooKeeper-mode
+        cluster, which has no such quorum."""
         if self._quorum is None:
-            if not self.cluster.kraft:
+            if not self.cluster.kraft and not self.cluster.migrating:
                 raise ConfigError(f"{self.cluster.name} runs in ZooKeeper mode: it has no KRaft metadata quorum",
                                   hint="its controller is a broker elected through ZooKeeper")
             from kafkaops.systems.quorum import MetadataQuorum

@@ -178,7 +178,8 @@ def check_batch(params: Mapping[str, Any]) -> None:
 
 def roll_order(env: Environment, hosts: list[Host], order: str) -> tuple[list[Host], list[str]]:
     """``hosts`` in the order a runbook's ``targets.order`` asks for, and a note for the plan
-    (:mod:`kafkaops.policy.roll_order`, from the controller Kafka names or the KRaft quorum's leader).
+    (:mod:`kafkaops.policy.roll_order`, from the controller Kafka names or the KRaft quorum's leader; a
+    migration's controllers by the quorum's leader too).
 
     Kafka is asked once, with one try: an unreachable cluster is reported within one request timeout; a
     broker-only KRaft roll asks no quorum.
@@ -188,7 +189,7 @@ def roll_order(env: Environment, hosts: list[Host], order: str) -> tuple[list[Ho
 
     if order != "controller_last":
         return list(hosts), []
-    if not env.cluster.kraft:
+    if not env.cluster.kraft and not (env.cluster.migrating and has_controller_nodes(hosts)):
         return controller_last(hosts, env.kafka.controller(attempts=1))
     leader = judge(env.quorum().replication()).leader_id if has_controller_nodes(hosts) else None
     return kraft_order(hosts, leader)

@@ -95,6 +95,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "vip_syn_capture": frozenset({"port", "window", "vip"}),
     "kafka_log": frozenset({"since"}), "failed_events_read": frozenset({"path"}),
     "deploy": frozenset({"rev", "message", "repo", "deploy_host"}), "deploy_revision": frozenset({"repo"}),
+    "kafka_configure": frozenset({"phase"}), "kafka_format": frozenset({"cluster_id"}),
 }
 _ALWAYS = frozenset({"host", "cluster"})
 

@@ -20,6 +20,7 @@ COMMAND_MODULES = {
     "failed-events": "failed_events",
     "placement": "placement",
     "switchover": "switchover", "offsets": "switchover",
+    "migrate-to-kraft": "migration",
     "doctor": "doctor",
 }
 

@@ -113,6 +113,24 @@ class LabHost:
             self.record("kafka-config", phase=phase)
         return changed
 
+    def storage_cluster_id(self) -> str | None:
+        """The cluster id in this node's ``meta.properties`` (None: its storage was never formatted or used)."""
+        meta = self.dirs.kafka_data / "meta.properties"
+        if not meta.exists():
+            return None
+        found = dict(line.split("=", 1) for line in meta.read_text().splitlines() if "=" in line)
+        return found.get("cluster.id") or None
+
+    def kafka_version(self) -> str:
+        """The Kafka version of the jars this node starts with (``kafka_2.13-3.9.1.jar``: 3.9.1)."""
+        import re
+
+        for jar in sorted(Path(self.spec.kafka_jars).glob("kafka_*.jar")):
+            m = re.fullmatch(r"kafka_[\d.]+-(\d+\.\d+\.\d+)\.jar", jar.name)
+            if m:
+                return m.group(1)
+        raise LabError(f"{self.host.name}: no Kafka jar in {self.spec.kafka_jars}", hint="scripts/install.sh")
+
     def format_storage(self, cluster_id: str) -> bool:
         """``kafka-storage format`` of this node's log directory with ``cluster_id``: True if it formatted,
         False if it already was (with that id); an error if it was with another."""

@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("kafka-format", help="format this node's Kafka storage with the cluster's id "
                        "(idempotent; refuses another id)")
     p.add_argument("cluster_id")
+    sub.add_parser("kafka-storage-id", help="the cluster id this node's Kafka storage is formatted with "
+                   "(nothing when it is not formatted)")
+    sub.add_parser("kafka-version", help="the version of the Kafka this node runs (its installed jars)")
     p = sub.add_parser("log")
     p.add_argument("unit", choices=ENABLED_UNITS)
     p.add_argument("--since", type=lambda s: float(s.lstrip("@")), default=None)
@@ -142,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "kafka-format":
             formatted = host.format_storage(args.cluster_id)
             print(f"{host.host.name}: storage " + ("formatted" if formatted else "already formatted"))
+        elif args.cmd == "kafka-storage-id":
+            print(host.storage_cluster_id() or "")
+        elif args.cmd == "kafka-version":
+            print(host.kafka_version())
         elif args.cmd == "log":
             return _log(host, args.unit, args.since)
         elif args.cmd == "_reboot":

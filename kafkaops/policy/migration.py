@@ -87,6 +87,56 @@ def phase(view: MigrationView) -> str:
     return "dual-write"
 
 
+@dataclass(frozen=True)
+class Stage:
+    """One run of ``kafkaops migrate-to-kraft``: a step of Kafka's guide made a runbook of its own.
+
+    A migration is four reviewed changes, not one: each stage is planned, locked, journaled and resumed on
+    its own, and the operator sees the cluster whole between them — Kafka's guide checks the cluster after
+    each step too. ``start``: the phases the stage may start (or resume) in; ``end``: the phase it leaves the
+    cluster in; ``runbook``/``params``/``nodes``: what runs it, on which nodes (``controllers`` or
+    ``brokers``); ``no_return``: past it, no revert (the plan says so)."""
+
+    name: str
+    start: tuple[str, ...]
+    end: str
+    runbook: str
+    nodes: str
+    what: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    no_return: bool = False
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("controllers", ("zookeeper", "controllers"), "controllers", "migration-controllers", "controllers",
+          "provision the KRaft controllers in migration mode (formatted with the cluster's id) until they form a "
+          "quorum"),
+    Stage("brokers-migration", ("controllers", "dual-write"), "dual-write", "migration-brokers", "brokers",
+          "roll the brokers with the migration settings until the controller has copied the metadata "
+          "(dual-write)", {"mode": "migration"}),
+    Stage("brokers-kraft", ("dual-write", "kraft-brokers"), "kraft-brokers", "migration-brokers", "brokers",
+          "roll the brokers into KRaft mode (process.roles=broker, no zookeeper.connect)", {"mode": "kraft"}),
+    Stage("finalize", ("kraft-brokers", "finalizing", "finalized"), "finalized", "migration-finalize",
+          "controllers", "roll the controllers without ZooKeeper and the migration setting", no_return=True),
+)
+
+
+def stage(name: str) -> Stage:
+    """The stage called ``name`` (``ValueError`` naming the stages otherwise)."""
+    found = next((s for s in STAGES if s.name == name), None)
+    if found is None:
+        raise ValueError(f"unknown migration stage {name!r} (stages: {', '.join(s.name for s in STAGES)})")
+    return found
+
+
+def next_stage(current: str) -> Stage | None:
+    """The stage to run from phase ``current``: the first one not finished (None: the migration is done).
+    A stage interrupted half-way is the one to run again: its phase is still one it starts from."""
+    if current == "finalized":
+        return None
+    return next(s for s in STAGES if PHASES.index(current) < PHASES.index(s.end))
+
+
 def can_revert(current: str) -> bool:
     """Kafka documents a way back to ZooKeeper from every phase before :data:`NO_RETURN`."""
     return PHASES.index(current) < PHASES.index(NO_RETURN)

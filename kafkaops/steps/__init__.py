@@ -22,6 +22,7 @@ from kafkaops.steps import (
     kraft,
     logs,
     metrics,
+    migration,
     mirror,
     offsets,
     operator,
@@ -32,7 +33,8 @@ from kafkaops.steps import (
 )
 
 __all__ = ["alerts", "canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka",
-           "kraft", "logs", "metrics", "mirror", "offsets", "operator", "placement", "service", "sites", "traffic"]
+           "kraft", "logs", "metrics", "migration", "mirror", "offsets", "operator", "placement", "service", "sites",
+           "traffic"]
 
 
 def register_all() -> None:

@@ -93,7 +93,11 @@ class Reachable(StepBase):
 
         inventory = sorted(h.broker_id for h in env.cluster.hosts)
         mismatch = ""
-        if "kafka" in seen and "zookeeper" in seen and seen["kafka"] != seen["zookeeper"]:
+        # During a migration to KRaft a broker in KRaft mode is in the metadata only, never in /brokers/ids:
+        # then only a ZooKeeper registration the metadata does not know is a mismatch.
+        differ = (set(seen.get("zookeeper", [])) - set(seen.get("kafka", [])) if env.cluster.migrating
+                  else seen.get("kafka") != seen.get("zookeeper"))
+        if "kafka" in seen and "zookeeper" in seen and differ:
             mismatch = (f"ZooKeeper {env.cluster.zookeeper} lists brokers {seen['zookeeper']} under /brokers/ids "
                         f"but Kafka's metadata reports {seen['kafka']}")
         else:

@@ -55,9 +55,15 @@ def _projection_key(name: str) -> str:
 class ConfirmCheckpoint(StepBase):
     """Ask the operator to confirm a named manual checkpoint of the inventory (once per run)."""
 
+    def _text(self, ctx: RunContext) -> str | None:
+        """The inventory's text for the checkpoint, else the runbook's own (a checkpoint every site needs, such
+        as the migration's point of no return); None: nothing to confirm."""
+        own = " ".join(str(self.params.get("text") or "").split())
+        return checkpoint_text(getattr(ctx.env, "cluster", None), str(self.params["checkpoint"])) or own or None
+
     def observe(self, ctx: RunContext) -> Observation:
         name = str(self.params["checkpoint"])
-        text = checkpoint_text(getattr(ctx.env, "cluster", None), name)
+        text = self._text(ctx)
         facts = _facts(ctx)
         done = (facts.get(FACTS_KEY) or {}).get(name) if facts is not None else None
         key = _projection_key(name)
@@ -118,7 +124,7 @@ class ConfirmCheckpoint(StepBase):
     def verify(self, ctx: RunContext) -> None:
         facts = _facts(ctx)
         name = str(self.params["checkpoint"])
-        if checkpoint_text(getattr(ctx.env, "cluster", None), name) is None:
+        if self._text(ctx) is None:
             return  # nothing to confirm (the plan said so)
         if facts is not None and not (facts.get(FACTS_KEY) or {}).get(name):
             raise CheckFailed(f"checkpoint {name} was not recorded as confirmed")
@@ -138,4 +144,7 @@ def pending_checkpoints(steps: Iterable[PlannedStep]) -> list[tuple[str, str]]:
 register_step(KIND, ConfirmCheckpoint, [
     Param("checkpoint", "str", required=True,
           help="name of a checkpoint of the inventory's checkpoints: map (e.g. changeprop)"),
+    Param("text", "str",
+          help="what the operator confirms when the inventory's checkpoints: map does not name it (the runbook's "
+               "own checkpoint); the inventory's text wins"),
 ], irreversible="nothing to undo: a confirmation changes no system (it stays in the journal)")

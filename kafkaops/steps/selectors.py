@@ -245,6 +245,23 @@ def hosts_of_role(inv: Invocation, hosts: list[Host], *, role: str = "role") -> 
 
 
 @hook("select")
+def migration_controllers(inv: Invocation, hosts: list[Host]) -> list[Host]:
+    """The KRaft controllers a cluster migrates to (``kafka.migration: to-kraft``, ``controllers:``), in
+    inventory order: the nodes the migration's controller stages provision and finalize."""
+    if not inv.cluster.migrating or not inv.cluster.controllers:
+        raise ConfigError(f"{inv.cluster.name} is not being migrated to KRaft",
+                          hint=f"in {inv.cluster.source}: kafka.migration: to-kraft and the quorum under controllers: "
+                               "(docs/migration.md)")
+    return list(inv.cluster.controllers)
+
+
+@hook("check")
+def being_migrated(inv: Invocation) -> None:
+    """The cluster is one the inventory says is migrating to KRaft (a broker stage on any other is refused)."""
+    migration_controllers(inv, [])
+
+
+@hook("select")
 def hosts_running_service(inv: Invocation, hosts: list[Host], *, service: str = "service") -> list[Host]:
     """The hosts that run the service (a named host that does not is refused)."""
     from kafkaops.steps.service import service_of

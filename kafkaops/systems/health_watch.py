@@ -162,7 +162,9 @@ class HealthWatch:
 def cluster_watch(cluster: Cluster) -> HealthWatch:
     """A watch of ``cluster`` (every inventory broker expected registered), started, on an AdminClient of
     its own that only reads, so it never waits behind the run's requests; in ZooKeeper mode also on a
-    ZooKeeper session of its own (see the module docstring), closed with the watch."""
+    ZooKeeper session of its own (see the module docstring), closed with the watch. During a migration to
+    KRaft the registrations are not asked (a broker in KRaft mode is never in ``/brokers/ids``): the
+    metadata and each broker's own answer judge then."""
     from kafkaops.systems.broker_probe import BrokerProbe, as_the_controller_sees
     from kafkaops.systems.kafka import KafkaAdmin
 
@@ -175,7 +177,8 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
         from kafkaops.systems.zookeeper import ZooKeeper
 
         zk = ZooKeeper(cluster.zookeeper, timeout=10.0)
-        registered = lambda: zk.open().registered_brokers()  # noqa: E731 - reopened after a lost session
+        if not cluster.migrating:  # a KRaft-mode broker of a migration never registers in /brokers/ids
+            registered = lambda: zk.open().registered_brokers()  # noqa: E731 - reopened after a lost session
         closers.append(zk.close)
         snapshot = lambda: as_the_controller_sees(admin.snapshot(with_configs=False), zk, probe)  # noqa: E731
     watch = HealthWatch(snapshot, frozenset(h.broker_id for h in cluster.hosts),

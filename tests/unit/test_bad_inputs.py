@@ -298,6 +298,11 @@ CASES = [
     Case("placement-plan-unwritable", ("placement", "plan", "lab", "--save-plan", "/proc/x/p.json"), CONFIG,
          "cannot write the plan"),
     Case("placement-apply-missing-plan", ("placement", "apply", "{world}/nope.json"), CONFIG, "cannot read plan"),
+    # --- the migration to KRaft ------------------------------------------------------------------------------
+    Case("migrate-unknown-cluster", ("migrate-to-kraft", "nosuch", "--dry-run"), CONFIG, "unknown cluster 'nosuch'"),
+    Case("migrate-not-migrating", ("migrate-to-kraft", "lab", "--dry-run"), CONFIG,
+         "lab is not being migrated to KRaft"),
+    Case("migrate-no-reason", ("migrate-to-kraft", "lab", "--yes"), USAGE, "--reason is required"),
     # --- multi-site: switchover, offsets translate, the two-site lab ------------------------------------
     Case("switchover-unknown-service", ("switchover", "nosuch", "--from", "eqiad", "--to", "codfw", "--dry-run"),
          CONFIG, "no multi-site inventory switches 'nosuch'"),

@@ -18,11 +18,11 @@ class FakeEnv:
     """Just what the step asks of an environment; each system answers or raises as told."""
 
     def __init__(self, *, kafka: Any = (1, 2, 3), zookeeper: Any = (1, 2, 3), conftool: Any = "yes",
-                 ssh: dict[str, Exception] | None = None) -> None:
+                 ssh: dict[str, Exception] | None = None, migrating: bool = False) -> None:
         hosts = [SimpleNamespace(name=f"k{i}", fqdn=f"k{i}.x", broker_id=i, conftool_tags={"service": "s"})
                  for i in (1, 2, 3)]
         self.cluster = SimpleNamespace(hosts=hosts, zookeeper="zk:2181", conftool_config="/c.yaml",
-                                       deploy_host=None)
+                                       deploy_host=None, migrating=migrating)
         self._kafka, self._zk, self._conftool, self._ssh = kafka, zookeeper, conftool, ssh or {}
         self.kafka = SimpleNamespace(metadata=self._metadata)
         self.conftool = SimpleNamespace(get=self._pool)
@@ -90,3 +90,14 @@ def test_a_spark_master_that_does_not_listen_refuses_unless_no_scan() -> None:
     with pytest.raises(UnreachableError, match=r"Spark master spark://127\.0\.0\.1:9 does not accept"):
         _plan(FakeEnv(), spark_master="spark://127.0.0.1:9")
     assert "spark" not in _plan(FakeEnv(), spark_master="spark://127.0.0.1:9", scan=False).reason
+
+
+def test_during_a_migration_only_a_zookeeper_registration_the_metadata_lacks_is_a_mismatch() -> None:
+    """A broker in KRaft mode is in the metadata only (seen on the migration lab): /brokers/ids holding fewer
+    brokers is the migration under way, not a wrong chroot; one the metadata does not know still refuses."""
+    assert "kafka (brokers [1, 2, 3])" in _plan(FakeEnv(zookeeper=(1,), migrating=True)).reason
+    assert "kafka (brokers [1, 2, 3])" in _plan(FakeEnv(zookeeper=(), migrating=True)).reason
+    with pytest.raises(ConfigError, match="lists brokers \\[1, 4\\] under /brokers/ids"):
+        _plan(FakeEnv(zookeeper=(1, 4), migrating=True))
+    with pytest.raises(ConfigError, match="lists brokers \\[1\\] under /brokers/ids"):
+        _plan(FakeEnv(zookeeper=(1,)))  # the same view outside a migration still refuses

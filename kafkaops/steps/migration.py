@@ -1,0 +1,378 @@
+"""The ZooKeeper → KRaft migration's steps: where the cluster stands, each node's configuration phase,
+the controllers' storage and start, and the wait for the phase a stage ends in (issue 33).
+
+Kafka's migration guide (KIP-866) changes the cluster by changing each node's configuration and
+restarting it; the state it reaches is spread over ZooKeeper (``/controller``, ``/migration``), the KRaft
+quorum and every node's ``server.properties``. These steps read all of it (:func:`migration_view`) and let
+:mod:`kafkaops.policy.migration` judge the phase, so that a stage resumed after a crash — or run after a
+step done by hand — starts from what the cluster *is*, never from what a journal believes.
+
+Writing a node's configuration is the inventory's business (``kafka_configure {phase}``: in production
+what configuration management writes for the phase; on the lab ``hostctl kafka-config``): kafkaops says
+*when*, one node at a time, with every gate of a rolling restart around the restart that makes it count.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.environment import Environment
+from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal
+from kafkaops.model import CONTROLLER, Host
+from kafkaops.policy.migration import NO_RETURN, PHASES, MigrationView, Stage, phase, stage
+from kafkaops.steps.common import environment, target_host, wait
+
+#: The configuration phases of a node (``kafka_configure {phase}``), as Kafka's guide lists them.
+NODE_PHASES = ("zk", "migration", "kraft")
+#: The Kafka release that bridges the migration: the only one whose brokers and controllers speak both.
+BRIDGE = "3.9"
+_CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{22}$")
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def configured_phase(env: Environment, host: Host) -> str:
+    """The phase ``host``'s configuration is written for (``kafka_configured``), checked to be one we know:
+    what a host prints is input, never trusted."""
+    out = _first_line(env.run(host, env.command(host, "kafka_configured"), timeout=30).stdout)
+    if out not in NODE_PHASES:
+        raise CheckFailed(f"{host.name}: kafka_configured printed {out[:60]!r}, not one of {', '.join(NODE_PHASES)}")
+    return out
+
+
+def storage_id(env: Environment, host: Host) -> str | None:
+    """The cluster id ``host``'s Kafka storage is formatted with (None: not formatted)."""
+    out = _first_line(env.run(host, env.command(host, "kafka_storage_id"), timeout=30).stdout)
+    if not out:
+        return None
+    if not _CLUSTER_ID.match(out):
+        raise CheckFailed(f"{host.name}: kafka_storage_id printed {out[:60]!r}, not a Kafka cluster id")
+    return out
+
+
+def _running(env: Environment, host: Host) -> bool:
+    return env.run(host, env.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
+
+
+def quorum_leader(env: Environment) -> int | None:
+    """The KRaft quorum's leader, or None while there is no quorum (no controller answers, or none leads)."""
+    from kafkaops.policy.quorum import judge
+
+    try:
+        return judge(env.quorum().replication()).leader_id
+    except KafkaOpsError:
+        return None
+
+
+def migration_view(env: Environment) -> MigrationView:
+    """Everything the phase is judged from, read now: each broker's and each provisioned controller's
+    configuration phase (over SSH), ZooKeeper's ``/controller`` and ``/migration``, the quorum's leader.
+
+    Raises:
+        ConfigError: The cluster is not being migrated (no ``kafka.migration: to-kraft``) or lists no
+            controllers.
+    """
+    cluster = env.cluster
+    if not cluster.migrating or not cluster.controllers:
+        raise ConfigError(f"{cluster.name} is not being migrated to KRaft",
+                          hint=f"in {cluster.source}: kafka.migration: to-kraft, and the quorum under controllers: "
+                               "(docs/migration.md)")
+    brokers = {h.broker_id: configured_phase(env, h) for h in cluster.hosts}
+    provisioned = [c for c in cluster.controllers if storage_id(env, c) is not None]
+    controllers = {c.broker_id: configured_phase(env, c) for c in provisioned}
+    with env.zookeeper() as zk:
+        record = zk.controller_record() if zk is not None else None
+        migration = zk.migration_record() if zk is not None else None
+    leader = quorum_leader(env) if provisioned else None
+    return MigrationView(brokers, controllers, record, migration, leader)
+
+
+def judge_phase(view: MigrationView) -> str:
+    """:func:`~kafkaops.policy.migration.phase`, a view no migration can produce refused as a check."""
+    try:
+        return phase(view)
+    except ValueError as exc:
+        raise CheckFailed(f"the cluster is in no phase of a migration: {exc}") from None
+
+
+def phases_line(current: str, this: Stage) -> str:
+    """The migration's phases on one line for the plan: where the cluster is, what this run reaches, and
+    the point of no return."""
+    out = []
+    for p in PHASES:
+        mark = p
+        if p == current:
+            mark = f"[{p}: now]"
+        elif p == this.end:
+            mark = f"{p} (this run)"
+        if p == NO_RETURN:
+            mark = "| no way back from here | " + mark
+        out.append(mark)
+    return " -> ".join(out)
+
+
+# --- the gate ---------------------------------------------------------------------------------------------
+
+
+class PhaseGate(StepBase):
+    """Refuse unless the cluster is in a phase this stage starts (or resumes) from; the first stage also
+    checks every broker runs the bridge release with its inter-broker protocol pinned to it."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        this = stage(str(self.params["stage"]))
+        view = migration_view(env)
+        current = judge_phase(view)
+        data: dict[str, Any] = {"stage": this.name, "phase": current, "start": list(this.start), "end": this.end,
+                                "no_return": this.no_return, "line": phases_line(current, this), "problems": []}
+        if this.name == "controllers" and current == "zookeeper":
+            data["problems"] = self._bridge_problems(env)
+        return Observation(data, summary=f"migration phase: {current}; {data['line']}")
+
+    def _bridge_problems(self, env: Environment) -> list[str]:
+        problems = []
+        for h in env.cluster.hosts:
+            version = _first_line(env.run(h, env.command(h, "kafka_version"), timeout=60).stdout)
+            if not version.startswith(BRIDGE + "."):
+                problems.append(f"{h.name} runs Kafka {version[:20] or '(unknown)'}, not {BRIDGE}")
+        ids = [h.broker_id for h in env.cluster.hosts]
+        settings = env.kafka.broker_settings(ids, ["inter.broker.protocol.version"])
+        for b in ids:
+            ibp = (settings.get(b) or {}).get("inter.broker.protocol.version", "")
+            if not ibp.startswith(BRIDGE):
+                problems.append(f"broker {b}: inter.broker.protocol.version is {ibp or '(unknown)'}, not {BRIDGE}")
+        return problems
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["problems"]:
+            raise SafetyRefusal(f"not ready to migrate: {'; '.join(d['problems'])}",
+                                hint=f"upgrade every broker to Kafka {BRIDGE} with inter.broker.protocol.version="
+                                     f"{BRIDGE} first (Kafka's upgrade notes), then run migrate-to-kraft again")
+        if d["phase"] not in d["start"]:
+            later = PHASES.index(d["phase"]) > PHASES.index(d["end"])
+            raise SafetyRefusal(
+                f"stage {d['stage']} runs from {' or '.join(d['start'])}, but the cluster is in phase {d['phase']}",
+                hint="`kafkaops migrate-to-kraft CLUSTER` runs the stage the cluster is ready for"
+                     + ("" if later else " (an earlier stage is not finished)"))
+        back = ("after this run there is NO way back to ZooKeeper (Kafka documents no revert once a controller "
+                "left migration mode)" if d["no_return"] else
+                "until the finalize stage, `kafkaops runs abort RUN --rollback` and Kafka's revert steps lead back "
+                "to ZooKeeper")
+        return Noop(f"migration gate passes: phase {d['phase']}; this run: {d['stage']} (to {d['end']}); {back}. "
+                    f"Phases: {d['line']}")
+
+
+# --- a node's configuration ---------------------------------------------------------------------------------
+
+
+class Configure(StepBase):
+    """Write the node's configuration for a migration phase (it takes effect at the node's next start)."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        host = target_host(ctx)
+        now = configured_phase(env, host)
+        return Observation({"host": host.name, "now": now, "want": self.params["phase"],
+                            "command": env.command(host, "kafka_configure", phase=self.params["phase"])},
+                           summary=f"{host.name}: configured for {now}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["now"] == d["want"]:
+            return Noop(f"{d['host']} is already configured for {d['want']}")
+        return Action(description=f"configure {d['host']} for {d['want']} (was {d['now']}); the start after it "
+                                  "makes it count",
+                      commands=(f"on {d['host']}: {d['command']}",),
+                      impact="a file on the host; nothing runs differently until Kafka restarts there",
+                      rollback=f"configure it for {d['now']} again (kafka_configure) before the next start",
+                      data={"was": d["now"]})
+
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {f"configured/{obs.data['host']}": self.params["phase"]}
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        env.change(host, env.command(host, "kafka_configure", phase=self.params["phase"]), timeout=60)
+
+    def verify(self, ctx: RunContext) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        now = configured_phase(env, host)
+        if now != self.params["phase"]:
+            raise CheckFailed(f"{host.name} is configured for {now} after writing {self.params['phase']}")
+
+
+# --- a controller's storage and first start ----------------------------------------------------------------
+
+
+def _cluster_id(env: Environment) -> str:
+    with env.zookeeper() as zk:
+        found = zk.cluster_id() if zk is not None else None
+    if not found or not _CLUSTER_ID.match(found):
+        raise CheckFailed(f"ZooKeeper's /cluster/id of {env.cluster.name} is {found!r}, not a Kafka cluster id")
+    return found
+
+
+class FormatStorage(StepBase):
+    """Format the controller's storage with the cluster's own id (ZooKeeper's ``/cluster/id``): a quorum
+    formatted with another id would be another cluster."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        host = target_host(ctx)
+        want = _cluster_id(env)
+        return Observation({"host": host.name, "has": storage_id(env, host), "want": want,
+                            "command": env.command(host, "kafka_format", cluster_id=want)},
+                           summary=f"{host.name}: storage " + ("not formatted" if not storage_id(env, host) else
+                                                               "formatted"))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["has"] == d["want"]:
+            return Noop(f"{d['host']}'s storage is formatted for cluster {d['want']}")
+        if d["has"]:
+            raise SafetyRefusal(f"{d['host']}'s storage is formatted for cluster {d['has']}, not this cluster's "
+                                f"{d['want']}", hint="a controller of another cluster? check the inventory's "
+                                                     "controllers: (kafkaops never reformats a node)")
+        return Action(description=f"format {d['host']}'s Kafka storage for cluster {d['want']} (ZooKeeper's "
+                                  "/cluster/id)",
+                      commands=(f"on {d['host']}: {d['command']}",),
+                      impact="the node's empty log directory; nothing else",
+                      rollback="none needed: an unused formatted directory is removed with the node")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        env.change(host, env.command(host, "kafka_format", cluster_id=_cluster_id(env)), timeout=120)
+
+    def verify(self, ctx: RunContext) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        if storage_id(env, host) != _cluster_id(env):
+            raise CheckFailed(f"{host.name}'s storage is not formatted for the cluster after kafka_format")
+
+
+class StartNewController(StepBase):
+    """Start a newly provisioned controller: its process only (one voter of three forms no quorum alone;
+    ``migration.wait_phase`` after the last one waits for the quorum)."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        host = target_host(ctx)
+        active = _running(env, host)
+        return Observation({"host": host.name, "node": host.broker_id, "active": active,
+                            "command": env.command(host, "kafka_start")},
+                           summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["active"]:
+            return Noop(f"controller {d['node']} is running")
+        return Action(description=f"start Kafka (controller {d['node']}, migration mode) on {d['host']}",
+                      commands=(f"on {d['host']}: {d['command']}",),
+                      impact="a new voter of the quorum; the brokers do not know it yet",
+                      rollback=f"stop it: on {d['host']}: kafka_stop template")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        timeout = float(self.params["timeout"])
+        env.change(host, env.command(host, "kafka_start"), timeout=timeout)
+        wait(ctx, lambda: (_running(env, host), "starting"), what=f"controller {host.broker_id} running",
+             timeout=timeout)
+
+    def verify(self, ctx: RunContext) -> None:
+        host = target_host(ctx)
+        if not _running(environment(ctx), host):
+            raise CheckFailed(f"controller {host.broker_id} is not running after its start")
+
+
+# --- the end of a stage -----------------------------------------------------------------------------------
+
+
+class WaitPhase(StepBase):
+    """After the stage's last node: wait until the cluster shows the phase the stage ends in (the quorum
+    formed; the metadata copied and a KRaft controller in charge; every broker a KRaft broker; finalized)."""
+
+    def _last(self, ctx: RunContext) -> bool:
+        return not ctx.targets or ctx.target == ctx.targets[-1]
+
+    def observe(self, ctx: RunContext) -> Observation:
+        this = stage(str(self.params["stage"]))
+        if not self._last(ctx):
+            return Observation({"skip": True, "end": this.end},
+                               summary=f"after the last target: the cluster in phase {this.end}")
+        if len(ctx.projected):
+            return Observation({"skip": False, "end": this.end, "now": None},
+                               summary="the nodes before it change in this run")
+        env = environment(ctx)
+        now = judge_phase(migration_view(env))
+        return Observation({"skip": False, "end": this.end, "now": now}, summary=f"migration phase: {now}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["skip"]:
+            return Noop(f"after the last target: wait for phase {d['end']}")
+        if d.get("now") == d["end"]:
+            return Noop(f"the cluster is in phase {d['end']}")
+        return Action(description=f"wait until the cluster is in phase {d['end']} (timeout "
+                                  f"{self.params['timeout']:.0f}s)",
+                      commands=("each node's kafka_configured, ZooKeeper's /controller and /migration, "
+                                "kafka-metadata-quorum describe --replication; polled",),
+                      impact="read-only")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        end = stage(str(self.params["stage"])).end
+
+        def reached() -> tuple[bool, str]:
+            now = judge_phase(migration_view(env))
+            return now == end, now
+
+        wait(ctx, reached, what=f"the cluster in phase {end}", timeout=float(self.params["timeout"]), interval=2.0)
+
+    def verify(self, ctx: RunContext) -> None:
+        if not self._last(ctx):
+            return
+        end = stage(str(self.params["stage"])).end
+        now = judge_phase(migration_view(environment(ctx)))
+        if now != end:
+            raise CheckFailed(f"the cluster is in phase {now}, not {end}")
+
+
+def _check_stage(params: Any) -> str | None:
+    try:
+        stage(str(params["stage"]))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _check_phase(params: Any) -> str | None:
+    if params["phase"] not in NODE_PHASES:
+        return f"phase {params['phase']!r} is not a node configuration phase ({', '.join(NODE_PHASES)})"
+    return None
+
+
+STAGE = Param("stage", "str", required=True, help="the migration stage: controllers, brokers-migration, "
+                                                   "brokers-kraft, finalize")
+register_step("migration.phase_gate", PhaseGate, [STAGE], check=_check_stage)
+register_step("migration.configure", Configure, [
+    Param("phase", "str", required=True, help="the node's configuration phase: zk, migration or kraft"),
+], check=_check_phase,
+    irreversible="the node keeps the configuration written; Kafka's revert writes the earlier phase's")
+register_step("migration.format", FormatStorage, [], roles=CONTROLLER,
+              irreversible="a formatted storage stays formatted (unused until the node starts)")
+register_step("migration.start_controller", StartNewController,
+              [Param("timeout", "duration", default=300.0, help="give up after this long")], roles=CONTROLLER,
+              irreversible="the controller keeps running; Kafka's revert stops it (docs/migration.md)")
+register_step("migration.wait_phase", WaitPhase, [
+    STAGE, Param("timeout", "duration", default=600.0, help="give up after this long"),
+], check=_check_stage)
