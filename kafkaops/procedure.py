@@ -191,6 +191,12 @@ def roll_order(env: Environment, hosts: list[Host], order: str) -> tuple[list[Ho
         return list(hosts), []
     if not env.cluster.kraft and not (env.cluster.migrating and has_controller_nodes(hosts)):
         return controller_last(hosts, env.kafka.controller(attempts=1))
+    if env.cluster.migrating:
+        # A migration's controllers may not form a quorum yet: the run's own gate says so, with the phase
+        # (this order only decides which one goes last).
+        from kafkaops.steps.migration import quorum_leader
+
+        return kraft_order(hosts, quorum_leader(env))
     leader = judge(env.quorum().replication()).leader_id if has_controller_nodes(hosts) else None
     return kraft_order(hosts, leader)
 

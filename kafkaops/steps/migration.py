@@ -88,7 +88,9 @@ def migration_view(env: Environment) -> MigrationView:
     with env.zookeeper() as zk:
         record = zk.controller_record() if zk is not None else None
         migration = zk.migration_record() if zk is not None else None
-    leader = quorum_leader(env) if provisioned else None
+    # Fewer than a majority of the voters provisioned cannot have elected a leader: not asked (each ask of a
+    # quorum that is not there waits out kafka-metadata-quorum's timeouts, node after node).
+    leader = quorum_leader(env) if len(provisioned) > len(cluster.controllers) // 2 else None
     return MigrationView(brokers, controllers, record, migration, leader)
 
 

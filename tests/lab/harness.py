@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from kafkaops.lab.load import LoadReport, run_load
+from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
 
 
@@ -99,3 +100,20 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 120.0) -
             pytest.fail(f"not seen within {timeout:.0f}s: {what}")
         time.sleep(1)
 
+
+
+def pristine_migration_lab(cluster: Cluster) -> LabSpec:
+    """The migration lab as ``lab up --mode migration`` leaves it — a ZooKeeper cluster, its controllers
+    prepared but not provisioned — started again when an earlier test of the module group migrated it."""
+    from kafkaops.lab import lab
+    from kafkaops.lab.host import LabHost
+    from kafkaops.lab.paths import lab_dir
+
+    spec = LabSpec.load(lab_dir(cluster.name))
+    controllers = [LabHost(spec, h) for h in spec.controllers]
+    brokers = [LabHost(spec, h) for h in spec.brokers]
+    if any(c.provisioned for c in controllers) or any(b.phase() != "zk" for b in brokers):
+        lab.down(lab_dir(cluster.name))
+        lab.up(cluster)
+        spec = LabSpec.load(lab_dir(cluster.name))
+    return spec

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import Load
+from harness import Load, pristine_migration_lab
 
 from kafkaops.facts.quorum import parse_status
 from kafkaops.lab.host import LabHost
@@ -29,12 +29,6 @@ from kafkaops.systems.kafka import KafkaAdmin
 from kafkaops.systems.zookeeper import ZooKeeper
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
-
-
-def _spec(cluster: Cluster) -> LabSpec:
-    from kafkaops.lab.paths import lab_dir
-
-    return LabSpec.load(lab_dir(cluster.name))
 
 
 def _quorum_leader(spec: LabSpec) -> int | None:
@@ -75,7 +69,7 @@ def _layout(cluster: Cluster) -> dict[tuple[str, int], tuple[int, ...]]:
 def test_the_migration_lab_is_a_zookeeper_cluster_with_its_controllers_prepared(migration: Cluster) -> None:
     from kafkaops.lab import lab
 
-    spec = _spec(migration)
+    spec = pristine_migration_lab(migration)
     rows = {c.name: c for c in lab.status(Path(spec.lab_dir))}
     assert rows["zookeeper"].healthy
     for c in spec.controllers:
@@ -95,7 +89,7 @@ def test_the_migration_lab_is_a_zookeeper_cluster_with_its_controllers_prepared(
 
 @pytest.mark.long
 def test_kafkas_documented_migration_walks_through_under_load(migration: Cluster) -> None:
-    spec = _spec(migration)
+    spec = pristine_migration_lab(migration)
     controllers = [LabHost(spec, c) for c in spec.controllers]
     brokers = [LabHost(spec, b) for b in spec.brokers]
     before = _layout(migration)
