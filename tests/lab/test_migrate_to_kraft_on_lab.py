@@ -90,9 +90,15 @@ def _metadata(spec: LabSpec, cluster: Cluster) -> dict[str, Any]:
             entry["partitions"][fields["Partition"]] = fields["Replicas"]
         else:
             entry.update({k: fields.get(k) for k in ("TopicId", "PartitionCount", "ReplicationFactor", "Configs")})
-    configs = _tool(spec, "kafka.admin.ConfigCommand", "--bootstrap-server", server, "--describe",
-                    "--entity-type", "topics")
-    return {"topics": topics, "dynamic_configs": sorted(configs.splitlines())}
+    configs: dict[str, list[str]] = {}
+    topic = ""
+    for line in _tool(spec, "kafka.admin.ConfigCommand", "--bootstrap-server", server, "--describe",
+                      "--entity-type", "topics").splitlines():
+        if line.startswith("Dynamic configs for topic "):
+            topic = line.removeprefix("Dynamic configs for topic ").removesuffix(" are:")
+        if not topic.startswith("__"):  # internal topics: created by the load's own consumer group meanwhile
+            configs.setdefault(topic, []).append(line.strip())
+    return {"topics": topics, "dynamic_configs": configs}
 
 
 def _kill_at(home: Path, cluster: Cluster, point: tuple[str, int, str], *extra: str) -> str:
