@@ -9,6 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
+import typer
 from typer._click.exceptions import UsageError
 
 if TYPE_CHECKING:
@@ -61,6 +62,17 @@ class PlanOutput(StrEnum):
     plain = "plain"
     markdown = "markdown"
     json = "json"
+
+
+# The options of a command that plans, then runs, a procedure it builds itself (switchover, offsets translate,
+# migrate-to-kraft): spelled and explained once.
+ReasonOpt = typer.Option(None, "--reason", "-r", help="Why (required unless --dry-run; goes to the audit log).")
+TaskOpt = typer.Option(None, "--task", help="Task or ticket id, e.g. T123456.")
+YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation after showing the plan.")
+DryRunOpt = typer.Option(False, "--dry-run", help="Observe and plan for real, show the plan, change nothing.")
+OutputOpt = typer.Option(PlanOutput.auto, "--output", "-o",
+                         help="Plan format: auto, table, plain (logs, narrow terminals), markdown (review), json.")
+SavePlanOpt = typer.Option(None, "--save-plan", metavar="PATH", help="Write the plan for `kafkaops apply`.")
 
 
 class TableOrJson(StrEnum):

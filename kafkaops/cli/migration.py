@@ -15,16 +15,9 @@ from pathlib import Path
 
 import typer
 
-from kafkaops.cli.common import PlanOutput
+from kafkaops.cli.common import DryRunOpt, OutputOpt, PlanOutput, ReasonOpt, SavePlanOpt, TaskOpt, YesOpt
 
 InventoryOpt = typer.Option(None, "--inventory", "-i", help="Search only this inventory file.")
-ReasonOpt = typer.Option(None, "--reason", "-r", help="Why (required unless --dry-run; goes to the audit log).")
-TaskOpt = typer.Option(None, "--task", help="Task or ticket id, e.g. T123456.")
-YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation after showing the plan.")
-DryRunOpt = typer.Option(False, "--dry-run", help="Observe and plan for real, show the plan, change nothing.")
-OutputOpt = typer.Option(PlanOutput.auto, "--output", "-o",
-                         help="Plan format: auto, table, plain (logs, narrow terminals), markdown (review), json.")
-SavePlanOpt = typer.Option(None, "--save-plan", metavar="PATH", help="Write the plan for `kafkaops apply`.")
 ConfirmedOpt = typer.Option([], "--confirmed", metavar="NAME",
                             help="A manual checkpoint the plan asks for, confirmed (the last stage asks for "
                                  "finalize-migration: the point of no return). --yes does not confirm it.")

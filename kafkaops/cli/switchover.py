@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from kafkaops.cli.common import PlanOutput
+from kafkaops.cli.common import DryRunOpt, OutputOpt, PlanOutput, ReasonOpt, SavePlanOpt, TaskOpt, YesOpt
 from kafkaops.errors import ConfigError
 from kafkaops.model import Cluster
 
@@ -23,13 +23,6 @@ offsets_app = typer.Typer(help="Consumer offsets across sites: `kafkaops offsets
 
 InventoryOpt = typer.Option(None, "--inventory", "-i",
                             help="A multi-site inventory (default: the inventories found: `kafkaops --help`).")
-ReasonOpt = typer.Option(None, "--reason", "-r", help="Why (required unless --dry-run; goes to the audit log).")
-TaskOpt = typer.Option(None, "--task", help="Task or ticket id, e.g. T123456.")
-YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation after showing the plan.")
-DryRunOpt = typer.Option(False, "--dry-run", help="Observe and plan for real, show the plan, change nothing.")
-OutputOpt = typer.Option(PlanOutput.auto, "--output", "-o",
-                         help="Plan format: auto, table, plain (logs, narrow terminals), markdown (review), json.")
-SavePlanOpt = typer.Option(None, "--save-plan", metavar="PATH", help="Write the plan for `kafkaops apply`.")
 MarginOpt = typer.Option("60s", "--margin", metavar="DURATION",
                          help="How far out of timestamp order an event may be and still not be lost: consumers "
                               "resume this much earlier (the duplicates it costs are in the plan).")
