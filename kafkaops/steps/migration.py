@@ -230,10 +230,10 @@ class FormatStorage(StepBase):
         env = environment(ctx)
         host = target_host(ctx)
         want = _cluster_id(env)
-        return Observation({"host": host.name, "has": storage_id(env, host), "want": want,
+        has = storage_id(env, host)
+        return Observation({"host": host.name, "has": has, "want": want,
                             "command": env.command(host, "kafka_format", cluster_id=want)},
-                           summary=f"{host.name}: storage " + ("not formatted" if not storage_id(env, host) else
-                                                               "formatted"))
+                           summary=f"{host.name}: storage " + (f"formatted for {has}" if has else "not formatted"))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
