@@ -41,7 +41,8 @@ OPTIONAL_COMMANDS = ("service_restart", "service_status", "deploy", "syn_capture
                      "service_pid", "deploy_revision", "system_state", "kafka_log", "failed_events_read",
                      "kafka_reassign", "kafka_metadata_quorum", "vip_syn_capture",
                      # the ZooKeeper -> KRaft migration (docs/migration.md)
-                     "kafka_version", "kafka_configure", "kafka_configured", "kafka_storage_id", "kafka_format")
+                     "kafka_version", "kafka_configure", "kafka_configured", "kafka_storage_id", "kafka_format",
+                     "kafka_deprovision")
 #: What ``environment:`` may say: a lab needs no --yes for a benchmark; production is the default.
 ENVIRONMENTS = ("production", "lab")
 

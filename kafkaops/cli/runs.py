@@ -302,13 +302,30 @@ def abort_cmd(
     rollback: bool = typer.Option(False, "--rollback", help="Undo what this run changed (and nothing more)."),
     accept: bool = AcceptOpt,
 ) -> None:
-    """Abort a run for good (optionally rolling back what it changed) and release its lock."""
-    from kafkaops.engine.audit import current_operator
+    """Abort a run for good (optionally rolling back what it changed) and release its lock.
 
+    A run of the ZooKeeper → KRaft migration rolled back goes further than its own changes: the cluster is
+    taken back to ZooKeeper mode the way Kafka documents it (`kafkaops migrate-to-kraft CLUSTER --revert`, run
+    right after the abort) — and refused, with nothing changed, once the migration is being finalized."""
+    from kafkaops.engine.audit import current_operator
+    from kafkaops.engine.journal import Journal
+    from kafkaops.errors import ConfigError
+
+    state = Journal.open(run_id).replay()
     env, _ = _run_environment(run_id, accept=accept or not rollback)
+    revert = rollback and _is_migration(state.runbook)
     try:
+        if revert:
+            from kafkaops.cli.migration import refuse_past_no_return
+
+            refuse_past_no_return(env, run_id)  # before anything of the run is undone
+            if state.status in ("finished", "aborted"):
+                raise ConfigError(f"run {run_id} is {state.status}: there is no run to abort",
+                                  hint=f"to take {state.cluster} back to ZooKeeper mode: `kafkaops migrate-to-kraft "
+                                       f"{state.cluster} --revert --reason ...`")
         res = _runner().abort(run_id, reason=reason, operator=current_operator(), rollback=rollback, env=env)
         ended = _end_silences(env, run_id)
+        inventory = getattr(env, "inventory", None)
     finally:
         env.close()
     for note in res.notes:
@@ -316,6 +333,19 @@ def abort_cmd(
     for line in ended:
         _echo(line)
     _echo(f"run {run_id} aborted" + (f"; rolled back {res.compensated} change(s)" if rollback else ""))
+    if revert:
+        from kafkaops.cli.migration import StageOptions, revert_migration
+
+        _echo(f"run {run_id} was a migration to KRaft: reverting {state.cluster} to ZooKeeper mode (Kafka's revert, "
+              "docs/migration.md)")
+        revert_migration(state.cluster, StageOptions(reason=reason, yes=True, dry_run=False,
+                                                     inventory=Path(inventory) if inventory else None))
+
+
+def _is_migration(runbook: str) -> bool:
+    from kafkaops.policy.migration import REVERT_STAGES, STAGES
+
+    return runbook in {s.runbook for s in STAGES + REVERT_STAGES}
 
 
 def _end_silences(env: Any, run_id: str) -> list[str]:

@@ -155,6 +155,25 @@ class LabHost:
         monitoring.provisioned(self.spec, [h for h in self.spec.controllers if LabHost(self.spec, h).provisioned])
         return True
 
+    def deprovision(self) -> bool:
+        """Remove a migration lab controller's storage (Kafka's revert "deprovisions the quorum"): True if
+        there was one. Refused on a broker, and while Kafka runs here."""
+        import shutil
+
+        if not (self.spec.migration and self.host.role == "controller"):
+            raise LabError(f"{self.host.name}: only a migration lab's controller is deprovisioned",
+                           hint="a broker keeps its data; kafkaops lab up --mode migration")
+        if self.unit_state("kafka") == "active":
+            raise LabError(f"{self.host.name}: Kafka runs here; its storage is in use", hint="hostctl stop kafka")
+        data = self.dirs.kafka_data
+        if not data.exists() or not any(data.iterdir()):
+            return False
+        shutil.rmtree(data)
+        data.mkdir(parents=True)
+        self.record("kafka-deprovision")
+        monitoring.provisioned(self.spec, [h for h in self.spec.controllers if LabHost(self.spec, h).provisioned])
+        return True
+
     def argv(self, unit: str) -> list[str]:
         d = self.dirs
         if unit == "sshd":

@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("cluster_id")
     sub.add_parser("kafka-storage-id", help="the cluster id this node's Kafka storage is formatted with "
                    "(nothing when it is not formatted)")
+    sub.add_parser("kafka-deprovision", help="remove this controller's Kafka storage (Kafka's revert of a "
+                   "migration; refused while Kafka runs)")
     sub.add_parser("kafka-version", help="the version of the Kafka this node runs (its installed jars)")
     p = sub.add_parser("log")
     p.add_argument("unit", choices=ENABLED_UNITS)
@@ -145,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "kafka-format":
             formatted = host.format_storage(args.cluster_id)
             print(f"{host.host.name}: storage " + ("formatted" if formatted else "already formatted"))
+        elif args.cmd == "kafka-deprovision":
+            removed = host.deprovision()
+            print(f"{host.host.name}: storage " + ("removed" if removed else "already absent"))
         elif args.cmd == "kafka-storage-id":
             print(host.storage_cluster_id() or "")
         elif args.cmd == "kafka-version":

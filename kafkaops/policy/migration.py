@@ -95,7 +95,9 @@ class Stage:
     its own, and the operator sees the cluster whole between them — Kafka's guide checks the cluster after
     each step too. ``start``: the phases the stage may start (or resume) in; ``end``: the phase it leaves the
     cluster in; ``runbook``/``params``/``nodes``: what runs it, on which nodes (``controllers`` or
-    ``brokers``); ``no_return``: past it, no revert (the plan says so)."""
+    ``brokers``); ``brokers``: the configuration every broker has when the stage ends (a broker stage; a phase
+    alone does not say it: brokers half in KRaft mode are ``dual-write`` too); ``no_return``: past it, no
+    revert (the plan says so)."""
 
     name: str
     start: tuple[str, ...]
@@ -105,6 +107,7 @@ class Stage:
     what: str
     params: Mapping[str, str] = field(default_factory=dict)
     no_return: bool = False
+    brokers: str | None = None
 
 
 STAGES: tuple[Stage, ...] = (
@@ -113,19 +116,38 @@ STAGES: tuple[Stage, ...] = (
           "quorum"),
     Stage("brokers-migration", ("controllers", "dual-write"), "dual-write", "migration-brokers", "brokers",
           "roll the brokers with the migration settings until the controller has copied the metadata "
-          "(dual-write)", {"mode": "migration"}),
+          "(dual-write)", {"mode": "migration"}, brokers="migration"),
     Stage("brokers-kraft", ("dual-write", "kraft-brokers"), "kraft-brokers", "migration-brokers", "brokers",
-          "roll the brokers into KRaft mode (process.roles=broker, no zookeeper.connect)", {"mode": "kraft"}),
+          "roll the brokers into KRaft mode (process.roles=broker, no zookeeper.connect)", {"mode": "kraft"},
+          brokers="kraft"),
     Stage("finalize", ("kraft-brokers", "finalizing", "finalized"), "finalized", "migration-finalize",
           "controllers", "roll the controllers without ZooKeeper and the migration setting", no_return=True),
 )
 
 
+#: Kafka's revert ("Reverting to ZooKeeper mode During the Migration" in its operations guide), one stage
+#: per change, in the order the guide gives: KRaft brokers back to ZooKeeper mode while the quorum still runs
+#: (they keep the migration setting: the guide says not to drop it on this roll); the quorum deprovisioned
+#: and ZooKeeper's ``/controller`` and ``/migration`` deleted right after, so that a broker is elected
+#: controller again and a later migration starts afresh; the brokers rolled without the migration settings.
+REVERT_STAGES: tuple[Stage, ...] = (
+    Stage("revert-brokers-kraft", ("dual-write", "kraft-brokers"), "dual-write", "migration-brokers", "brokers",
+          "roll the KRaft brokers back to ZooKeeper mode, the migration setting kept (the quorum still runs)",
+          {"mode": "migration"}, brokers="migration"),
+    Stage("revert-controllers", ("controllers", "dual-write", "zookeeper"), "zookeeper", "migration-revert-controllers",
+          "controllers", "deprovision the KRaft controllers (stopped, storage removed), then delete ZooKeeper's "
+          "/controller and /migration so that a broker is the controller again"),
+    Stage("revert-brokers-zk", ("zookeeper",), "zookeeper", "migration-brokers", "brokers",
+          "roll the brokers without the migration settings (pure ZooKeeper mode)", {"mode": "zk"}, brokers="zk"),
+)
+
+
 def stage(name: str) -> Stage:
-    """The stage called ``name`` (``ValueError`` naming the stages otherwise)."""
-    found = next((s for s in STAGES if s.name == name), None)
+    """The stage called ``name``, forward or revert (``ValueError`` naming the stages otherwise)."""
+    found = next((s for s in STAGES + REVERT_STAGES if s.name == name), None)
     if found is None:
-        raise ValueError(f"unknown migration stage {name!r} (stages: {', '.join(s.name for s in STAGES)})")
+        raise ValueError(f"unknown migration stage {name!r} (stages: "
+                         f"{', '.join(s.name for s in STAGES + REVERT_STAGES)})")
     return found
 
 
@@ -140,6 +162,59 @@ def next_stage(current: str) -> Stage | None:
 def can_revert(current: str) -> bool:
     """Kafka documents a way back to ZooKeeper from every phase before :data:`NO_RETURN`."""
     return PHASES.index(current) < PHASES.index(NO_RETURN)
+
+
+def next_revert_stage(view: MigrationView) -> Stage | None:
+    """The revert stage to run from what ``view`` shows (None: the cluster is back in ZooKeeper mode, every
+    broker configured without the migration, no controller provisioned, nothing of the migration left in
+    ZooKeeper). Judged from the nodes and ZooKeeper, not the phase alone: the quorum gone but ``/controller``
+    still the KRaft controller's is a deprovisioning stopped half-way, not a cluster back in ZooKeeper mode.
+
+    Raises:
+        ValueError: the phase is past :data:`NO_RETURN`, or no phase at all (:func:`phase`).
+    """
+    current = phase(view)
+    if not can_revert(current):
+        raise ValueError(f"the migration is {current}: a controller already runs without ZooKeeper, which no "
+                         "longer receives the metadata; Kafka documents no way back from there")
+    brokers = set(view.broker_configs.values())
+    if "kraft" in brokers:
+        return REVERT_STAGES[0]
+    if view.controller_configs or view.kraft_controls or view.migration_record is not None:
+        return REVERT_STAGES[1]
+    if brokers != {"zk"}:
+        return REVERT_STAGES[2]
+    return None
+
+
+def stage_reached(this: Stage, view: MigrationView) -> bool:
+    """The cluster is where ``this`` stage leaves it: its end phase, every broker configured as the stage
+    leaves them, and after the controllers' revert nothing of the migration left (no controller provisioned,
+    ``/controller`` a broker's again, no ``/migration``)."""
+    if phase(view) != this.end:
+        return False
+    if this.brokers is not None and set(view.broker_configs.values()) != {this.brokers}:
+        return False
+    if this.name == "revert-controllers":
+        record = view.controller_record
+        return (not view.controller_configs and view.migration_record is None and record is not None
+                and not view.kraft_controls)
+    return True
+
+
+def revert_order_problem(this: Stage, view: MigrationView) -> str | None:
+    """Why revert stage ``this`` may not run now (None: it may). Kafka's revert is an order: a stage runs
+    when it is the next one, or again when it just finished (a resumed run); never before the one ahead of it
+    is done (brokers rolled to ZooKeeper mode while a KRaft controller still holds ``/controller`` would find
+    no controller), and not once the cluster is back in ZooKeeper mode."""
+    following = next_revert_stage(view)
+    at = REVERT_STAGES.index(this)
+    now = len(REVERT_STAGES) if following is None else REVERT_STAGES.index(following)
+    if following is not None and now < at:
+        return f"the revert's stage {following.name} comes first: {following.what}"
+    if following is None and at < len(REVERT_STAGES) - 1:
+        return "the cluster is back in ZooKeeper mode: nothing of the migration is left to revert"
+    return None
 
 
 def _nodes(configs: Mapping[int, str]) -> str:

@@ -22,7 +22,17 @@ from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, reg
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal
 from kafkaops.model import CONTROLLER, Host
-from kafkaops.policy.migration import NO_RETURN, PHASES, MigrationView, Stage, phase, stage
+from kafkaops.policy.migration import (
+    NO_RETURN,
+    PHASES,
+    REVERT_STAGES,
+    MigrationView,
+    Stage,
+    phase,
+    revert_order_problem,
+    stage,
+    stage_reached,
+)
 from kafkaops.steps.common import environment, target_host, wait
 
 #: The configuration phases of a node (``kafka_configure {phase}``), as Kafka's guide lists them.
@@ -131,9 +141,16 @@ class PhaseGate(StepBase):
         view = migration_view(env)
         current = judge_phase(view)
         data: dict[str, Any] = {"stage": this.name, "phase": current, "start": list(this.start), "end": this.end,
-                                "no_return": this.no_return, "line": phases_line(current, this), "problems": []}
+                                "no_return": this.no_return, "line": phases_line(current, this), "problems": [],
+                                "revert": this in REVERT_STAGES, "order": None}
+        mode = self.params.get("mode")
+        if mode and this.brokers is not None and mode != this.brokers:
+            raise ConfigError(f"stage {this.name} configures the brokers for {this.brokers}, not {mode}",
+                              hint="`kafkaops migrate-to-kraft CLUSTER` passes the stage's own settings")
         if this.name == "controllers" and current == "zookeeper":
             data["problems"] = self._bridge_problems(env)
+        if data["revert"] and current in this.start:
+            data["order"] = revert_order_problem(this, view)
         return Observation(data, summary=f"migration phase: {current}; {data['line']}")
 
     def _bridge_problems(self, env: Environment) -> list[str]:
@@ -162,6 +179,12 @@ class PhaseGate(StepBase):
                 f"stage {d['stage']} runs from {' or '.join(d['start'])}, but the cluster is in phase {d['phase']}",
                 hint="`kafkaops migrate-to-kraft CLUSTER` runs the stage the cluster is ready for"
                      + ("" if later else " (an earlier stage is not finished)"))
+        if d.get("revert"):
+            if d.get("order"):
+                raise SafetyRefusal(f"revert stage {d['stage']} cannot run now: {d['order']}",
+                                    hint="`kafkaops migrate-to-kraft CLUSTER --revert` runs the revert's next stage")
+            return Noop(f"revert gate passes: phase {d['phase']}; this run: {d['stage']}, back towards ZooKeeper mode "
+                        f"(Kafka's revert, docs/migration.md). Phases: {d['line']}")
         back = ("after this run there is NO way back to ZooKeeper (Kafka documents no revert once a controller "
                 "left migration mode)" if d["no_return"] else
                 "until the finalize stage, `kafkaops runs abort RUN --rollback` and Kafka's revert steps lead back "
@@ -296,6 +319,140 @@ class StartNewController(StepBase):
             raise CheckFailed(f"controller {host.broker_id} is not running after its start")
 
 
+# --- the revert: the quorum deprovisioned, ZooKeeper's controllership handed back -----------------------------
+
+
+class StopController(StepBase):
+    """Stop a controller for good (Kafka's revert deprovisions the whole quorum: no quorum gate, no restart).
+    The second of three stopped leaves the cluster without a controller until ``migration.release_zookeeper``
+    hands the controllership back to the brokers: the runbook does that right after the last stop."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        host = target_host(ctx)
+        active = _running(env, host)
+        return Observation({"host": host.name, "node": host.broker_id, "active": active,
+                            "command": env.command(host, "kafka_stop")},
+                           summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["active"]:
+            return Noop(f"controller {d['node']} is stopped")
+        return Action(description=f"stop controller {d['node']} on {d['host']} for good (the revert)",
+                      commands=(f"on {d['host']}: {d['command']}",),
+                      impact="one voter fewer; once a majority is stopped the cluster has no controller until "
+                             "ZooKeeper's /controller is deleted (this runbook's next steps)",
+                      rollback="none: the migration starts again from its first stage")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        timeout = float(self.params["timeout"])
+        env.change(host, env.command(host, "kafka_stop"), timeout=timeout)
+        wait(ctx, lambda: (not _running(env, host), "stopping"), what=f"controller {host.broker_id} stopped",
+             timeout=timeout)
+
+    def verify(self, ctx: RunContext) -> None:
+        host = target_host(ctx)
+        if _running(environment(ctx), host):
+            raise CheckFailed(f"controller {host.broker_id} still runs after its stop")
+
+
+class ReleaseZooKeeper(StepBase):
+    """After the last controller's stop: delete ZooKeeper's ``/controller`` (a KRaft controller's) and
+    ``/migration``, as Kafka's revert does with ``zookeeper-shell``. Until then no broker can be elected
+    controller (the znode names a controller that is gone): the guide asks for it quickly, so it is the step
+    right after the last stop. ``/migration`` goes too, so that a later migration starts afresh."""
+
+    def _last(self, ctx: RunContext) -> bool:
+        return not ctx.targets or ctx.target == ctx.targets[-1]
+
+    def observe(self, ctx: RunContext) -> Observation:
+        if not self._last(ctx):
+            return Observation({"skip": True}, summary="after the last controller's stop")
+        env = environment(ctx)
+        with env.zookeeper() as zk:
+            record = zk.controller_record() if zk is not None else None
+            migration = zk.migration_record() if zk is not None else None
+        view = MigrationView({}, controller_record=record, migration_record=migration)
+        left = (["/controller (KRaft controller " + str((record or {}).get("brokerid")) + ")"]
+                if view.kraft_controls else []) + (["/migration"] if migration is not None else [])
+        running = [c.broker_id for c in env.cluster.controllers if _running(env, c)] if left else []
+        return Observation({"skip": False, "left": left, "running": running, "zookeeper": env.cluster.zookeeper},
+                           summary="ZooKeeper holds " + (", ".join(left) or "nothing of the migration"))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["skip"]:
+            return Noop("after the last controller's stop: delete ZooKeeper's /controller and /migration")
+        if not d["left"]:
+            return Noop("ZooKeeper holds nothing of the migration: a broker can be (or is) the controller")
+        if d["running"]:
+            raise SafetyRefusal(f"controllers {', '.join(map(str, d['running']))} still run: deleting /controller "
+                                "now would let a KRaft controller and a broker both act as the controller",
+                                hint="stop every controller first (this runbook's migration.stop_controller)")
+        return Action(description=f"delete {' and '.join(d['left'])} in ZooKeeper: a broker is elected controller",
+                      commands=(f"zookeeper {d['zookeeper']}: delete {' '.join(p.split()[0] for p in d['left'])} "
+                                "(at the version read)",),
+                      impact="a controller election among the brokers (seconds); the migration's state in "
+                             "ZooKeeper is gone, so a later migration starts from its first stage",
+                      rollback="none: the KRaft controllers that wrote them are deprovisioned")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        with environment(ctx).zookeeper() as zk:
+            if zk is not None:
+                zk.delete_migration_state()
+
+    def verify(self, ctx: RunContext) -> None:
+        if not self._last(ctx):
+            return
+        with environment(ctx).zookeeper() as zk:
+            if zk is None:
+                return
+            view = MigrationView({}, controller_record=zk.controller_record(), migration_record=zk.migration_record())
+        if view.kraft_controls or view.migration_record is not None:
+            raise CheckFailed("ZooKeeper still holds the migration's /controller or /migration after their deletion")
+
+
+class Deprovision(StepBase):
+    """Remove a stopped controller's storage (the inventory's ``kafka_deprovision``): Kafka's revert
+    "deprovisions the KRaft controller quorum", and a later migration must format it afresh — a quorum that
+    kept its log would start again from a copy of the metadata that is no longer the cluster's."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        host = target_host(ctx)
+        has = storage_id(env, host)
+        return Observation({"host": host.name, "node": host.broker_id, "has": has,
+                            "active": bool(has) and _running(env, host),
+                            "command": env.command(host, "kafka_deprovision")},
+                           summary=f"{host.name}: storage " + (f"formatted for {has}" if has else "not formatted"))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["has"]:
+            return Noop(f"{d['host']} holds no Kafka storage (deprovisioned)")
+        if d["active"]:
+            raise SafetyRefusal(f"controller {d['node']} runs: its storage is in use",
+                                hint="stop it first (migration.stop_controller)")
+        return Action(description=f"deprovision {d['host']}: remove its KRaft storage (cluster {d['has']})",
+                      commands=(f"on {d['host']}: {d['command']}",),
+                      impact="the controller's metadata log, a copy of ZooKeeper's; nothing the brokers use",
+                      rollback="none: the next migration formats it again")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        env.change(host, env.command(host, "kafka_deprovision"), timeout=120)
+
+    def verify(self, ctx: RunContext) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        if storage_id(env, host) is not None:
+            raise CheckFailed(f"{host.name}'s storage is still formatted after kafka_deprovision")
+
+
 # --- the end of a stage -----------------------------------------------------------------------------------
 
 
@@ -315,15 +472,17 @@ class WaitPhase(StepBase):
             return Observation({"skip": False, "end": this.end, "now": None},
                                summary="the nodes before it change in this run")
         env = environment(ctx)
-        now = judge_phase(migration_view(env))
-        return Observation({"skip": False, "end": this.end, "now": now}, summary=f"migration phase: {now}")
+        view = migration_view(env)
+        now = judge_phase(view)
+        return Observation({"skip": False, "end": this.end, "now": now, "reached": stage_reached(this, view)},
+                           summary=f"migration phase: {now}")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
         if d["skip"]:
             return Noop(f"after the last target: wait for phase {d['end']}")
-        if d.get("now") == d["end"]:
-            return Noop(f"the cluster is in phase {d['end']}")
+        if d.get("reached"):
+            return Noop(f"the cluster is in phase {d['end']}, where this stage leaves it")
         return Action(description=f"wait until the cluster is in phase {d['end']} (timeout "
                                   f"{self.params['timeout']:.0f}s)",
                       commands=("each node's kafka_configured, ZooKeeper's /controller and /migration, "
@@ -332,21 +491,32 @@ class WaitPhase(StepBase):
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
-        end = stage(str(self.params["stage"])).end
+        this = stage(str(self.params["stage"]))
 
         def reached() -> tuple[bool, str]:
-            now = judge_phase(migration_view(env))
-            return now == end, now
+            view = migration_view(env)
+            return stage_reached(this, view), _where(view)
 
-        wait(ctx, reached, what=f"the cluster in phase {end}", timeout=float(self.params["timeout"]), interval=2.0)
+        wait(ctx, reached, what=f"the cluster where stage {this.name} leaves it (phase {this.end})",
+             timeout=float(self.params["timeout"]), interval=2.0)
 
     def verify(self, ctx: RunContext) -> None:
         if not self._last(ctx):
             return
-        end = stage(str(self.params["stage"])).end
-        now = judge_phase(migration_view(environment(ctx)))
-        if now != end:
-            raise CheckFailed(f"the cluster is in phase {now}, not {end}")
+        this = stage(str(self.params["stage"]))
+        view = migration_view(environment(ctx))
+        if not stage_reached(this, view):
+            raise CheckFailed(f"the cluster is not where stage {this.name} leaves it: {_where(view)}")
+
+
+def _where(view: MigrationView) -> str:
+    """Where a migration stands, in one line for a wait's progress and a failed check."""
+    brokers = ",".join(f"{b}={c}" for b, c in sorted(view.broker_configs.items()))
+    record = view.controller_record or {}
+    return (f"phase {judge_phase(view)}; brokers {brokers}; controllers provisioned "
+            f"{len(view.controller_configs)}; /controller {record.get('brokerid', 'absent')}"
+            + (" (KRaft)" if view.kraft_controls else "") + "; /migration "
+            + ("present" if view.migration_record is not None else "absent"))
 
 
 def _check_stage(params: Any) -> str | None:
@@ -364,8 +534,12 @@ def _check_phase(params: Any) -> str | None:
 
 
 STAGE = Param("stage", "str", required=True, help="the migration stage: controllers, brokers-migration, "
-                                                   "brokers-kraft, finalize")
-register_step("migration.phase_gate", PhaseGate, [STAGE], check=_check_stage)
+                                                   "brokers-kraft, finalize; or a revert stage: revert-brokers-kraft, "
+                                                   "revert-controllers, revert-brokers-zk")
+register_step("migration.phase_gate", PhaseGate, [
+    STAGE, Param("mode", "str", default="", help="a broker stage: the configuration its roll writes (checked to be "
+                                                 "the stage's)"),
+], check=_check_stage)
 register_step("migration.configure", Configure, [
     Param("phase", "str", required=True, help="the node's configuration phase: zk, migration or kraft"),
 ], check=_check_phase,
@@ -375,6 +549,13 @@ register_step("migration.format", FormatStorage, [], roles=CONTROLLER,
 register_step("migration.start_controller", StartNewController,
               [Param("timeout", "duration", default=300.0, help="give up after this long")], roles=CONTROLLER,
               irreversible="the controller keeps running; Kafka's revert stops it (docs/migration.md)")
+register_step("migration.stop_controller", StopController,
+              [Param("timeout", "duration", default=300.0, help="give up after this long")], roles=CONTROLLER,
+              irreversible="a deprovisioned controller stays stopped; the migration starts again from its first stage")
+register_step("migration.release_zookeeper", ReleaseZooKeeper, [], roles=CONTROLLER,
+              irreversible="the migration's /controller and /migration stay deleted (Kafka's revert)")
+register_step("migration.deprovision", Deprovision, [], roles=CONTROLLER,
+              irreversible="the controller's storage stays removed; the next migration formats it again")
 register_step("migration.wait_phase", WaitPhase, [
     STAGE, Param("timeout", "duration", default=600.0, help="give up after this long"),
 ], check=_check_stage)

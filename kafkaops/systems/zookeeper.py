@@ -232,6 +232,35 @@ class ZooKeeper:
         (``kraft_metadata_offset`` is -1 until the metadata was copied); ``None`` before one started."""
         return self._json("/migration")
 
+    def delete_migration_state(self) -> list[str]:
+        """Kafka's revert of a migration in ZooKeeper: delete ``/controller`` if a KRaft controller holds it (so
+        that a broker is elected controller again) and ``/migration`` (so that a later migration starts afresh).
+        Each znode is deleted at the version read: a broker elected meanwhile keeps its ``/controller``.
+        Returns the paths deleted (none: nothing of the migration was left)."""
+        from kazoo.exceptions import BadVersionError, NoNodeError
+
+        deleted = []
+        for path in ("/controller", "/migration"):
+            try:
+                with self.calling(f"a read of {path}") as zk:
+                    data, stat = zk.get(path)
+            except NoNodeError:
+                continue
+            if path == "/controller":
+                try:
+                    epoch = json.loads(data).get("kraftControllerEpoch", -1)
+                except (ValueError, AttributeError):
+                    epoch = -1
+                if not isinstance(epoch, int) or epoch < 0:
+                    continue  # a broker's: ZooKeeper mode already has its controller
+            try:
+                with self.calling(f"the deletion of {path}") as zk:
+                    zk.delete(path, version=stat.version)
+            except (NoNodeError, BadVersionError):
+                continue  # gone or rewritten meanwhile: not the znode read
+            deleted.append(path)
+        return deleted
+
     def _json(self, path: str) -> dict[str, Any] | None:
         from kazoo.exceptions import NoNodeError
 
