@@ -69,6 +69,16 @@ def _running(env: Environment, host: Host) -> bool:
     return env.run(host, env.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
 
 
+def _stopped_key(node: int) -> str:
+    """The projection's key for a controller the revert stops (``migration.stop_controller``)."""
+    return f"migration/controller/{node}/stopped"
+
+
+def _running_now(ctx: RunContext, env: Environment, host: Host) -> bool:
+    """The controller runs — unless an earlier step of the plan being made stops it."""
+    return not ctx.projected.get(_stopped_key(host.broker_id)) and _running(env, host)
+
+
 def quorum_leader(env: Environment) -> int | None:
     """The KRaft quorum's leader, or None while there is no quorum (no controller answers, or none leads)."""
     from kafkaops.policy.quorum import judge
@@ -143,10 +153,6 @@ class PhaseGate(StepBase):
         data: dict[str, Any] = {"stage": this.name, "phase": current, "start": list(this.start), "end": this.end,
                                 "no_return": this.no_return, "line": phases_line(current, this), "problems": [],
                                 "revert": this in REVERT_STAGES, "order": None}
-        mode = self.params.get("mode")
-        if mode and this.brokers is not None and mode != this.brokers:
-            raise ConfigError(f"stage {this.name} configures the brokers for {this.brokers}, not {mode}",
-                              hint="`kafkaops migrate-to-kraft CLUSTER` passes the stage's own settings")
         if this.name == "controllers" and current == "zookeeper":
             data["problems"] = self._bridge_problems(env)
         if data["revert"] and current in this.start:
@@ -345,6 +351,9 @@ class StopController(StepBase):
                              "ZooKeeper's /controller is deleted (this runbook's next steps)",
                       rollback="none: the migration starts again from its first stage")
 
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {_stopped_key(obs.data["node"]): True}
+
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
         host = target_host(ctx)
@@ -378,7 +387,7 @@ class ReleaseZooKeeper(StepBase):
         view = MigrationView({}, controller_record=record, migration_record=migration)
         left = (["/controller (KRaft controller " + str((record or {}).get("brokerid")) + ")"]
                 if view.kraft_controls else []) + (["/migration"] if migration is not None else [])
-        running = [c.broker_id for c in env.cluster.controllers if _running(env, c)] if left else []
+        running = [c.broker_id for c in env.cluster.controllers if _running_now(ctx, env, c)] if left else []
         return Observation({"skip": False, "left": left, "running": running, "zookeeper": env.cluster.zookeeper},
                            summary="ZooKeeper holds " + (", ".join(left) or "nothing of the migration"))
 
@@ -425,7 +434,7 @@ class Deprovision(StepBase):
         host = target_host(ctx)
         has = storage_id(env, host)
         return Observation({"host": host.name, "node": host.broker_id, "has": has,
-                            "active": bool(has) and _running(env, host),
+                            "active": bool(has) and _running_now(ctx, env, host),
                             "command": env.command(host, "kafka_deprovision")},
                            summary=f"{host.name}: storage " + (f"formatted for {has}" if has else "not formatted"))
 
@@ -536,10 +545,21 @@ def _check_phase(params: Any) -> str | None:
 STAGE = Param("stage", "str", required=True, help="the migration stage: controllers, brokers-migration, "
                                                    "brokers-kraft, finalize; or a revert stage: revert-brokers-kraft, "
                                                    "revert-controllers, revert-brokers-zk")
+def _check_gate(params: Any) -> str | None:
+    """The stage known, and a broker stage's roll writing the stage's own configuration."""
+    problem = _check_stage(params)
+    if problem:
+        return problem
+    this, mode = stage(str(params["stage"])), params.get("mode")
+    if mode and this.brokers is not None and mode != this.brokers:
+        return f"stage {this.name} configures the brokers for {this.brokers}, not {mode}"
+    return None
+
+
 register_step("migration.phase_gate", PhaseGate, [
     STAGE, Param("mode", "str", default="", help="a broker stage: the configuration its roll writes (checked to be "
                                                  "the stage's)"),
-], check=_check_stage)
+], check=_check_gate)
 register_step("migration.configure", Configure, [
     Param("phase", "str", required=True, help="the node's configuration phase: zk, migration or kraft"),
 ], check=_check_phase,

@@ -28,6 +28,7 @@ from kafkaops.model import Cluster
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 STAGE_ARGS = ("--yes", "--no-scan", "--syn-window", "2s", "--output", "plain")
+SAFETY_REFUSAL = 6  # docs/exit-codes.md
 
 
 def _stage(home: Path, cluster: Cluster, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -61,6 +62,16 @@ def test_migrate_to_kraft_provisions_the_controllers_then_plans_the_broker_roll(
     assert nxt.returncode == 0, nxt.stderr[-2000:]
     assert json.loads(nxt.stdout)["runbook"] == "migration-brokers"
     assert "migration phase controllers; this run: stage 2 of 4, brokers-migration" in nxt.stderr
+
+    # Kafka's revert from here: the controllers deprovisioned (stopped, storage removed), nothing left behind
+    back = kafkaops(home, migration, "migrate-to-kraft", migration.name, "--revert", *STAGE_ARGS,
+                    "--reason", "issue 33 lab", timeout=600)
+    assert back.returncode == 0, (back.stdout + back.stderr)[-3000:]
+    assert "stage 2 of 3, revert-controllers" in back.stderr and "back in ZooKeeper mode" in back.stderr
+    for c in spec.controllers:
+        assert not LabHost(spec, c).provisioned and LabHost(spec, c).unit_state("kafka") != "active", c.name
+    again = kafkaops(home, migration, "migrate-to-kraft", migration.name, "--revert", "--dry-run")
+    assert again.returncode == 0 and "nothing of a migration left to revert" in again.stderr, again.stderr[-2000:]
 
 
 # --- the long scenario: every stage, killed and resumed, under load ------------------------------------------
@@ -153,6 +164,13 @@ def test_migrate_to_kraft_killed_in_each_stage_resumes_to_the_end_under_load(mig
         assert zk_pid is not None
         os.kill(zk_pid, signal.SIGTERM)
         time.sleep(10)  # the cluster goes on without it, under the load
+    # past the point of no return: neither the finalize run's rollback nor a revert changes anything
+    finalize_run = sorted((tmp_path / "stage4").glob(".local/state/kafkaops/runs/*"))[-1].name
+    refused = kafkaops(tmp_path / "stage4", migration, "runs", "abort", finalize_run, "--rollback", "--reason", "late")
+    assert refused.returncode == SAFETY_REFUSAL and "Kafka documents no way back" in refused.stderr, refused.stderr
+    revert = kafkaops(tmp_path / "after", migration, "migrate-to-kraft", migration.name, "--revert", "--yes",
+                      "--reason", "late")
+    assert revert.returncode == SAFETY_REFUSAL and "finalized" in revert.stderr, revert.stderr[-2000:]
     report = load.report
     print("stages (each killed once and resumed): " + ", ".join(f"{k} {v:.0f}s" for k, v in timings.items()))
     print(f"load: {report}")
@@ -160,3 +178,68 @@ def test_migrate_to_kraft_killed_in_each_stage_resumes_to_the_end_under_load(mig
     assert report.lost == 0 and report.duplicated == 0, report
     after = _metadata(spec, migration)
     assert after == before
+
+
+def _zookeeper_mode(spec: LabSpec, cluster: Cluster) -> None:
+    """Back in ZooKeeper mode, whole: every broker configured without the migration, no controller
+    provisioned or running, ZooKeeper's /controller a broker's, no /migration, every broker registered."""
+    from kafkaops.systems.zookeeper import ZooKeeper
+
+    assert {LabHost(spec, b).phase() for b in spec.brokers} == {"zk"}
+    for c in spec.controllers:
+        assert not LabHost(spec, c).provisioned and LabHost(spec, c).unit_state("kafka") != "active", c.name
+    assert cluster.zookeeper
+    with ZooKeeper(cluster.zookeeper) as zk:
+        controller = zk.controller_record() or {}
+        assert controller.get("brokerid") in {b.broker_id for b in spec.brokers}, controller
+        assert controller.get("kraftControllerEpoch", -1) == -1, controller
+        assert zk.migration_record() is None
+        assert sorted(zk.registered_brokers()) == sorted(b.broker_id for b in spec.brokers)
+
+
+@pytest.mark.long
+def test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_under_load(migration: Cluster,
+                                                                                       tmp_path: Path) -> None:
+    """The way back before the point of no return: stages 1 and 2 done, stage 3 (brokers into KRaft mode)
+    killed with one broker already a KRaft broker, then `runs abort RUN --rollback`: Kafka's revert, every
+    stage of it (KRaft brokers back, the quorum deprovisioned and ZooKeeper released, the brokers without the
+    migration settings), under the acks=all load and HTTP through the VIP. Then the migration starts afresh."""
+    spec = pristine_migration_lab(migration)
+    before = _metadata(spec, migration)
+    home = tmp_path / "home"
+    with Load(migration, rate=100, http_rate=4) as load:
+        for _ in range(2):
+            done = _stage(home, migration)
+            assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        proc = spawn(home, migration, "migrate-to-kraft", migration.name, *STAGE_ARGS, "--reason", "issue 33")
+        deadline = time.monotonic() + 600
+        try:
+            while not any(LabHost(spec, b).phase() == "kraft" and LabHost(spec, b).unit_state("kafka") == "active"
+                          for b in spec.brokers):
+                assert proc.poll() is None, output(proc)[-3000:]
+                assert time.monotonic() < deadline, "no broker reached KRaft mode"
+                time.sleep(0.2)
+            time.sleep(3)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        run_id = only_run(home)
+        t = time.monotonic()
+        back = kafkaops(home, migration, "runs", "abort", run_id, "--rollback", "--reason", "issue 33: way back",
+                        timeout=1800)
+        took = time.monotonic() - t
+        assert back.returncode == 0, (back.stdout + back.stderr)[-4000:]
+        for n, name in enumerate(("revert-brokers-kraft", "revert-controllers", "revert-brokers-zk"), start=1):
+            assert f"stage {n} of 3, {name}" in back.stderr, back.stderr[-3000:]
+        _zookeeper_mode(spec, migration)
+        time.sleep(10)  # the cluster serves on in ZooKeeper mode, under the load
+    report = load.report
+    print(f"abort --rollback (Kafka's revert, 3 stages): {took:.0f}s; load: {report}")
+    assert report is not None and report.produced_acked > 1000
+    assert report.lost == 0 and report.duplicated == 0, report
+    assert _metadata(spec, migration) == before
+    # a later migration starts afresh: stage 1 again formats and starts the controllers into a quorum
+    fresh = _stage(tmp_path / "again", migration)
+    assert fresh.returncode == 0 and "stage 1 of 4, controllers" in fresh.stderr, (fresh.stdout + fresh.stderr)[-3000:]
+    assert all(LabHost(spec, c).provisioned for c in spec.controllers)
