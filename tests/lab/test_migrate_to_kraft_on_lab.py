@@ -211,6 +211,7 @@ def test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_und
         for _ in range(2):
             done = _stage(home, migration)
             assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        home = tmp_path / "stage3"  # the killed run, the only one of its home
         proc = spawn(home, migration, "migrate-to-kraft", migration.name, *STAGE_ARGS, "--reason", "issue 33")
         deadline = time.monotonic() + 600
         try:
