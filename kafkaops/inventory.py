@@ -42,7 +42,9 @@ OPTIONAL_COMMANDS = ("service_restart", "service_status", "deploy", "syn_capture
                      "kafka_reassign", "kafka_metadata_quorum", "vip_syn_capture",
                      # the ZooKeeper -> KRaft migration (docs/migration.md)
                      "kafka_version", "kafka_configure", "kafka_configured", "kafka_storage_id", "kafka_format",
-                     "kafka_deprovision")
+                     "kafka_deprovision",
+                     # the rolling upgrade (kafkaops rolling-upgrade)
+                     "kafka_install", "kafka_features")
 #: What ``environment:`` may say: a lab needs no --yes for a benchmark; production is the default.
 ENVIRONMENTS = ("production", "lab")
 

@@ -21,6 +21,7 @@ COMMAND_MODULES = {
     "placement": "placement",
     "switchover": "switchover", "offsets": "switchover",
     "migrate-to-kraft": "migration",
+    "rolling-upgrade": "upgrade",
     "doctor": "doctor",
 }
 

@@ -176,19 +176,13 @@ def refuse_past_no_return(env: Environment, run_id: str) -> None:
 def _run_stage(cluster: str, stage: Stage, options: StageOptions) -> None:
     """Plan, show and (unless a dry run) run one stage's runbook with the command line's options."""
     from kafkaops.catalog import find_runbook
-    from kafkaops.cli.procedures import parse_value, run_procedure
+    from kafkaops.cli.procedures import given_options, run_procedure
 
     rb = find_runbook(stage.runbook)
     given: dict[str, object] = dict(stage.params)
     if rb.param("stage") is not None:
         given["stage"] = stage.name
-    for name, value in (("scan", options.scan), ("syn_window", options.syn_window)):
-        param = rb.param(name)
-        if param is not None:
-            try:
-                given[name] = parse_value(param, rb.declaration(name), value) if isinstance(value, str) else value
-            except ValueError as exc:
-                raise typer.BadParameter(str(exc), param_hint=f"--{name.replace('_', '-')}") from None
+    given = given_options(rb, given, scan=options.scan, syn_window=options.syn_window)
     run_procedure(rb, cluster, given, inventory=options.inventory, reason=options.reason, task=options.task,
                   yes=options.yes, dry_run=options.dry_run, output=options.output, save_plan=options.save_plan,
                   confirmed=options.confirmed)

@@ -449,6 +449,22 @@ def _require_reason(reason: str | None, dry_run: bool) -> None:
                            param_hint="--reason")
 
 
+def given_options(rb: Runbook, given: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+    """``given`` plus each of a command's own ``options`` that the runbook declares as a parameter, parsed as
+    the runbook types it (``--syn-window 2s``: a duration); an option the runbook does not take is left out
+    (a controllers-only stage has no SYN window)."""
+    out = dict(given)
+    for name, value in options.items():
+        param = rb.param(name)
+        if param is None:
+            continue
+        try:
+            out[name] = parse_value(param, rb.declaration(name), value) if isinstance(value, str) else value
+        except ValueError as exc:
+            raise BadParameter(str(exc), param_hint=f"--{name.replace('_', '-')}") from None
+    return out
+
+
 def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, inventory: Path | None,
                   reason: str | None, task: str | None, yes: bool, dry_run: bool, output: Output | PlanOutput,
                   save_plan: Path | None, alias: bool = False, confirmed: tuple[str, ...] = ()) -> None:

@@ -289,7 +289,7 @@ def hostctl_script(spec: LabSpec) -> str:
 KAFKA_TOOLS = {"kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"}
 #: ... and those only Kafka 4 (KRaft) hosts have: the quorum's own view, and storage formatting.
 KRAFT_TOOLS = {"kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
-               "kafka-storage": "kafka.tools.StorageTool"}
+               "kafka-storage": "kafka.tools.StorageTool", "kafka-features": "org.apache.kafka.tools.FeatureCommand"}
 
 
 def kafka_tools(spec: LabSpec) -> dict[str, str]:
@@ -297,12 +297,20 @@ def kafka_tools(spec: LabSpec) -> dict[str, str]:
 
 
 def kafka_tool_script(spec: LabSpec, main_class: str, dirs: HostDirs) -> str:
-    """One of Kafka's tools on a lab host: the broker's own jars, a small client heap, logs to stderr."""
+    """One of Kafka's tools on a lab host: the node's own jars, a small client heap, logs to stderr. On the
+    migration lab a node's Kafka release changes (``hostctl kafka-install``): the tool runs the jars the node
+    has installed now (``etc/kafka-jars``), with the logging settings of both releases (3.9's log4j, 4.x's
+    log4j2: each reads its own)."""
     logging = (f"-Dlog4j2.configurationFile={dirs.etc / 'tools-log4j2.properties'}" if spec.kraft
                else "-Dlog4j.configuration=file:/dev/null")
+    jars = f"'{spec.kafka_jars}'"
+    if spec.migration:
+        logging = ("-Dlog4j.configuration=file:/dev/null "
+                   f"-Dlog4j2.configurationFile={dirs.etc / 'tools-log4j2.properties'}")
+        jars = f"\"$(cat '{dirs.etc / 'kafka-jars'}' 2>/dev/null || echo '{spec.kafka_jars}')\""
     return f"""#!/bin/sh
 exec {spec.java} -Xmx256m -XX:TieredStopAtLevel=1 -Xshare:auto {logging} \\
-  -cp '{spec.kafka_jars}/*' {main_class} "$@"
+  -cp {jars}'/*' {main_class} "$@"
 """
 
 

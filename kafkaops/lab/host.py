@@ -54,6 +54,17 @@ EVENTBUS_FAILS_ON_BOOT = "eventbus_fails_on_boot"
 KAFKA_FAILS_ON_BOOT = "kafka_fails_on_boot"
 
 
+def _jar_version(jars: Path) -> str | None:
+    """The Kafka release of a jar set (``kafka_2.13-3.9.1.jar``: 3.9.1), None without one."""
+    import re
+
+    for jar in sorted(jars.glob("kafka_*.jar")):
+        m = re.fullmatch(r"kafka_[\d.]+-(\d+\.\d+\.\d+)\.jar", jar.name)
+        if m:
+            return m.group(1)
+    return None
+
+
 @dataclass
 class LabHost:
     spec: LabSpec
@@ -121,15 +132,37 @@ class LabHost:
         found = dict(line.split("=", 1) for line in meta.read_text().splitlines() if "=" in line)
         return found.get("cluster.id") or None
 
+    @property
+    def jars(self) -> Path:
+        """The Kafka this node has installed: the lab's release, or the one ``hostctl kafka-install`` put
+        here (``etc/kafka-jars``, a migration lab's node upgraded to Kafka 4)."""
+        pointer = self.dirs.etc / "kafka-jars"
+        return Path(pointer.read_text().strip()) if pointer.exists() else Path(self.spec.kafka_jars)
+
     def kafka_version(self) -> str:
         """The Kafka version of the jars this node starts with (``kafka_2.13-3.9.1.jar``: 3.9.1)."""
-        import re
+        found = _jar_version(self.jars)
+        if found is None:
+            raise LabError(f"{self.host.name}: no Kafka jar in {self.jars}", hint="scripts/install.sh")
+        return found
 
-        for jar in sorted(Path(self.spec.kafka_jars).glob("kafka_*.jar")):
-            m = re.fullmatch(r"kafka_[\d.]+-(\d+\.\d+\.\d+)\.jar", jar.name)
-            if m:
-                return m.group(1)
-        raise LabError(f"{self.host.name}: no Kafka jar in {self.spec.kafka_jars}", hint="scripts/install.sh")
+    def install(self, version: str) -> bool:
+        """Install Kafka ``version`` here, as a package upgrade would: the release's jars (one of the jar sets
+        scripts/install.sh fetched) are what the node starts with from its next start. True if it changed."""
+        from kafkaops.lab import paths
+
+        if not self.spec.migration:
+            raise LabError(f"{self.host.name}: only a migration lab's nodes change Kafka release",
+                           hint="kafkaops lab up --mode migration")
+        sets = {_jar_version(p): p for p in (paths.kafka_jars(kraft=False), paths.kafka_jars(kraft=True))}
+        if version not in sets:
+            raise LabError(f"{self.host.name}: no Kafka {version} to install (the lab has "
+                           f"{', '.join(sorted(v for v in sets if v))})", hint="scripts/install.sh fetches them")
+        if self.jars.resolve() == sets[version].resolve():
+            return False
+        (self.dirs.etc / "kafka-jars").write_text(f"{sets[version]}\n")
+        self.record("kafka-install", version=version)
+        return True
 
     def format_storage(self, cluster_id: str) -> bool:
         """``kafka-storage format`` of this node's log directory with ``cluster_id``: True if it formatted,
@@ -183,14 +216,16 @@ class LabHost:
             heap = ["-Xms128m", "-Xmx256m"] if self.host.role == "controller" else ["-Xms192m", "-Xmx320m"]
             logging = (f"-Dlog4j2.configurationFile={d.etc / 'log4j2.properties'}" if self.spec.kraft
                        else f"-Dlog4j.configuration=file:{d.etc / 'log4j.properties'}")
+            if self.spec.migration:  # 3.9 or 4.x, whichever is installed: each reads its own setting
+                logging += f" -Dlog4j2.configurationFile={d.etc / 'log4j2.properties'}"
             # Prometheus' JMX exporter, as production brokers run it (kafkaops/lab/monitoring.py).
             agent = ([monitoring.jmx_agent_arg(self.spec, self.host, monitoring.jmx_rules_file(self.spec))]
                      if self.spec.jmx_agent else [])
             return [
                 self.spec.java, *heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=50",
                 "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Djava.awt.headless=true", *agent,
-                logging, f"-Dkafka.logs.dir={d.log}",
-                "-cp", f"{self.spec.kafka_jars}/*", "kafka.Kafka", str(d.etc / "server.properties"),
+                *logging.split(), f"-Dkafka.logs.dir={d.log}",
+                "-cp", f"{self.jars}/*", "kafka.Kafka", str(d.etc / "server.properties"),
             ]
         if unit == "eventbus" and self.host.eventbus:
             return [self.spec.python, "-m", "kafkaops.lab.eventbus", "--host", self.host.name]

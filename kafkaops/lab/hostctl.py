@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
                    "(nothing when it is not formatted)")
     sub.add_parser("kafka-deprovision", help="remove this controller's Kafka storage (Kafka's revert of a "
                    "migration; refused while Kafka runs)")
+    p = sub.add_parser("kafka-install", help="install this Kafka release on the node (the migration lab's jar sets; "
+                       "it runs it from its next start)")
+    p.add_argument("version")
     sub.add_parser("kafka-version", help="the version of the Kafka this node runs (its installed jars)")
     p = sub.add_parser("log")
     p.add_argument("unit", choices=ENABLED_UNITS)
@@ -147,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "kafka-format":
             formatted = host.format_storage(args.cluster_id)
             print(f"{host.host.name}: storage " + ("formatted" if formatted else "already formatted"))
+        elif args.cmd == "kafka-install":
+            changed = host.install(args.version)
+            print(f"{host.host.name}: kafka {args.version} installed" + ("" if changed else " (unchanged)"))
         elif args.cmd == "kafka-deprovision":
             removed = host.deprovision()
             print(f"{host.host.name}: storage " + ("removed" if removed else "already absent"))

@@ -188,10 +188,10 @@ def _prepare(spec: LabSpec) -> None:
             seed_releases(base)
             continue
         (d.etc / "server.properties").write_text(configs.server_properties(spec, h, d))
-        if spec.kraft:
+        if spec.kraft or spec.migration:  # a migration lab's node may be upgraded to Kafka 4 (log4j2)
             (d.etc / "log4j2.properties").write_text(configs.log4j2_properties(d))
             (d.etc / "tools-log4j2.properties").write_text(configs.tools_log4j2_properties())
-        else:
+        if not spec.kraft:
             (d.etc / "log4j.properties").write_text(configs.log4j_properties(d))
         script = d.bin / "hostctl"
         script.write_text(configs.hostctl_script(spec))

@@ -30,11 +30,12 @@ from kafkaops.steps import (
     service,
     sites,
     traffic,
+    upgrade,
 )
 
 __all__ = ["alerts", "canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka",
            "kraft", "logs", "metrics", "migration", "mirror", "offsets", "operator", "placement", "service", "sites",
-           "traffic"]
+           "traffic", "upgrade"]
 
 
 def register_all() -> None:

@@ -255,6 +255,23 @@ def migration_controllers(inv: Invocation, hosts: list[Host]) -> list[Host]:
     return list(inv.cluster.controllers)
 
 
+@hook("select")
+def every_node(inv: Invocation, hosts: list[Host]) -> list[Host]:
+    """Every node of a KRaft cluster (or one migrated to KRaft): its controllers, then its brokers — what a
+    rolling upgrade installs the new release on (the roll's order is ``targets.order``'s)."""
+    if not inv.cluster.controllers:
+        raise ConfigError(f"the inventory lists no KRaft controller nodes for {inv.cluster.name}",
+                          hint="Kafka 4 runs in KRaft mode: list the quorum under controllers: "
+                               f"in {inv.cluster.source} (docs/upgrade.md)")
+    return list(inv.cluster.controllers) + hosts
+
+
+@hook("select")
+def controller_nodes(inv: Invocation, hosts: list[Host]) -> list[Host]:
+    """The KRaft controllers, in inventory order: where a cluster-wide feature change is asked."""
+    return every_node(inv, hosts)[:len(inv.cluster.controllers)]
+
+
 @hook("check")
 def being_migrated(inv: Invocation) -> None:
     """The cluster is one the inventory says is migrating to KRaft (a broker stage on any other is refused)."""

@@ -103,8 +103,9 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 120.0) -
 
 
 def pristine_migration_lab(cluster: Cluster) -> LabSpec:
-    """The migration lab as ``lab up --mode migration`` leaves it — a ZooKeeper cluster, its controllers
-    prepared but not provisioned — started again when an earlier test of the module group migrated it."""
+    """The migration lab as ``lab up --mode migration`` leaves it — a ZooKeeper cluster on Kafka 3.9, its
+    controllers prepared but not provisioned — started again when an earlier test of the module group migrated
+    or upgraded it."""
     from kafkaops.lab import lab
     from kafkaops.lab.host import LabHost
     from kafkaops.lab.paths import lab_dir
@@ -112,7 +113,8 @@ def pristine_migration_lab(cluster: Cluster) -> LabSpec:
     spec = LabSpec.load(lab_dir(cluster.name))
     controllers = [LabHost(spec, h) for h in spec.controllers]
     brokers = [LabHost(spec, h) for h in spec.brokers]
-    if any(c.provisioned for c in controllers) or any(b.phase() != "zk" for b in brokers):
+    upgraded = any(h.jars != Path(spec.kafka_jars) for h in (*controllers, *brokers))
+    if any(c.provisioned for c in controllers) or any(b.phase() != "zk" for b in brokers) or upgraded:
         lab.down(lab_dir(cluster.name))
         lab.up(cluster)
         spec = LabSpec.load(lab_dir(cluster.name))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -29,6 +30,9 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 STAGE_ARGS = ("--yes", "--no-scan", "--syn-window", "2s", "--output", "plain")
 SAFETY_REFUSAL = 6  # docs/exit-codes.md
+#: The release the lab upgrades to: the Kafka 4 jar set scripts/install.sh fetches.
+KAFKA_4 = re.search(r"<kafka.version>(.+?)</kafka.version>", (Path(__file__).resolve().parents[2] / "scripts" / "maven"
+                                                             / "kafka4.pom.xml").read_text())[1]  # type: ignore[index]
 
 
 def _stage(home: Path, cluster: Cluster, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -62,6 +66,10 @@ def test_migrate_to_kraft_provisions_the_controllers_then_plans_the_broker_roll(
     assert nxt.returncode == 0, nxt.stderr[-2000:]
     assert json.loads(nxt.stdout)["runbook"] == "migration-brokers"
     assert "migration phase controllers; this run: stage 2 of 4, brokers-migration" in nxt.stderr
+
+    # Kafka 4 has no ZooKeeper mode: an upgrade before the migration is finalized is refused, nothing changed
+    upgrade = kafkaops(home, migration, "rolling-upgrade", migration.name, "--to", KAFKA_4, "--dry-run")
+    assert upgrade.returncode == SAFETY_REFUSAL and "not finalized" in upgrade.stderr, upgrade.stderr[-2000:]
 
     # Kafka's revert from here: the controllers deprovisioned (stopped, storage removed), nothing left behind
     back = kafkaops(home, migration, "migrate-to-kraft", migration.name, "--revert", *STAGE_ARGS,
@@ -112,11 +120,12 @@ def _metadata(spec: LabSpec, cluster: Cluster) -> dict[str, Any]:
     return {"topics": topics, "dynamic_configs": configs}
 
 
-def _kill_at(home: Path, cluster: Cluster, point: tuple[str, int, str], *extra: str) -> str:
-    """Start the next stage, SIGKILL kafkaops as it starts applying ``point`` (the nth target's step kind),
-    resume the run to its end; the run id."""
+def _kill_at(home: Path, cluster: Cluster, point: tuple[str, int, str], *extra: str,
+             command: tuple[str, ...] = ("migrate-to-kraft",)) -> str:
+    """Start the next stage (or ``command``), SIGKILL kafkaops as it starts applying ``point`` (the nth
+    target's step kind), resume the run to its end; the run id."""
     kind, nth, event = point
-    proc = spawn(home, cluster, "migrate-to-kraft", cluster.name, *STAGE_ARGS, *extra, "--reason", "issue 33")
+    proc = spawn(home, cluster, *command, cluster.name, *STAGE_ARGS, *extra, "--reason", "issue 33")
     deadline = time.monotonic() + 600
     try:
         while True:
@@ -158,6 +167,22 @@ def test_migrate_to_kraft_killed_in_each_stage_resumes_to_the_end_under_load(mig
             timings[run_id.split("-", 2)[2].rsplit("-", 1)[0] + f" (stage {n})"] = time.monotonic() - t
         done = kafkaops(tmp_path / "after", migration, "migrate-to-kraft", migration.name, "--dry-run")
         assert done.returncode == 0 and "the migration to KRaft is finalized" in done.stderr, done.stderr[-2000:]
+        # then Kafka 4: the roll killed once (a broker stopped with 4.x installed, not started) and resumed;
+        # metadata.version raised last, on its own run, confirmed
+        t = time.monotonic()
+        upgrade = ("rolling-upgrade",)
+        _kill_at(tmp_path / "upgrade", migration, ("upgrade.install", 5, "step_applied"), "--to", KAFKA_4,
+                 command=upgrade)
+        assert {LabHost(spec, h).kafka_version() for h in (*spec.brokers, *spec.controllers)} == {KAFKA_4}
+        early = kafkaops(tmp_path / "bump", migration, *upgrade, migration.name, "--to", KAFKA_4, "--yes",
+                         "--reason", "issue 33")
+        assert early.returncode == 13 and "metadata-version" in early.stderr, early.stderr[-2000:]
+        bump = kafkaops(tmp_path / "bump", migration, *upgrade, migration.name, "--to", KAFKA_4, "--yes",
+                        "--confirmed", "metadata-version", "--reason", "issue 33", timeout=600)
+        assert bump.returncode == 0, (bump.stdout + bump.stderr)[-3000:]
+        timings[f"rolling-upgrade to {KAFKA_4} and metadata.version"] = time.monotonic() - t
+        over = kafkaops(tmp_path / "bump", migration, *upgrade, migration.name, "--to", KAFKA_4, "--dry-run")
+        assert over.returncode == 0 and "metadata.version is 4." in over.stderr, over.stderr[-2000:]
         from kafkaops.lab import procs
 
         zk_pid = procs.live_pid(Path(spec.lab_dir) / "run" / "zookeeper.pid")
@@ -165,7 +190,7 @@ def test_migrate_to_kraft_killed_in_each_stage_resumes_to_the_end_under_load(mig
         os.kill(zk_pid, signal.SIGTERM)
         time.sleep(10)  # the cluster goes on without it, under the load
     # past the point of no return: neither the finalize run's rollback nor a revert changes anything
-    finalize_run = sorted((tmp_path / "stage4").glob(".local/state/kafkaops/runs/*"))[-1].name
+    finalize_run = only_run(tmp_path / "stage4")
     refused = kafkaops(tmp_path / "stage4", migration, "runs", "abort", finalize_run, "--rollback", "--reason", "late")
     assert refused.returncode == SAFETY_REFUSAL and "Kafka documents no way back" in refused.stderr, refused.stderr
     revert = kafkaops(tmp_path / "after", migration, "migrate-to-kraft", migration.name, "--revert", "--yes",

@@ -303,6 +303,10 @@ CASES = [
     Case("migrate-not-migrating", ("migrate-to-kraft", "lab", "--dry-run"), CONFIG,
          "lab is not being migrated to KRaft"),
     Case("migrate-no-reason", ("migrate-to-kraft", "lab", "--yes"), USAGE, "--reason is required"),
+    Case("upgrade-not-a-version", ("rolling-upgrade", "lab", "--to", "latest", "--dry-run"), USAGE,
+         "'latest' is not a Kafka release version"),
+    Case("upgrade-zookeeper-mode", ("rolling-upgrade", "lab", "--to", "4.3.1", "--dry-run"), CONFIG,
+         "the inventory lists no KRaft controller nodes for lab"),
     # --- multi-site: switchover, offsets translate, the two-site lab ------------------------------------
     Case("switchover-unknown-service", ("switchover", "nosuch", "--from", "eqiad", "--to", "codfw", "--dry-run"),
          CONFIG, "no multi-site inventory switches 'nosuch'"),

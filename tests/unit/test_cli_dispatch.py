@@ -25,7 +25,8 @@ PROCEDURES = ("reboot", "restart", "rolling-reboot", "rolling-restart", "restart
               "rolling-restart-service", "rolling-deploy")
 #: The built-in commands.
 BUILTINS = ("status", "resume", "apply", "runs", "check", "snapshot", "run", "runbooks", "failed-events",
-            "service", "placement", "switchover", "offsets", "migrate-to-kraft", "doctor")
+            "service", "placement", "switchover", "offsets", "migrate-to-kraft", "rolling-upgrade",
+            "doctor")
 #: Command groups other packages register through the entry-point group ``kafkaops.commands``: the lab's.
 ENTRY_POINTS = ("lab",)
 

@@ -1,0 +1,223 @@
+"""The rolling upgrade's steps: the Kafka version each node runs, its installation between the node's stop
+and its start, and the ``metadata.version`` bump that ends an upgrade (issue 33).
+
+Kafka's upgrade notes give the order: new software on every node first, one node at a time, under the
+metadata version the cluster already has — every node can still read everything every other node writes,
+and a node can be rolled back to the old release by installing it again. Only once every node runs the new
+release is ``metadata.version`` raised: a one-way door (older software cannot read what is written after
+it), so it is a separate run behind its own checkpoint, never the tail of the roll.
+
+Installing is the inventory's business (``kafka_install {version}``: in production the package manager,
+on the lab ``hostctl kafka-install``); kafkaops says *when* — with the broker or controller stopped, so
+no running JVM has its jars replaced under it — and checks what the node then says (``kafka_version``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+from kafkaops.engine.context import RunContext
+from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.environment import Environment
+from kafkaops.errors import CheckFailed, KafkaOpsError, SafetyRefusal
+from kafkaops.facts.features import parse_features, parse_mapping_level, release_of
+from kafkaops.model import Host
+from kafkaops.steps.common import environment, target_host
+
+_VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def check_version(value: Any) -> str | None:
+    """Why ``value`` is not a Kafka release (``4.3.1``), or None."""
+    if not isinstance(value, str) or not _VERSION.match(value):
+        return f"{value!r} is not a Kafka release version (MAJOR.MINOR.PATCH, e.g. 4.3.1)"
+    return None
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def installed_version(env: Environment, host: Host) -> str:
+    """The Kafka release installed on ``host`` (``kafka_version``), checked to be one: input, not trusted."""
+    out = _first_line(env.run(host, env.command(host, "kafka_version"), timeout=60).stdout)
+    if check_version(out):
+        raise CheckFailed(f"{host.name}: kafka_version printed {out[:40]!r}, not a Kafka release version")
+    return out
+
+
+def nodes(env: Environment) -> list[Host]:
+    """Every node of the cluster: the KRaft controllers, then the brokers."""
+    return list(env.cluster.controllers) + list(env.cluster.hosts)
+
+
+def _versions(env: Environment) -> dict[str, str]:
+    return {h.name: installed_version(env, h) for h in nodes(env)}
+
+
+def _kraft_problem(env: Environment) -> str | None:
+    """Why the cluster cannot take Kafka 4 (None: it runs in KRaft mode). Kafka 4 has no ZooKeeper mode:
+    a cluster still migrating must be finalized first."""
+    cluster = env.cluster
+    if cluster.kraft:
+        return None
+    if cluster.migrating:
+        from kafkaops.steps.migration import judge_phase, migration_view
+
+        current = judge_phase(migration_view(env))
+        if current == "finalized":
+            return None
+        return f"{cluster.name}'s migration to KRaft is in phase {current}, not finalized"
+    return f"{cluster.name} runs in ZooKeeper mode"
+
+
+class UpgradeGate(StepBase):
+    """Refuse an upgrade the cluster is not ready for: ZooKeeper mode (Kafka 4 has none), a node already on
+    a release newer than the target (a downgrade is not a rolling upgrade)."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        versions = _versions(env)
+        return Observation({"versions": versions, "want": self.params["version"], "kraft": _kraft_problem(env)},
+                           summary="installed: " + ", ".join(f"{n} {v}" for n, v in versions.items()))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["kraft"]:
+            raise SafetyRefusal(f"no upgrade to Kafka {d['want']}: {d['kraft']}",
+                                hint="Kafka 4 runs without ZooKeeper: finish `kafkaops migrate-to-kraft CLUSTER` first")
+        newer = sorted(n for n, v in d["versions"].items() if _key(v) > _key(d["want"]))
+        if newer:
+            raise SafetyRefusal(f"{', '.join(newer)} already run a release newer than {d['want']}",
+                                hint="a rolling upgrade goes forward; pass the release the cluster moves to")
+        behind = sorted(n for n, v in d["versions"].items() if v != d["want"])
+        if not behind:
+            return Noop(f"upgrade gate passes: every node runs {d['want']}")
+        return Noop(f"upgrade gate passes: {len(d['versions']) - len(behind)} of {len(d['versions'])} nodes run "
+                    f"{d['want']}; the roll installs it on {', '.join(behind)}; metadata.version stays as it is "
+                    "(raised afterwards, on its own, confirmed)")
+
+
+class Install(StepBase):
+    """Install the target release on the stopped node (``kafka_install {version}``); its start runs it."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        host = target_host(ctx)
+        now = installed_version(env, host)
+        return Observation({"host": host.name, "now": now, "want": self.params["version"],
+                            "command": env.command(host, "kafka_install", version=self.params["version"])},
+                           summary=f"{host.name}: Kafka {now} installed")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["now"] == d["want"]:
+            return Noop(f"{d['host']} has Kafka {d['want']} installed")
+        return Action(description=f"install Kafka {d['want']} on {d['host']} (was {d['now']}); its start runs it",
+                      commands=(f"on {d['host']}: {d['command']}",),
+                      impact="the node's Kafka software; it runs it from its next start (it is stopped now)",
+                      rollback=f"install {d['now']} again (kafka_install) and restart the node: the metadata "
+                               "version is unchanged until the separate bump",
+                      data={"was": d["now"]})
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        env.change(host, env.command(host, "kafka_install", version=self.params["version"]), timeout=600)
+
+    def verify(self, ctx: RunContext) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        now = installed_version(env, host)
+        if now != self.params["version"]:
+            raise CheckFailed(f"{host.name} has Kafka {now} installed after installing {self.params['version']}")
+
+
+def features(env: Environment, args: str, *, change: bool = False) -> str:
+    """``kafka_features`` (Kafka's ``kafka-features``) with ``args``, asked of the controllers in turn until
+    one answers: the quorum is asked, not a member."""
+    failures = []
+    for node in env.cluster.controllers:
+        command = f"{env.command(node, 'kafka_features')} {args}"
+        try:
+            result = (env.change(node, command, timeout=120, check=False) if change
+                      else env.run(node, command, timeout=120, check=False))
+        except KafkaOpsError as exc:
+            failures.append(f"{node.name}: {exc.message}")
+            continue
+        if result.exit_code == 0:
+            return result.stdout
+        failures.append(f"{node.name}: exit {result.exit_code} {_first_line(result.stderr or result.stdout)[:120]}")
+    raise CheckFailed(f"no controller answered kafka-features {args.split()[0]}: " + "; ".join(failures),
+                      hint="check the controllers are up and the inventory's kafka_features template")
+
+
+class MetadataVersion(StepBase):
+    """Raise ``metadata.version`` to the target release's (``kafka-features upgrade --feature
+    metadata.version=N``, N from ``version-mapping``), once every node runs that release: the end of an
+    upgrade, and a one-way door. Only ``metadata.version``: ``--release-version`` would raise every feature
+    of the release (``kraft.version`` 1 — a dynamic quorum —, share groups...), each a change of its own."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        want = str(self.params["version"])
+        if ctx.projected.get("upgrade/metadata.version"):
+            return Observation({"done": True, "want": want}, summary="raised by an earlier step of this run")
+        level = parse_features(features(env, "describe"))["metadata.version"].finalized
+        return Observation({"done": False, "want": want, "level": level, "versions": _versions(env)},
+                           summary=f"metadata.version {level}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        release = ".".join(d["want"].split(".")[:2])
+        if d["done"]:
+            return Noop(f"metadata.version raised to {release} earlier in this run")
+        if release_of(d["level"]) >= _key(release):
+            return Noop(f"metadata.version is {d['level']}: {release} or later")
+        behind = sorted(n for n, v in d["versions"].items() if v != d["want"])
+        if behind:
+            raise SafetyRefusal(f"{', '.join(behind)} do not run Kafka {d['want']}: metadata.version {d['level']} "
+                                "stays until every node does", hint="finish the roll first: `kafkaops "
+                                                                    "rolling-upgrade CLUSTER --to VERSION`")
+        return Action(description=f"raise metadata.version from {d['level']} to release {release}'s",
+                      commands=(f"kafka-features version-mapping --release-version {release} (its metadata.version "
+                                "level N)", "kafka-features upgrade --feature metadata.version=N (on a controller; "
+                                "metadata.version only: --release-version would also raise kraft.version, "
+                                "group.version and the others, each a change of its own)"),
+                      impact="every node writes the new metadata format from now on; no node of an older "
+                             "release can join or read it back",
+                      rollback="none safe: Kafka supports no metadata.version downgrade without losing metadata")
+
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {"upgrade/metadata.version": True}
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        release = ".".join(str(self.params["version"]).split(".")[:2])
+        level = parse_mapping_level(features(env, f"version-mapping --release-version {shlex.quote(release)}"))
+        features(env, f"upgrade --feature metadata.version={level}", change=True)
+
+    def verify(self, ctx: RunContext) -> None:
+        release = ".".join(str(self.params["version"]).split(".")[:2])
+        level = parse_features(features(environment(ctx), "describe"))["metadata.version"].finalized
+        if release_of(level) < _key(release):
+            raise CheckFailed(f"metadata.version is {level} after raising it to {release}'s")
+
+
+def _check(params: Any) -> str | None:
+    return check_version(params.get("version"))
+
+
+VERSION = Param("version", "str", required=True, help="the Kafka release the cluster moves to (4.3.1)")
+register_step("upgrade.gate", UpgradeGate, [VERSION], check=_check)
+register_step("upgrade.install", Install, [VERSION], check=_check,
+              irreversible="the node keeps the release installed; install the earlier one to go back (the metadata "
+                           "version is unchanged until its bump)")
+register_step("upgrade.metadata_version", MetadataVersion, [VERSION], check=_check,
+              irreversible="metadata.version is never lowered: Kafka supports no downgrade of it without loss")
