@@ -113,7 +113,7 @@ def pristine_migration_lab(cluster: Cluster) -> LabSpec:
     spec = LabSpec.load(lab_dir(cluster.name))
     controllers = [LabHost(spec, h) for h in spec.controllers]
     brokers = [LabHost(spec, h) for h in spec.brokers]
-    upgraded = any(h.jars != Path(spec.kafka_jars) for h in (*controllers, *brokers))
+    upgraded = any(str(h.jars) != spec.kafka_jars for h in (*controllers, *brokers))
     if any(c.provisioned for c in controllers) or any(b.phase() != "zk" for b in brokers) or upgraded:
         lab.down(lab_dir(cluster.name))
         lab.up(cluster)
