@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kafkaops.engine.context import RunContext
-from kafkaops.engine.step import Observation
+from kafkaops.engine.step import Action, Noop, Observation, StepBase
 from kafkaops.engine.wait import WaitProgress, wait_until
 from kafkaops.environment import Environment
+from kafkaops.errors import CheckFailed
 from kafkaops.model import Host
 
 
@@ -69,3 +70,47 @@ class StableObservation(Observation):
 
     def fingerprint_data(self) -> Any:
         return self.stable
+
+
+class NodeSettingStep(StepBase):
+    """A setting of the target node written by an inventory template and read back by another — a phase's
+    configuration, an installed release — which takes effect at the node's next start: the runbook writes it
+    between the node's stop and its start. Subclasses say which parameter holds the wanted value
+    (``param``), which template writes it (``template``, given the value under ``param``), how it is read
+    (:meth:`read`) and what the change is (:meth:`change`)."""
+
+    param = ""
+    template = ""
+    what = ""  # "configured for", "Kafka ... installed": the summary's words
+
+    def read(self, env: Environment, host: Host) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def change(self, d: Mapping[str, Any]) -> Action:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        host = target_host(ctx)
+        now, want = self.read(env, host), self.params[self.param]
+        return Observation({"host": host.name, "now": now, "want": want,
+                            "command": env.command(host, self.template, **{self.param: want})},
+                           summary=f"{host.name}: {self.what} {now}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["now"] == d["want"]:
+            return Noop(f"{d['host']}: already {self.what} {d['want']}")
+        return self.change(d)
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        env.change(host, env.command(host, self.template, **{self.param: self.params[self.param]}), timeout=600)
+
+    def verify(self, ctx: RunContext) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        now = self.read(env, host)
+        if now != self.params[self.param]:
+            raise CheckFailed(f"{host.name}: {self.what} {now} after writing {self.params[self.param]}")

@@ -15,6 +15,7 @@ what configuration management writes for the phase; on the lab ``hostctl kafka-c
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from kafkaops.engine.context import RunContext
@@ -33,7 +34,7 @@ from kafkaops.policy.migration import (
     stage,
     stage_reached,
 )
-from kafkaops.steps.common import environment, target_host, wait
+from kafkaops.steps.common import NodeSettingStep, environment, target_host, wait
 
 #: The configuration phases of a node (``kafka_configure {phase}``), as Kafka's guide lists them.
 NODE_PHASES = ("zk", "migration", "kraft")
@@ -202,21 +203,15 @@ class PhaseGate(StepBase):
 # --- a node's configuration ---------------------------------------------------------------------------------
 
 
-class Configure(StepBase):
+class Configure(NodeSettingStep):
     """Write the node's configuration for a migration phase (it takes effect at the node's next start)."""
 
-    def observe(self, ctx: RunContext) -> Observation:
-        env = environment(ctx)
-        host = target_host(ctx)
-        now = configured_phase(env, host)
-        return Observation({"host": host.name, "now": now, "want": self.params["phase"],
-                            "command": env.command(host, "kafka_configure", phase=self.params["phase"])},
-                           summary=f"{host.name}: configured for {now}")
+    param, template, what = "phase", "kafka_configure", "configured for"
 
-    def plan(self, obs: Observation) -> Action | Noop:
-        d = obs.data
-        if d["now"] == d["want"]:
-            return Noop(f"{d['host']} is already configured for {d['want']}")
+    def read(self, env: Environment, host: Host) -> str:
+        return configured_phase(env, host)
+
+    def change(self, d: Mapping[str, Any]) -> Action:
         return Action(description=f"configure {d['host']} for {d['want']} (was {d['now']}); the start after it "
                                   "makes it count",
                       commands=(f"on {d['host']}: {d['command']}",),
@@ -226,18 +221,6 @@ class Configure(StepBase):
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
         return {f"configured/{obs.data['host']}": self.params["phase"]}
-
-    def apply(self, ctx: RunContext, action: Action) -> None:
-        env = environment(ctx)
-        host = target_host(ctx)
-        env.change(host, env.command(host, "kafka_configure", phase=self.params["phase"]), timeout=60)
-
-    def verify(self, ctx: RunContext) -> None:
-        env = environment(ctx)
-        host = target_host(ctx)
-        now = configured_phase(env, host)
-        if now != self.params["phase"]:
-            raise CheckFailed(f"{host.name} is configured for {now} after writing {self.params['phase']}")
 
 
 # --- a controller's storage and first start ----------------------------------------------------------------
@@ -290,17 +273,22 @@ class FormatStorage(StepBase):
             raise CheckFailed(f"{host.name}'s storage is not formatted for the cluster after kafka_format")
 
 
+def _controller_process(ctx: RunContext, template: str) -> Observation:
+    """Whether the target controller's Kafka process runs, and the command (``template``) that changes it."""
+    env = environment(ctx)
+    host = target_host(ctx)
+    active = _running(env, host)
+    return Observation({"host": host.name, "node": host.broker_id, "active": active,
+                        "command": env.command(host, template)},
+                       summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}")
+
+
 class StartNewController(StepBase):
     """Start a newly provisioned controller: its process only (one voter of three forms no quorum alone;
     ``migration.wait_phase`` after the last one waits for the quorum)."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        env = environment(ctx)
-        host = target_host(ctx)
-        active = _running(env, host)
-        return Observation({"host": host.name, "node": host.broker_id, "active": active,
-                            "command": env.command(host, "kafka_start")},
-                           summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}")
+        return _controller_process(ctx, "kafka_start")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -334,12 +322,7 @@ class StopController(StepBase):
     hands the controllership back to the brokers: the runbook does that right after the last stop."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        env = environment(ctx)
-        host = target_host(ctx)
-        active = _running(env, host)
-        return Observation({"host": host.name, "node": host.broker_id, "active": active,
-                            "command": env.command(host, "kafka_stop")},
-                           summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}")
+        return _controller_process(ctx, "kafka_stop")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data

@@ -262,7 +262,7 @@ def every_node(inv: Invocation, hosts: list[Host]) -> list[Host]:
     if not inv.cluster.controllers:
         raise ConfigError(f"the inventory lists no KRaft controller nodes for {inv.cluster.name}",
                           hint="Kafka 4 runs in KRaft mode: list the quorum under controllers: "
-                               f"in {inv.cluster.source} (docs/upgrade.md)")
+                               f"in {inv.cluster.source} (docs/migration.md)")
     return list(inv.cluster.controllers) + hosts
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from kafkaops.engine.context import RunContext
@@ -24,7 +25,7 @@ from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, KafkaOpsError, SafetyRefusal
 from kafkaops.facts.features import parse_features, parse_mapping_level, release_of
 from kafkaops.model import Host
-from kafkaops.steps.common import environment, target_host
+from kafkaops.steps.common import NodeSettingStep, environment
 
 _VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
 
@@ -104,39 +105,21 @@ class UpgradeGate(StepBase):
                     "(raised afterwards, on its own, confirmed)")
 
 
-class Install(StepBase):
+class Install(NodeSettingStep):
     """Install the target release on the stopped node (``kafka_install {version}``); its start runs it."""
 
-    def observe(self, ctx: RunContext) -> Observation:
-        env = environment(ctx)
-        host = target_host(ctx)
-        now = installed_version(env, host)
-        return Observation({"host": host.name, "now": now, "want": self.params["version"],
-                            "command": env.command(host, "kafka_install", version=self.params["version"])},
-                           summary=f"{host.name}: Kafka {now} installed")
+    param, template, what = "version", "kafka_install", "has Kafka installed:"
 
-    def plan(self, obs: Observation) -> Action | Noop:
-        d = obs.data
-        if d["now"] == d["want"]:
-            return Noop(f"{d['host']} has Kafka {d['want']} installed")
+    def read(self, env: Environment, host: Host) -> str:
+        return installed_version(env, host)
+
+    def change(self, d: Mapping[str, Any]) -> Action:
         return Action(description=f"install Kafka {d['want']} on {d['host']} (was {d['now']}); its start runs it",
                       commands=(f"on {d['host']}: {d['command']}",),
                       impact="the node's Kafka software; it runs it from its next start (it is stopped now)",
                       rollback=f"install {d['now']} again (kafka_install) and restart the node: the metadata "
                                "version is unchanged until the separate bump",
                       data={"was": d["now"]})
-
-    def apply(self, ctx: RunContext, action: Action) -> None:
-        env = environment(ctx)
-        host = target_host(ctx)
-        env.change(host, env.command(host, "kafka_install", version=self.params["version"]), timeout=600)
-
-    def verify(self, ctx: RunContext) -> None:
-        env = environment(ctx)
-        host = target_host(ctx)
-        now = installed_version(env, host)
-        if now != self.params["version"]:
-            raise CheckFailed(f"{host.name} has Kafka {now} installed after installing {self.params['version']}")
 
 
 def features(env: Environment, args: str, *, change: bool = False) -> str:

@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,30 +121,39 @@ def _metadata(spec: LabSpec, cluster: Cluster) -> dict[str, Any]:
     return {"topics": topics, "dynamic_configs": configs}
 
 
-def _kill_at(home: Path, cluster: Cluster, point: tuple[str, int, str], *extra: str,
-             command: tuple[str, ...] = ("migrate-to-kraft",)) -> str:
-    """Start the next stage (or ``command``), SIGKILL kafkaops as it starts applying ``point`` (the nth
-    target's step kind), resume the run to its end; the run id."""
-    kind, nth, event = point
-    proc = spawn(home, cluster, *command, cluster.name, *STAGE_ARGS, *extra, "--reason", "issue 33")
+def _killed(home: Path, cluster: Cluster, until: Callable[[], bool], what: str, *args: str) -> str:
+    """Start ``kafkaops ARGS CLUSTER`` (a stage's command line), SIGKILL it once ``until()`` holds; the id of
+    the run it left (the only one in ``home``)."""
+    proc = spawn(home, cluster, args[0], cluster.name, *args[1:], "--reason", "issue 33")
     deadline = time.monotonic() + 600
     try:
-        while True:
-            records = live_journal(home)
-            targets = [r["target"] for r in records if r.get("type") == "target_started"]
-            hit = len(targets) >= nth and any(r.get("type") == event and r.get("kind") == kind
-                                              and r.get("target") == targets[nth - 1] for r in records)
-            if hit:
-                break
-            assert proc.poll() is None, f"the stage ended before {point}: {output(proc)[-3000:]}"
-            assert time.monotonic() < deadline, f"{point} not reached: {output(proc)[-3000:]}"
+        while not until():
+            assert proc.poll() is None, f"the stage ended before {what}: {output(proc)[-3000:]}"
+            assert time.monotonic() < deadline, f"{what} not reached: {output(proc)[-3000:]}"
             time.sleep(0.05)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
-    run_id = only_run(home)
-    resumed = kafkaops(home, cluster, "resume", run_id, *(a for a in extra if a != "--yes"), timeout=1200)
+    return only_run(home)
+
+
+def _kill_at(home: Path, cluster: Cluster, point: tuple[str, int, str], *extra: str,
+             command: str = "migrate-to-kraft") -> str:
+    """Start the next stage (or ``command``), SIGKILL kafkaops as it starts applying ``point`` (the nth
+    target's step kind), resume the run to its end; the run id."""
+    kind, nth, event = point
+
+    def reached() -> bool:
+        records = live_journal(home)
+        targets = [r["target"] for r in records if r.get("type") == "target_started"]
+        return len(targets) >= nth and any(r.get("type") == event and r.get("kind") == kind
+                                           and r.get("target") == targets[nth - 1] for r in records)
+
+    run_id = _killed(home, cluster, reached, str(point), command, *STAGE_ARGS, *extra)
+    # a resume takes the run's checkpoints again (--confirmed NAME), nothing else of the command line
+    confirmed = [a for i, a in enumerate(extra) if a == "--confirmed" or (i and extra[i - 1] == "--confirmed")]
+    resumed = kafkaops(home, cluster, "resume", run_id, *confirmed, timeout=1200)
     assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-4000:]
     return run_id
 
@@ -172,7 +182,7 @@ def test_migrate_to_kraft_killed_in_each_stage_resumes_to_the_end_under_load(mig
         t = time.monotonic()
         upgrade = ("rolling-upgrade",)
         _kill_at(tmp_path / "upgrade", migration, ("upgrade.install", 5, "step_applied"), "--to", KAFKA_4,
-                 command=upgrade)
+                 command="rolling-upgrade")
         assert {LabHost(spec, h).kafka_version() for h in (*spec.brokers, *spec.controllers)} == {KAFKA_4}
         early = kafkaops(tmp_path / "bump", migration, *upgrade, migration.name, "--to", KAFKA_4, "--yes",
                          "--reason", "issue 33")
@@ -237,20 +247,13 @@ def test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_und
             done = _stage(home, migration)
             assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         home = tmp_path / "stage3"  # the killed run, the only one of its home
-        proc = spawn(home, migration, "migrate-to-kraft", migration.name, *STAGE_ARGS, "--reason", "issue 33")
-        deadline = time.monotonic() + 600
-        try:
-            while not any(LabHost(spec, b).phase() == "kraft" and LabHost(spec, b).unit_state("kafka") == "active"
-                          for b in spec.brokers):
-                assert proc.poll() is None, output(proc)[-3000:]
-                assert time.monotonic() < deadline, "no broker reached KRaft mode"
-                time.sleep(0.2)
-            time.sleep(3)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
-        run_id = only_run(home)
+
+        def a_kraft_broker_serves() -> bool:
+            return any(LabHost(spec, b).phase() == "kraft" and LabHost(spec, b).unit_state("kafka") == "active"
+                       for b in spec.brokers)
+
+        run_id = _killed(home, migration, a_kraft_broker_serves, "a broker in KRaft mode", "migrate-to-kraft",
+                         *STAGE_ARGS)
         t = time.monotonic()
         back = kafkaops(home, migration, "runs", "abort", run_id, "--rollback", "--reason", "issue 33: way back",
                         timeout=1800)
