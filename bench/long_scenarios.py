@@ -35,7 +35,7 @@ def outcomes(log: str) -> dict[str, str]:
     return {m[2]: m[1].lower() for line in log.splitlines() if (m := _OUTCOME.match(line))}
 
 
-_SECTION = re.compile(r"^_{3,} (\S+) _{3,}$")
+_SECTION = re.compile(r"^_+ (\S+) _+$")  # a long test name leaves one underscore each side
 
 
 def printed(log: str) -> dict[str, list[str]]:

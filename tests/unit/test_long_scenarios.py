@@ -37,6 +37,17 @@ def test_the_figures_a_scenario_printed_are_kept_per_test() -> None:
     assert printed("no passes section\n") == {}
 
 
+def test_a_test_name_as_wide_as_the_terminal_is_still_a_section() -> None:
+    # pytest leaves one underscore each side of a long name (seen in long-scenarios-2026-11-27-2.json's run)
+    log = ("==================================== PASSES ====================================\n"
+           "_ test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_under_load _\n"
+           "----------------------------- Captured stdout call -----------------------------\n"
+           "abort --rollback (Kafka's revert, 3 stages): 191s\n"
+           "=========================== short test summary info ============================\n")
+    assert printed(log) == {"test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_under_load": [
+        "abort --rollback (Kafka's revert, 3 stages): 191s"]}
+
+
 def _collected(*args: str) -> set[str]:
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
                          cwd=REPO, capture_output=True, text=True, timeout=120).stdout
