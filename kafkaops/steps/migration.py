@@ -21,7 +21,7 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.environment import Environment
-from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal
+from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal, UnreachableError
 from kafkaops.model import CONTROLLER, Host
 from kafkaops.policy.migration import (
     NO_RETURN,
@@ -93,6 +93,8 @@ def quorum_leader(env: Environment) -> int | None:
 def migration_view(env: Environment) -> MigrationView:
     """Everything the phase is judged from, read now: each broker's and each provisioned controller's
     configuration phase (over SSH), ZooKeeper's ``/controller`` and ``/migration``, the quorum's leader.
+    ZooKeeper unreachable is an error, unless a controller already runs without it (finalizing, finalized:
+    judged from the nodes alone — ZooKeeper may have been stopped, as the guide's last step says).
 
     Raises:
         ConfigError: The cluster is not being migrated (no ``kafka.migration: to-kraft``) or lists no
@@ -106,9 +108,16 @@ def migration_view(env: Environment) -> MigrationView:
     brokers = {h.broker_id: configured_phase(env, h) for h in cluster.hosts}
     provisioned = [c for c in cluster.controllers if storage_id(env, c) is not None]
     controllers = {c.broker_id: configured_phase(env, c) for c in provisioned}
-    with env.zookeeper() as zk:
-        record = zk.controller_record() if zk is not None else None
-        migration = zk.migration_record() if zk is not None else None
+    try:
+        with env.zookeeper() as zk:
+            record = zk.controller_record() if zk is not None else None
+            migration = zk.migration_record() if zk is not None else None
+    except UnreachableError:
+        # Once a controller runs without ZooKeeper the phase is judged from the nodes alone, and ZooKeeper may
+        # be gone (the guide's last step stops it). Before that, what ZooKeeper holds decides the phase.
+        if "kraft" not in controllers.values():
+            raise
+        record = migration = None
     # Fewer than a majority of the voters provisioned cannot have elected a leader: not asked (each ask of a
     # quorum that is not there waits out kafka-metadata-quorum's timeouts, node after node).
     leader = quorum_leader(env) if len(provisioned) > len(cluster.controllers) // 2 else None

@@ -130,3 +130,45 @@ def test_a_broker_stage_bound_with_another_stages_configuration_is_refused() -> 
         "stage revert-brokers-zk configures the brokers for zk, not kraft")
     assert gate.check({"stage": "revert-brokers-zk", "mode": "zk"}) is None
     assert gate.check({"stage": "revert-controllers", "mode": ""}) is None
+
+
+class _Nodes:
+    """A cluster's nodes as SSH shows them (each node's configured phase, every controller formatted), with
+    ZooKeeper stopped and no quorum answering: what a finalized migration looks like once ZooKeeper is gone."""
+
+    def __init__(self, controller_phase: str) -> None:
+        from pathlib import Path
+
+        from kafkaops.inventory import load_inventory
+
+        self.cluster = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-migration.yaml")
+        self.phase = {**{h.name: "kraft" for h in self.cluster.hosts},
+                      **{h.name: controller_phase for h in self.cluster.controllers}}
+
+    def command(self, host: Any, name: str, **_: Any) -> str:
+        return f"{name} {host.name}"
+
+    def run(self, host: Any, command: str, **_: Any) -> Any:
+        from types import SimpleNamespace
+
+        out = self.phase[host.name] if command.startswith("kafka_configured") else "A" * 22
+        return SimpleNamespace(stdout=out + "\n", exit_code=0)
+
+    def zookeeper(self) -> Any:
+        from kafkaops.errors import UnreachableError
+
+        raise UnreachableError("ZooKeeper at 127.0.90.10:2181 did not answer (connection refused)")
+
+    def quorum(self) -> Any:
+        from kafkaops.errors import CheckFailed
+
+        raise CheckFailed("no controller node answered")
+
+
+def test_a_finalized_migration_is_judged_without_zookeeper_and_an_earlier_phase_never_is() -> None:
+    from kafkaops.errors import UnreachableError
+    from kafkaops.steps.migration import judge_phase, migration_view
+
+    assert judge_phase(migration_view(_Nodes("kraft"))) == "finalized"  # type: ignore[arg-type]
+    with pytest.raises(UnreachableError):  # dual-write or earlier: what ZooKeeper holds decides
+        migration_view(_Nodes("migration"))  # type: ignore[arg-type]
