@@ -232,13 +232,63 @@ def _zookeeper_mode(spec: LabSpec, cluster: Cluster) -> None:
         assert sorted(zk.registered_brokers()) == sorted(b.broker_id for b in spec.brokers)
 
 
+def _revert_killed_with_no_quorum(home: Path, cluster: Cluster, run_id: str) -> float:
+    """`runs abort RUN --rollback`, killed at the revert's most delicate point — two of three controllers
+    stopped (no quorum), ``/controller`` still the KRaft controller's: no controller at all until the revert
+    run is resumed —, its run resumed, the last stage run by `--revert`; the seconds it all took."""
+    t = time.monotonic()
+    back = spawn(home, cluster, "runs", "abort", run_id, "--rollback", "--reason", "issue 33: way back")
+    deadline = time.monotonic() + 1200
+    try:
+        while (revert_run := _stopped_second_controller(home)) is None:
+            assert back.poll() is None, output(back)[-4000:]
+            assert time.monotonic() < deadline, f"the revert never stopped two controllers: {output(back)[-3000:]}"
+            time.sleep(0.05)
+    finally:
+        if back.poll() is None:
+            os.killpg(back.pid, signal.SIGKILL)
+        back.wait(30)
+    assert "stage 1 of 3, revert-brokers-kraft" in output(back) and "stage 2 of 3" in output(back)
+    resumed = kafkaops(home, cluster, "resume", revert_run, timeout=900)
+    assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-4000:]
+    rest = kafkaops(home, cluster, "migrate-to-kraft", cluster.name, "--revert", *STAGE_ARGS,
+                    "--reason", "issue 33: way back", timeout=900)
+    assert rest.returncode == 0 and "stage 3 of 3, revert-brokers-zk" in rest.stderr, rest.stderr[-3000:]
+    return time.monotonic() - t
+
+
+def _stopped_second_controller(home: Path) -> str | None:
+    """The revert-controllers run under ``home`` once it has stopped its second controller (None before)."""
+    for path in sorted((home / "runs").glob("*-migration-revert-controllers-*/journal.jsonl")):
+        records = []
+        for line in path.read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                break
+        targets = [r["target"] for r in records if r.get("type") == "target_started"]
+        if len(targets) >= 2 and any(r.get("type") == "step_applied" and r.get("kind") == "migration.stop_controller"
+                                     and r.get("target") == targets[1] for r in records):
+            return path.parent.name
+    return None
+
+
 @pytest.mark.long
+@pytest.mark.parametrize("kill_revert", [False, pytest.param(True, marks=pytest.mark.xfail(strict=False, reason=(
+    "found 2026-11-27 (long-scenarios-2026-11-27-5.json): the revert killed with two of three controllers stopped "
+    "and resumed left the brokers' elected controller at epoch 5 while the partition states carried "
+    "controller_epoch 6 from dual-write; its state changes were refused ('Leader and isr path written by another "
+    "controller') and the brokers' roll waited out kafka.verify_not_leader")))], ids=["revert", "revert-killed"])
 def test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_under_load(migration: Cluster,
-                                                                                       tmp_path: Path) -> None:
+                                                                                       tmp_path: Path,
+                                                                                       kill_revert: bool) -> None:
     """The way back before the point of no return: stages 1 and 2 done, stage 3 (brokers into KRaft mode)
     killed with one broker already a KRaft broker, then `runs abort RUN --rollback`: Kafka's revert, every
     stage of it (KRaft brokers back, the quorum deprovisioned and ZooKeeper released, the brokers without the
-    migration settings), under the acks=all load and HTTP through the VIP. Then the migration starts afresh."""
+    migration settings), under the acks=all load and HTTP through the VIP. With ``kill_revert`` the revert is
+    itself killed once with two of the three controllers stopped, its run resumed, the last stage run by
+    `--revert` (xfail: a controller-epoch fencing it exposed, not fixed yet). Then the migration starts
+    afresh."""
     spec = pristine_migration_lab(migration)
     before = _metadata(spec, migration)
     home = tmp_path / "home"
@@ -255,16 +305,20 @@ def test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_und
         run_id = _killed(home, migration, a_kraft_broker_serves, "a broker in KRaft mode", "migrate-to-kraft",
                          *STAGE_ARGS)
         t = time.monotonic()
-        back = kafkaops(home, migration, "runs", "abort", run_id, "--rollback", "--reason", "issue 33: way back",
-                        timeout=1800)
-        took = time.monotonic() - t
-        assert back.returncode == 0, (back.stdout + back.stderr)[-4000:]
-        for n, name in enumerate(("revert-brokers-kraft", "revert-controllers", "revert-brokers-zk"), start=1):
-            assert f"stage {n} of 3, {name}" in back.stderr, back.stderr[-3000:]
+        if not kill_revert:
+            back = kafkaops(home, migration, "runs", "abort", run_id, "--rollback", "--reason", "issue 33: way back",
+                            timeout=1800)
+            took = time.monotonic() - t
+            assert back.returncode == 0, (back.stdout + back.stderr)[-4000:]
+            for n, name in enumerate(("revert-brokers-kraft", "revert-controllers", "revert-brokers-zk"), start=1):
+                assert f"stage {n} of 3, {name}" in back.stderr, back.stderr[-3000:]
+        else:
+            took = _revert_killed_with_no_quorum(home, migration, run_id)
         _zookeeper_mode(spec, migration)
         time.sleep(10)  # the cluster serves on in ZooKeeper mode, under the load
     report = load.report
-    print(f"abort --rollback (Kafka's revert, 3 stages): {took:.0f}s; load: {report}")
+    killed = "; killed with 2 of 3 controllers stopped, resumed" if kill_revert else ""
+    print(f"abort --rollback (Kafka's revert, 3 stages{killed}): {took:.0f}s; load: {report}")
     assert report is not None and report.produced_acked > 1000
     assert report.lost == 0 and report.duplicated == 0, report
     assert _metadata(spec, migration) == before
