@@ -281,15 +281,17 @@ AcceptOpt = typer.Option(False, "--accept-inventory-change",
                               "are recorded in the journal).")
 
 
-def _run_environment(run_id: str, *, accept: bool) -> tuple[Any, list[str]]:
-    """The environment a run started with, rebuilt from its journal (the inventory file it recorded),
-    refusing — and naming the difference — when that inventory changed in what the run depends on."""
+def _run_environment(run_id: str, *, accept: bool, started: dict[str, Any] | None = None) -> tuple[Any, list[str]]:
+    """The environment a run started with, rebuilt from its journal (the inventory file it recorded; its
+    ``run_started`` record when the caller replayed it already), refusing — and naming the difference — when
+    that inventory changed in what the run depends on."""
     from kafkaops.catalog import load_plugins
     from kafkaops.engine.journal import Journal
     from kafkaops.environment import Environment
 
     load_plugins()
-    started = Journal.open(run_id).replay().started
+    if started is None:
+        started = Journal.open(run_id).replay().started
     env, changes = Environment.from_identity(started.get("environment") or {}, accept_changes=accept)
     for line in changes:
         _echo(f"inventory changed since the run started (accepted): {line}")
@@ -312,7 +314,7 @@ def abort_cmd(
     from kafkaops.errors import ConfigError
 
     state = Journal.open(run_id).replay()
-    env, _ = _run_environment(run_id, accept=accept or not rollback)
+    env, _ = _run_environment(run_id, accept=accept or not rollback, started=state.started)
     revert = rollback and _is_migration(state.runbook)
     try:
         if revert:

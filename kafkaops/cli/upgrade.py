@@ -43,7 +43,7 @@ def upgrade_cmd(
     from kafkaops.cli.render import nothing_to_do
     from kafkaops.facts.features import parse_features, release_of
     from kafkaops.lookup import environment, find_cluster
-    from kafkaops.steps.upgrade import _versions, check_version, features
+    from kafkaops.steps.upgrade import check_version, features, versions
 
     problem = check_version(to)
     if problem:
@@ -59,15 +59,15 @@ def upgrade_cmd(
             raise ConfigError(f"the inventory lists no KRaft controller nodes for {found.name}",
                               hint="Kafka 4 runs in KRaft mode: migrate first (kafkaops migrate-to-kraft) and list "
                                    f"the quorum under controllers: in {found.source}")
-        versions = _versions(env)
-        behind = [n for n, v in versions.items() if v != to]
+        installed = versions(env)
+        behind = [n for n, v in installed.items() if v != to]
         level = "" if behind else parse_features(features(env, "describe"))["metadata.version"].finalized
     finally:
         env.close()
     release = ".".join(to.split(".")[:2])
     if behind:
         runbook = "rolling-upgrade"
-        _echo(f"{found.name}: {len(versions) - len(behind)} of {len(versions)} nodes run Kafka {to}; this run: the "
+        _echo(f"{found.name}: {len(installed) - len(behind)} of {len(installed)} nodes run Kafka {to}; this run: the "
               f"roll, installing it on {', '.join(behind)} (metadata.version is raised afterwards, on its own)")
     elif release_of(level) < tuple(int(p) for p in release.split(".")):
         runbook = "upgrade-metadata-version"

@@ -22,6 +22,11 @@ def environment(ctx: RunContext) -> Environment:
     return e
 
 
+def first_line(text: str) -> str:
+    """The first non-blank line of a command's output, stripped (what a one-value template prints)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 def target_host(ctx: RunContext) -> Host:
     return environment(ctx).host(ctx.target)
 

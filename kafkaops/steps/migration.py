@@ -34,7 +34,7 @@ from kafkaops.policy.migration import (
     stage,
     stage_reached,
 )
-from kafkaops.steps.common import NodeSettingStep, environment, target_host, wait
+from kafkaops.steps.common import NodeSettingStep, environment, first_line, target_host, wait
 
 #: The configuration phases of a node (``kafka_configure {phase}``), as Kafka's guide lists them.
 NODE_PHASES = ("zk", "migration", "kraft")
@@ -43,14 +43,11 @@ BRIDGE = "3.9"
 _CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{22}$")
 
 
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
 
 def configured_phase(env: Environment, host: Host) -> str:
     """The phase ``host``'s configuration is written for (``kafka_configured``), checked to be one we know:
     what a host prints is input, never trusted."""
-    out = _first_line(env.run(host, env.command(host, "kafka_configured"), timeout=30).stdout)
+    out = first_line(env.run(host, env.command(host, "kafka_configured"), timeout=30).stdout)
     if out not in NODE_PHASES:
         raise CheckFailed(f"{host.name}: kafka_configured printed {out[:60]!r}, not one of {', '.join(NODE_PHASES)}")
     return out
@@ -58,7 +55,7 @@ def configured_phase(env: Environment, host: Host) -> str:
 
 def storage_id(env: Environment, host: Host) -> str | None:
     """The cluster id ``host``'s Kafka storage is formatted with (None: not formatted)."""
-    out = _first_line(env.run(host, env.command(host, "kafka_storage_id"), timeout=30).stdout)
+    out = first_line(env.run(host, env.command(host, "kafka_storage_id"), timeout=30).stdout)
     if not out:
         return None
     if not _CLUSTER_ID.match(out):
@@ -172,7 +169,7 @@ class PhaseGate(StepBase):
     def _bridge_problems(self, env: Environment) -> list[str]:
         problems = []
         for h in env.cluster.hosts:
-            version = _first_line(env.run(h, env.command(h, "kafka_version"), timeout=60).stdout)
+            version = first_line(env.run(h, env.command(h, "kafka_version"), timeout=60).stdout)
             if not version.startswith(BRIDGE + "."):
                 problems.append(f"{h.name} runs Kafka {version[:20] or '(unknown)'}, not {BRIDGE}")
         ids = [h.broker_id for h in env.cluster.hosts]

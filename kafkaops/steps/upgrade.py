@@ -25,13 +25,10 @@ from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, KafkaOpsError, SafetyRefusal
 from kafkaops.facts.features import parse_features, parse_mapping_level, release_of
 from kafkaops.model import Host
-from kafkaops.steps.common import NodeSettingStep, environment
+from kafkaops.steps.common import NodeSettingStep, environment, first_line
 
 _VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
 
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def check_version(value: Any) -> str | None:
@@ -47,7 +44,7 @@ def _key(version: str) -> tuple[int, ...]:
 
 def installed_version(env: Environment, host: Host) -> str:
     """The Kafka release installed on ``host`` (``kafka_version``), checked to be one: input, not trusted."""
-    out = _first_line(env.run(host, env.command(host, "kafka_version"), timeout=60).stdout)
+    out = first_line(env.run(host, env.command(host, "kafka_version"), timeout=60).stdout)
     if check_version(out):
         raise CheckFailed(f"{host.name}: kafka_version printed {out[:40]!r}, not a Kafka release version")
     return out
@@ -58,7 +55,8 @@ def nodes(env: Environment) -> list[Host]:
     return list(env.cluster.controllers) + list(env.cluster.hosts)
 
 
-def _versions(env: Environment) -> dict[str, str]:
+def versions(env: Environment) -> dict[str, str]:
+    """Each node's installed Kafka release, by node name."""
     return {h.name: installed_version(env, h) for h in nodes(env)}
 
 
@@ -84,9 +82,9 @@ class UpgradeGate(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         env = environment(ctx)
-        versions = _versions(env)
-        return Observation({"versions": versions, "want": self.params["version"], "kraft": _kraft_problem(env)},
-                           summary="installed: " + ", ".join(f"{n} {v}" for n, v in versions.items()))
+        installed = versions(env)
+        return Observation({"versions": installed, "want": self.params["version"], "kraft": _kraft_problem(env)},
+                           summary="installed: " + ", ".join(f"{n} {v}" for n, v in installed.items()))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -136,7 +134,7 @@ def features(env: Environment, args: str, *, change: bool = False) -> str:
             continue
         if result.exit_code == 0:
             return result.stdout
-        failures.append(f"{node.name}: exit {result.exit_code} {_first_line(result.stderr or result.stdout)[:120]}")
+        failures.append(f"{node.name}: exit {result.exit_code} {first_line(result.stderr or result.stdout)[:120]}")
     raise CheckFailed(f"no controller answered kafka-features {args.split()[0]}: " + "; ".join(failures),
                       hint="check the controllers are up and the inventory's kafka_features template")
 
@@ -153,7 +151,7 @@ class MetadataVersion(StepBase):
         if ctx.projected.get("upgrade/metadata.version"):
             return Observation({"done": True, "want": want}, summary="raised by an earlier step of this run")
         level = parse_features(features(env, "describe"))["metadata.version"].finalized
-        return Observation({"done": False, "want": want, "level": level, "versions": _versions(env)},
+        return Observation({"done": False, "want": want, "level": level, "versions": versions(env)},
                            summary=f"metadata.version {level}")
 
     def plan(self, obs: Observation) -> Action | Noop:

@@ -96,17 +96,21 @@ def journal(home: Path, run_id: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def live_journal(home: Path) -> list[dict[str, Any]]:
-    """The records of the only run under ``home`` so far, read while it is being written (a line being
-    written ends the list)."""
-    runs = list((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
+def read_live(path: Path) -> list[dict[str, Any]]:
+    """The records of a journal read while it is being written (a line being written ends the list)."""
     out = []
-    for line in runs[0].read_text().splitlines() if runs else []:
+    for line in path.read_text().splitlines() if path.exists() else []:
         try:
             out.append(json.loads(line))
         except ValueError:
             break
     return out
+
+
+def live_journal(home: Path) -> list[dict[str, Any]]:
+    """The records of the only run under ``home`` so far, read while it is being written."""
+    runs = list((home / "runs").glob("*/journal.jsonl")) if (home / "runs").exists() else []
+    return read_live(runs[0]) if runs else []
 
 
 def facts(home: Path, run_id: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from harness import Load, kafkaops, output, pristine_migration_lab, spawn
-from invariants import live_journal, only_run
+from invariants import live_journal, only_run, read_live
 
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.spec import LabSpec
@@ -121,20 +121,33 @@ def _metadata(spec: LabSpec, cluster: Cluster) -> dict[str, Any]:
     return {"topics": topics, "dynamic_configs": configs}
 
 
-def _killed(home: Path, cluster: Cluster, until: Callable[[], bool], what: str, *args: str) -> str:
-    """Start ``kafkaops ARGS CLUSTER`` (a stage's command line), SIGKILL it once ``until()`` holds; the id of
-    the run it left (the only one in ``home``)."""
-    proc = spawn(home, cluster, args[0], cluster.name, *args[1:], "--reason", "issue 33")
-    deadline = time.monotonic() + 600
+def _kill_when(proc: subprocess.Popen[str], until: Callable[[], bool], what: str) -> str:
+    """SIGKILL ``proc`` (a kafkaops started with ``spawn``) once ``until()`` holds; what it printed."""
+    deadline = time.monotonic() + 1200
     try:
         while not until():
-            assert proc.poll() is None, f"the stage ended before {what}: {output(proc)[-3000:]}"
+            assert proc.poll() is None, f"it ended before {what}: {output(proc)[-3000:]}"
             assert time.monotonic() < deadline, f"{what} not reached: {output(proc)[-3000:]}"
             time.sleep(0.05)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
+    return output(proc)
+
+
+def _applied(records: list[dict[str, Any]], point: tuple[str, int, str]) -> bool:
+    """``point`` — (step kind, nth target, journal record type) — is in ``records``."""
+    kind, nth, event = point
+    targets = [r["target"] for r in records if r.get("type") == "target_started"]
+    return len(targets) >= nth and any(r.get("type") == event and r.get("kind") == kind
+                                       and r.get("target") == targets[nth - 1] for r in records)
+
+
+def _killed(home: Path, cluster: Cluster, until: Callable[[], bool], what: str, *args: str) -> str:
+    """Start ``kafkaops ARGS CLUSTER`` (a stage's command line), SIGKILL it once ``until()`` holds; the id of
+    the run it left (the only one in ``home``)."""
+    _kill_when(spawn(home, cluster, args[0], cluster.name, *args[1:], "--reason", "issue 33"), until, what)
     return only_run(home)
 
 
@@ -142,15 +155,8 @@ def _kill_at(home: Path, cluster: Cluster, point: tuple[str, int, str], *extra: 
              command: str = "migrate-to-kraft") -> str:
     """Start the next stage (or ``command``), SIGKILL kafkaops as it starts applying ``point`` (the nth
     target's step kind), resume the run to its end; the run id."""
-    kind, nth, event = point
-
-    def reached() -> bool:
-        records = live_journal(home)
-        targets = [r["target"] for r in records if r.get("type") == "target_started"]
-        return len(targets) >= nth and any(r.get("type") == event and r.get("kind") == kind
-                                           and r.get("target") == targets[nth - 1] for r in records)
-
-    run_id = _killed(home, cluster, reached, str(point), command, *STAGE_ARGS, *extra)
+    run_id = _killed(home, cluster, lambda: _applied(live_journal(home), point), str(point), command, *STAGE_ARGS,
+                     *extra)
     # a resume takes the run's checkpoints again (--confirmed NAME), nothing else of the command line
     confirmed = [a for i, a in enumerate(extra) if a == "--confirmed" or (i and extra[i - 1] == "--confirmed")]
     resumed = kafkaops(home, cluster, "resume", run_id, *confirmed, timeout=1200)
@@ -237,18 +243,11 @@ def _revert_killed_with_no_quorum(home: Path, cluster: Cluster, run_id: str) -> 
     stopped (no quorum), ``/controller`` still the KRaft controller's: no controller at all until the revert
     run is resumed —, its run resumed, the last stage run by `--revert`; the seconds it all took."""
     t = time.monotonic()
-    back = spawn(home, cluster, "runs", "abort", run_id, "--rollback", "--reason", "issue 33: way back")
-    deadline = time.monotonic() + 1200
-    try:
-        while (revert_run := _stopped_second_controller(home)) is None:
-            assert back.poll() is None, output(back)[-4000:]
-            assert time.monotonic() < deadline, f"the revert never stopped two controllers: {output(back)[-3000:]}"
-            time.sleep(0.05)
-    finally:
-        if back.poll() is None:
-            os.killpg(back.pid, signal.SIGKILL)
-        back.wait(30)
-    assert "stage 1 of 3, revert-brokers-kraft" in output(back) and "stage 2 of 3" in output(back)
+    back = _kill_when(spawn(home, cluster, "runs", "abort", run_id, "--rollback", "--reason", "issue 33: way back"),
+                      lambda: _stopped_second_controller(home) is not None, "two controllers stopped by the revert")
+    assert "stage 1 of 3, revert-brokers-kraft" in back and "stage 2 of 3" in back, back[-3000:]
+    revert_run = _stopped_second_controller(home)
+    assert revert_run is not None
     resumed = kafkaops(home, cluster, "resume", revert_run, timeout=900)
     assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-4000:]
     rest = kafkaops(home, cluster, "migrate-to-kraft", cluster.name, "--revert", *STAGE_ARGS,
@@ -260,15 +259,7 @@ def _revert_killed_with_no_quorum(home: Path, cluster: Cluster, run_id: str) -> 
 def _stopped_second_controller(home: Path) -> str | None:
     """The revert-controllers run under ``home`` once it has stopped its second controller (None before)."""
     for path in sorted((home / "runs").glob("*-migration-revert-controllers-*/journal.jsonl")):
-        records = []
-        for line in path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                break
-        targets = [r["target"] for r in records if r.get("type") == "target_started"]
-        if len(targets) >= 2 and any(r.get("type") == "step_applied" and r.get("kind") == "migration.stop_controller"
-                                     and r.get("target") == targets[1] for r in records):
+        if _applied(read_live(path), ("migration.stop_controller", 2, "step_applied")):
             return path.parent.name
     return None
 
