@@ -58,6 +58,7 @@ def migrate_cmd(
     from kafkaops.cli.render import nothing_to_do
     from kafkaops.lookup import find_cluster
     from kafkaops.policy.migration import STAGES, next_stage
+    from kafkaops.steps.migration import judge_phase
 
     _require_reason(reason, dry_run)  # before any system is asked
     load_plugins()
@@ -67,7 +68,7 @@ def migrate_cmd(
     if revert:
         revert_migration(found.name, options)
         return
-    current = _phase(found.name, inventory)
+    current = judge_phase(_view(found.name, inventory))
     stage = next_stage(current)
     if stage is None:
         nothing_to_do(f"{found.name}: the migration to KRaft is finalized (every node runs without ZooKeeper): "
@@ -105,12 +106,6 @@ def _view(cluster: str, inventory: Path | None) -> MigrationView:
         return migration_view(env)
     finally:
         env.close()
-
-
-def _phase(cluster: str, inventory: Path | None) -> str:
-    from kafkaops.steps.migration import judge_phase
-
-    return judge_phase(_view(cluster, inventory))
 
 
 def revert_migration(cluster: str, options: StageOptions) -> None:
