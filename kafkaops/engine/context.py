@@ -34,6 +34,10 @@ def _never() -> bool:
     return False
 
 
+def _nothing() -> None:
+    return None
+
+
 def _discard(_: str) -> None:
     return None
 
@@ -148,6 +152,8 @@ class RunContext:
             ask (no TTY): a checkpoint not in ``confirmed`` then stops the run.
         steps: This target's bound steps, in order: a step may read the others' parameters (an
             Alertmanager silence lasts as long as the timeouts of the steps it covers add up to).
+        keep_alive: Called by long waits at every poll: the runner renews, throttled, the target's effects
+            that expire (a silence) so a run held by a gate never lets them lapse. A no-op while planning.
     """
 
     run_id: str
@@ -171,3 +177,4 @@ class RunContext:
     ask: Callable[[str], bool] | None = field(default=None, repr=False)
     facts: RunFacts = field(default_factory=in_memory, repr=False)
     steps: tuple[BoundStep, ...] = field(default=(), repr=False)
+    keep_alive: Callable[[], None] = field(default=_nothing, repr=False)

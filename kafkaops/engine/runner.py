@@ -11,20 +11,34 @@ Operational rules this module enforces, and why:
   a counter) is never repeated when its effect already holds. Steps the journal records as *verified*
   are not re-run: later steps may legitimately undo their effect (``depool`` ... ``repool``), and
   re-running them would undo the procedure.
-* **A destructive step re-checks its own safety precondition right before acting.** A kind registered
-  ``destructive`` (a broker or controller stop, a reboot) declares ``precondition(ctx, action)``; the
-  runner calls it after ``plan`` and before the intent record, every time the step is about to apply —
-  first run, retry, resume, rollback. A gate step earlier in the runbook only says what held *then*;
-  a resume skips a verified gate, and a paused run may wait for days. A refusal is a safe stop: nothing
-  applied, the run stopped resumable (:class:`~kafkaops.errors.RunFailed`, exit 11, naming the refusal).
-* **No destructive step on a lock the run cannot see as its own (fencing).** The lock is persistent by
-  design (it outlives sessions and crashes), so nothing tells a run that a human removed it
-  (``runs unlock --force``), that a restored store lost it, or that the store is out of reach. Right
-  before each destructive step's intent (after its precondition) the runner re-reads the holder from
-  the store: unreadable within the backend's deadline, or not this run's, and the run pauses there
-  (journal ``lock_unconfirmed`` + ``paused``; exit 4 :class:`~kafkaops.errors.UnreachableError` or 7
-  :class:`~kafkaops.errors.LockHeldError`, one line naming the lock). ``resume`` takes the lock back as
-  its own once the store answers (refused if another run took it meanwhile).
+* **What a kind may do is declared once, and every guarantee follows from it** (:data:`~kafkaops.engine.step.Effect`).
+  No step kind opts in to safety: a kind that can apply is fenced unless it declares itself
+  ``read-only``, and a ``read-only`` kind applies with every adapter write refused. ``observe``, ``plan``,
+  ``verify`` and ``precondition`` of every kind run read-only too. ``tests/unit/engine/test_step_effects.py``
+  enumerates the registry, so a new kind cannot slip through.
+* **A disruptive step re-checks its own safety precondition right before acting.** A kind registered
+  ``effect="disruptive"`` (a depool, a stop, a restart, a reboot, a deploy, a delete, a rewrite) declares
+  ``precondition(ctx, action)``; the runner calls it after ``plan`` and before the intent record, every
+  time the step is about to apply — first run, retry, resume, rollback. A gate step earlier in the
+  runbook only says what held *then*; a resume skips a verified gate, and a paused run may wait for days.
+  A refusal is a safe stop: nothing applied, the run stopped resumable
+  (:class:`~kafkaops.errors.RunFailed`, exit 11, naming the refusal).
+* **No change on a lock the run cannot see as its own (fencing).** The lock is persistent by design (it
+  outlives sessions and crashes), so nothing tells a run that a human removed it (``runs unlock
+  --force``), that another run took it, that a restored store lost it, or that the store is out of
+  reach. Right before the intent of every step that is not ``read-only`` (after its precondition) the
+  runner re-reads the holder from the store: unreadable within the backend's deadline, or not this
+  run's, and the run pauses there (journal ``lock_unconfirmed`` + ``paused``; exit 4
+  :class:`~kafkaops.errors.UnreachableError` or 7 :class:`~kafkaops.errors.LockHeldError`, one line naming
+  the lock). ``resume`` takes the lock back as its own once the store answers (refused if another run
+  took it meanwhile).
+* **Nothing that expires is trusted across a pause (leases).** A kind registered with ``lease_until``
+  (a silence, ended by ``alerts.unsilence``) leaves an effect that lapses by itself. While it is live
+  for a target — verified, its releasing step not yet verified — the runner asks the kind to
+  ``renew(ctx, at)`` it right before every change of that target and, throttled, during every wait: a run
+  resumed after lunch, or held long by a gate, extends its silence (or makes it again) before it stops a
+  broker, instead of stopping it with nothing silenced. A renewal that fails stops the step before it
+  applies.
 * **Pause only at safe points.** Ctrl-C sets a flag; the run stops between steps (or inside a
   read-only wait), journals ``paused`` and tells the operator the exact resume command. A second
   Ctrl-C stops immediately (the journal still shows the in-flight step).
@@ -39,10 +53,10 @@ Operational rules this module enforces, and why:
   only steps for which this run journaled an ``applying`` intent, and each compensation is itself a step
   (observe first: nothing to undo is a no-op).
 
-Why one module of ~940 lines: a dry-run, a run, a resume, a retry and a rollback are one state machine.
+Why one module of ~1,100 lines: a dry-run, a run, a resume, a retry and a rollback are one state machine.
 Every path goes through the same sequence — build the step's context, observe, plan, re-check a
-destructive step's precondition, journal the intent, apply, verify (:meth:`Runner._converge`,
-:meth:`Runner._verify`) — under the same lock, pause and failure rules; the rules above are claims about
+disruptive step's precondition, fence, renew the target's leases, journal the intent, apply, verify
+(:meth:`Runner._converge`, :meth:`Runner._verify`) — under the same lock, pause and failure rules; the rules above are claims about
 that one sequence. Cut into a plan half, a run half and a rollback half, each would reach into the
 others' private steps (or a mixin would scatter the sequence over three files). What is not that
 sequence already lives beside it: the journal, lock, plan, wait, audit, context and run facts modules.
@@ -58,29 +72,40 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from kafkaops.engine.audit import AuditLog, default_audit
 from kafkaops.engine.binding import BoundRunbook, BoundStep, BoundTarget, schedule
 from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext, RunEnvironment
-from kafkaops.engine.journal import Journal, RunState, StepState, kafkaops_home, new_run_id, process_alive
+from kafkaops.engine.journal import (
+    STEP_DONE,
+    Journal,
+    RunState,
+    StepState,
+    kafkaops_home,
+    new_run_id,
+    process_alive,
+)
 from kafkaops.engine.lock import LockBackend, held_error, lock_info
 from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_observations
 from kafkaops.engine.run_facts import FACTS_FILE, RunFacts
 from kafkaops.engine.step import (
     Action,
-    DestructiveStep,
+    DisruptiveStep,
+    LeaseStep,
     Noop,
     Observation,
     Step,
     StepKind,
     coerce_param,
     parse_duration,
+    read_only_scope,
     require_kind,
+    writes_allowed,
 )
 from kafkaops.engine.wait import Clock, SystemClock
 from kafkaops.errors import (
@@ -93,6 +118,10 @@ from kafkaops.errors import (
     StalePlanError,
     UnreachableError,
 )
+
+#: Seconds between two renewals of a target's expiring effects during one wait (a renewal is one read, and
+#: a write only when the effect would not last: cheap, but not at every poll).
+LEASE_KEEPALIVE = 60.0
 
 Hook = Callable[[str, str, BoundStep], None]
 """``hook(point, target, step)`` called at ``before_apply``, ``after_apply``, ``after_applied_record``
@@ -165,7 +194,7 @@ class _Meta:
 
 
 class _Fenced(Exception):
-    """The lock could not be confirmed right before a destructive step: pause, then raise ``error``."""
+    """The lock could not be confirmed right before a change: pause, then raise ``error``."""
 
     def __init__(self, error: KafkaOpsError) -> None:
         super().__init__(error.message)
@@ -306,7 +335,17 @@ class Runner:
             if journal is not None:
                 journal.append("event", target=target, step=step.index, kind=step.kind, event=event, **fields)
 
-        return RunContext(
+        last_renewal = [float("-inf")]
+
+        def keep_alive() -> None:
+            """During a wait of this step: the target's expiring effects renewed, once a LEASE_KEEPALIVE."""
+            now = self.clock.monotonic()
+            if journal is None or now - last_renewal[0] < LEASE_KEEPALIVE:
+                return
+            last_renewal[0] = now
+            self._renew_leases(journal, meta, ctx, step)
+
+        ctx = RunContext(
             run_id=meta.run_id,
             operator=meta.operator,
             reason=meta.reason,
@@ -328,7 +367,24 @@ class Runner:
             ask=self.ask,
             facts=RunFacts(journal.path.parent / FACTS_FILE) if journal is not None else facts or RunFacts(None),
             steps=steps,
+            keep_alive=keep_alive,
         )
+        return ctx
+
+    def _renew_leases(self, journal: Journal, meta: _Meta, ctx: RunContext, at: BoundStep) -> None:
+        """Renew every effect of ``ctx.target`` that expires and is live at step ``at``: a lease kind's step
+        verified before it whose releasing step (``lease_until``) is not verified yet. Journaled
+        (``lease_renewed``); an error propagates, so the change about to be made is not made."""
+        live = live_leases(journal.replay(), ctx.target, ctx.steps, at.index)
+        for lease in live:
+            if require_kind(lease.kind, lease.label).lease_until == at.kind:
+                continue  # the step that ends it: renewing first would only make it end later
+            obj = cast(LeaseStep, require_kind(lease.kind, lease.label).create(lease.params))
+            lctx = replace(ctx, step_index=lease.index, kind=lease.kind, params=lease.params)
+            with writes_allowed():
+                found = obj.renew(lctx, at.index)
+            journal.append("lease_renewed", target=ctx.target, step=lease.index, kind=lease.kind, at=at.index,
+                           found=found)
 
     @staticmethod
     def _check_kinds(bound: BoundRunbook) -> None:
@@ -378,10 +434,12 @@ class Runner:
             obj = entry.create(step.params)
             ctx = self._ctx(meta, target.name, step, step.params, env, projection.copy(), facts=facts,
                             steps=target.steps)
-            obs = obj.observe(ctx)
-            decision = obj.plan(obs)
+            with read_only_scope(f"{step.kind} (dry-run)"):
+                obs = obj.observe(ctx)
+                decision = obj.plan(obs)
+                if isinstance(decision, Action):
+                    self._precondition(obj, ctx, step, decision)
             if isinstance(decision, Action):
-                self._precondition(obj, ctx, step, decision)
                 source = f"{target.name} step {step.index} ({step.kind})"
                 for key, value in (obj.effects(obs, decision) or {}).items():
                     projection.set(key, value, source)
@@ -707,21 +765,26 @@ class Runner:
         ``phase`` names the journal records: ``step_applying``/``step_applied`` or
         ``compensate_applying``/``compensate_applied``.
         """
-        obs = obj.observe(ctx)
-        if phase == "step":
-            journal.append("step_observed", sync=False, observed=_summary(obs), **base)
-        decision = obj.plan(obs)
-        if isinstance(decision, Noop):
-            return decision
-        self._precondition(obj, ctx, step, decision)
-        self._fence(ctx, meta, step)
+        entry = require_kind(step.kind, step.label)
+        with read_only_scope(f"{step.kind} observe"):
+            obs = obj.observe(ctx)
+            if phase == "step":
+                journal.append("step_observed", sync=False, observed=_summary(obs), **base)
+            decision = obj.plan(obs)
+            if isinstance(decision, Noop):
+                return decision
+            self._precondition(obj, ctx, step, decision)
+        if not entry.read_only:
+            self._fence(ctx, meta, step)
+            self._renew_leases(journal, meta, ctx, step)
         journal.append(f"{phase}_applying", action=decision.to_dict(), attempt=attempt, **base)
         self._record(meta, target=ctx.target, step=label, action=decision.description,
                      outcome="applying" if phase == "step" else "rollback-applying",
                      commands=list(decision.commands))
         self.echo(f"{ctx.target} {label}: {decision.description}")
         self._hook("before_apply", ctx.target, step)
-        obj.apply(ctx, decision)
+        with read_only_scope(f"{step.kind} apply (a read-only kind)") if entry.read_only else nullcontext():
+            obj.apply(ctx, decision)
         self._hook("after_apply", ctx.target, step)
         journal.append(f"{phase}_applied", **base)
         self._hook("after_applied_record", ctx.target, step)
@@ -730,7 +793,7 @@ class Runner:
         return decision
 
     def _precondition(self, obj: Step, ctx: RunContext, step: BoundStep, action: Action) -> None:
-        """A destructive kind's safety precondition, read from the live systems now, before its intent is
+        """A disruptive kind's safety precondition, read from the live systems now, before its intent is
         journaled: a refusal (:class:`~kafkaops.errors.SafetyRefusal`) leaves the step "not applied".
 
         Called on every path that reaches ``apply`` (first run, retry, resume, rollback), and in a
@@ -738,22 +801,22 @@ class Runner:
         substitute: a resume never re-runs a gate it journaled as verified, and the world may have moved
         since.
         """
-        if not require_kind(step.kind, step.label).destructive:
+        if not require_kind(step.kind, step.label).disruptive:
             return
-        found = cast(DestructiveStep, obj).precondition(ctx, action)
+        found = cast(DisruptiveStep, obj).precondition(ctx, action)
         ctx.record("precondition_held", found=found)
 
     def _fence(self, ctx: RunContext, meta: _Meta, step: BoundStep) -> None:
-        """Before a destructive step's intent: the lock, re-read from its store now, is this run's.
+        """Before the intent of every step that is not read-only: the lock, re-read from its store now, is
+        this run's.
 
         The lock's holder is read (the backend answers within its deadline or raises
         :class:`~kafkaops.errors.UnreachableError`); unreadable, absent or another run's, and the step is
         not applied: :class:`_Fenced` makes :meth:`_run_step` pause the run (resumable) with exit 4 or 7.
         """
-        if not require_kind(step.kind, step.label).destructive:
-            return
-        lock = self.lock_for(ctx.env)
-        label = getattr(ctx.env, "lock_label", "") or f"the lock of cluster {meta.cluster}"
+        env: RunEnvironment = ctx.env
+        lock = self.lock_for(env)
+        label = env.lock_label or f"the lock of cluster {meta.cluster}"
         error: KafkaOpsError
         try:
             holder = lock.holder(meta.cluster)
@@ -841,7 +904,8 @@ class Runner:
         failures = 0
         while True:
             try:
-                obj.verify(ctx)
+                with read_only_scope(f"{step.kind} verify"):
+                    obj.verify(ctx)
                 return
             except Interrupted:
                 raise
@@ -1016,6 +1080,21 @@ class Runner:
                 f"`kafkaops runs abort {meta.run_id} --rollback --reason ...` checks again",
             ) from exc
         self.echo(f"rollback check {kind}: " + (decision.reason if isinstance(decision, Noop) else "done"))
+
+
+def live_leases(state: RunState, target: str, steps: Sequence[BoundStep], at: int) -> list[BoundStep]:
+    """The lease steps of ``target`` whose effect is live at step index ``at``: verified before it, and
+    no step of their ``lease_until`` kind verified between them and ``at``."""
+    live: list[BoundStep] = []
+    for step in steps:
+        if step.index >= at:
+            break
+        if state.step(target, step.index).status != STEP_DONE:
+            continue
+        live = [lease for lease in live if require_kind(lease.kind, lease.label).lease_until != step.kind]
+        if require_kind(step.kind, step.label).lease_until is not None:
+            live.append(step)
+    return live
 
 
 def _changes_so_far(state: RunState, target: str) -> str:

@@ -16,13 +16,26 @@ runner can make it safe, idempotent and resumable without knowing anything about
   state ``no``, a stop leaves the broker unregistered). The planner feeds them to the ``observe`` of
   every later step of a dry-run (``ctx.projected``), so the plan shows what each step will find —
   steps never ask whether they run in a dry-run.
-* ``precondition(ctx, action)`` — declared by every *destructive* kind (``register_step(...,
-  destructive=True)``: a stop, a reboot) — re-reads, from the live systems, the one fact that makes the
-  action safe (a majority of the quorum stays caught up, no partition drops below min ISR) and raises
-  :class:`~kafkaops.errors.SafetyRefusal` when it does not hold. The runner calls it right before every
-  ``apply`` of such a step: on the first run, on a retry, on a resume and in a rollback. A separate gate
-  step earlier in the runbook is not enough: minutes (or a paused run's days) may pass between the gate
-  and the act, and a resume never re-runs a gate it journaled as verified.
+* ``precondition(ctx, action)`` — declared by every *disruptive* kind (``register_step(...,
+  effect="disruptive")``: a depool, a stop, a restart, a reboot, a deploy, a delete, a rewrite of offsets,
+  configuration or storage) — re-reads, from the live systems, the one fact that makes the action safe (a
+  majority of the quorum stays caught up, no partition drops below min ISR, another host still serves)
+  and raises :class:`~kafkaops.errors.SafetyRefusal` when it does not hold. The runner calls it right
+  before every ``apply`` of such a step: on the first run, on a retry, on a resume and in a rollback. A
+  separate gate step earlier in the runbook is not enough: minutes (or a paused run's days) may pass
+  between the gate and the act, and a resume never re-runs a gate it journaled as verified.
+
+What a kind may do is declared once, at registration (:data:`Effect`), and the runner derives every
+guarantee from it — no kind opts in to safety:
+
+* ``"read-only"``: waits, gates, checks. Not fenced, and its ``apply`` runs with every adapter write
+  refused (:func:`read_only_scope`): a kind that says it changes nothing cannot change anything.
+* ``"change"`` (the default): anything else that applies — a pool, a start, a silence. Fenced: the
+  runner re-reads the cluster lock right before its ``apply`` and pauses a run that no longer holds it.
+* ``"disruptive"``: takes something out of service, stops, restarts, deletes or rewrites. Fenced, and
+  its ``precondition`` is re-read right before every ``apply`` (a kind without one does not register).
+
+``observe``, ``plan``, ``verify`` and ``precondition`` run read-only whatever the kind.
 
 Step kinds declare their parameters (name, type, required/default) so that a runbook with a typo fails
 at load time with the step index and the fix, rather than half-way through a multi-hour roll. A kind
@@ -38,10 +51,14 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from kafkaops.errors import ConfigError
+
+Effect = Literal["read-only", "change", "disruptive"]
+EFFECTS: tuple[str, ...] = ("read-only", "change", "disruptive")
 
 ParamType = Literal["str", "int", "float", "bool", "duration", "list", "map", "any"]
 PARAM_TYPES: tuple[str, ...] = ("str", "int", "float", "bool", "duration", "list", "map", "any")
@@ -181,7 +198,7 @@ class Step(Protocol):
 
 
 @runtime_checkable
-class DestructiveStep(Step, Protocol):
+class DisruptiveStep(Step, Protocol):
     """A step whose ``apply`` can cost availability: it declares the safety precondition of its action."""
 
     def precondition(self, ctx: Any, action: Action) -> str:
@@ -189,6 +206,21 @@ class DestructiveStep(Step, Protocol):
 
         Raises:
             SafetyRefusal: It does not hold: the runner stops before ``apply``, nothing was changed.
+        """
+        ...
+
+
+@runtime_checkable
+class LeaseStep(Step, Protocol):
+    """A step whose effect expires by itself (a silence): it can make sure the effect still lasts."""
+
+    def renew(self, ctx: Any, at: int) -> str:
+        """Re-read the effect now and extend it (or make it again) so it lasts past the steps from index
+        ``at`` on to the one that ends it; return what was found and done (one line, journaled).
+
+        Raises:
+            KafkaOpsError: It cannot be made to last (the system is unreachable): the runner does not
+                apply the change it was about to make.
         """
         ...
 
@@ -233,12 +265,24 @@ class StepKind:
     compensate: Compensation | None = None
     irreversible: str = ""
     check: Callable[[Mapping[str, Any]], str | None] | None = None
-    #: Its ``apply`` can cost availability: the runner calls the step's ``precondition`` right before every
-    #: ``apply`` (see :class:`DestructiveStep`).
-    destructive: bool = False
+    #: What its ``apply`` may do (see the module docstring): ``read-only`` (never fenced, writes refused),
+    #: ``change`` (fenced) or ``disruptive`` (fenced, its ``precondition`` re-read before every apply).
+    effect: Effect = "change"
+    #: The kind whose verified step on the same target ends this kind's effect (``alerts.unsilence`` for
+    #: ``alerts.silence``): the effect expires by itself, so until then the runner has it renewed
+    #: (:class:`LeaseStep`) before every change of the target and during its waits.
+    lease_until: str | None = None
     #: The roles of target host it applies to (``broker``, ``controller``); empty: every target. A bound
     #: runbook leaves a step out for a target of another role (a broker's ISR wait on a KRaft controller).
     roles: tuple[str, ...] = ()
+
+    @property
+    def read_only(self) -> bool:
+        return self.effect == "read-only"
+
+    @property
+    def disruptive(self) -> bool:
+        return self.effect == "disruptive"
 
     def applies_to(self, role: str | None) -> bool:
         return not self.roles or role is None or role in self.roles
@@ -253,6 +297,40 @@ class StepKind:
             with contextlib.suppress(AttributeError):  # frozen objects keep their own
                 step.kind = self.kind
         return step
+
+
+_READ_ONLY: ContextVar[str] = ContextVar("kafkaops_read_only", default="")
+
+
+@contextmanager
+def read_only_scope(what: str) -> Iterator[None]:
+    """Run a block in which every adapter write is refused (``what`` names who promised to write nothing).
+
+    The runner wraps every ``observe``, ``plan``, ``verify`` and ``precondition``, and the ``apply`` of a
+    ``read-only`` kind: a kind that declared it changes nothing, and then calls an adapter's write, stops
+    with :class:`~kafkaops.systems.guard.ReadOnlyViolation` before any byte leaves the process.
+    Adapters consult :func:`writes_refused_by`; a thread a step starts itself does not inherit the scope.
+    """
+    token = _READ_ONLY.set(what)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
+
+
+@contextmanager
+def writes_allowed() -> Iterator[None]:
+    """Lift :func:`read_only_scope` for a block the runner itself drives (a lease renewed during a wait)."""
+    token = _READ_ONLY.set("")
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
+
+
+def writes_refused_by() -> str:
+    """Who refuses writes here (``"kafka.wait_in_sync apply"``), or ``""``: writes are allowed."""
+    return _READ_ONLY.get()
 
 
 _REGISTRY: dict[str, StepKind] = {}
@@ -270,7 +348,8 @@ def register_step(
     check: Callable[[Mapping[str, Any]], str | None] | None = None,
     replace: bool = False,
     roles: Sequence[str] = (),
-    destructive: bool = False,
+    effect: Effect = "change",
+    lease_until: str | None = None,
 ) -> StepKind:
     """Register a step kind so runbooks can use it.
 
@@ -286,15 +365,19 @@ def register_step(
             what is wrong, or None. Called when the runbook is bound, before anything runs.
         replace: Allow re-registering an existing kind (tests, plugins overriding a built-in).
         roles: The target roles the kind applies to (``broker``, ``controller``); empty: all.
-        destructive: Its ``apply`` can cost availability; ``cls`` must then define
-            ``precondition(ctx, action)``, which the runner calls right before every ``apply``.
+        effect: What its ``apply`` may do: ``read-only`` (a wait, a gate, a check: not fenced, every
+            adapter write refused while it applies), ``change`` (the default: fenced) or ``disruptive``
+            (takes something out of service, stops, restarts, deletes or rewrites: fenced, and ``cls``
+            must define ``precondition(ctx, action)``, which the runner calls right before every apply).
+        lease_until: The kind that ends this kind's expiring effect on the same target; ``cls`` must then
+            define ``renew(ctx, at)`` (:class:`LeaseStep`).
 
     Returns:
         The registered :class:`StepKind`.
 
     Raises:
         ValueError: On a malformed kind name, duplicate parameter or duplicate kind, or a destructive
-            kind without a ``precondition``.
+            kind without a ``precondition``, or an unknown effect.
     """
     if not _KIND_RE.match(kind):
         raise ValueError(f"step kind {kind!r}: use dotted lower-case names such as 'conftool.depool'")
@@ -303,26 +386,33 @@ def register_step(
         raise ValueError(f"step kind {kind!r}: duplicate parameter names {names}")
     if kind in _REGISTRY and not replace:
         raise ValueError(f"step kind {kind!r} is already registered")
-    if destructive and not callable(getattr(cls, "precondition", None)):
-        raise ValueError(f"step kind {kind!r} is destructive: it must define precondition(ctx, action), the "
+    if effect not in EFFECTS:
+        raise ValueError(f"step kind {kind!r}: unknown effect {effect!r} (one of {', '.join(EFFECTS)})")
+    if lease_until is not None and not callable(getattr(cls, "renew", None)):
+        raise ValueError(f"step kind {kind!r} leaves an effect that expires (lease_until={lease_until!r}): it must "
+                         "define renew(ctx, at), which the runner calls before every change while it lasts")
+    if effect == "disruptive" and not callable(getattr(cls, "precondition", None)):
+        raise ValueError(f"step kind {kind!r} is disruptive: it must define precondition(ctx, action), the "
                          "safety check the runner makes right before every apply")
     if summary is None:
         doc = (getattr(cls, "__doc__", None) or "").strip()
         summary = doc.splitlines()[0] if doc else ""
     entry = StepKind(kind=kind, factory=cls, params=tuple(params), summary=summary, compensate=compensate,
-                     irreversible=irreversible, check=check, destructive=destructive, roles=tuple(roles))
+                     irreversible=irreversible, check=check, effect=effect, roles=tuple(roles),
+                     lease_until=lease_until)
     _REGISTRY[kind] = entry
     return entry
 
 
 def step_kind(
-    kind: str, params: Sequence[Param] = (), *, compensate: Compensation | None = None, replace: bool = False
+    kind: str, params: Sequence[Param] = (), *, compensate: Compensation | None = None, replace: bool = False,
+    effect: Effect = "change",
 ) -> Callable[[type], type]:
     """Class decorator form of :func:`register_step`."""
 
     def deco(cls: type) -> type:
         cls.kind = kind  # type: ignore[attr-defined]
-        register_step(kind, cls, params, compensate=compensate, replace=replace)
+        register_step(kind, cls, params, compensate=compensate, replace=replace, effect=effect)
         return cls
 
     return deco

@@ -74,4 +74,4 @@ class ConfirmCanary(StepBase):
 
 register_step("canary.confirm", ConfirmCanary, [
     Param("canary", "list", default=[], help="the canary targets; the gate acts after the last of them"),
-])
+], effect="read-only")

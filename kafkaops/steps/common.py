@@ -44,6 +44,7 @@ def wait(ctx: RunContext, predicate: Callable[[], Any], *, what: str, timeout: f
     last = {"t": -100.0, "value": object()}
 
     def progress(p: WaitProgress) -> None:
+        ctx.keep_alive()  # a long wait never lets the target's silence lapse (the runner throttles it)
         line = f"  {ctx.target}: {p.line()}"
         ctx.status(line.strip())
         done = p.ok and p.stable_elapsed >= p.stable_for

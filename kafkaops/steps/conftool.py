@@ -69,6 +69,29 @@ def _observe(step: StepBase, ctx: RunContext) -> tuple[Host, dict[str, Any], str
     return host, states, provenance(ctx, keys)
 
 
+def _refuse_unsafe_depool(host: str, states: dict[str, Any], todo: list[str]) -> None:
+    """Raise :class:`SafetyRefusal` unless depooling ``host`` from each of ``todo`` is safe now."""
+    for s in todo:
+        # One host out of the pool at a time: another depooled host (someone else's maintenance, or
+        # a run left stopped) means this depool would take capacity below what the service is sized for.
+        if states[s]["peers_depooled"] or not states[s]["peers_pooled"]:
+            out = states[s]["peers_depooled"]
+            raise SafetyRefusal(f"refusing to depool {host} from {s}: {', '.join(out) or 'no other host'} "
+                                f"{'is' if len(out) == 1 else 'are'} already out of the pool",
+                                hint="finish or roll back that maintenance first (kafkaops runs list); "
+                                "kafkaops takes one host out at a time")
+        # The runbook's "you should see every host weight: 10": a pooled host at weight 0 takes no
+        # traffic, so it is as good as out; any other weight means someone is steering load by hand.
+        off = states[s].get("off_weight") or {}
+        if off:
+            expected = states[s]["expected_weight"]
+            raise SafetyRefusal(f"refusing to depool {host} from {s}: "
+                                + ", ".join(f"{h} has weight {w}" for h, w in off.items())
+                                + f" (every host is expected at weight {expected})",
+                                hint="restore the weight (confctl select 'name=HOST' set/weight=N) or set "
+                                "conftool.weight in the inventory if the pool is sized differently")
+
+
 def _confctl(action: str, fqdn: str, service: str) -> str:
     """The confctl command an operator would type for the same change (what the plan shows)."""
     return f"confctl {action} --hostname {fqdn} --service {service}"
@@ -92,25 +115,7 @@ class Depool(StepBase):
         if not todo:
             return Noop(f"{host} is already out of the pool ("
                         + ", ".join(f"{s}: pooled={v['pooled']}" for s, v in states.items()) + ")")
-        for s in todo:
-            # One host out of the pool at a time: another depooled host (someone else's maintenance, or
-            # a run left stopped) means this depool would take capacity below what the service is sized for.
-            if states[s]["peers_depooled"] or not states[s]["peers_pooled"]:
-                out = states[s]["peers_depooled"]
-                raise SafetyRefusal(f"refusing to depool {host} from {s}: {', '.join(out) or 'no other host'} "
-                                    f"{'is' if len(out) == 1 else 'are'} already out of the pool",
-                                    hint="finish or roll back that maintenance first (kafkaops runs list); "
-                                    "kafkaops takes one host out at a time")
-            # The runbook's "you should see every host weight: 10": a pooled host at weight 0 takes no
-            # traffic, so it is as good as out; any other weight means someone is steering load by hand.
-            off = states[s].get("off_weight") or {}
-            if off:
-                expected = states[s]["expected_weight"]
-                raise SafetyRefusal(f"refusing to depool {host} from {s}: "
-                                    + ", ".join(f"{h} has weight {w}" for h, w in off.items())
-                                    + f" (every host is expected at weight {expected})",
-                                    hint="restore the weight (confctl select 'name=HOST' set/weight=N) or set "
-                                    "conftool.weight in the inventory if the pool is sized differently")
+        _refuse_unsafe_depool(host, states, todo)
         impact = "; ".join(f"{s}: new connections go to {len(states[s]['peers_pooled'])} other host(s)"
                            + (f", {len(states[s]['peers_depooled'])} already depooled"
                               if states[s]["peers_depooled"] else "") for s in todo)
@@ -121,6 +126,16 @@ class Depool(StepBase):
             rollback=f"confctl pool --hostname {host} (done by the closing repool step)",
             data={"services": todo},
         )
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Right before the depool, the pool is read again: a peer depooled since the plan (another
+        maintenance, a balancer that marked a host down) would make this depool take the service below
+        the capacity it is sized for."""
+        host, states, _ = _observe(self, ctx)
+        todo = [s for s in action.data["services"] if s in states]
+        _refuse_unsafe_depool(host.fqdn, states, todo)
+        return "; ".join(f"{s}: {len(states[s]['peers_pooled'])} other host(s) pooled at weight "
+                         f"{states[s]['expected_weight']}" for s in todo)
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
         host, states = obs.data["host"], obs.data["services"]
@@ -198,6 +213,6 @@ class Repool(StepBase):
 
 
 SERVICES = Param("services", "list", default=[], help="conftool services (default: the host's conftool tags)")
-register_step("conftool.depool", Depool, [SERVICES],
+register_step("conftool.depool", Depool, [SERVICES], effect="disruptive",
               compensate=Compensation("conftool.repool", note="repool what this run depooled"), roles=BROKER)
 register_step("conftool.repool", Repool, [SERVICES], roles=BROKER)

@@ -138,4 +138,4 @@ register_step("env.reachable", Reachable, [
     Param("timeout", "duration", default=10.0, min=1, max=120, help="how long each may take to answer"),
     Param("scan", "bool", default=True, help="the post-check scans on Spark (then its master must answer)"),
     Param("spark_master", "str", default="local[2]", help="the post-check's Spark master"),
-])
+], effect="read-only")

@@ -174,7 +174,7 @@ def _reader_known(params: Mapping[str, Any]) -> str | None:
 register_step("health.baseline", Baseline, [
     Param("scan", "bool", default=False, help="start the post-check's Spark session now, in the background"),
     Param("spark_master", "str", default="local[2]", help="local[N], spark://host:7077 or yarn"),
-])
+], effect="read-only")
 register_step("health.post_check", PostCheck, [
     Param("timeout", "duration", default=300.0, help="how long the cluster may take to become healthy"),
     Param("scan", "bool", default=True, help="compare with the baseline and scan the data on Spark (--no-scan)"),
@@ -182,4 +182,4 @@ register_step("health.post_check", PostCheck, [
     Param("topics", "str", default="", help="only topics matching this regex (default: all)"),
     Param("reader", "str", default="fast",
           help="the scan's Kafka reader: fast (ours) or builtin (Spark's kafka source); same report"),
-], check=_reader_known)
+], check=_reader_known, effect="read-only")

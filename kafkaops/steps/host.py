@@ -240,9 +240,9 @@ class Reboot(StepBase):
             raise CheckFailed(f"{host.name} has not rebooted (boot id {now or 'unreachable'})")
 
 
-register_step("host.reboot", Reboot, destructive=True, params=[
+register_step("host.reboot", Reboot, params=[
     Param("timeout", "duration", default=900.0, min=1, max=86400, help="how long the host may take to come back"),
     Param("grace", "duration", default=300.0, min=0, max=3600,
           help="resumed after the reboot command was sent: how long to wait for it before sending it again"),
 ], irreversible="a reboot cannot be undone; the broker starts again at boot, and undoing the stop waits until "
-                "it is back in sync")
+                "it is back in sync", effect="disruptive")

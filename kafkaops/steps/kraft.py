@@ -218,10 +218,10 @@ CAUGHT_UP = [
     Param("max_behind", "duration", default=5.0, min=0.5, max=600,
           help="how long ago (on the leader's clock) a voter may last have been caught up"),
 ]
-register_step("kraft.quorum_gate", QuorumGate, CAUGHT_UP, roles=CONTROLLER)
-register_step("kraft.stop_controller", StopController, [TIMEOUT, *CAUGHT_UP], roles=CONTROLLER, destructive=True,
+register_step("kraft.quorum_gate", QuorumGate, CAUGHT_UP, roles=CONTROLLER, effect="read-only")
+register_step("kraft.stop_controller", StopController, [TIMEOUT, *CAUGHT_UP], roles=CONTROLLER,
               compensate=Compensation("kraft.start_controller", params={}, note="start the controller again",
-                                      verify="kafka.cluster_whole"))
+                                      verify="kafka.cluster_whole"), effect="disruptive")
 register_step("kraft.start_controller", StartController, [TIMEOUT], roles=CONTROLLER)
 register_step("kraft.wait_voter_caught_up", WaitVoterCaughtUp, [Param("timeout", "duration", default=600.0),
-                                                                 *CAUGHT_UP], roles=CONTROLLER)
+                                                                 *CAUGHT_UP], roles=CONTROLLER, effect="read-only")

@@ -390,10 +390,10 @@ class KafkaLogErrorsFound(LogErrorsFound):
     """Kafka logged ERROR/FATAL lines since the maintenance started. Not retried: they stay in the log."""
 
 
-register_step("logs.mark_start", MarkStart, [])
+register_step("logs.mark_start", MarkStart, [], effect="read-only")
 register_step("logs.scan_kafka", ScanKafkaLog, [
     Param("ignore", "list", default=[], help="more known-benign ERROR line patterns (regular expressions), on "
                                              "top of the built-in ones"),
     Param("lookback", "duration", default=600.0, min=1, max=86400,
           help="without a recorded start of the maintenance: how far back to scan"),
-])
+], effect="read-only")

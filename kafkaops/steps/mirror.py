@@ -58,4 +58,4 @@ register_step("mirror.wait_caught_up", WaitCaughtUp, [
     Param("from_site", "str", required=True, help="the site whose topics are mirrored"),
     Param("to_site", "str", required=True, help="the site they are mirrored to"),
     Param("timeout", "duration", default=300.0, min=1, max=86400, help="give up (and stop the run) after this long"),
-])
+], effect="read-only")

@@ -36,13 +36,13 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.environment import Environment
-from kafkaops.errors import CheckFailed, ConfigError, WaitTimeout
+from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal, WaitTimeout
 from kafkaops.facts.clock import parse_epoch_seconds
 from kafkaops.facts.systemd import parse_main_pid, parse_unit_activity
 from kafkaops.model import BROKER, Host, Service
 from kafkaops.steps.common import environment, target_host, wait
 from kafkaops.steps.deploy_host import rollback_hint
-from kafkaops.steps.projection import fact_key, provenance, service_key
+from kafkaops.steps.projection import fact_key, pool_key, provenance, service_key
 
 # --- pure helpers (unit-tested) -----------------------------------------------------------------------
 
@@ -225,6 +225,24 @@ class Restart(StepBase):
             impact="the service refuses connections for a few seconds; the host is depooled, so no client sees it",
             idempotent=False,
         )
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Right before the restart the host's pool state is read again: the service refuses connections
+        while it restarts, which no client notices only while the balancer sends it none. A host repooled
+        since the depool (by hand, or by a run that should not have) would drop live requests."""
+        env = environment(ctx)
+        host = target_host(ctx)
+        if not host.conftool_tags:
+            return f"{host.name} serves no load-balanced service (no conftool tags): no client reaches it by the VIP"
+        service = host.conftool_tags.get("service", "")
+        live = env.conftool.get(host.fqdn, dict(host.conftool_tags)).pooled
+        pooled = str(ctx.projected.get(pool_key(host.fqdn, service), live))
+        if pooled == "yes":
+            raise SafetyRefusal(f"refusing to restart {self.params['service']} on {host.name}: it is pooled in "
+                                f"{service or 'its service'} (the balancer still sends it connections)",
+                                hint="depool it first (the runbook's conftool.depool and SYN gate), or "
+                                     "kafkaops resume RUN once a run's depool holds")
+        return f"{host.name} is out of the pool ({service or 'its service'}: pooled={pooled})"
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
         return {service_key(obs.data["host"], obs.data["service"]): "restarted"}
@@ -450,15 +468,15 @@ class ScanLog(StepBase):
 SERVICE = Param("service", "str", required=True, help="service name from the inventory (services:)")
 EVERY_SERVICE = Param("service", "str", default="",
                       help="service name from the inventory (services:); empty: every service the host runs")
-register_step("service.restart", Restart, [
+register_step("service.restart", Restart, effect="disruptive", params=[
     SERVICE, Param("timeout", "duration", default=120.0, help="how long the restart may take"),
 ])
 register_step("service.verify_health", VerifyHealth, [
     EVERY_SERVICE,
     Param("timeout", "duration", default=60.0, help="how long the service may take to answer HTTP 200"),
     Param("stable_for", "duration", default=0.0, help="how long it must keep answering 200"),
-], roles=BROKER)
+], roles=BROKER, effect="read-only")
 register_step("service.scan_log", ScanLog, [
     EVERY_SERVICE,
     Param("window", "duration", default=0.0, help="watch the log this long before scanning"),
-], roles=BROKER)
+], roles=BROKER, effect="read-only")

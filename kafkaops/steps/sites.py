@@ -183,5 +183,5 @@ TO = Param("to_site", "str", required=True, help="the site (DC) the service move
 register_step("sites.preflight", Preflight, [
     SERVICE, FROM, TO,
     Param("max_lag", "int", default=1000, min=0, help="records MirrorMaker may be behind per mirrored partition"),
-])
-register_step("sites.post_check", PostCheck, [SERVICE, FROM, TO])
+], effect="read-only")
+register_step("sites.post_check", PostCheck, [SERVICE, FROM, TO], effect="read-only")

@@ -110,7 +110,7 @@ register_step("traffic.wait_zero_syns", WaitZeroSyns, [
     Param("port", "int", default=0, min=0, max=65535, help="service port (default: the host's first service)"),
     Param("window", "duration", default=10.0, min=1, max=3600, help="how long the count must stay at zero"),
     Param("timeout", "duration", default=300.0, min=1, max=86400, help="give up (and stop the run) after this long"),
-], check=_window_fits, roles=BROKER)
+], check=_window_fits, roles=BROKER, effect="read-only")
 
 
 class WaitZeroSynsAtSite(StepBase):
@@ -206,4 +206,4 @@ register_step("traffic.wait_zero_syns_at_site", WaitZeroSynsAtSite, [
     Param("site", "str", required=True, help="the site (DC) whose service address must go quiet"),
     Param("window", "duration", default=10.0, min=1, max=3600, help="how long the count must stay at zero"),
     Param("timeout", "duration", default=300.0, min=1, max=86400, help="give up (and stop the run) after this long"),
-], check=_window_fits)
+], check=_window_fits, effect="read-only")

@@ -10,6 +10,10 @@ process. spicerack's ``RemoteHosts`` does the same (its adapters refuse unsafe c
 ``tests/unit/test_adapter_guards.py`` calls every marked method of every adapter in a dry-run and
 expects the error; :func:`write_methods` is how it finds them, so a new write is covered as soon as it
 is marked.
+
+The same mark enforces the step contract in a real run: inside the engine's
+:func:`~kafkaops.engine.step.read_only_scope` (every observe, plan, verify and precondition, and the
+apply of a kind registered ``read-only``) a marked method raises :class:`ReadOnlyViolation`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from kafkaops.engine.step import writes_refused_by
 from kafkaops.errors import KafkaOpsError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -31,6 +36,13 @@ class DryRunViolation(KafkaOpsError):
     exit_code = 1
 
 
+class ReadOnlyViolation(KafkaOpsError):
+    """An adapter was asked to change something by a step phase that promised to change nothing (any
+    kind's observe, plan, verify or precondition; a ``read-only`` kind's apply): a bug, exit 1."""
+
+    exit_code = 1
+
+
 def write(method: F) -> F:
     """Mark an adapter method as one that changes the world; refuse it when ``self.dry_run`` is true."""
 
@@ -40,6 +52,11 @@ def write(method: F) -> F:
             raise DryRunViolation(
                 f"{type(self).__name__}.{method.__name__} called in a dry-run: nothing may change in a "
                 "dry-run (a bug in kafkaops: please report it with the command line)",
+            )
+        if who := writes_refused_by():
+            raise ReadOnlyViolation(
+                f"{type(self).__name__}.{method.__name__} called by {who}, which may change nothing (a bug in "
+                "kafkaops: please report it with the command line)",
             )
         return method(self, *args, **kwargs)
 

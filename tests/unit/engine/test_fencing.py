@@ -67,7 +67,7 @@ class Unreachable(FileLockBackend):
 
 @pytest.fixture(autouse=True)
 def _kinds() -> None:
-    register_step("test.stop_node", Stop, destructive=True)
+    register_step("test.stop_node", Stop, effect="disruptive")
 
 
 def _bound() -> BoundRunbook:

@@ -71,7 +71,7 @@ class Stop(StepBase):
 @pytest.fixture(autouse=True)
 def _kinds() -> None:  # the engine conftest isolates the registry around every test
     register_step("test.gate", Gate)
-    register_step("test.stop", Stop, destructive=True)
+    register_step("test.stop", Stop, effect="disruptive")
 
 
 def _bound() -> BoundRunbook:
@@ -142,5 +142,5 @@ def test_a_destructive_kind_must_declare_its_precondition() -> None:
     class Bare(StepBase):
         pass
 
-    with pytest.raises(ValueError, match="destructive: it must define precondition"):
-        register_step("test.bare_stop", Bare, destructive=True)
+    with pytest.raises(ValueError, match="disruptive: it must define precondition"):
+        register_step("test.bare_stop", Bare, effect="disruptive")
