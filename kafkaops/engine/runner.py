@@ -56,10 +56,11 @@ Operational rules this module enforces, and why:
 Why one module of ~1,100 lines: a dry-run, a run, a resume, a retry and a rollback are one state machine.
 Every path goes through the same sequence — build the step's context, observe, plan, re-check a
 disruptive step's precondition, fence, renew the target's leases, journal the intent, apply, verify
-(:meth:`Runner._converge`, :meth:`Runner._verify`) — under the same lock, pause and failure rules; the rules above are claims about
-that one sequence. Cut into a plan half, a run half and a rollback half, each would reach into the
-others' private steps (or a mixin would scatter the sequence over three files). What is not that
-sequence already lives beside it: the journal, lock, plan, wait, audit, context and run facts modules.
+(:meth:`Runner._converge`, :meth:`Runner._verify`) — under the same lock, pause and failure rules; the
+rules above are claims about that one sequence. Cut into a plan half, a run half and a rollback half,
+each would reach into the others' private steps (or a mixin would scatter the sequence over three
+files). What is not that sequence already lives beside it: the journal, lock, plan, wait, audit,
+context and run facts modules.
 
 Nothing here knows about Kafka: steps get the caller's opaque environment in a
 :class:`~kafkaops.engine.context.RunContext`, and the run's lock, identity and sampler come from that

@@ -67,7 +67,7 @@ def _host_matchers(ctx: RunContext) -> list[Matcher]:
             for label, value in env.cluster.monitoring.host_regexes(host, env.cluster.name)]
 
 
-def silence_bound(ctx: RunContext, margin: float) -> tuple[float, list[str]]:
+def silence_bound(ctx: RunContext, margin: float, after: int | None = None) -> tuple[float, list[str]]:
     """How long a host's silence lasts: the timeouts of the steps it covers, times the hosts that go
     together, plus ``margin``.
 
@@ -75,11 +75,13 @@ def silence_bound(ctx: RunContext, margin: float) -> tuple[float, list[str]]:
     alerts.unsilence) + margin``. Every wait of the host's maintenance is bounded by its step's timeout,
     so a run that goes on never outlives its silence; a batch's hosts go step by step together, so each
     host's span is the batch's. A run that dies leaves a silence that still ends by itself. Returns the
-    bound (seconds) and the covered steps (``kafka.stop_broker 5m``) for the plan.
+    bound (seconds) and the covered steps (``kafka.stop_broker 5m``) for the plan. ``after``: count only
+    the steps from that index on (a renewal: what is left of the maintenance).
     """
     covered = []
+    first = ctx.step_index + 1 if after is None else after
     for step in ctx.steps:
-        if step.index <= ctx.step_index or step.gate:
+        if step.index < first or step.gate:
             continue
         covered.append(step)
         if step.kind == "alerts.unsilence":
@@ -169,6 +171,43 @@ class SilenceHost(StepBase):
             return
         if not _mine(environment(ctx).alertmanager.silences(), ctx.run_id, _host_matchers(ctx)):
             raise CheckFailed(f"{ctx.target}: Alertmanager holds no silence of this run for it after creating one")
+
+    def renew(self, ctx: RunContext, at: int) -> str:
+        """Make this run's silence of the host last past what is left of its maintenance (steps ``at`` on).
+
+        Its bound was computed for a run that goes on; a run paused longer (a refused precondition, a
+        fence, Ctrl-C over lunch) resumes past this step and would stop the broker with nothing silenced.
+        So before every change of the host, and during long waits, the runner asks again: the silence is
+        extended when it would end before the steps left (their timeouts, plus half the margin), and made
+        again when it lapsed (found again by its comment either way).
+        """
+        if why := _no_monitoring(ctx):
+            return why
+        env = environment(ctx)
+        matchers = _host_matchers(ctx)
+        if not matchers:
+            return f"{ctx.target}: no monitoring.host_matchers: nothing to renew"
+        margin = float(self.params["margin"])
+        left, _ = silence_bound(ctx, margin, after=at)
+        now = time.time()
+        mine = _mine(env.alertmanager.silences(), ctx.run_id, matchers)
+        if not mine:
+            ends = now + left
+            sid = env.alertmanager.create_silence(matchers, starts_at=now, ends_at=ends, created_by=ctx.operator,
+                                                  comment=silence_comment(ctx.run_id, ctx.reason, ctx.task))
+            ctx.record("silence_created", silence=sid, host=ctx.target, matchers=[str(m) for m in matchers],
+                       ends_at=round(ends, 3), renewal=True)
+            ctx.progress(f"  {ctx.target}: this run's silence had lapsed; silence {sid} until {utc(ends)}")
+            return f"{ctx.target}: silence had lapsed; made again as {sid} until {_clock(ends)}"
+        current = mine[0]
+        if current.ends_at is not None and current.ends_at >= now + left - margin / 2:
+            return f"{ctx.target}: silence {current.id} lasts until {_clock(current.ends_at)}"
+        ends = now + left
+        sid = env.alertmanager.extend_silence(current, ends_at=ends)
+        ctx.record("silence_extended", silence=sid, host=ctx.target, was=current.id, ends_at=round(ends, 3))
+        ctx.progress(f"  {ctx.target}: silence {sid} extended until {utc(ends)}")
+        return f"{ctx.target}: silence {current.id} would end at {_clock(current.ends_at)}; extended as {sid} " \
+               f"until {_clock(ends)}"
 
 
 class Unsilence(StepBase):
@@ -311,7 +350,8 @@ class Gate(StepBase):
 register_step("alerts.silence", SilenceHost, [
     Param("margin", "duration", default=DEFAULT_MARGIN, min=60, max=24 * 3600,
           help="added to the covered steps' timeouts: how long the silence lasts beyond them"),
-], compensate=Compensation("alerts.unsilence", params={}, note="expire the host's silence"))
+], compensate=Compensation("alerts.unsilence", params={}, note="expire the host's silence"),
+    lease_until="alerts.unsilence")
 register_step("alerts.unsilence", Unsilence, [
     Param("timeout", "duration", default=120, min=0, max=3600,
           help="how long the host's alerts may take to stop firing under the silence before it is ended"),
@@ -321,4 +361,4 @@ register_step("alerts.gate", Gate, [
           help="how long unsilenced alerts of the cluster may fire before the run stops"),
     Param("at_end", "bool", default=False, help="only after the last target of the run (the gate before each "
           "host covers the others)"),
-])
+], effect="read-only")

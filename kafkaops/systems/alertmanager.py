@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,6 +237,25 @@ class Alertmanager:
         sid = data.get("silenceID") if isinstance(data, Mapping) else None
         if not isinstance(sid, str) or not _SILENCE_ID.fullmatch(sid):
             raise ConfigError(f"Alertmanager {self.url} created a silence but named no usable id ({data!r:.80})",
+                              hint=_HINT)
+        return sid
+
+    @write
+    def extend_silence(self, silence: Silence, *, ends_at: float) -> str:
+        """Make ``silence`` end at ``ends_at``, same matchers, author and comment; the id that now holds it.
+
+        Alertmanager updates an active silence in place when it is posted again with its id (its end moved
+        later); for any other it expires the old one and answers with a new id.
+        """
+        if not isinstance(silence.id, str) or not _SILENCE_ID.fullmatch(silence.id):
+            raise ConfigError(f"not an Alertmanager silence id: {silence.id!r}")
+        body = {"id": silence.id, "matchers": [m.to_api() for m in silence.matchers],
+                "startsAt": utc(silence.starts_at or time.time()), "endsAt": utc(ends_at),
+                "createdBy": silence.created_by, "comment": silence.comment}
+        data = self._request("POST", "/api/v2/silences", body=body)
+        sid = data.get("silenceID") if isinstance(data, Mapping) else None
+        if not isinstance(sid, str) or not _SILENCE_ID.fullmatch(sid):
+            raise ConfigError(f"Alertmanager {self.url} extended a silence but named no usable id ({data!r:.80})",
                               hint=_HINT)
         return sid
 

@@ -5,6 +5,7 @@ tests/lab/test_alerts_on_lab.py's."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.environment import Environment
 from kafkaops.inventory import load_inventory
 from kafkaops.steps.alerts import DEFAULT_MARGIN, Gate, SilenceHost, Unsilence, silence_bound
-from kafkaops.systems.alertmanager import Matcher, _alert, _quote, _silence, parse_time, silence_comment, utc
+from kafkaops.systems.alertmanager import Matcher, Silence, _alert, _quote, _silence, parse_time, silence_comment, utc
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -97,3 +98,59 @@ def test_alertmanagers_answers_are_read_as_strings() -> None:
     assert silence.ends_at - silence.starts_at == 3600
     assert str(silence.matchers[0]) == 'instance=~"k\\.x:.*"'
     assert not _silence({"status": "nonsense"}).live
+
+
+class _FakeAlertmanager:
+    """Alertmanager's silences in memory (the real one is tests/lab/test_alerts_on_lab.py's)."""
+
+    url = "http://127.0.10.31:9093"
+
+    def __init__(self) -> None:
+        self.live: dict[str, Silence] = {}
+        self.calls: list[str] = []
+
+    def silences(self) -> list[Silence]:
+        return list(self.live.values())
+
+    def create_silence(self, matchers: list[Matcher], *, starts_at: float, ends_at: float, created_by: str,
+                       comment: str) -> str:
+        sid = f"s{len(self.calls)}"
+        self.calls.append(f"create {sid}")
+        self.live[sid] = Silence(sid, tuple(matchers), starts_at, ends_at, created_by, comment, "active")
+        return sid
+
+    def extend_silence(self, silence: Silence, *, ends_at: float) -> str:
+        self.calls.append(f"extend {silence.id}")
+        self.live[silence.id] = dataclasses.replace(silence, ends_at=ends_at)
+        return silence.id
+
+
+def _renewal(monkeypatch: pytest.MonkeyPatch) -> tuple[SilenceHost, RunContext, _FakeAlertmanager]:
+    cluster = load_inventory(REPO / "inventory" / "lab.yaml")
+    env = Environment(cluster)
+    am = _FakeAlertmanager()
+    monkeypatch.setattr(env, "_alertmanager", am)
+    host = cluster.hosts[0].name
+    ctx = dataclasses.replace(_ctx(STEPS, 2, env=env), target=host)
+    return SilenceHost({"margin": 600.0}), ctx, am
+
+
+def test_a_renewal_makes_a_lapsed_silence_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    step, ctx, am = _renewal(monkeypatch)
+    found = step.renew(ctx, 5)  # resumed before host.reboot: nothing of this run silences the host any more
+    assert am.calls == ["create s0"] and "lapsed" in found
+    made = am.live["s0"]
+    assert made.comment.startswith("kafkaops r1") and made.ends_at is not None
+    assert made.ends_at - time.time() == pytest.approx(900 + 1800 + 120 + 600, abs=5)  # what is left, + margin
+
+
+def test_a_renewal_extends_a_silence_that_would_end_too_soon_and_leaves_one_that_lasts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    step, ctx, am = _renewal(monkeypatch)
+    step.renew(ctx, 5)
+    assert step.renew(ctx, 5).endswith(am.live["s0"].id + " lasts until " + time.strftime(
+        "%H:%M:%SZ", time.gmtime(am.live["s0"].ends_at)))
+    am.live["s0"] = dataclasses.replace(am.live["s0"], ends_at=time.time() + 60)  # the run was held long
+    found = step.renew(ctx, 5)
+    assert am.calls == ["create s0", "extend s0"] and "extended" in found
+    assert (am.live["s0"].ends_at or 0) > time.time() + 3000
