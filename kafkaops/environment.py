@@ -255,7 +255,9 @@ class Environment:
 
     @property
     def probe(self) -> BrokerProbe:
-        """The run's direct probe of each broker's listener (its answers reused for a second)."""
+        """The run's direct probe of each broker's listener: one object per run, its answers never cached
+        (every snapshot asks each broker again: a gate decides a stop on it, and a crash a second ago
+        must show)."""
         if self._probe is None:
             from kafkaops.systems.broker_probe import BrokerProbe
 

@@ -4,7 +4,8 @@ Brokers (registered, controller), offline / under-replicated / under-min-ISR par
 preferred-leader ratio, leaders per broker and per DC, and each host's pool state — what an operator
 would otherwise assemble from ``kafka topics --describe``, confctl and Grafana before a maintenance.
 Of a multi-site inventory: each site's status, which site each switched service is active in, and
-MirrorMaker's lag per direction.
+MirrorMaker's lag per direction. Of a cluster being migrated to KRaft: its quorum once the controllers run
+without ZooKeeper, and the inventory edit a finalized migration still needs.
 
 Rendering only (table, Markdown, JSON): what is gathered and how it is judged is
 :mod:`kafkaops.health.status`.
@@ -76,6 +77,11 @@ def _notes(data: dict[str, Any]) -> list[tuple[str, str]]:
         lagging = [v["host"] for v in quorum["voters"] if not v["caught_up"]]
         out.append(("quorum", ("no leader; " if quorum["leader"] is None else "")
                     + (f"voter(s) not caught up: {', '.join(lagging)} (a controller roll refuses)" if lagging else "")))
+    migration = data.get("migration")  # a migrating inventory: what its edit should be, once finalized
+    if migration and migration["inventory_edit"]:
+        out.append(("inventory", migration["inventory_edit"]))
+    elif migration and migration["note"]:
+        out.append(("migration", migration["note"]))
     alerts = data.get("alerts")
     if alerts and alerts["error"]:
         out.append(("alerts unknown", alerts["error"]))
@@ -242,7 +248,9 @@ def register(app: typer.Typer) -> None:
                                       help="table, json, or markdown (for the task or change review)."),
     ) -> None:
         """Cluster health before (or after) maintenance: brokers, URP, min ISR, leaders, pools; on a KRaft
-        cluster also the metadata quorum (leader, each voter's lag, as kafka-metadata-quorum tells it).
+        cluster also the metadata quorum (leader, each voter's lag, as kafka-metadata-quorum tells it) — and
+        on a cluster migrating to KRaft once its controllers run without ZooKeeper, with the inventory edit a
+        finalized migration still needs.
 
         Exit 0 when healthy, 9 when any partition is offline, under-replicated or under min ISR, when
         min ISR could not be read (right after a controller dies), or when a KRaft quorum has no leader or

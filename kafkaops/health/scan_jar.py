@@ -16,8 +16,11 @@ The jar is compiled locally (the package ships the Java source) against the inst
 ``kafka-clients`` and named after the source's hash, so an edited source is never matched with a stale
 jar. ``kafka-clients`` is the product's own, pinned by Maven coordinates and sha256
 (:data:`KAFKA_CLIENTS`), downloaded once into the user's cache (``$KAFKAOPS_CACHE/jars/reader``) and
-verified — or, on an air-gapped admin host, taken from a directory the operator names
-(``$KAFKAOPS_READER_JARS``, ``kafkaops check --jars DIR``). The post-check never depends on the lab's
+verified, then verified again every time a build or a Spark session takes it: the cache is a directory of
+the user's that anything running as the user can write, and the JVM that loads the jar reads production
+topics — or, on an air-gapped admin host, taken from a directory the operator names
+(``$KAFKAOPS_READER_JARS``, ``kafkaops check --jars DIR``; its newest ``kafka-clients-<version>.jar`` by
+version number). The post-check never depends on the lab's
 Kafka install. ``python -m kafkaops.health.scan_jar`` builds it (``scripts/install.sh`` runs it); only
 that build needs a JDK (``javac``), Spark itself needs a JRE.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,27 +93,26 @@ def reader_jars_dir() -> Path:
     return Path(named).expanduser() if named else cache_dir() / "jars" / "reader"
 
 
-def _kafka_clients() -> tuple[Path | None, str | None]:
-    """The ``kafka-clients`` jar the reader uses, or why there is none."""
-    directory = reader_jars_dir()
-    if os.environ.get(JARS_ENV):
-        found = sorted(directory.glob("kafka-clients-*.jar"))
-        return (found[-1], None) if found else (None, f"no kafka-clients-*.jar in {directory} (${JARS_ENV})")
-    jar = directory / KAFKA_CLIENTS.file_name
-    return (jar, None) if jar.is_file() else (None, f"{KAFKA_CLIENTS.file_name} not downloaded into {directory}")
+_CLIENT_NAME = re.compile(r"kafka-clients-(\d+(?:\.\d+)*)\.jar")
 
 
-def kafka_clients_jar() -> Path:
-    """The Kafka client the reader is built and runs with (:func:`reader_jars_dir`).
+def client_version(name: str) -> tuple[int, ...] | None:
+    """The version of a ``kafka-clients-<version>.jar`` file name as numbers (``(3, 10, 0)``), so that
+    3.10.0 is newer than 3.9.1 (as text it sorts before); ``None`` for any other name (``-latest``, a
+    vendor suffix such as ``-ccs``: no number says which is newer)."""
+    match = _CLIENT_NAME.fullmatch(name)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
-    Raises:
-        ConfigError: Not there: the pinned one is not downloaded yet, or the named directory has none.
-    """
-    jar, missing = _kafka_clients()
-    if jar is None:
-        raise ConfigError(f"kafka-clients missing: {missing}",
-                          hint=f"run `{BUILD_COMMAND}` (downloads it), or set ${JARS_ENV} to a directory holding it")
-    return jar
+
+def _newest_client(directory: Path) -> tuple[Path | None, str | None]:
+    """The newest ``kafka-clients-<version>.jar`` of an operator's directory (``$KAFKAOPS_READER_JARS``),
+    or why there is none (naming the files ignored for having no version in their name)."""
+    candidates = sorted(directory.glob("kafka-clients-*.jar"))
+    versioned = [(v, jar) for jar in candidates if (v := client_version(jar.name)) is not None]
+    if versioned:
+        return max(versioned)[1], None
+    ignored = f" (ignored, no version in the name: {', '.join(j.name for j in candidates)})" if candidates else ""
+    return None, f"no kafka-clients-<version>.jar in {directory} (${JARS_ENV}){ignored}"
 
 
 def sha256_of(path: Path) -> str:
@@ -118,6 +121,53 @@ def sha256_of(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def verify_cached(jar: Path, artifact: MavenArtifact) -> Path:
+    """``jar`` if its bytes are still the pinned ones; refused otherwise.
+
+    The download was verified, but the cache is only a directory of the user's: a jar changed there
+    afterwards (by anything running as the user, or a disk that went bad) would run in the Spark JVM
+    that reads production topics. So the digest is checked at every use, not only after the download.
+
+    Raises:
+        ConfigError: The digest differs: one line naming the file and the fix (download it again).
+    """
+    digest = sha256_of(jar)
+    if digest != artifact.sha256:
+        raise ConfigError(f"{jar}: sha256 {digest} is not the pinned {artifact.sha256} (the cached jar changed "
+                          "after its download): refused",
+                          hint=f"run `{BUILD_COMMAND} --force` to download it again and rebuild the reader")
+    return jar
+
+
+def _kafka_clients() -> tuple[Path | None, str | None]:
+    """The ``kafka-clients`` jar the reader uses, or why there is none.
+
+    Raises:
+        ConfigError: The cached pinned jar is there but its bytes are not the pinned ones.
+    """
+    directory = reader_jars_dir()
+    if os.environ.get(JARS_ENV):
+        return _newest_client(directory)
+    jar = directory / KAFKA_CLIENTS.file_name
+    if not jar.is_file():
+        return None, f"{KAFKA_CLIENTS.file_name} not downloaded into {directory}"
+    return verify_cached(jar, KAFKA_CLIENTS), None
+
+
+def kafka_clients_jar() -> Path:
+    """The Kafka client the reader is built and runs with (:func:`reader_jars_dir`).
+
+    Raises:
+        ConfigError: Not there: the pinned one is not downloaded yet, or the named directory has none;
+            or the cached one changed since its download (:func:`verify_cached`).
+    """
+    jar, missing = _kafka_clients()
+    if jar is None:
+        raise ConfigError(f"kafka-clients missing: {missing}",
+                          hint=f"run `{BUILD_COMMAND}` (downloads it), or set ${JARS_ENV} to a directory holding it")
+    return jar
 
 
 def fetch(artifact: MavenArtifact = KAFKA_CLIENTS, *, timeout: float = 60.0) -> Path:
@@ -161,7 +211,8 @@ def spark_jars() -> list[str]:
     """The jars a scan session puts on ``spark.jars`` (shipped to executors).
 
     Raises:
-        ConfigError: The reader is not built for this source, or kafka-clients is missing.
+        ConfigError: The reader is not built for this source, or kafka-clients is missing or changed in
+            the cache.
     """
     jar = jar_path()
     if not jar.is_file():
@@ -195,7 +246,8 @@ def session_jars() -> list[str]:
     client version on the classpath; the connector runs with it, as the benchmark does).
 
     Raises:
-        ConfigError: Neither reader is installed.
+        ConfigError: Neither reader is installed, or the cached kafka-clients changed (refused, not
+            skipped: a fallback would hide it).
     """
     jars, _ = _fast_jars()
     connector = connector_jars()

@@ -8,11 +8,18 @@ status, which site each switched service is active in, and MirrorMaker's lag per
 
 It answers with what it has when part of the cluster does not: right after a controller dies, metadata
 answers while DescribeConfigs times out; etcd may be down while Kafka is up.
+
+A cluster being migrated to KRaft (``kafka.migration: to-kraft`` beside ``kafka.zookeeper``) is a
+ZooKeeper cluster to the inventory until the operator edits it. Once its controllers run without
+ZooKeeper (:func:`judge_migration`), the quorum is the cluster's controller: status shows it and judges it
+as on any KRaft cluster, and says the inventory still needs its edit — an inventory left naming ZooKeeper
+otherwise hid the quorum from status for good.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError
@@ -72,11 +79,15 @@ def collect(cluster: Any) -> dict[str, Any]:
     with ThreadPoolExecutor(max_workers=3) as executor:
         pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
         asking = executor.submit(quorum_state, cluster) if cluster.kraft and cluster.controllers else None
+        migrating = executor.submit(migration_state, cluster) if _migrating(cluster) else None
         monitoring = executor.submit(alerts_state, cluster) if cluster.monitoring else None
         snap, min_isr_error = _snapshot(admin)
         pools, pool_error = pending.result() if pending else ({}, "")
-        quorum = asking.result() if asking else None
+        migration = migrating.result() if migrating else None
+        quorum = asking.result() if asking else migration.pop("quorum_state", None) if migration else None
         alerts = monitoring.result() if monitoring else None
+    # From the finalizing roll on, the KRaft quorum is the controller, whatever the inventory still says.
+    kraft = cluster.kraft or bool(migration and migration["quorum"])
 
     from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
     from kafkaops.policy.snapshot_scan import partition_name
@@ -88,7 +99,7 @@ def collect(cluster: Any) -> dict[str, Any]:
             "host": h.name, "broker_id": h.broker_id, "dc": h.dc, "rack": h.rack,
             "registered": h.broker_id in snap.brokers,
             # On KRaft a broker is never the controller (the metadata answer names one at random).
-            "controller": snap.controller == h.broker_id and not cluster.kraft,
+            "controller": snap.controller == h.broker_id and not kraft,
             "leaders": health.leaders_by_broker.get(h.broker_id, 0),
             "preferred_ratio": round(health.preferred_ratio_by_broker.get(h.broker_id, 1.0), 4),
             "pooled": pools[h.fqdn].pooled if h.fqdn in pools else (
@@ -114,8 +125,95 @@ def collect(cluster: Any) -> dict[str, Any]:
         "pool_error": pool_error,
         "min_isr_error": min_isr_error,
         **({"quorum": quorum} if quorum is not None else {}),
+        **({"migration": migration} if migration is not None else {}),
         **({"alerts": alerts} if alerts is not None else {}),
     }
+
+
+def _migrating(cluster: Any) -> bool:
+    """The inventory says the cluster is being migrated to KRaft, and names the quorum it moves to."""
+    return bool(cluster.migrating and cluster.controllers and not cluster.kraft)
+
+
+def controller_phases(cluster: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """Each controller node's configured phase (``kafka_configured``: ``zk``, ``migration``, ``kraft``) over
+    SSH, all at once, and ({name: why}) those that did not say: status answers without them.
+
+    Read from the nodes, never from ZooKeeper: once the controllers run without it, the operations guide's
+    last step stops ZooKeeper, and its ``/migration`` says nothing of the finalization anyway.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafkaops.environment import Environment
+    from kafkaops.steps.migration import configured_phase
+
+    def read(host: Any) -> str:
+        env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
+        try:
+            return configured_phase(env, host)
+        finally:
+            env.close()
+
+    phases: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=len(cluster.controllers)) as pool:
+        asked = {h.name: pool.submit(read, h) for h in cluster.controllers}
+        for name, future in asked.items():
+            try:
+                phases[name] = future.result()
+            except KafkaOpsError as exc:
+                errors[name] = exc.message
+    return phases, errors
+
+
+def judge_migration(cluster: Any, phases: Mapping[str, str], errors: Mapping[str, str]) -> Data:
+    """How far a migrating cluster's controllers are, for status (pure: the caller reads ``phases``).
+
+    Judged as :func:`kafkaops.policy.migration.phase` judges ``finalizing``/``finalized``, from the
+    controllers alone: ``finalized`` when every controller of the inventory says ``kraft`` (one that did
+    not answer may still be in migration mode), ``finalizing`` when some do, else ``None`` (an earlier
+    phase: status shows the ZooKeeper cluster it still is; ``kafkaops migrate-to-kraft CLUSTER --dry-run``
+    tells the phase). From ``finalizing`` on the quorum is the cluster's controller: ``quorum`` says to show
+    and judge it. A finalized cluster whose inventory still names ZooKeeper gets ``inventory_edit``: one line
+    naming the file and the keys to remove — until then kafkaops sees a ZooKeeper cluster: its run lock stays
+    in ZooKeeper (which the guide's last step stops), and only what reads the migration's phase
+    (``migrate-to-kraft``, ``rolling-upgrade``, this status) knows better. The edit moves the lock (to
+    conftool's etcd, or a lock file), hence "while no run holds it".
+
+    Args:
+        cluster: The inventory's cluster (``kafka.migration: to-kraft``, ``controllers:``).
+        phases: {controller name: configured phase} of the controllers that answered.
+        errors: {controller name: why it did not answer}.
+
+    Returns:
+        ``phase``, ``quorum``, ``controllers`` (the phases), ``errors``, ``inventory_edit`` and ``note``
+        (one line each, "" when there is nothing to say).
+    """
+    names = [h.name for h in cluster.controllers]
+    without_zk = [n for n in names if phases.get(n) == "kraft"]
+    phase = "finalized" if without_zk and len(without_zk) == len(names) else "finalizing" if without_zk else None
+    edit = note = ""
+    if phase == "finalized" and cluster.zookeeper:
+        edit = (f"the migration to KRaft is finalized (every controller runs without ZooKeeper) but "
+                f"{cluster.source or 'the inventory'} still names ZooKeeper (kafka.zookeeper: {cluster.zookeeper}): "
+                "remove kafka.zookeeper and kafka.migration from it (keep controllers:) while no run holds the "
+                "cluster's lock: until then kafkaops keeps its run lock in ZooKeeper and sees a ZooKeeper cluster")
+    elif phase == "finalizing":
+        others = [f"{n} ({errors[n]})" if n in errors else f"{n} ({phases.get(n, '?')})"
+                  for n in names if n not in without_zk]
+        note = (f"finalizing: {', '.join(without_zk)} run(s) without ZooKeeper, not yet: {', '.join(others)}; "
+                f"past the point of no return, finish it with `kafkaops migrate-to-kraft {cluster.name}`")
+    return {"phase": phase, "quorum": phase is not None, "controllers": dict(phases), "errors": dict(errors),
+            "inventory_edit": edit, "note": note}
+
+
+def migration_state(cluster: Any) -> Data:
+    """:func:`judge_migration` of the controllers as they are now, with the quorum's state
+    (``quorum_state``, :func:`quorum_state`) when it is the cluster's controller."""
+    seen = judge_migration(cluster, *controller_phases(cluster))
+    if seen["quorum"]:
+        seen["quorum_state"] = quorum_state(cluster)
+    return seen
 
 
 def alerts_state(cluster: Any) -> Data | None:

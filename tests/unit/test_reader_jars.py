@@ -93,7 +93,7 @@ def test_an_air_gapped_directory_replaces_the_download(tmp_path: Path, monkeypat
     jars = tmp_path / "jars"
     jars.mkdir()
     monkeypatch.setenv(scan_jar.JARS_ENV, str(jars))
-    with pytest.raises(ConfigError, match=f"no kafka-clients-\\*.jar in {jars}"):
+    with pytest.raises(ConfigError, match=f"no kafka-clients-<version>.jar in {jars}"):
         scan_jar.kafka_clients_jar()
     (jars / "kafka-clients-3.9.1.jar").write_bytes(b"PK")
     assert scan_jar.kafka_clients_jar() == jars / "kafka-clients-3.9.1.jar"
