@@ -11,9 +11,14 @@ the plan, the journal, the chart and the error that stops the roll.
 The edge cases are decided here, once:
 
 * **Several series** (one per broker): the gate judges the worst, the largest value, and names it.
-* **No series, or NaN** (the query matched nothing, Kafka's summary has no requests yet): the gate does
-  **not** hold: monitoring cannot see the figure, and a roll must not take a host down blind. Write the
-  query so it always answers (``sum(...)``, ``max(...)``, ``... or vector(0)``).
+* **No series, or NaN** (the query matched nothing: the exporter is down or no longer scraped, a label
+  changed; Kafka's summary has no requests yet): the gate does **not** hold, whatever its ceiling:
+  monitoring cannot see the figure, and a roll must not take a host down blind. The line names the gate
+  and its query, so the operator knows what to look at. A query must therefore never *make up* a value
+  for missing series (``... or vector(0)`` reads a dead exporter as an idle one and lets the gate pass
+  blind); where "no traffic" has an honest value, take it from a series the exporter always has while it
+  is up — ``... or (0 * sum(rate(x_count[30s])))``: 0 when idle, empty when the exporter is gone
+  (docs/monitoring.md).
 * **A zero, negative, NaN or absent baseline with ``max_ratio``**: a ratio of zero is no ceiling one can
   act on (any rise from an idle cluster would stop the roll; 1.5 x nothing is nothing), and there is no
   division anywhere: the ratio is *not applied*, the plan says so, and ``max`` alone decides. A gate
@@ -40,6 +45,7 @@ class GateReading:
         ok: Whether the gate holds.
         detail: How the ceiling was made, or why a part of it does not apply.
         series: The labels of the worst series (which broker), for the line.
+        query: The PromQL asked (this cluster's), named when it saw nothing.
     """
 
     name: str
@@ -49,11 +55,13 @@ class GateReading:
     ok: bool
     detail: str = ""
     series: str = ""
+    query: str = ""
 
     def line(self) -> str:
         """``produce_p99_ms 45 > 15 (1.5 x baseline 10) on instance=kafka1002...``: for plans and errors."""
         if self.value is None:
-            now = "no data (the query returned no series: monitoring cannot see it)"
+            asked = f"query {self.query}" if self.query else "the query"
+            now = f"no data: {asked} returned no series (or only NaN) — is the exporter up?"
         else:
             op = "≤" if self.ok else ">"
             now = f"{_num(self.value)} {op} {_num(self.limit)}" if self.limit is not None else _num(self.value)
@@ -85,9 +93,10 @@ def worst(values: Sequence[tuple[Mapping[str, str], float]]) -> tuple[float | No
 
 
 def judge(name: str, value: float | None, baseline: float | None, *, high: float | None,
-          ratio: float | None, series: str = "") -> GateReading:
+          ratio: float | None, series: str = "", query: str = "") -> GateReading:
     """Does gate ``name`` hold with ``value`` now, against ``baseline``? ``high`` is the gate's ``max``,
-    ``ratio`` its ``max_ratio`` (see the module docstring)."""
+    ``ratio`` its ``max_ratio``, ``query`` the PromQL asked (see the module docstring). A ``value`` of
+    None or NaN (no usable series) never holds."""
     limits: list[tuple[float, str]] = []
     notes: list[str] = []
     if high is not None:
@@ -102,10 +111,10 @@ def judge(name: str, value: float | None, baseline: float | None, *, high: float
     limit, how = min(limits) if limits else (None, "no ceiling applies")
     detail = "; ".join([how, *notes])
     if not _usable(value):
-        return GateReading(name, None, baseline if _usable(baseline) else None, limit, False, detail, series)
+        return GateReading(name, None, baseline if _usable(baseline) else None, limit, False, detail, series, query)
     assert value is not None
     ok = limit is None or value <= limit
-    return GateReading(name, value, baseline if _usable(baseline) else None, limit, ok, detail, series)
+    return GateReading(name, value, baseline if _usable(baseline) else None, limit, ok, detail, series, query)
 
 
 def summary(readings: Sequence[GateReading]) -> str:

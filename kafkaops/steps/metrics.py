@@ -14,6 +14,11 @@ is exceeded): a plan says what the run will do. Each value goes into the plan (t
 the journal (``metric_gate`` / ``metric_baseline`` events: ``runs show``, its JSON and markdown) and the
 chart (``runs show --chart`` marks each gate's verdict on the host's lane).
 
+A gate whose query answers no series (or only NaN) is blind — its exporter down, its target no longer
+scraped — and holds the roll like an exceeded one, naming the gate and the query that saw nothing: a
+roll that took hosts down while monitoring could not see them would be exactly the roll the gate exists
+to stop.
+
 A cluster with no ``monitoring:``, no ``prometheus:`` URL or no gates gets no-ops that say so: gates are
 the site's choice, not a requirement to run a maintenance.
 """
@@ -72,7 +77,8 @@ def readings(env: Environment, now: Mapping[str, tuple[float | None, str]],
     mon = env.cluster.monitoring
     assert mon is not None
     base = baseline or {}
-    return [judge(g.name, now[g.name][0], base.get(g.name), high=g.max, ratio=g.max_ratio, series=now[g.name][1])
+    return [judge(g.name, now[g.name][0], base.get(g.name), high=g.max, ratio=g.max_ratio, series=now[g.name][1],
+                  query=g.promql(env.cluster.name))
             for g in mon.gates]
 
 
@@ -199,11 +205,11 @@ def _values_text(values: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} {'no data' if v is None else f'{float(v):.4g}'}" for k, v in values.items()) or "none"
 
 
-register_step("metrics.baseline", Baseline)
+register_step("metrics.baseline", Baseline, effect="read-only")
 register_step("metrics.gate", Gate, [
     Param("timeout", "duration", default=600.0, min=1.0, max=86400.0,
           help="how long the gates may stay exceeded before the run stops (resumable)"),
     Param("interval", "duration", default=5.0, min=0.5, max=300.0, help="seconds between two evaluations"),
     Param("stable_for", "duration", default=0.0, min=0.0, max=3600.0,
           help="how long every gate must hold in a row (0: one evaluation)"),
-])
+], effect="read-only")

@@ -31,10 +31,14 @@ shrink it accepted, and its own partitions'), and a partition is only in sync wh
 Plaintext listeners only, as the rest of kafkaops' Kafka clients (the inventory has no TLS/SASL
 settings). Probes run in parallel, each bounded by its own deadline, and are never cached: an
 ``ApiVersions`` request costs a broker far less than the Metadata request every gate's poll already sends.
+The deadline is the whole exchange's — name resolution, connect, send and every read — not each call's:
+a half-alive listener that sends one byte every half second, or a name server that does not answer,
+gets "not serving" at the deadline, never a gate held for as long as it dribbles.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import struct
 import threading
@@ -42,14 +46,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkaops.model import ClusterSnapshot
 
 if TYPE_CHECKING:
     from kafkaops.systems.zookeeper import ZooKeeper
 
-#: Deadline of one probe (connect, send, answer). A serving broker answers ApiVersions in milliseconds.
+#: Deadline of one probe, the whole exchange (name resolution, connect, send, answer). A serving broker
+#: answers ApiVersions in milliseconds.
 PROBE_TIMEOUT = 2.0
 #: Kafka's ApiVersions API key; version 0 has an empty body and is answered by every broker since 0.10
 #: (one that dropped it answers with UNSUPPORTED_VERSION: still an answer).
@@ -177,25 +182,101 @@ def serves(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> bool:
 def _exchange(host: str, port: int, request: Callable[[int], bytes], timeout: float,
               limit: int) -> tuple[int, bytes] | None:
     """Send ``request(correlation_id)`` on a connection of its own; the correlation id and the response
-    frame (size prefix included), or None when the broker did not answer within ``timeout`` overall."""
+    frame (size prefix included), or None when the broker did not answer within ``timeout`` overall.
+
+    ``timeout`` bounds the whole exchange — name resolution, connect, send and every recv — not each call:
+    a listener that dribbles a byte every half second, or a name server that never answers, would
+    otherwise hold a probe (and the gate waiting on it) for as long as it pleases."""
     correlation_id = threading.get_ident() & 0x7FFFFFFF
     deadline = time.monotonic() + timeout
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(max(0.05, deadline - time.monotonic()))
-            sock.sendall(request(correlation_id))
-            head = _read_exactly(sock, 4)
+        with _connect(host, port, deadline) as sock:
+            sock.settimeout(_remaining(deadline))
+            sock.sendall(request(correlation_id))  # one timeout for all of sendall (Python >= 3.5)
+            head = _read_exactly(sock, 4, deadline)
             (size,) = struct.unpack(">i", head)
             if not 6 <= size <= limit:
                 return None
-            return correlation_id, head + _read_exactly(sock, size)
-    except OSError:
+            return correlation_id, head + _read_exactly(sock, size, deadline)
+    except OSError:  # refused, reset, closed, or the deadline passed (TimeoutError)
         return None
 
 
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
+#: One resolved address: family, socket type, protocol, the address ``connect`` takes.
+_Address = tuple[socket.AddressFamily, socket.SocketKind, int, Any]
+
+
+def _remaining(deadline: float) -> float:
+    """Seconds left before ``deadline`` (a ``time.monotonic()`` value).
+
+    Raises:
+        TimeoutError: None left: the probe's answer is "not serving".
+    """
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("probe deadline passed")
+    return left
+
+
+def _resolve(host: str, port: int, deadline: float) -> list[_Address]:
+    """``host``'s TCP addresses, resolved before ``deadline``. A literal IP address is not looked up
+    (``AI_NUMERICHOST``: no name server asked); a name is resolved in a worker thread, joined with the time
+    left: ``getaddrinfo`` takes no timeout, and a silent name server blocks it for the resolver's own
+    (``resolv.conf``: 5 s per try and server). The worker, if abandoned, ends with that lookup.
+
+    Raises:
+        TimeoutError: The name was not resolved in time.
+        OSError: It does not resolve (``socket.gaierror``).
+    """
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        pass
+    else:
+        return [(family, kind, proto, addr) for family, kind, proto, _, addr
+                in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)]
+    answer: list[list[_Address]] = []
+    failure: list[OSError] = []
+
+    def lookup() -> None:
+        try:
+            answer.append([(family, kind, proto, addr) for family, kind, proto, _, addr
+                           in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)])
+        except OSError as exc:
+            failure.append(exc)
+
+    worker = threading.Thread(target=lookup, name=f"kafkaops-probe-resolve-{host}", daemon=True)
+    worker.start()
+    worker.join(_remaining(deadline))
+    if failure:
+        raise failure[0]
+    if not answer:
+        raise TimeoutError(f"{host} not resolved before the probe's deadline")
+    return answer[0]
+
+
+def _connect(host: str, port: int, deadline: float) -> socket.socket:
+    """A TCP connection to ``host:port`` made before ``deadline``: each resolved address tried in turn,
+    as ``socket.create_connection`` does, with only the time left."""
+    error: OSError = TimeoutError("probe deadline passed")
+    for family, kind, proto, addr in _resolve(host, port, deadline):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(_remaining(deadline))
+            sock.connect(addr)
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+            if isinstance(exc, TimeoutError):
+                break  # the deadline is spent: no time left for the next address
+    raise error
+
+
+def _read_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
     data = bytearray()
     while len(data) < n:
+        sock.settimeout(_remaining(deadline))
         chunk = sock.recv(min(n - len(data), 1 << 20))
         if not chunk:
             raise ConnectionError("closed by the broker")

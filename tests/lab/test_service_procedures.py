@@ -270,3 +270,50 @@ def test_hostile_deploy_values_reach_the_deploy_host_as_literal_text(svc_lab: Cl
     assert {r["message"] for r in deploy_log() if r["rev"] == rev and r["event"] == "deployed"} == {message}
     assert not marker.exists()
     assert deployed(rev) == {h.name: 1 for h in cluster.hosts}
+
+
+def test_a_service_roll_whose_lock_is_taken_mid_roll_makes_no_further_change_and_resumes(
+        svc_lab: Cluster, home: Path) -> None:
+    """Issue 41.1: every change is fenced, not only broker stops. Right after the first host's repool
+    another run takes the cluster lock; before the fence covered every kind, this roll went on to silence,
+    depool, restart and repool the two other hosts and exited 0."""
+    from kafkaops.engine.lock import LockInfo
+    from kafkaops.errors import LockHeldError
+
+    cluster = svc_lab
+    first, *others = cluster.hosts
+    pids = {h.name: info(h)["pid"] for h in cluster.hosts}
+
+    def take_the_lock(point: str, target: str, step: Any) -> None:
+        if point == "after_verified" and step.kind == "conftool.repool" and target == first.name:
+            lock = services.lock
+            lock.force_unlock(cluster.name)  # an operator decided the run was dead ...
+            lock.acquire(LockInfo(cluster.name, "other-run", "bob@admin2", "another maintenance", time.time()))
+
+    runner, services, bound = _in_process(cluster, home, "rolling-restart-service", list(cluster.hosts),
+                                          {"service": "eventbus", "syn_window": "2s", "log_window": "0s"},
+                                          hook=take_the_lock)
+    try:
+        with PoolWatch(cluster) as pools, pytest.raises(LockHeldError) as paused:
+            runner.start(bound, env=services, operator="test", reason="fence test")
+        assert paused.value.exit_code == 7
+        assert "held by run other-run by bob@admin2" in str(paused.value), paused.value
+        assert "paused before" in str(paused.value) and "kafkaops resume" in str(paused.value), paused.value
+        assert pools.max_depooled <= 1
+        # No further change: the other hosts were never depooled, silenced or restarted.
+        assert pooled(cluster) == {h.name: "yes" for h in cluster.hosts}
+        assert all(info(h)["pid"] == pids[h.name] for h in others), "restarted a host under another run's lock"
+        run_id = only_run(home)
+        silenced = {s.matchers for s in services.alertmanager.run_silences(run_id)}
+        assert len(silenced) == 1, silenced  # the first host's silence only
+        records = journal(home, run_id)
+        assert records[-1]["type"] == "paused" and records[-1]["target"] == first.name, records[-1]
+        assert not any(r["type"] == "step_applying" and r["target"] != first.name for r in records)
+        # The other run is done: its lock is free, and resume takes it back and finishes the roll.
+        services.lock.force_unlock(cluster.name)
+    finally:
+        services.close()
+    resumed = kafkaops(home, cluster, "resume", run_id)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert all(info(h)["pid"] != pids[h.name] for h in cluster.hosts)
+    assert pooled(cluster) == {h.name: "yes" for h in cluster.hosts}

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -274,3 +275,77 @@ def test_a_controller_that_does_not_answer_its_metadata_request_leaves_the_isrs_
     env = _zk_env(monkeypatch, _snapshot((1, 2, 3)), _ZooKeeperSays([1, 3], 2), lambda *a: None)
     snap = env.snapshot(with_configs=False)  # type: ignore[attr-defined]
     assert snap.brokers == (1, 3) and [p.isr for p in snap.partitions] == [(1, 3)]  # ZooKeeper's word
+
+
+# --- one deadline for the whole exchange (issue 41) ----------------------------------------------------------
+
+_DRIBBLE_FOR = 10.0  # seconds a dribbling listener keeps the exchange alive: what a per-recv timeout would wait
+_DEADLINE = 1.0
+
+
+def _dribble(stop: threading.Event) -> Callable[[socket.socket], None]:
+    """A listener that reads the request, announces a 60-byte answer and sends it one byte every 0.2 s (for
+    at most ``_DRIBBLE_FOR`` seconds): each recv gets a byte well within any per-recv timeout."""
+    def answer(conn: socket.socket) -> None:
+        conn.recv(1024)
+        conn.sendall(struct.pack(">i", 60))
+        until = time.monotonic() + _DRIBBLE_FOR
+        while time.monotonic() < until and not stop.wait(0.2):
+            try:
+                conn.sendall(b"\x00")
+            except OSError:  # the probe gave up and closed: stop dribbling
+                return
+    return answer
+
+
+@pytest.mark.parametrize("ask", ["serves", "view_of"])
+def test_a_listener_that_dribbles_one_byte_at_a_time_is_given_up_on_at_the_deadline(ask: str) -> None:
+    """A listener sending a byte every 0.2 s held a probe for as long as it dribbled (the 2 s deadline was
+    per recv): the deadline is the whole exchange's."""
+    from kafkaops.systems.broker_probe import view_of
+
+    stop = threading.Event()
+    try:
+        with _listener(_dribble(stop)) as port:
+            started = time.monotonic()
+            if ask == "serves":
+                assert not serves("127.0.0.1", port, timeout=_DEADLINE)
+            else:
+                assert view_of(1, "127.0.0.1", port, timeout=_DEADLINE) is None
+            elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+    assert elapsed < _DEADLINE * 5, f"the probe took {elapsed:.1f}s for a {_DEADLINE}s deadline"
+
+
+def test_a_slow_resolver_is_bounded_by_the_same_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DNS counts against the deadline: a resolver that hangs (an unreachable name server) must not hold
+    the probe beyond it, nor hold it for the resolver's own timeout."""
+    release = threading.Event()
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def slow(host: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(host)
+        release.wait(_DRIBBLE_FOR)
+        return real("127.0.0.1", *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    with _listener(_answer_api_versions) as port:
+        started = time.monotonic()
+        try:
+            assert not serves("broker.example", port, timeout=_DEADLINE)
+            elapsed = time.monotonic() - started
+        finally:
+            release.set()
+    assert asked == ["broker.example"]
+    assert elapsed < _DEADLINE * 5, f"the probe took {elapsed:.1f}s for a {_DEADLINE}s deadline"
+
+
+def test_a_name_resolved_in_time_is_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bounded resolution still resolves: a name that resolves at once is asked as its address."""
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo",
+                        lambda host, *a, **k: real("127.0.0.1" if host == "broker.example" else host, *a, **k))
+    with _listener(_answer_api_versions) as port:
+        assert serves("broker.example", port, timeout=2)

@@ -65,6 +65,17 @@ def test_no_data_does_not_hold(value: float | None) -> None:
     assert "no data" in r.line()
 
 
+@pytest.mark.parametrize("value", [None, math.nan])
+def test_no_data_names_the_gate_and_its_query(value: float | None) -> None:
+    """An empty answer is blind, whatever the ceiling: the line says which query saw nothing, and what to
+    look at first (the exporter), so the operator does not have to find the gate in the inventory."""
+    query = 'sum(rate(eventbus_http_request_duration_seconds_count{cluster="lab"}[30s]))'
+    r = judge("produce_p99_ms", value, 10.0, high=1000, ratio=1.5, query=query)
+    assert not r.ok and r.value is None
+    assert r.line().startswith(f"produce_p99_ms no data: query {query} returned no series")
+    assert "is the exporter up?" in r.line()
+
+
 def test_the_worst_series_is_judged_and_named() -> None:
     value, where = worst([({"instance": "kafka1001:7800"}, 3.0), ({"instance": "kafka1002:7800"}, 9.0),
                           ({"instance": "kafka1003:7800"}, math.nan)])
@@ -227,7 +238,8 @@ def test_the_baseline_is_kept_with_the_run_and_the_gate_compares_against_it(prom
     assert obs.summary == "metric gates exceeded: p99 12 > 11 (1.1 x baseline 10)"  # shown in the plan
     assert records[0][0] == "metric_gate" and records[0][1]["held"] is False
     assert records[0][1]["readings"][0] == {"name": "p99", "value": 12.0, "baseline": 10.0, "limit": 11.0,
-                                                 "ok": False, "detail": "1.1 x baseline 10", "series": ""}
+                                                 "ok": False, "detail": "1.1 x baseline 10", "series": "",
+                                                 "query": "vector(12)"}
 
 
 def test_an_exceeded_gate_waits_then_stops_naming_value_baseline_and_limit(prometheus: str) -> None:
@@ -244,6 +256,30 @@ def test_an_exceeded_gate_waits_then_stops_naming_value_baseline_and_limit(prome
     assert "isr 2 > 0 (max 0)" in exc.value.message and "p99" not in exc.value.message  # only what holds it
     assert "nothing of this host was stopped" in (exc.value.hint or "")
     assert records[-1][0] == "metric_gate" and records[-1][1]["held"] is False
+
+
+@pytest.mark.parametrize("query", ['eventbus_absent_metric_xyz{cluster="{cluster.name}"}', "vector(0/0)"])
+def test_a_gate_with_no_data_holds_the_roll_naming_its_query(prometheus: str, query: str) -> None:
+    """No series (the exporter is down, the query matches nothing) or NaN: the gate is blind and must hold,
+    never pass — however generous its ceiling — and the stop names the gate and the query that saw nothing."""
+    from kafkaops.engine.step import Action
+    from kafkaops.errors import WaitTimeout
+
+    env = _env(prometheus, ("produce_p99_ms", query, 1e9, None))
+    gate = _step("metrics.gate", timeout=1.0, interval=0.5)
+    ctx, records = _ctx(env, "metrics.gate")
+    obs = gate.observe(ctx)
+    rendered = query.replace("{cluster.name}", "c1")
+    assert obs.summary.startswith(f"metric gates exceeded: produce_p99_ms no data: query {rendered} returned no "
+                                  "series")
+    decision = gate.plan(obs)
+    assert isinstance(decision, Action)
+    with pytest.raises(WaitTimeout) as exc:
+        gate.apply(ctx, decision)
+    assert f"produce_p99_ms no data: query {rendered} returned no series" in exc.value.message
+    assert "is the exporter up?" in exc.value.message
+    assert records[-1][0] == "metric_gate" and records[-1][1]["held"] is False
+    assert records[-1][1]["readings"][0]["value"] is None and records[-1][1]["readings"][0]["query"] == rendered
 
 
 def test_gates_within_their_ceilings_let_the_roll_go_on(prometheus: str) -> None:
@@ -303,3 +339,149 @@ def test_the_chart_annotates_a_gate_with_value_and_limit() -> None:
 
     assert gate_label(_HELD) == "p99 45>15"
     assert gate_label({"readings": [{"name": "isr", "value": None, "limit": 0, "ok": False}]}) == "isr no data"
+
+
+# --- the lab's gate queries: empty exactly when the exporter is gone -------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _inventories() -> list[Path]:
+    return sorted([*(REPO / "inventory").glob("*.yaml"), *(REPO / "bench").glob("*.yaml")])
+
+
+def test_no_inventory_gate_manufactures_data() -> None:
+    """``... or vector(0)`` answers 0 when the exporter is dead: a blind gate that passes. No inventory the
+    project ships (the labs', the bench's, the examples) may write one; the gate must see nothing then."""
+    import yaml
+
+    from kafkaops.inventory import load_inventory
+
+    checked = []
+    for path in _inventories():
+        if not (yaml.safe_load(path.read_text()) or {}).get("monitoring"):
+            continue
+        monitoring = load_inventory(path).monitoring
+        for gate in monitoring.gates if monitoring else ():
+            checked.append(f"{path.name}: {gate.name}")
+            assert "vector(" not in gate.query.replace(" ", ""), (
+                f"{path.name}: gate {gate.name} makes up a value when its series are missing: {gate.query}")
+    assert len(checked) >= 8, checked  # every lab inventory has gates: the loop did look at them
+
+
+class _Exporter:
+    """The lab eventbus's ``/metrics`` (its own :class:`~kafkaops.lab.eventbus.Metrics`) on 127.0.0.1."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from kafkaops.lab.eventbus import Metrics
+
+        self.metrics = Metrics()
+        metrics = self.metrics
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = metrics.render().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def scraping(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, _Exporter]]:
+    """Debian's Prometheus scraping an idle lab eventbus exporter every second, as the lab's Prometheus does
+    (its targets labelled ``cluster: lab``); its URL and the exporter."""
+    import requests
+
+    exporter = _Exporter()
+    binary = shutil.which("prometheus") or "/usr/bin/prometheus"
+    if not os.path.exists(binary):
+        pytest.fail("prometheus not found: run scripts/install.sh (Debian's prometheus)", pytrace=False)
+    d = tmp_path_factory.mktemp("prometheus-scraping")
+    (d / "prometheus.yml").write_text(
+        "global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
+        "scrape_configs:\n"
+        f"  - {{job_name: eventbus, static_configs: [{{targets: ['127.0.0.1:{exporter.port}'], "
+        "labels: {cluster: lab}}]}\n")
+    port = _free_port()
+    log = (d / "prometheus.log").open("wb")
+    proc = subprocess.Popen([binary, f"--config.file={d / 'prometheus.yml'}", f"--storage.tsdb.path={d / 'data'}",
+                             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # ready, and two scrapes in: rate() over them answers
+            try:
+                if Prometheus(url, timeout=1).query(
+                        "count_over_time(eventbus_http_request_duration_seconds_count[30s]) >= 2"):
+                    break
+            except (UnreachableError, requests.RequestException):
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"prometheus did not scrape: {(d / 'prometheus.log').read_text()[-2000:]}",
+                            pytrace=False)
+            time.sleep(0.2)
+        yield url, exporter
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+        log.close()
+        exporter.server.shutdown()
+        exporter.server.server_close()
+
+
+def _lab_gate(name: str) -> Any:
+    from kafkaops.inventory import load_inventory
+
+    monitoring = load_inventory(REPO / "inventory" / "lab.yaml").monitoring
+    assert monitoring is not None
+    return next(g for g in monitoring.gates if g.name == name)
+
+
+def test_the_labs_p99_gate_answers_0_when_idle_and_nothing_when_the_exporter_is_gone(
+        scraping: tuple[str, _Exporter]) -> None:
+    """An idle eventbus still exports its histogram (every count 0): histogram_quantile is NaN then, and the
+    query answers 0 from the request count's rate — a real series, so the gate can pass. A cluster whose
+    exporter Prometheus does not have (dead, never scraped) gets no series at all: the gate holds."""
+    url, _ = scraping
+    gate = _lab_gate("produce_p99_ms")
+    p = Prometheus(url, timeout=5)
+    idle = p.query(gate.promql("lab"))
+    assert [s.value for s in idle] == [0.0]
+    value, _ = worst([(s.labels, s.value) for s in idle])
+    assert judge(gate.name, value, None, high=gate.max, ratio=None).ok
+
+    gone = p.query(gate.promql("lab-without-exporter"))
+    assert gone == []  # an old `... or vector(0)` answered [0.0] here: a dead exporter read as an idle one
+    value, _ = worst([(s.labels, s.value) for s in gone])
+    blind = judge(gate.name, value, None, high=gate.max, ratio=None, query=gate.promql("lab-without-exporter"))
+    assert not blind.ok and blind.value is None
+
+
+def test_the_labs_p99_gate_measures_the_traffic(scraping: tuple[str, _Exporter]) -> None:
+    """With requests, the same query is the p99 in ms (each request here takes 0.2 s: the 0.25 s bucket)."""
+    url, exporter = scraping
+    gate = _lab_gate("produce_p99_ms")
+    p = Prometheus(url, timeout=5)
+    for _ in range(200):
+        exporter.metrics.observe("POST", "/v1/events", 201, 0.2, accepted=1)
+    deadline = time.monotonic() + 20
+    values: list[float] = []
+    while time.monotonic() < deadline:
+        values = [s.value for s in p.query(gate.promql("lab"))]
+        if values and values[0] > 0:
+            break
+        time.sleep(0.3)
+    assert len(values) == 1 and 100 < values[0] <= 250, values
