@@ -1,7 +1,9 @@
 """The chaos soak's short version (the whole soak is bench/chaos_soak.py, issue 32): one rolling reboot
 under load with a network fault, a SIGKILL of kafkaops and a crash of a host it is not working on,
-resumed to completion; every invariant of the soak holds. (Two rolls took 210 s of a suite that must stay
-under 45 minutes; the soak's ten rolls are in bench/results/chaos-soak-*.json.)"""
+resumed to completion; every invariant of the soak holds. Its fault is the one issue 41.6 is about: a
+broker that is not the next target cut from ZooKeeper between hosts, which moves its leaderships away;
+the roll must finish with no human electing them back (the soak counts that as a problem). (Two rolls
+took 210 s of a suite that must stay under 45 minutes; the soak's ten rolls are in bench/results/chaos-soak-*.json.)"""
 
 from __future__ import annotations
 
@@ -27,8 +29,9 @@ def test_a_chaotic_roll_resumes_to_every_invariant(pooled_lab: Cluster, tmp_path
 
     monkeypatch.setenv("KAFKAOPS_INVENTORY", str(pooled_lab.source))  # the soak's kafkaops find this lab only
     result: dict[str, object] = {}
-    rolls = chaos_soak.soak(pooled_lab, 1, SEED, tmp_path, result, tmp_path / "result.json")
-    assert len(rolls) == 1 and rolls[0].fault in chaos_soak.FAULTS, [r.fault for r in rolls]
+    rolls = chaos_soak.soak(pooled_lab, 1, SEED, tmp_path, result, tmp_path / "result.json",
+                            faults=("broker-zookeeper",))
+    assert len(rolls) == 1 and rolls[0].fault == "broker-zookeeper", [r.fault for r in rolls]
     for r in rolls:
         assert r.ok, (r.number, r.fault, r.injected, r.exits, r.problems)
         assert any("crash of" in i for i in r.injected) and any("SIGKILL" in i for i in r.injected), r.injected
