@@ -28,7 +28,7 @@ from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param,
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, SafetyRefusal, WaitTimeout
 from kafkaops.model import Host
-from kafkaops.steps.common import environment, target_host, wait
+from kafkaops.steps.common import environment, names, target_host, wait
 from kafkaops.steps.deploy_host import (
     checked_out_revision,
     deploy_before_key,
@@ -38,7 +38,7 @@ from kafkaops.steps.deploy_host import (
     rollback_hint,
     ships_rev,
 )
-from kafkaops.steps.projection import provenance, served_key, service_key
+from kafkaops.steps.projection import pool_key, provenance, served_key, service_key
 from kafkaops.steps.service import check_health, health_url, host_time, service_of, since_key
 
 # --- pure helpers (unit-tested) -----------------------------------------------------------------------
@@ -96,6 +96,39 @@ def _observe_target(step: StepBase, ctx: RunContext, rev: str) -> tuple[Host, di
     return host, data
 
 
+def _serving_elsewhere(ctx: RunContext, service: str, doing: str) -> str:
+    """The precondition of a deploy and of a rollback: each restarts ``service`` on the target, so the target
+    must be out of its conftool pool already (the runbook's ``conftool.depool``: clients go elsewhere), or
+    another host of the service must be pooled and answer its health check now. Either way the restart
+    never takes the last serving host out — a run resumed hours later, or a rollback run after the other
+    hosts went down, re-asks it. Pool states are as the steps planned before leave them (a dry-run)."""
+    env = environment(ctx)
+    host = target_host(ctx)
+    tags = dict(host.conftool_tags)
+    pooled: set[str] | None = None  # fqdns in the target's pool; None: it has no pool (no conftool tags)
+    if tags:
+        name = tags.get("service", "")
+        own = env.conftool.get(host.fqdn, tags)
+        if str(ctx.projected.get(pool_key(host.fqdn, name), own.pooled)) != "yes":
+            return (f"{host.name} is out of the {name} pool{provenance(ctx, [pool_key(host.fqdn, name)])}: no "
+                    "client is sent to it while it restarts")
+        pooled = {p.host for p in env.conftool.list(tags) if str(ctx.projected.get(pool_key(p.host, name), p.pooled))
+                  == "yes"}
+    failing = []
+    for peer in env.cluster.hosts:
+        spec = peer.service(service)
+        if peer.name == host.name or spec is None or (pooled is not None and peer.fqdn not in pooled):
+            continue
+        check = check_health(peer, spec)
+        if check.healthy:
+            return f"{peer.name} is pooled and answers {check.line()}: it serves {service} while {host.name} restarts"
+        failing.append(f"{peer.name}: {check.line()}")
+    raise SafetyRefusal(f"refusing to {doing}: {host.name} is pooled and no other pooled host of {service} answers its "
+                        "health check" + (f" ({names(failing)})" if failing else ""),
+                        hint=f"depool {host.name} first (conftool.depool), or bring another host of {service} back "
+                             "into the pool")
+
+
 def _require_checkout(d: Mapping[str, Any]) -> None:
     if d["checked_out"] is not None and not revision_matches(d["checked_out"], d["rev"]):
         raise SafetyRefusal(f"the deploy command ships what {d['deploy_host']} has checked out ({d['checked_out']}), "
@@ -131,6 +164,10 @@ class Deploy(StepBase):
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
         d = obs.data
         return {service_key(d["host"], d["service"]): "restarted", served_key(d["host"], d["service"]): d["rev"]}
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """The deploy restarts the service: never on the last host that serves it (:func:`_serving_elsewhere`)."""
+        return _serving_elsewhere(ctx, str(self.params["service"]), f"deploy {self.params['rev']} to {ctx.target}")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
@@ -245,6 +282,12 @@ class Rollback(StepBase):
             data={"previous": d["previous"]},
         )
 
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """The rollback restarts the service too: never on the last host that serves it
+        (:func:`_serving_elsewhere`)."""
+        return _serving_elsewhere(ctx, str(self.params["service"]),
+                                  f"roll {ctx.target} back to {action.data['previous']}")
+
     def apply(self, ctx: RunContext, action: Action) -> None:
         host = target_host(ctx)
         prev = str(action.data["previous"])
@@ -275,10 +318,10 @@ DEPLOY_PARAMS = [
     Param("repo", "str", default="", help="repository on the deploy host ({repo} in the deploy template)"),
     Param("timeout", "duration", default=600.0, help="how long the deploy command may take"),
 ]
-register_step("deploy.deploy", Deploy, DEPLOY_PARAMS,
+register_step("deploy.deploy", Deploy, DEPLOY_PARAMS, effect="disruptive",
               compensate=Compensation("deploy.rollback", note="deploy the revision served before this run"))
-register_step("deploy.rollback", Rollback, DEPLOY_PARAMS)
+register_step("deploy.rollback", Rollback, DEPLOY_PARAMS, effect="disruptive")
 register_step("deploy.verify_revision", VerifyRevision, [
     SERVICE, REV,
     Param("timeout", "duration", default=60.0, help="how long the target may take to serve it, healthy"),
-])
+], effect="read-only")

@@ -4,7 +4,8 @@ Depooling the source site's record is the seed's "simple depool of the primary d
 stop answering with that site's service address once the record's TTL passes, so new connections stop
 arriving there — which the SYN gate that follows proves. The state found before is written to the run's
 facts before the change, so a rollback restores exactly what was found and nothing this run did not
-change.
+change. Right before a depool, the records are read again (its precondition): another site stays pooled,
+or — the switchover's cut — a later step of the run pools a site that is healthy now.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed
+from kafkaops.errors import CheckFailed, SafetyRefusal
 from kafkaops.steps.common import environment
-from kafkaops.steps.sites import switched
+from kafkaops.steps.projection import provenance
+from kafkaops.steps.sites import lock_owner, site_health, switched
 
 
 def _fact(record: str, dc: str) -> str:
@@ -92,6 +94,40 @@ class Depool(SetDiscovery):
 
     pooled = False
 
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Right before the depool, the record is read again (as the steps planned before leave it): depool
+        only while another site's record stays pooled, so clients always have a site to go to — a record
+        another run or an operator depooled since the plan would otherwise leave the service served nowhere.
+
+        One gap is deliberate: a switchover depools the source before it pools the target, so that no two
+        sites take writes at once (runbooks/switchover.yaml). It is allowed only when a later step of this
+        run pools another site's record, and that site, asked now, can take every client
+        (:func:`~kafkaops.steps.sites.site_health`: no other run on it, Kafka whole, the service answering
+        behind its VIP) — a resume after a pause re-asks it, as the verified ``sites.preflight`` is not re-run.
+        """
+        env = environment(ctx)
+        record, dc = str(action.data["record"]), str(action.data["site"])
+        others = {d: p for d, p in projected_states(ctx, record).items() if d != dc}
+        seen = provenance(ctx, [_key(record, d) for d in others])
+        pooled = sorted(d for d, p in others.items() if p)
+        if pooled:
+            return f"{record}/{', '.join(pooled)} stays pooled{seen}: clients go there"
+        later = next((s for s in ctx.steps if s.index > ctx.step_index and s.kind == "discovery.pool"
+                      and s.params.get("service") == self.params["service"] and s.params.get("site") != dc), None)
+        if later is None:
+            raise SafetyRefusal(f"refusing to depool {record}/{dc}: no other site's record is pooled{seen} "
+                                f"({', '.join(others) or 'none'}), so no site would serve {self.params['service']}",
+                                hint="pool another site first, or run a switchover, which pools the target "
+                                     "after the cut")
+        to = str(later.params["site"])
+        problems = site_health(env, to, str(self.params["service"]), lock_owner(env))["problems"]
+        if problems:
+            raise SafetyRefusal(f"refusing to depool {record}/{dc}: {to}, which {later.label} pools, cannot take "
+                                f"its clients: {'; '.join(problems)}",
+                                hint="let that site recover first (`kafkaops status` of its cluster)")
+        return (f"no site pooled{seen} until {later.label} pools {record}/{to}; {to} is healthy and answers "
+                "behind its VIP now")
+
 
 class Pool(SetDiscovery):
     """Pool a service's discovery record in one site: clients are sent there."""
@@ -124,6 +160,6 @@ class Restore(SetDiscovery):
 PARAMS = [Param("service", "str", required=True, help="the service of the inventory's switchover: section"),
           Param("site", "str", required=True, help="the site (DC) whose record changes")]
 RESTORE = Compensation("discovery.restore", note="put the record back as this run found it")
-register_step("discovery.depool", Depool, PARAMS, compensate=RESTORE)
+register_step("discovery.depool", Depool, PARAMS, compensate=RESTORE, effect="disruptive")
 register_step("discovery.pool", Pool, PARAMS, compensate=RESTORE)
 register_step("discovery.restore", Restore, PARAMS)

@@ -3,14 +3,15 @@
 The plan lists, per partition, the group's position on the source, the timestamp it stands for, the
 offset on the target it becomes and the records it will read twice, with the guarantee in words. The
 apply commits exactly those offsets on the target (journaled with the action), then checks them.
-A group with members on the target is refused: its consumers would overwrite the commit, and Kafka
-refuses it anyway. Resumable: a target group already at the translated offsets is a no-op.
+A group with members on the target is refused, in the plan and again right before the commit (the
+step's precondition): its consumers would overwrite the commit, and Kafka refuses it anyway.
+Resumable: a target group already at the translated offsets is a no-op.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal
 from kafkaops.policy.record_identity import SCAN_LIMIT, TAIL, Located, locate, scan_start_ts
 from kafkaops.policy.translation import SourcePosition, TopicPartitionKey, guarantee, refine, seek_times, translate
 from kafkaops.steps.common import StableObservation, environment, names
+from kafkaops.systems.groups import IDLE_STATES
 
 if TYPE_CHECKING:
     from kafkaops.systems.groups import ConsumerGroups
@@ -32,6 +34,13 @@ def _groups(step: StepBase, ctx: RunContext) -> list[str]:
     from kafkaops.steps.sites import switched
 
     return list(switched(environment(ctx), str(step.params["service"])).consumer_groups)
+
+
+def _active(group: str, site: str, state: str, members: Sequence[str]) -> SafetyRefusal:
+    """The refusal to translate a group that has consumers on the target site."""
+    return SafetyRefusal(f"refusing to translate {group}: it is active on {site} ({state}, {len(members)} member(s): "
+                         f"{names(list(members), 3) or '-'})",
+                         hint=f"stop its consumers on {site} first: their commits would overwrite the translation")
 
 
 def _already(g: dict[str, Any]) -> bool:
@@ -152,12 +161,8 @@ class Translate(StepBase):
         if not groups:
             return Noop("no consumer group to translate (switchover.<service>.consumer_groups is empty)")
         for g in groups:
-            if g["target_members"] or g["target_state"] not in ("EMPTY", "DEAD", "UNKNOWN"):
-                raise SafetyRefusal(f"refusing to translate {g['group']}: it is active on {g['to']} "
-                                    f"({g['target_state']}, {len(g['target_members'])} member(s): "
-                                    f"{names(g['target_members'], 3) or '-'})",
-                                    hint=f"stop its consumers on {g['to']} first: their commits would overwrite the "
-                                         "translation")
+            if g["target_members"] or g["target_state"] not in IDLE_STATES:
+                raise _active(g["group"], g["to"], g["target_state"], g["target_members"])
         empty = [g["group"] for g in groups if not g["moves"]]
         todo = [g for g in groups if g["moves"] and not _already(g)]
         if empty and not todo:
@@ -183,6 +188,24 @@ class Translate(StepBase):
                                                                        "duplicates", "checkpoint")}
                                                     for m in g["moves"]],
                                         "duplicates": sum(m["duplicates"] for m in g["moves"])} for g in todo]})
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Right before the commit, every group it writes is asked of the target cluster again: a consumer
+        started there since the plan (the target's consumers brought up early, a run resumed days later)
+        would overwrite the translation with its own commits, and Kafka refuses to alter the offsets of a
+        group with members anyway — half-way through the groups. Refusing here names the group before any
+        is written. No step of a run starts consumers, so there is nothing projected to read."""
+        env = environment(ctx)
+        clients: dict[str, ConsumerGroups] = {}
+        found = []
+        for g in action.data["groups"]:
+            if g["to"] not in clients:
+                clients[g["to"]] = env.groups(g["to"])
+            state = clients[g["to"]].state(g["group"])
+            if state.active:
+                raise _active(g["group"], g["to"], state.state, state.members)
+            found.append(f"{g['group']} on {g['to']} ({state.state})")
+        return f"no member in the groups it writes: {names(found)}"
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
@@ -218,4 +241,4 @@ register_step("offsets.translate", Translate, [
     Param("method", "str", default="exact",
           help="exact: where the group's last records are found once on the target, resume right after them "
                "(the margin rule where not); margin: the margin rule everywhere"),
-])
+], effect="disruptive")

@@ -18,7 +18,9 @@ to hours. What makes it safe to leave running and to resume:
   --rollback`` cancels and clears (``placement.cancel``).
 * **Gated.** ``placement.preflight`` refuses an unhealthy cluster (offline, under-replicated, under min
   ISR), a broker of the target that is not registered, another reassignment in progress, or a
-  replication throttle someone else left.
+  replication throttle someone else left. ``placement.reassign`` asks the two that can change while a run
+  waits or is paused again right before it submits (its precondition): no reassignment but its own in
+  progress, every target broker registered.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from kafkaops.placement.layout import TopicPartition
 from kafkaops.placement.planner import batches
 from kafkaops.policy.cluster_health import cluster_health
 from kafkaops.steps.common import environment, names, wait
+from kafkaops.steps.projection import broker_key, project_registered, provenance
 
 #: The dynamic configs a throttle consists of: set before a batch, deleted at the end.
 RATE_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -250,6 +253,33 @@ class Reassign(StepBase):
                      "finished batches stay (moving them back is another placement plan)",
             data={"batches": [[list(tp) for tp in b] for b in parts]})
 
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Right before submitting, what ``placement.preflight`` checked is asked again, because a resume
+        never re-runs it and a batch may start hours after it: no reassignment is in progress but the batch
+        this run submitted itself (the run's facts name it) — Kafka would run both at once, under throttles
+        set for one — and every broker the batches (and the batch in flight) move replicas to is registered,
+        as the steps planned before leave it in a dry-run: a replica sent to a broker that is down never
+        catches up, and the batch waits out its timeout holding the throttle."""
+        env = environment(ctx)
+        target = target_assignment(self.params["assignment"])
+        ours = _originals(ctx)
+        moving = set(env.reassigner().list())
+        others = sorted(f"{t}-{p}" for t, p in moving if (t, p) not in ours)
+        if others:
+            raise SafetyRefusal(f"refusing to reassign: a reassignment this run did not start is in progress "
+                                f"({names(others)})", hint="wait for it (`kafka-reassign-partitions --list`), or "
+                                "resume the run that started it (`kafkaops runs list`)")
+        tps = {(str(t), int(p)) for b in action.data["batches"] for t, p in b} | (moving & set(target))
+        needed = sorted({b for tp in tps for b in target.get(tp, ())})
+        registered = project_registered(env.registered_brokers(), ctx)
+        missing = [b for b in needed if b not in registered]
+        if missing:
+            raise SafetyRefusal(f"refusing to reassign: broker(s) {', '.join(map(str, missing))} of the target are "
+                                "not registered" + provenance(ctx, [broker_key(b) for b in missing]),
+                                hint="start them and resume, or re-plan without them")
+        return (f"no other reassignment in progress; target broker(s) {', '.join(map(str, needed)) or 'none'} "
+                "registered")
+
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
         target = target_assignment(self.params["assignment"])
@@ -395,8 +425,8 @@ REASSIGN = [
     Param("batch_timeout", "duration", default=3600.0, min=1, max=7 * 86400,
           help="how long one batch may take before the run stops (its moves cancelled, throttles cleared)"),
 ]
-register_step("placement.preflight", Preflight, [ASSIGNMENT])
+register_step("placement.preflight", Preflight, [ASSIGNMENT], effect="read-only")
 register_step("placement.cancel", Cancel, REASSIGN)  # a compensation gets the reassignment's own parameters
 register_step("placement.reassign", Reassign, REASSIGN, compensate=Compensation("placement.cancel", params=None,
                            note="cancel the batch still moving (back to its old replicas) and clear the throttles; "
-                                "finished batches stay where they are"))
+                                "finished batches stay where they are"), effect="disruptive")
