@@ -145,7 +145,7 @@ def controller_phases(cluster: Any) -> tuple[dict[str, str], dict[str, str]]:
     from concurrent.futures import ThreadPoolExecutor
 
     from kafkaops.environment import Environment
-    from kafkaops.steps.migration import configured_phase
+    from kafkaops.health.nodes import configured_phase
 
     def read(host: Any) -> str:
         env = Environment(cluster, dry_run=True, kafka_timeout=5.0)

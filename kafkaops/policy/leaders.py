@@ -11,6 +11,12 @@ assignment, and 100 % for the broker a maintenance left leading nothing (Strimzi
 After a broker's restart the run elects its preferred leaders back explicitly and verifies it
 (:func:`leaders_not_preferred`, :func:`election_candidates`): Kafka's auto leader rebalance only fires
 above a 10 % imbalance, so the last broker rolled would otherwise lead nothing.
+
+**Another broker's leadership, lost through nothing the run did** (a broker cut off from ZooKeeper for
+25 s between two hosts of a roll, issues 28 and 41), is given back by the gate that finds it, before it
+judges, under one rule (:func:`leadership_to_restore`): only when every broker is registered and every
+partition fully in sync, and never for the brokers the run itself is about to restore. Every gate that
+judges leadership (``kafka.preflight``, ``kafka.verify_leaders``) asks this one function.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkaops.model import ClusterSnapshot, PartitionState
-from kafkaops.policy.snapshot_scan import snapshot_scan
+from kafkaops.policy.snapshot_scan import snapshot_scan, summarize_partitions
 
 #: Kafka's broker default for ``leader.imbalance.per.broker.percentage``: the share of its preferred
 #: partitions a broker may not lead before Kafka's own auto-rebalance (when enabled) steps in.
@@ -199,3 +205,110 @@ def leaders_not_preferred(snapshot: ClusterSnapshot, broker_id: int | None = Non
         return [p for p in snapshot.partitions if p.replicas and p.leader != p.replicas[0]]
     hosted = snapshot_scan(snapshot).by_broker.get(broker_id, [])
     return [p for p in hosted if p.replicas[0] == broker_id and p.leader != broker_id]
+
+
+@dataclass(frozen=True)
+class LeadershipRestore:
+    """What a gate may do, before it judges leadership, for brokers off their preferred leadership through
+    nothing the run did (the verdict of :func:`leadership_to_restore`).
+
+    Attributes:
+        off: Live brokers, not exempt, past the allowed imbalance (the ones the gate would refuse or wait on).
+        partitions: What to elect: the partitions ``off`` brokers are preferred leader of and do not lead.
+            Empty unless the cluster is whole: an election is never the gate's answer to a cluster that is
+            still recovering.
+        missing: Brokers that should be registered (the inventory's, and every broker some partition has as
+            a replica) and are not.
+        not_in_sync: Partitions whose ISR is not their whole replica set (offline ones included).
+        spread: The leader spread the verdict was drawn from.
+    """
+
+    off: tuple[BrokerLeadership, ...]
+    partitions: tuple[PartitionState, ...]
+    missing: tuple[int, ...]
+    not_in_sync: tuple[PartitionState, ...]
+    spread: LeaderSpread
+
+    @property
+    def needed(self) -> bool:
+        """Some broker the gate judges is past the threshold."""
+        return bool(self.off)
+
+    @property
+    def whole(self) -> bool:
+        """Every broker registered and every partition fully in sync: an election can land everywhere."""
+        return not self.missing and not self.not_in_sync
+
+    @property
+    def elect(self) -> bool:
+        """The gate runs the election now (:attr:`partitions` is not empty)."""
+        return bool(self.partitions)
+
+    def brokers(self) -> list[int]:
+        """The ids of :attr:`off`."""
+        return [b.broker_id for b in self.off]
+
+    def describe(self) -> str:
+        """``broker 1002 leads 0 of the 11 partitions it is preferred leader of (100% off)``, per broker."""
+        return "; ".join(b.describe() for b in self.off)
+
+    def blocked(self) -> str:
+        """Why the gate does not elect although a broker is off (``""`` when it can): the brokers that are
+        not registered and the partitions not fully in sync, named."""
+        why = []
+        if self.missing:
+            why.append(f"broker(s) {', '.join(map(str, self.missing))} not registered")
+        if self.not_in_sync:
+            why.append(f"{len(self.not_in_sync)} partition(s) not fully in sync "
+                       f"({summarize_partitions(self.not_in_sync)})")
+        return "; ".join(why)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (partitions as ``[topic, partition]``, what the adapter's election takes)."""
+        return {"brokers": self.brokers(), "off": [b.describe() for b in self.off],
+                "partitions": [[p.topic, p.partition] for p in self.partitions],
+                "missing": list(self.missing), "blocked": self.blocked()}
+
+
+def leadership_to_restore(snapshot: ClusterSnapshot, *, exempt: Iterable[int] = (),
+                          max_imbalance: int = DEFAULT_MAX_LEADER_IMBALANCE,
+                          expected: Iterable[int] = ()) -> LeadershipRestore:
+    """Which partitions a gate elects, before judging leadership, to give the other brokers their preferred
+    leadership back: the one rule every gate that judges leadership applies (issues 28 and 41).
+
+    A broker cut off from ZooKeeper for a few seconds between two hosts of a roll loses its leaderships and
+    comes back leading nothing, through nothing the run did; Kafka's auto-rebalance does not fire below its
+    own threshold (and is often off). A gate that only judges refuses, and so does every resume, until
+    someone runs the election by hand. So: when every broker is registered and every partition fully in
+    sync, one preferred-replica election for the partitions those brokers are preferred leader of and do
+    not lead — the seed's ``kafka preferred-replica-election``, narrowed to what is off — and then the gate
+    judges. When a broker is missing or a partition lags, nothing is elected (a lagging preferred replica
+    cannot lead, and an election is no answer to a cluster still recovering): the gate judges as before.
+
+    Only brokers past ``max_imbalance`` are restored: a spread the operator accepted with
+    ``--max-leader-imbalance`` is left as it is, and a broker a little off (within the threshold) is no
+    gate's business. ``exempt`` brokers are never elected: the target (before its stop, its own election
+    gives it back later; electing it first would only move its leaders twice) and the brokers rolled
+    earlier in the run whose election is deferred or skipped by the run's design.
+
+    Args:
+        snapshot: The cluster as observed (or projected).
+        exempt: Brokers the gate does not judge (nor restore).
+        max_imbalance: Allowed share, in percent, of a broker's preferred partitions led elsewhere.
+        expected: Brokers that must be registered for the cluster to count as whole (the inventory's);
+            every broker named in a replica list is expected too.
+
+    Returns:
+        A :class:`LeadershipRestore`; its ``partitions`` are empty when nothing is to be elected now.
+    """
+    s = snapshot_scan(snapshot)
+    spread = leader_spread(snapshot, max_imbalance)
+    off = spread.over(exempt)
+    live = set(snapshot.brokers)
+    missing = tuple(sorted((set(expected) | s.replica_brokers) - live))
+    not_in_sync = (*s.offline, *s.under_replicated)  # the figures cluster_health and the pre-flight judge
+    partitions: tuple[PartitionState, ...] = ()
+    if off and not missing and not not_in_sync:
+        partitions = tuple(p for b in off for p in election_candidates(snapshot, b.broker_id)[0])
+    return LeadershipRestore(off=off, partitions=partitions, missing=missing, not_in_sync=not_in_sync,
+                             spread=spread)

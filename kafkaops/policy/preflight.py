@@ -2,7 +2,8 @@
 
 It refuses to make an outage: when any partition of the cluster is offline or under min ISR, when the
 cluster has URP (unless ``--force``), when stopping this broker would leave one of its partitions offline
-or below ``min.insync.replicas`` (+ headroom), or when leadership is already skewed. Each refusal is a
+or below ``min.insync.replicas`` (+ headroom), or when leadership is skewed (on a whole cluster the step
+first elects another broker's preferred leaders back, :mod:`kafkaops.policy.leaders`). Each refusal is a
 :class:`Violation` naming the partitions and how to proceed; topics whose RF is <= min ISR are a
 *permanent* violation, so a wait loop stops and asks the operator (raise RF, lower min ISR) instead of
 retrying forever (Strimzi #2964). Nothing but the URP gate is passed by ``--force``, and no hint says so.
@@ -166,7 +167,11 @@ def preflight(
     than ``100 - max_leader_imbalance`` percent of the partitions it is preferred leader of (see
     :func:`leader_spread` for why this measure). Stopping a broker on top of a skew piles its leaders
     onto brokers that may already lead more than their share, and the run could not tell the skew it
-    found from one it made. The broker to stop is exempt (the run's own election restores it: this is
+    found from one it made. This function only judges: the ``kafka.preflight`` step first gives such a
+    broker its preferred leadership back with one election when every broker is registered and every
+    partition in sync (:func:`~kafkaops.policy.leaders.leadership_to_restore`, the rule every leadership
+    gate shares), then judges again; what is refused here is a skew on a cluster that is not whole, or one
+    the election could not repair. The broker to stop is exempt (the run's own election restores it: this is
     how a broker an earlier maintenance left leading nothing is repaired), and so are
     ``leader_exempt`` (brokers rolled earlier in the same run whose election is deferred or skipped).
     No ``--force`` passes it: the override is the threshold itself, ``--max-leader-imbalance 100``,
@@ -287,10 +292,11 @@ def preflight(
                         + f" (leaders now/preferred: {spread.line()})"
                     ),
                     hint=(
-                        "restore the preferred leaders first (a maintenance of "
+                        "once every broker is registered and every partition in sync, the pre-flight elects the "
+                        "preferred leaders of "
                         + ", ".join(f"broker {b.broker_id}" for b in worst)
-                        + " ends with its election; or run a preferred-replica election), or accept this "
-                        "spread with --max-leader-imbalance N"
+                        + " back itself (resume the run, or run it again); or accept this spread with "
+                        "--max-leader-imbalance N"
                     ),
                 )
             )

@@ -11,6 +11,7 @@ from kafkaops.engine.step import Action, Noop, Observation, StepBase
 from kafkaops.engine.wait import WaitProgress, wait_until
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed
+from kafkaops.health.nodes import first_line as first_line
 from kafkaops.model import Host
 
 
@@ -20,11 +21,6 @@ def environment(ctx: RunContext) -> Environment:
     if not isinstance(e, Environment):  # pragma: no cover - wiring error
         raise TypeError(f"step {ctx.kind} needs a kafkaops.environment.Environment, got {type(e).__name__}")
     return e
-
-
-def first_line(text: str) -> str:
-    """The first non-blank line of a command's output, stripped (what a one-value template prints)."""
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def target_host(ctx: RunContext) -> Host:

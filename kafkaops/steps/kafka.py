@@ -4,11 +4,14 @@ Every "is it done?" question is answered from the cluster's side — registratio
 from a command's exit code: a stop command that returns early (Yelp #148) or a broker that starts but
 has not caught up must not let the run proceed. Waits are gates on observed state, never fixed sleeps.
 
-Why one module of ~850 lines: it holds every ``kafka.*`` step kind (eleven of them), and a kind lives in
+Why one module of ~950 lines: it holds every ``kafka.*`` step kind (eleven of them), and a kind lives in
 the module named after its prefix (a runbook, plan or journal says ``kafka.stop_broker``; a maintainer
 opens this file, tests/unit/test_step_modules.py). The decisions are not here — the gates are
 :mod:`kafkaops.policy`, the unit watch :mod:`kafkaops.steps.broker_unit` — each kind is its observe, plan,
-apply and verify.
+apply and verify. The gates that judge leadership (``kafka.preflight``, ``kafka.verify_leaders``) may change
+it: another broker's preferred leadership, lost through nothing the run did, is elected back through one
+helper (:func:`restore_preferred_leadership`) under one rule
+(:func:`kafkaops.policy.leaders.leadership_to_restore`).
 """
 
 from __future__ import annotations
@@ -18,18 +21,20 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed, ConfigError, WaitTimeout
+from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal, WaitTimeout
 from kafkaops.model import BROKER, ClusterSnapshot, Host
 from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
 from kafkaops.policy.leaders import (
     DEFAULT_MAX_LEADER_IMBALANCE,
     BrokerLeadership,
+    LeadershipRestore,
     LeaderSpread,
     election_candidates,
     leader_spread,
     leaders_not_preferred,
+    leadership_to_restore,
 )
-from kafkaops.policy.preflight import preflight
+from kafkaops.policy.preflight import PreflightResult, preflight
 from kafkaops.policy.snapshot_scan import partition_name
 from kafkaops.policy.stop_impact import cross_dc_impact, partitions_not_in_isr, stop_impact
 from kafkaops.steps.broker_unit import UnitWatch
@@ -98,7 +103,51 @@ class _SpreadObservation(Observation):
     leader count of the cluster, which would also push the decisive differences out of the stale message."""
 
     def fingerprint_data(self) -> Any:
-        return {k: v for k, v in self.data.items() if k not in ("spread", "leaders")}
+        out = {k: v for k, v in self.data.items() if k not in ("spread", "leaders", "restore")}
+        restore = self.data.get("restore")
+        if restore is not None:  # who would be elected back, and whether now; not the partition lists
+            out["restore"] = {"brokers": restore["brokers"], "now": bool(restore["partitions"])}
+        return out
+
+
+#: How long a gate that ran a preferred election waits for the new leaders to show in the metadata before
+#: it judges. Kafka answers the election once the controller has made it; the metadata reaches the broker
+#: the AdminClient asks within a second or two. Past this, the gate judges what it sees (and refuses).
+RESTORE_SETTLE = 60.0
+
+
+def _inventory_brokers(ctx: RunContext) -> list[int]:
+    """The brokers the inventory says the cluster has: all of them registered is part of "whole"."""
+    return sorted(h.broker_id for h in environment(ctx).cluster.hosts)
+
+
+def restore_preferred_leadership(ctx: RunContext, restore: LeadershipRestore) -> dict[str, str]:
+    """Run the preferred-replica election :func:`~kafkaops.policy.leaders.leadership_to_restore` decided,
+    for brokers off their preferred leadership through nothing this run did: the one place a gate changes
+    leadership.
+
+    Shown (``ctx.progress``) and journaled (event ``leadership_restored``: brokers, partitions, the leaders
+    before) *before* Kafka is asked — intent first, so a journal read after a crash says an election may
+    have run — then asked through the adapter's ``elect_preferred_leaders`` (a ``@write``: refused in a
+    dry-run).
+
+    Returns:
+        Kafka's refusals, ``{"topic-N": error}``; empty when every partition was elected (or already led
+        by its preferred replica).
+    """
+    todo = [partition_name(p) for p in restore.partitions]
+    ctx.progress(f"  {ctx.target}: {restore.describe()}, not through this run: preferred-replica election for "
+                 f"{len(todo)} partition(s) ({names(todo)})")
+    ctx.record("leadership_restored", brokers=restore.brokers(), partitions=todo,
+               leaders_before=restore.spread.line())
+    return environment(ctx).kafka.elect_preferred_leaders([(p.topic, p.partition) for p in restore.partitions])
+
+
+def restore_note(when: str) -> str:
+    """What a leadership gate's plan says about the election it may run when its turn comes (a dry-run
+    plans it against a cluster led as assigned: the skew it may repair is not there yet)."""
+    return (f"it may {when} elect the partitions another broker is preferred leader of and does not lead, if "
+            "every broker is registered and in sync (journaled)")
 
 
 class Preflight(StepBase):
@@ -108,15 +157,35 @@ class Preflight(StepBase):
     Leaders" before the stop, measured per broker against its own preferred partitions (see
     :func:`kafkaops.policy.leaders.leader_spread`). Brokers rolled earlier in the same run are not judged: with
     ``--election-at-end`` or ``--no-election`` they lead nothing by this run's design.
+
+    Another broker past the threshold is given its preferred leadership back before the gate judges, under
+    the rule :func:`~kafkaops.policy.leaders.leadership_to_restore` holds for every gate that judges
+    leadership (issue 41): only when every broker is registered and every partition fully in sync, one
+    preferred-replica election for the partitions it is preferred leader of and does not lead, journaled
+    (``leadership_restored``) and shown; then the whole gate is judged again on a fresh snapshot. A broker
+    cut off from ZooKeeper for a few seconds between two hosts comes back leading nothing; without this
+    the next host's pre-flight, and every resume, refused until someone elected by hand. The target is
+    never elected here (its stop follows; its own election after the restart gives it back), nor are the
+    brokers rolled earlier. When a broker is missing or a partition lags, nothing is elected and the gate
+    refuses as before, naming the skew and why it did not elect.
     """
+
+    def _judge(self, ctx: RunContext) -> tuple[ClusterSnapshot, PreflightResult, LeadershipRestore]:
+        """The gates' verdict and the election the leadership rule allows, on one fresh snapshot."""
+        host = target_host(ctx)
+        snap = _snapshot(ctx, configs=True)
+        exempt = _earlier_brokers(ctx)
+        limit = int(self.params["max_leader_imbalance"])
+        result = preflight(snap, host.broker_id, allow_urp=bool(self.params["allow_urp"]),
+                           isr_headroom=int(self.params["isr_headroom"]),
+                           max_leader_imbalance=limit, leader_exempt=exempt)
+        restore = leadership_to_restore(snap, exempt=[host.broker_id, *exempt], max_imbalance=limit,
+                                        expected=_inventory_brokers(ctx))
+        return snap, result, restore
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
-        snap = _snapshot(ctx, configs=True)
-        result = preflight(snap, host.broker_id, allow_urp=bool(self.params["allow_urp"]),
-                           isr_headroom=int(self.params["isr_headroom"]),
-                           max_leader_imbalance=int(self.params["max_leader_imbalance"]),
-                           leader_exempt=_earlier_brokers(ctx))
+        snap, result, restore = self._judge(ctx)
         impact = result.impact
         assert result.spread is not None
         data = {
@@ -127,22 +196,60 @@ class Preflight(StepBase):
             "moves": len(impact.leadership_moves), "loses_isr": len(impact.loses_isr_replica),
             "rf_not_above_min_isr": list(impact.rf_not_above_min_isr),
             "spread": result.spread.to_dict(), "leaders": _spread_text(result.spread),
+            "restore": restore.to_dict(),
         }
         return _SpreadObservation(data, summary=f"broker {host.broker_id}: {_lead_summary(data['state'])}"
                                                 + provenance(ctx, broker_keys(ctx)))
 
     def plan(self, obs: Observation) -> Action | Noop:
-        from kafkaops.errors import SafetyRefusal
-
         d = obs.data
+        restore = d.get("restore") or {}
+        codes = {v["code"] for v in d["violations"]}
+        if not d["ok"] and codes == {"leader_imbalance"} and restore.get("partitions"):
+            todo = [f"{t}-{p}" for t, p in restore["partitions"]]
+            return Action(
+                description=f"preferred-replica election for {len(todo)} partition(s) whose preferred leader "
+                            f"(broker(s) {', '.join(map(str, restore['brokers']))}) is registered and in sync but "
+                            "does not lead, through nothing this run did; then the pre-flight's gates judged again",
+                commands=(f"AdminClient.elect_leaders(PREFERRED, [{names(todo)}])",
+                          "AdminClient metadata: leaders, polled until they are back; the gates judged again"),
+                impact=f"{len(todo)} leader(s) move back to their preferred replica ({'; '.join(restore['off'])}); "
+                       f"{d['leaders']}",
+                data={"partitions": restore["partitions"]},
+            )
         if not d["ok"]:
-            raise SafetyRefusal(d["message"], hint=d["hint"])
+            blocked = restore.get("blocked") if "leader_imbalance" in codes else ""
+            raise SafetyRefusal(d["message"] + (f" (no preferred election: {blocked})" if blocked else ""),
+                                hint=d["hint"])
         notes = [f"{d['moves']} leader(s) will move off {d['broker']}",
                  f"{d['loses_isr']} partition(s) drop one replica from their ISR while it is down",
                  d["leaders"]]
         notes += d["warnings"]
         return Noop("gates pass (no offline, no under-min-ISR, no URP; stop keeps min ISR; leaders spread as "
-                    "assigned): " + "; ".join(notes))
+                    "assigned): " + "; ".join(notes) + "; " + restore_note("first"))
+
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        return {broker_key(b): ELECTED for b in obs.data["restore"]["brokers"]}
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        _, _, restore = self._judge(ctx)
+        failed = restore_preferred_leadership(ctx, restore) if restore.elect else {}
+        if not failed and restore.elect:
+            def back() -> tuple[bool, str]:
+                again = self._judge(ctx)[2]
+                return not again.needed, again.describe() or _spread_text(again.spread)
+
+            try:
+                wait(ctx, back, what="the restored brokers leading their preferred partitions",
+                     timeout=RESTORE_SETTLE, fast=FAST_POLL)
+            except WaitTimeout:
+                pass  # judged below, with the numbers
+        _, result, after = self._judge(ctx)
+        if not result.ok:
+            refused = (f"; Kafka refused the preferred election for {names(sorted(failed))}: "
+                       f"{next(iter(failed.values()))}") if failed else ""
+            raise SafetyRefusal(result.message() + refused, hint=result.hint())
+        ctx.progress(f"  {ctx.target}: pre-flight gates pass after the election; {_spread_text(after.spread)}")
 
 
 def stop_keeps_min_isr(ctx: RunContext, broker: int, doing: str) -> str:
@@ -548,7 +655,7 @@ class VerifyLeaders(StepBase):
         if not d["pending"] and not over:
             done = ("every electable partition is led by its preferred leader" if d["mode"] in _WHOLE
                     else f"broker {d['broker']} leads all of its preferred partitions")
-            return Noop(f"{done}; {d.get('leaders', '')}")
+            return Noop(f"{done}; {d.get('leaders', '')}; {restore_note('then')}")
         what = ("every electable partition is led by its preferred leader" if d["mode"] in _WHOLE
                 else f"broker {d['broker']} leads its preferred partitions")
         others = d.get("others") or []
@@ -579,17 +686,18 @@ class VerifyLeaders(StepBase):
         self._restore_others(ctx, host, max(deadline - time.monotonic(), 30.0))
 
     def _restore_others(self, ctx: RunContext, host: Host, timeout: float) -> None:
-        """Put the leaders of every other broker past the imbalance back, once the cluster can take them."""
-        env = environment(ctx)
+        """Put the leaders of every other broker past the imbalance back, once the cluster can take them
+        (:func:`~kafkaops.policy.leaders.leadership_to_restore`, the rule every leadership gate shares)."""
         limit = int(self.params["max_leader_imbalance"])
-        if not leader_spread(_snapshot(ctx), limit).over(exempt=[host.broker_id]):
-            return
-        expected = sorted(h.broker_id for h in env.cluster.hosts)
-        name = {h.broker_id: h.name for h in env.cluster.hosts}
+        expected = _inventory_brokers(ctx)
+        name = {h.broker_id: h.name for h in environment(ctx).cluster.hosts}
 
-        def off_now() -> tuple[ClusterSnapshot, tuple[BrokerLeadership, ...]]:
-            snap = _snapshot(ctx, configs=True)
-            return snap, leader_spread(snap, limit).over(exempt=[host.broker_id])
+        def now() -> LeadershipRestore:
+            return leadership_to_restore(_snapshot(ctx, configs=True), exempt=[host.broker_id],
+                                         max_imbalance=limit, expected=expected)
+
+        if not now().needed:
+            return
 
         def stop(off: tuple[BrokerLeadership, ...], why: str, until: str) -> LeadershipNotRestored:
             who = "; ".join(f"{b.describe()} on {name.get(b.broker_id, '?')}" for b in off)
@@ -600,46 +708,33 @@ class VerifyLeaders(StepBase):
                      "election and goes on")
 
         def ready() -> tuple[bool, str]:
-            snap, off = off_now()
-            health = cluster_health(snap)
-            missing = [b for b in expected if b not in snap.brokers]
-            return (not off or (not missing and health.healthy),
-                    f"missing {missing or 'none'}, {len(health.under_replicated)} URP, "
-                    f"{len(health.offline)} offline")
+            r = now()
+            return not r.needed or r.whole, r.blocked() or "every broker registered and in sync"
 
         try:
             wait(ctx, ready, what="every broker registered and in sync, for a preferred election of the brokers "
                                   "off their preferred leadership", timeout=timeout, interval=1.0)
         except WaitTimeout as exc:
-            snap, off = off_now()
-            raise stop(off, f"it cannot get its leaders back while the cluster is not whole ({exc.message})",
+            raise stop(now().off, f"it cannot get its leaders back while the cluster is not whole ({exc.message})",
                        "every broker is registered and in every ISR") from exc
-        snap, off = off_now()
-        if not off:
+        restore = now()
+        if not restore.elect:
             return
-        todo = [p for b in off for p in election_candidates(snap, b.broker_id)[0]]
-        spread_line = leader_spread(snap, limit).line()
-        listed = names([partition_name(p) for p in todo])
-        ctx.progress(f"  {host.name}: {'; '.join(b.describe() for b in off)}, not through this run: "
-                     f"preferred-replica election for {len(todo)} partition(s) ({listed})")
-        ctx.record("leadership_restored", brokers=[b.broker_id for b in off],
-                   partitions=[partition_name(p) for p in todo], leaders_before=spread_line)
-        failed = env.kafka.elect_preferred_leaders([(p.topic, p.partition) for p in todo]) if todo else {}
+        failed = restore_preferred_leadership(ctx, restore)
         if failed:
-            raise stop(off, f"Kafka refused the preferred election for {names(sorted(failed))}: "
-                            f"{next(iter(failed.values()))}", "the cause Kafka names is fixed")
+            raise stop(restore.off, f"Kafka refused the preferred election for {names(sorted(failed))}: "
+                                    f"{next(iter(failed.values()))}", "the cause Kafka names is fixed")
 
         def within() -> tuple[bool, str]:
-            snap, off = off_now()
-            return not off, _spread_text(leader_spread(snap, limit))
+            r = now()
+            return not r.needed, _spread_text(r.spread)
 
         try:
             wait(ctx, within, what="every broker within its preferred leadership after the election",
                  timeout=timeout, fast=FAST_POLL)
         except WaitTimeout as exc:
-            _, off = off_now()
-            raise stop(off, "the preferred election did not move its leaders back (a preferred replica out of "
-                            "its ISR cannot lead)", "it is back in the ISR of its partitions") from exc
+            raise stop(now().off, "the preferred election did not move its leaders back (a preferred replica out "
+                                  "of its ISR cannot lead)", "it is back in the ISR of its partitions") from exc
 
 
 class WaitHealthy(StepBase):
@@ -820,15 +915,18 @@ register_step("kafka.preflight", Preflight, [
     Param("isr_headroom", "int", default=0, help="require this many ISR replicas above min.insync.replicas"),
     MAX_LEADER_IMBALANCE,
 ], roles=BROKER)
-register_step("kafka.stop_broker", StopBroker, [TIMEOUT], destructive=True, compensate=Compensation(
+register_step("kafka.stop_broker", StopBroker, [TIMEOUT], compensate=Compensation(
     "kafka.restore_broker", params={}, note="start the broker again and wait until it is back in every ISR",
-    verify="kafka.cluster_whole"), roles=BROKER)
+    verify="kafka.cluster_whole"), roles=BROKER, effect="disruptive")
 register_step("kafka.restore_broker", RestoreBroker, [Param("timeout", "duration", default=1800.0, max=86400)],
               roles=BROKER)
+# It elects the partitions left off their preferred leader after a rollback: a change, not a check.
 register_step("kafka.cluster_whole", ClusterWhole, [Param("timeout", "duration", default=1800.0, max=86400)])
 register_step("kafka.start_broker", StartBroker, [TIMEOUT], roles=BROKER)
-register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "duration", default=120.0)], roles=BROKER)
-register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)], roles=BROKER)
+register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "duration", default=120.0)], roles=BROKER,
+              effect="read-only")
+register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)], roles=BROKER,
+              effect="read-only")
 ELECTION_SCOPES = ("broker", "cluster")
 ELECTION = [Param("enabled", "bool", default=True, help="false skips the election (--no-election)"),
             Param("at_end", "bool", default=False,
@@ -852,9 +950,9 @@ register_step("kafka.wait_healthy", WaitHealthy, [
     Param("stable_for", "duration", default=5.0, help="how long the cluster must stay healthy"),
     Param("timeout", "duration", default=1800.0),
     Param("grace", "duration", default=0.0, help="extra fixed pause after the gate (--grace)"),
-])
+], effect="read-only")
 register_step("kafka.wait_stable", WaitStable, [
     Param("stable_for", "duration", default=5.0, min=0, max=3600,
           help="how long the cluster must have been healthy without a break before this broker stops"),
     Param("timeout", "duration", default=1800.0),
-])
+], effect="read-only")

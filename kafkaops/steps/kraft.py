@@ -18,12 +18,7 @@ from kafkaops.errors import SafetyRefusal
 from kafkaops.model import CONTROLLER, Host
 from kafkaops.policy.quorum import QuorumView, judge, leader_clock, majority, restart_refusals
 from kafkaops.steps.common import environment, target_host, wait
-from kafkaops.steps.projection import STARTED, STOPPED, provenance
-
-
-def _key(node: int) -> str:
-    """What a controller's stop and start project for the steps after them (apart from brokers' keys)."""
-    return f"controller/{node}"
+from kafkaops.steps.projection import STARTED, STOPPED, controller_key, provenance
 
 
 def _started_fact(host: Host) -> str:
@@ -49,11 +44,11 @@ def _process(ctx: RunContext, template: str) -> Observation:
     """Whether the controller's process runs (projected stopped after this run's stop, while planning),
     and the command ``template`` the step would send."""
     host = target_host(ctx)
-    active = False if ctx.projected.get(_key(host.broker_id)) == STOPPED else _active(ctx, host)
+    active = False if ctx.projected.get(controller_key(host.broker_id)) == STOPPED else _active(ctx, host)
     return Observation({"host": host.name, "node": host.broker_id, "active": active,
                         "command": environment(ctx).command(host, template)},
                        summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}"
-                               + provenance(ctx, [_key(host.broker_id)]))
+                               + provenance(ctx, [controller_key(host.broker_id)]))
 
 
 def _refusal(node: int, host: str, refusals: list[str]) -> SafetyRefusal:
@@ -123,7 +118,7 @@ class StopController(StepBase):
         )
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
-        return {_key(obs.data["node"]): STOPPED}
+        return {controller_key(obs.data["node"]): STOPPED}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
@@ -154,7 +149,7 @@ class StartController(StepBase):
                       commands=(f"on {d['host']}: {d['command']}",))
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
-        return {_key(obs.data["node"]): STARTED}
+        return {controller_key(obs.data["node"]): STARTED}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
@@ -174,10 +169,11 @@ class WaitVoterCaughtUp(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
-        if ctx.projected.get(_key(host.broker_id)) in (STOPPED, STARTED):
+        if ctx.projected.get(controller_key(host.broker_id)) in (STOPPED, STARTED):
             return Observation({"host": host.name, "node": host.broker_id, "ok": False,
                                 "summary": "restarted by this run"},
-                               summary=f"controller {host.broker_id}" + provenance(ctx, [_key(host.broker_id)]))
+                               summary=f"controller {host.broker_id}"
+                               + provenance(ctx, [controller_key(host.broker_id)]))
         view = _view(ctx, self)
         voter = view.voter(host.broker_id)
         since = _since(ctx, host)

@@ -14,14 +14,15 @@ what configuration management writes for the phase; on the lab ``hostctl kafka-c
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal, UnreachableError
+from kafkaops.health.nodes import CLUSTER_ID, NODE_PHASES, configured_phase, kafka_running, storage_id
 from kafkaops.model import CONTROLLER, Host
 from kafkaops.policy.migration import (
     NO_RETURN,
@@ -29,42 +30,18 @@ from kafkaops.policy.migration import (
     REVERT_STAGES,
     MigrationView,
     Stage,
+    can_revert,
     phase,
     revert_order_problem,
     stage,
     stage_reached,
 )
 from kafkaops.steps.common import NodeSettingStep, environment, first_line, target_host, wait
+from kafkaops.steps.projection import provenance
 
-#: The configuration phases of a node (``kafka_configure {phase}``), as Kafka's guide lists them.
-NODE_PHASES = ("zk", "migration", "kraft")
 #: The Kafka release that bridges the migration: the only one whose brokers and controllers speak both.
 BRIDGE = "3.9"
-_CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{22}$")
 
-
-
-def configured_phase(env: Environment, host: Host) -> str:
-    """The phase ``host``'s configuration is written for (``kafka_configured``), checked to be one we know:
-    what a host prints is input, never trusted."""
-    out = first_line(env.run(host, env.command(host, "kafka_configured"), timeout=30).stdout)
-    if out not in NODE_PHASES:
-        raise CheckFailed(f"{host.name}: kafka_configured printed {out[:60]!r}, not one of {', '.join(NODE_PHASES)}")
-    return out
-
-
-def storage_id(env: Environment, host: Host) -> str | None:
-    """The cluster id ``host``'s Kafka storage is formatted with (None: not formatted)."""
-    out = first_line(env.run(host, env.command(host, "kafka_storage_id"), timeout=30).stdout)
-    if not out:
-        return None
-    if not _CLUSTER_ID.match(out):
-        raise CheckFailed(f"{host.name}: kafka_storage_id printed {out[:60]!r}, not a Kafka cluster id")
-    return out
-
-
-def _running(env: Environment, host: Host) -> bool:
-    return env.run(host, env.command(host, "kafka_status"), timeout=30, check=False).exit_code == 0
 
 
 def _stopped_key(node: int) -> str:
@@ -74,7 +51,7 @@ def _stopped_key(node: int) -> str:
 
 def _running_now(ctx: RunContext, env: Environment, host: Host) -> bool:
     """The controller runs — unless an earlier step of the plan being made stops it."""
-    return not ctx.projected.get(_stopped_key(host.broker_id)) and _running(env, host)
+    return not ctx.projected.get(_stopped_key(host.broker_id)) and kafka_running(env, host)
 
 
 def quorum_leader(env: Environment) -> int | None:
@@ -145,6 +122,47 @@ def phases_line(current: str, this: Stage) -> str:
     return " -> ".join(out)
 
 
+def revert_order(this: Stage, view: MigrationView, current: str) -> str | None:
+    """For a revert stage the cluster is in a phase of, why Kafka's revert order forbids it now
+    (:func:`~kafkaops.policy.migration.revert_order_problem`); None for a forward stage, or when it may run."""
+    if this not in REVERT_STAGES or current not in this.start:
+        return None
+    return revert_order_problem(this, view)
+
+
+def stage_refusal(this: Stage, current: str, order: str | None) -> SafetyRefusal | None:
+    """Why stage ``this`` may not run — or go on — with the cluster in phase ``current`` (None: it may): the
+    phase is not one the stage starts or resumes from, or (``order``, :func:`revert_order`) a revert stage
+    is out of Kafka's order. The stage's gate asks it before the first change; each node's configuration
+    write asks it again right before the write (:meth:`Configure.precondition`)."""
+    if current not in this.start:
+        later = PHASES.index(current) > PHASES.index(this.end)
+        return SafetyRefusal(
+            f"stage {this.name} runs from {' or '.join(this.start)}, but the cluster is in phase {current}",
+            hint="`kafkaops migrate-to-kraft CLUSTER` runs the stage the cluster is ready for"
+                 + ("" if later else " (an earlier stage is not finished)"))
+    if order:
+        return SafetyRefusal(f"revert stage {this.name} cannot run now: {order}",
+                             hint="`kafkaops migrate-to-kraft CLUSTER --revert` runs the revert's next stage")
+    return None
+
+
+def run_stage(ctx: RunContext) -> Stage:
+    """The migration stage this run is: the one its ``migration.phase_gate`` names (every stage's runbook
+    starts with it). A step that changes the cluster for a stage judges the phase against it.
+
+    Raises:
+        SafetyRefusal: The run has no phase gate, so no stage to judge the phase against.
+    """
+    gate = next((s for s in ctx.steps if s.kind == "migration.phase_gate"), None)
+    if gate is None:
+        raise SafetyRefusal(f"{ctx.kind or 'this step'} on {ctx.target}: no migration.phase_gate in this run, so "
+                            "no migration stage whose phases it may change the cluster in",
+                            hint="run a migration stage's runbook (`kafkaops migrate-to-kraft CLUSTER`), or put "
+                                 "migration.phase_gate {stage: ...} before this step")
+    return stage(str(gate.params["stage"]))
+
+
 # --- the gate ---------------------------------------------------------------------------------------------
 
 
@@ -162,8 +180,7 @@ class PhaseGate(StepBase):
                                 "revert": this in REVERT_STAGES, "order": None}
         if this.name == "controllers" and current == "zookeeper":
             data["problems"] = self._bridge_problems(env)
-        if data["revert"] and current in this.start:
-            data["order"] = revert_order_problem(this, view)
+        data["order"] = revert_order(this, view, current)
         return Observation(data, summary=f"migration phase: {current}; {data['line']}")
 
     def _bridge_problems(self, env: Environment) -> list[str]:
@@ -186,16 +203,10 @@ class PhaseGate(StepBase):
             raise SafetyRefusal(f"not ready to migrate: {'; '.join(d['problems'])}",
                                 hint=f"upgrade every broker to Kafka {BRIDGE} with inter.broker.protocol.version="
                                      f"{BRIDGE} first (Kafka's upgrade notes), then run migrate-to-kraft again")
-        if d["phase"] not in d["start"]:
-            later = PHASES.index(d["phase"]) > PHASES.index(d["end"])
-            raise SafetyRefusal(
-                f"stage {d['stage']} runs from {' or '.join(d['start'])}, but the cluster is in phase {d['phase']}",
-                hint="`kafkaops migrate-to-kraft CLUSTER` runs the stage the cluster is ready for"
-                     + ("" if later else " (an earlier stage is not finished)"))
+        refusal = stage_refusal(stage(d["stage"]), d["phase"], d.get("order"))
+        if refusal is not None:
+            raise refusal
         if d.get("revert"):
-            if d.get("order"):
-                raise SafetyRefusal(f"revert stage {d['stage']} cannot run now: {d['order']}",
-                                    hint="`kafkaops migrate-to-kraft CLUSTER --revert` runs the revert's next stage")
             return Noop(f"revert gate passes: phase {d['phase']}; this run: {d['stage']}, back towards ZooKeeper mode "
                         f"(Kafka's revert, docs/migration.md). Phases: {d['line']}")
         back = ("after this run there is NO way back to ZooKeeper (Kafka documents no revert once a controller "
@@ -209,8 +220,41 @@ class PhaseGate(StepBase):
 # --- a node's configuration ---------------------------------------------------------------------------------
 
 
+def _configured_key(host: str) -> str:
+    """The projection's key for the phase ``migration.configure`` writes on ``host`` (a host name)."""
+    return f"configured/{host}"
+
+
+def projected_view(ctx: RunContext, env: Environment, view: MigrationView) -> tuple[MigrationView, list[str]]:
+    """``view`` as the steps planned before this one leave it: the configuration phases this dry-run's earlier
+    ``migration.configure`` steps write, in place of what the nodes say now (a controller not provisioned
+    stays out: its configuration counts from its format); and the projection's keys used (none in a real
+    run)."""
+    used: list[str] = []
+
+    def overlay(nodes: Sequence[Host], configs: Mapping[int, str]) -> dict[int, str]:
+        out = dict(configs)
+        for h in nodes:
+            key = _configured_key(h.name)
+            if key in ctx.projected and h.broker_id in out:
+                out[h.broker_id] = str(ctx.projected[key])
+                used.append(key)
+        return out
+
+    if not ctx.projected:
+        return view, used
+    cluster = env.cluster
+    return dataclasses.replace(view, broker_configs=overlay(cluster.hosts, view.broker_configs),
+                               controller_configs=overlay(cluster.controllers, view.controller_configs)), used
+
+
 class Configure(NodeSettingStep):
-    """Write the node's configuration for a migration phase (it takes effect at the node's next start)."""
+    """Write the node's configuration for a migration phase (it takes effect at the node's next start).
+
+    Disruptive: the node runs with it from its next start. Right before the write the phase is judged again
+    (:meth:`precondition`), as the stage's gate judged it: a stage resumed days later, after the cluster moved
+    on (a controller finalized by hand, a revert run from another admin host), must not write a phase that
+    leaves the cluster in none."""
 
     param, template, what = "phase", "kafka_configure", "configured for"
 
@@ -226,7 +270,22 @@ class Configure(NodeSettingStep):
                       data={"was": d["now"]})
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
-        return {f"configured/{obs.data['host']}": self.params["phase"]}
+        return {_configured_key(obs.data["host"]): self.params["phase"]}
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """The cluster, read now as ``migration.phase_gate`` reads it, in a phase the run's stage configures
+        nodes from (and, for a revert stage, the revert's order kept); in a dry-run with the phases the earlier
+        configuration writes leave."""
+        this = run_stage(ctx)
+        env = environment(ctx)
+        view, keys = projected_view(ctx, env, migration_view(env))
+        current = judge_phase(view)
+        refusal = stage_refusal(this, current, revert_order(this, view, current))
+        if refusal is not None:
+            raise SafetyRefusal(f"{ctx.target} not configured for {self.params['phase']}: {refusal.message}",
+                                hint=refusal.hint)
+        return (f"phase {current}{provenance(ctx, keys)}: stage {this.name} configures nodes from "
+                f"{' or '.join(this.start)}")
 
 
 # --- a controller's storage and first start ----------------------------------------------------------------
@@ -235,14 +294,26 @@ class Configure(NodeSettingStep):
 def _cluster_id(env: Environment) -> str:
     with env.zookeeper() as zk:
         found = zk.cluster_id() if zk is not None else None
-    if not found or not _CLUSTER_ID.match(found):
+    if not found or not CLUSTER_ID.match(found):
         raise CheckFailed(f"ZooKeeper's /cluster/id of {env.cluster.name} is {found!r}, not a Kafka cluster id")
     return found
 
 
+def _foreign_storage(host: str, has: str | None, want: str) -> SafetyRefusal | None:
+    """A storage formatted for another cluster than ``want`` is never reformatted: refused (None: it is not)."""
+    if not has or has == want:
+        return None
+    return SafetyRefusal(f"{host}'s storage is formatted for cluster {has}, not this cluster's {want}",
+                         hint="a controller of another cluster? check the inventory's controllers: (kafkaops "
+                              "never reformats a node)")
+
+
 class FormatStorage(StepBase):
     """Format the controller's storage with the cluster's own id (ZooKeeper's ``/cluster/id``): a quorum
-    formatted with another id would be another cluster."""
+    formatted with another id would be another cluster.
+
+    Disruptive: right before the format both facts are read again (:meth:`precondition`), and the format uses
+    the id the plan read and the precondition confirmed."""
 
     def observe(self, ctx: RunContext) -> Observation:
         env = environment(ctx)
@@ -257,20 +328,40 @@ class FormatStorage(StepBase):
         d = obs.data
         if d["has"] == d["want"]:
             return Noop(f"{d['host']}'s storage is formatted for cluster {d['want']}")
-        if d["has"]:
-            raise SafetyRefusal(f"{d['host']}'s storage is formatted for cluster {d['has']}, not this cluster's "
-                                f"{d['want']}", hint="a controller of another cluster? check the inventory's "
-                                                     "controllers: (kafkaops never reformats a node)")
+        refusal = _foreign_storage(d["host"], d["has"], d["want"])
+        if refusal is not None:
+            raise refusal
         return Action(description=f"format {d['host']}'s Kafka storage for cluster {d['want']} (ZooKeeper's "
                                   "/cluster/id)",
                       commands=(f"on {d['host']}: {d['command']}",),
                       impact="the node's empty log directory; nothing else",
-                      rollback="none needed: an unused formatted directory is removed with the node")
+                      rollback="none needed: an unused formatted directory is removed with the node",
+                      data={"cluster_id": d["want"]})
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Read again right before the format: ZooKeeper's ``/cluster/id`` is still the id the action formats
+        with (the plan may be hours old; an inventory now pointing at another ensemble is another cluster), and
+        the node's storage was not formatted since for another cluster."""
+        env = environment(ctx)
+        host = target_host(ctx)
+        planned, now = str(action.data["cluster_id"]), _cluster_id(env)
+        if now != planned:
+            raise SafetyRefusal(f"ZooKeeper's /cluster/id is now {now}, not the {planned} this step was planned to "
+                                f"format {host.name}'s storage with",
+                                hint="check the inventory's zookeeper: of this cluster, then plan the stage again "
+                                     "(`kafkaops migrate-to-kraft CLUSTER --dry-run`)")
+        has = storage_id(env, host)
+        refusal = _foreign_storage(host.name, has, now)
+        if refusal is not None:
+            raise refusal
+        return (f"ZooKeeper's /cluster/id is {now}, as planned; {host.name}'s storage "
+                + ("already formatted for it" if has else "not formatted"))
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
         host = target_host(ctx)
-        env.change(host, env.command(host, "kafka_format", cluster_id=_cluster_id(env)), timeout=120)
+        cluster_id = str(action.data["cluster_id"])  # the id the precondition confirmed ZooKeeper still holds
+        env.change(host, env.command(host, "kafka_format", cluster_id=cluster_id), timeout=120)
 
     def verify(self, ctx: RunContext) -> None:
         env = environment(ctx)
@@ -283,7 +374,7 @@ def _controller_process(ctx: RunContext, template: str) -> Observation:
     """Whether the target controller's Kafka process runs, and the command (``template``) that changes it."""
     env = environment(ctx)
     host = target_host(ctx)
-    active = _running(env, host)
+    active = kafka_running(env, host)
     return Observation({"host": host.name, "node": host.broker_id, "active": active,
                         "command": env.command(host, template)},
                        summary=f"controller {host.broker_id}: process {'active' if active else 'inactive'}")
@@ -310,12 +401,12 @@ class StartNewController(StepBase):
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
         env.change(host, env.command(host, "kafka_start"), timeout=timeout)
-        wait(ctx, lambda: (_running(env, host), "starting"), what=f"controller {host.broker_id} running",
+        wait(ctx, lambda: (kafka_running(env, host), "starting"), what=f"controller {host.broker_id} running",
              timeout=timeout)
 
     def verify(self, ctx: RunContext) -> None:
         host = target_host(ctx)
-        if not _running(environment(ctx), host):
+        if not kafka_running(environment(ctx), host):
             raise CheckFailed(f"controller {host.broker_id} is not running after its start")
 
 
@@ -325,10 +416,27 @@ class StartNewController(StepBase):
 class StopController(StepBase):
     """Stop a controller for good (Kafka's revert deprovisions the whole quorum: no quorum gate, no restart).
     The second of three stopped leaves the cluster without a controller until ``migration.release_zookeeper``
-    hands the controllership back to the brokers: the runbook does that right after the last stop."""
+    hands the controllership back to the brokers: the runbook does that right after the last stop.
+
+    Disruptive: a stop for good is Kafka's revert only before the point of no return; right before it the
+    phase is judged again (:meth:`precondition`)."""
 
     def observe(self, ctx: RunContext) -> Observation:
         return _controller_process(ctx, "kafka_stop")
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """The migration not finalized, judged now from the cluster: once a controller runs without ZooKeeper
+        (``finalizing``), ZooKeeper no longer receives the metadata and the quorum is the cluster's only
+        copy of it — stopping a controller for good is then an outage with no way back, not a revert."""
+        node = target_host(ctx).broker_id
+        current = judge_phase(migration_view(environment(ctx)))
+        if not can_revert(current):
+            raise SafetyRefusal(f"no stop of controller {node} for good: the migration is {current} — a controller "
+                                "already runs without ZooKeeper, which no longer receives the metadata, and Kafka "
+                                "documents no way back",
+                                hint="finish the migration (`kafkaops migrate-to-kraft CLUSTER`); end this run "
+                                     "without --rollback (`kafkaops runs abort RUN --reason ...`)")
+        return f"phase {current}: before the point of no return ({NO_RETURN}), Kafka's revert applies"
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -348,13 +456,27 @@ class StopController(StepBase):
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
         env.change(host, env.command(host, "kafka_stop"), timeout=timeout)
-        wait(ctx, lambda: (not _running(env, host), "stopping"), what=f"controller {host.broker_id} stopped",
+        wait(ctx, lambda: (not kafka_running(env, host), "stopping"), what=f"controller {host.broker_id} stopped",
              timeout=timeout)
 
     def verify(self, ctx: RunContext) -> None:
         host = target_host(ctx)
-        if _running(environment(ctx), host):
+        if kafka_running(environment(ctx), host):
             raise CheckFailed(f"controller {host.broker_id} still runs after its stop")
+
+
+def _running_controllers(ctx: RunContext, env: Environment) -> list[int]:
+    """The controllers whose process runs now (in a dry-run, but for those an earlier step stops)."""
+    return [c.broker_id for c in env.cluster.controllers if _running_now(ctx, env, c)]
+
+
+def _release_refusal(running: Sequence[int]) -> SafetyRefusal | None:
+    """ZooKeeper's ``/controller`` is not released while a controller of the quorum runs (None: none does)."""
+    if not running:
+        return None
+    return SafetyRefusal(f"controllers {', '.join(map(str, running))} still run: deleting /controller now would let "
+                         "a KRaft controller and a broker both act as the controller",
+                         hint="stop every controller first (this runbook's migration.stop_controller)")
 
 
 class ReleaseZooKeeper(StepBase):
@@ -366,6 +488,18 @@ class ReleaseZooKeeper(StepBase):
     def _last(self, ctx: RunContext) -> bool:
         return not ctx.targets or ctx.target == ctx.targets[-1]
 
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Every controller of the quorum stopped, read now (each one's process; in a dry-run the stops
+        planned before this step count): deleting ``/controller`` while a KRaft controller still runs would let
+        it and the broker ZooKeeper elects both act as the cluster's controller."""
+        env = environment(ctx)
+        refusal = _release_refusal(_running_controllers(ctx, env))
+        if refusal is not None:
+            raise refusal
+        nodes = [c.broker_id for c in env.cluster.controllers]
+        return (f"every controller stopped ({', '.join(map(str, nodes))})"
+                + provenance(ctx, [_stopped_key(n) for n in nodes]))
+
     def observe(self, ctx: RunContext) -> Observation:
         if not self._last(ctx):
             return Observation({"skip": True}, summary="after the last controller's stop")
@@ -376,7 +510,7 @@ class ReleaseZooKeeper(StepBase):
         view = MigrationView({}, controller_record=record, migration_record=migration)
         left = (["/controller (KRaft controller " + str((record or {}).get("brokerid")) + ")"]
                 if view.kraft_controls else []) + (["/migration"] if migration is not None else [])
-        running = [c.broker_id for c in env.cluster.controllers if _running_now(ctx, env, c)] if left else []
+        running = _running_controllers(ctx, env) if left else []
         return Observation({"skip": False, "left": left, "running": running, "zookeeper": env.cluster.zookeeper},
                            summary="ZooKeeper holds " + (", ".join(left) or "nothing of the migration"))
 
@@ -386,10 +520,9 @@ class ReleaseZooKeeper(StepBase):
             return Noop("after the last controller's stop: delete ZooKeeper's /controller and /migration")
         if not d["left"]:
             return Noop("ZooKeeper holds nothing of the migration: a broker can be (or is) the controller")
-        if d["running"]:
-            raise SafetyRefusal(f"controllers {', '.join(map(str, d['running']))} still run: deleting /controller "
-                                "now would let a KRaft controller and a broker both act as the controller",
-                                hint="stop every controller first (this runbook's migration.stop_controller)")
+        refusal = _release_refusal(d["running"])
+        if refusal is not None:
+            raise refusal
         return Action(description=f"delete {' and '.join(d['left'])} in ZooKeeper: a broker is elected controller",
                       commands=(f"zookeeper {d['zookeeper']}: delete {' '.join(p.split()[0] for p in d['left'])} "
                                 "(at the version read)",),
@@ -413,10 +546,29 @@ class ReleaseZooKeeper(StepBase):
             raise CheckFailed("ZooKeeper still holds the migration's /controller or /migration after their deletion")
 
 
+def _in_use(node: int) -> SafetyRefusal:
+    """A running controller's storage is never removed."""
+    return SafetyRefusal(f"controller {node} runs: its storage is in use",
+                         hint="stop it first (migration.stop_controller)")
+
+
 class Deprovision(StepBase):
     """Remove a stopped controller's storage (the inventory's ``kafka_deprovision``): Kafka's revert
     "deprovisions the KRaft controller quorum", and a later migration must format it afresh — a quorum that
-    kept its log would start again from a copy of the metadata that is no longer the cluster's."""
+    kept its log would start again from a copy of the metadata that is no longer the cluster's.
+
+    Disruptive: right before the removal the controller's process is read again (:meth:`precondition`)."""
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """The controller's process not running, read now (in a dry-run, stopped by an earlier step counts):
+        its storage is removed only once nothing uses it — a controller started again since the plan would
+        lose its log under it."""
+        env = environment(ctx)
+        host = target_host(ctx)
+        if _running_now(ctx, env, host):
+            raise _in_use(host.broker_id)
+        return (f"controller {host.broker_id}: process not running"
+                + provenance(ctx, [_stopped_key(host.broker_id)]))
 
     def observe(self, ctx: RunContext) -> Observation:
         env = environment(ctx)
@@ -432,8 +584,7 @@ class Deprovision(StepBase):
         if not d["has"]:
             return Noop(f"{d['host']} holds no Kafka storage (deprovisioned)")
         if d["active"]:
-            raise SafetyRefusal(f"controller {d['node']} runs: its storage is in use",
-                                hint="stop it first (migration.stop_controller)")
+            raise _in_use(d["node"])
         return Action(description=f"deprovision {d['host']}: remove its KRaft storage (cluster {d['has']})",
                       commands=(f"on {d['host']}: {d['command']}",),
                       impact="the controller's metadata log, a copy of ZooKeeper's; nothing the brokers use",
@@ -548,23 +699,24 @@ def _check_gate(params: Any) -> str | None:
 register_step("migration.phase_gate", PhaseGate, [
     STAGE, Param("mode", "str", default="", help="a broker stage: the configuration its roll writes (checked to be "
                                                  "the stage's)"),
-], check=_check_gate)
+], check=_check_gate, effect="read-only")
 register_step("migration.configure", Configure, [
     Param("phase", "str", required=True, help="the node's configuration phase: zk, migration or kraft"),
-], check=_check_phase,
+], check=_check_phase, effect="disruptive",
     irreversible="the node keeps the configuration written; Kafka's revert writes the earlier phase's")
-register_step("migration.format", FormatStorage, [], roles=CONTROLLER,
+register_step("migration.format", FormatStorage, [], roles=CONTROLLER, effect="disruptive",
               irreversible="a formatted storage stays formatted (unused until the node starts)")
 register_step("migration.start_controller", StartNewController,
               [Param("timeout", "duration", default=300.0, help="give up after this long")], roles=CONTROLLER,
               irreversible="the controller keeps running; Kafka's revert stops it (docs/migration.md)")
 register_step("migration.stop_controller", StopController,
               [Param("timeout", "duration", default=300.0, help="give up after this long")], roles=CONTROLLER,
+              effect="disruptive",
               irreversible="a deprovisioned controller stays stopped; the migration starts again from its first stage")
-register_step("migration.release_zookeeper", ReleaseZooKeeper, [], roles=CONTROLLER,
+register_step("migration.release_zookeeper", ReleaseZooKeeper, [], roles=CONTROLLER, effect="disruptive",
               irreversible="the migration's /controller and /migration stay deleted (Kafka's revert)")
-register_step("migration.deprovision", Deprovision, [], roles=CONTROLLER,
+register_step("migration.deprovision", Deprovision, [], roles=CONTROLLER, effect="disruptive",
               irreversible="the controller's storage stays removed; the next migration formats it again")
 register_step("migration.wait_phase", WaitPhase, [
     STAGE, Param("timeout", "duration", default=600.0, help="give up after this long"),
-], check=_check_stage)
+], check=_check_stage, effect="read-only")

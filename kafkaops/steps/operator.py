@@ -147,4 +147,4 @@ register_step(KIND, ConfirmCheckpoint, [
     Param("text", "str",
           help="what the operator confirms when the inventory's checkpoints: map does not name it (the runbook's "
                "own checkpoint); the inventory's text wins"),
-], irreversible="nothing to undo: a confirmation changes no system (it stays in the journal)")
+], irreversible="nothing to undo: a confirmation changes no system (it stays in the journal)", effect="read-only")

@@ -28,6 +28,11 @@ def broker_key(broker: int) -> str:
     return f"broker/{broker}"
 
 
+def controller_key(node: int) -> str:
+    """What a KRaft controller's stop and start project for the steps after them (apart from brokers')."""
+    return f"controller/{node}"
+
+
 def pool_key(fqdn: str, service: str) -> str:
     return f"pool/{fqdn}/{service}"
 

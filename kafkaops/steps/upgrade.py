@@ -24,8 +24,11 @@ from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, reg
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, KafkaOpsError, SafetyRefusal
 from kafkaops.facts.features import parse_features, parse_mapping_level, release_of
+from kafkaops.health.nodes import kafka_running
 from kafkaops.model import Host
-from kafkaops.steps.common import NodeSettingStep, environment, first_line
+from kafkaops.steps.common import NodeSettingStep, environment, first_line, names, target_host
+from kafkaops.steps.migration import judge_phase, migration_view
+from kafkaops.steps.projection import STOPPED, broker_key, controller_key, provenance
 
 _VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
 
@@ -60,6 +63,17 @@ def versions(env: Environment) -> dict[str, str]:
     return {h.name: installed_version(env, h) for h in nodes(env)}
 
 
+def behind(installed: Mapping[str, str], want: str) -> list[str]:
+    """The nodes (by name, sorted) whose installed release is not ``want``."""
+    return sorted(n for n, v in installed.items() if v != want)
+
+
+def _not_on_release(left: list[str], want: str, level: str) -> SafetyRefusal:
+    """``metadata.version`` stays while a node runs another release than ``want``."""
+    return SafetyRefusal(f"{', '.join(left)} do not run Kafka {want}: metadata.version {level} stays until every "
+                         "node does", hint="finish the roll first: `kafkaops rolling-upgrade CLUSTER --to VERSION`")
+
+
 def _kraft_problem(env: Environment) -> str | None:
     """Why the cluster cannot take Kafka 4 (None: it runs in KRaft mode). Kafka 4 has no ZooKeeper mode:
     a cluster still migrating must be finalized first."""
@@ -67,8 +81,6 @@ def _kraft_problem(env: Environment) -> str | None:
     if cluster.kraft:
         return None
     if cluster.migrating:
-        from kafkaops.steps.migration import judge_phase, migration_view
-
         current = judge_phase(migration_view(env))
         if current == "finalized":
             return None
@@ -95,18 +107,43 @@ class UpgradeGate(StepBase):
         if newer:
             raise SafetyRefusal(f"{', '.join(newer)} already run a release newer than {d['want']}",
                                 hint="a rolling upgrade goes forward; pass the release the cluster moves to")
-        behind = sorted(n for n, v in d["versions"].items() if v != d["want"])
-        if not behind:
+        left = behind(d["versions"], d["want"])
+        if not left:
             return Noop(f"upgrade gate passes: every node runs {d['want']}")
-        return Noop(f"upgrade gate passes: {len(d['versions']) - len(behind)} of {len(d['versions'])} nodes run "
-                    f"{d['want']}; the roll installs it on {', '.join(behind)}; metadata.version stays as it is "
+        return Noop(f"upgrade gate passes: {len(d['versions']) - len(left)} of {len(d['versions'])} nodes run "
+                    f"{d['want']}; the roll installs it on {', '.join(left)}; metadata.version stays as it is "
                     "(raised afterwards, on its own, confirmed)")
 
 
+def _stop_key(host: Host) -> str:
+    """The projection's key a stop of ``host`` sets to ``stopped``: ``kraft.stop_controller``'s for a KRaft
+    controller, ``kafka.stop_broker``'s for a broker."""
+    return controller_key(host.broker_id) if host.role == "controller" else broker_key(host.broker_id)
+
+
 class Install(NodeSettingStep):
-    """Install the target release on the stopped node (``kafka_install {version}``); its start runs it."""
+    """Install the target release on the stopped node (``kafka_install {version}``); its start runs it.
+
+    Disruptive: it replaces the node's software. The runbook stops the node just before; right before the
+    install its process is read again (:meth:`precondition`)."""
 
     param, template, what = "version", "kafka_install", "has Kafka installed:"
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """The node's Kafka stopped, read now (``kafka_status``; in a dry-run, the stop planned before this
+        step counts): a node started again since its stop — by hand, by a supervisor, by a resumed run's
+        compensation — would have the jars of its running JVM replaced under it."""
+        env = environment(ctx)
+        host = target_host(ctx)
+        key = _stop_key(host)
+        if ctx.projected.get(key) == STOPPED:
+            return f"{host.name}: Kafka stopped by an earlier step{provenance(ctx, [key])}"
+        if kafka_running(env, host):
+            raise SafetyRefusal(f"{host.name}: Kafka runs: installing {self.params['version']} now would replace "
+                                "the jars of a running JVM",
+                                hint="stop it first (the runbook's kafka.stop_broker or kraft.stop_controller), "
+                                     "then resume the run")
+        return f"{host.name}: Kafka stopped (kafka_status)"
 
     def read(self, env: Environment, host: Host) -> str:
         return installed_version(env, host)
@@ -161,11 +198,9 @@ class MetadataVersion(StepBase):
             return Noop(f"metadata.version raised to {release} earlier in this run")
         if release_of(d["level"]) >= _key(release):
             return Noop(f"metadata.version is {d['level']}: {release} or later")
-        behind = sorted(n for n, v in d["versions"].items() if v != d["want"])
-        if behind:
-            raise SafetyRefusal(f"{', '.join(behind)} do not run Kafka {d['want']}: metadata.version {d['level']} "
-                                "stays until every node does", hint="finish the roll first: `kafkaops "
-                                                                    "rolling-upgrade CLUSTER --to VERSION`")
+        left = behind(d["versions"], d["want"])
+        if left:
+            raise _not_on_release(left, d["want"], d["level"])
         return Action(description=f"raise metadata.version from {d['level']} to release {release}'s",
                       commands=(f"kafka-features version-mapping --release-version {release} (its metadata.version "
                                 "level N)", "kafka-features upgrade --feature metadata.version=N (on a controller; "
@@ -173,7 +208,19 @@ class MetadataVersion(StepBase):
                                 "group.version and the others, each a change of its own)"),
                       impact="every node writes the new metadata format from now on; no node of an older "
                              "release can join or read it back",
-                      rollback="none safe: Kafka supports no metadata.version downgrade without losing metadata")
+                      rollback="none safe: Kafka supports no metadata.version downgrade without losing metadata",
+                      data={"level": d["level"]})
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Every node runs the target release, read now (each one's ``kafka_version``): the plan's nodes may
+        have changed since — one installed back to the old release, a node added — and after the bump no node
+        of an older release can join or read the metadata."""
+        want = str(self.params["version"])
+        installed = versions(environment(ctx))
+        left = behind(installed, want)
+        if left:
+            raise _not_on_release(left, want, str(action.data.get("level", "")))
+        return f"all {len(installed)} nodes run Kafka {want} ({names(sorted(installed))})"
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
         return {"upgrade/metadata.version": True}
@@ -196,9 +243,9 @@ def _check(params: Any) -> str | None:
 
 
 VERSION = Param("version", "str", required=True, help="the Kafka release the cluster moves to (4.3.1)")
-register_step("upgrade.gate", UpgradeGate, [VERSION], check=_check)
-register_step("upgrade.install", Install, [VERSION], check=_check,
+register_step("upgrade.gate", UpgradeGate, [VERSION], check=_check, effect="read-only")
+register_step("upgrade.install", Install, [VERSION], check=_check, effect="disruptive",
               irreversible="the node keeps the release installed; install the earlier one to go back (the metadata "
                            "version is unchanged until its bump)")
-register_step("upgrade.metadata_version", MetadataVersion, [VERSION], check=_check,
+register_step("upgrade.metadata_version", MetadataVersion, [VERSION], check=_check, effect="disruptive",
               irreversible="metadata.version is never lowered: Kafka supports no downgrade of it without loss")

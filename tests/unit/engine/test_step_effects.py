@@ -45,9 +45,9 @@ OP = "alice@admin1"
 EXPECTED: dict[str, str] = {
     "alerts.gate": "read-only",
     "alerts.silence": "change",
-    "alerts.silence_roll": "change",
+    "roll_alerts.silence": "change",
     "alerts.unsilence": "change",
-    "alerts.unsilence_roll": "change",
+    "roll_alerts.unsilence": "change",
     "canary.confirm": "read-only",
     "conftool.depool": "disruptive",
     "conftool.repool": "change",
@@ -62,7 +62,7 @@ EXPECTED: dict[str, str] = {
     "health.baseline": "read-only",
     "health.post_check": "read-only",
     "host.reboot": "disruptive",
-    "kafka.cluster_whole": "read-only",
+    "kafka.cluster_whole": "change",  # after a rollback it elects the leaders back
     "kafka.preferred_election": "change",
     "kafka.preflight": "change",  # restores the others' preferred leadership before it judges (41.6)
     "kafka.restore_broker": "change",
