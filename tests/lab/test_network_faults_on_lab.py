@@ -288,12 +288,10 @@ def test_a_broker_cut_off_between_hosts_holds_the_next_stop_until_it_is_back(
             _finish(home, pooled_lab, before)
             return
         if proc.returncode == 11:
-            # Stopped by the pre-flight: on the URP above, or, once the broker was back, on the leaders the
-            # controller moved off it while it was cut (not this run's doing). The operator restores the
-            # preferred leaders once the cluster is whole, then resumes.
-            assert _URP.search(said) or "leadership is skewed" in said, said[-3000:]
+            # Stopped by the pre-flight on the URP above, while the cut broker was away. Once it is back the
+            # resumed pre-flight elects the leaders the controller moved off it (issue 41.6): no human does.
+            assert _URP.search(said), said[-3000:]
             _wait_healthy(pooled_lab)
-            KafkaAdmin(pooled_lab.bootstrap_servers).elect_preferred_leaders()
             _finish(home, pooled_lab, before)
             return
     assert proc.returncode == 0, said[-3000:]
