@@ -22,6 +22,7 @@ import yaml
 from kafkaops.errors import ConfigError, UnknownHostError
 from kafkaops.model import (
     MONITORING_HOST_FIELDS,
+    MONITORING_OWN_HOST_FIELDS,
     MONITORING_SCOPE_FIELDS,
     Cluster,
     Host,
@@ -474,12 +475,10 @@ def _label_templates(r: _Reader, name: str, allowed: tuple[str, ...]) -> tuple[t
     return tuple(out)
 
 
-def _monitoring(r: _Reader | None) -> Monitoring | None:
-    """The cluster's ``monitoring:`` block: Prometheus and Alertmanager URLs, how a host's alerts are
-    matched, which alerts are the cluster's, and the PromQL gates."""
-    if r is None:
-        return None
-    r.allow("prometheus", "alertmanager", "host_matchers", "scope", "gates")
+def _host_matchers(r: _Reader) -> tuple[tuple[str, str], ...]:
+    """``host_matchers``: each template a valid regex naming a field, and together they name a field of
+    the host itself — a silence is the AND of its matchers, so ``{cluster: '{cluster.name}'}`` alone
+    would make every host's silence cover every alert of the cluster (and blind ``alerts.gate``)."""
     host_matchers = _label_templates(r, "host_matchers", MONITORING_HOST_FIELDS)
     for label, template in host_matchers:
         if not template_fields(template):
@@ -489,6 +488,46 @@ def _monitoring(r: _Reader | None) -> Monitoring | None:
             re.compile(fill_template(template, dict.fromkeys(template_fields(template), "x"), escape=True))
         except re.error as exc:
             raise r.doc.error(r.key(f"host_matchers.{label}"), f"bad regex {template!r}: {exc}") from exc
+    named = {f for _, template in host_matchers for f in template_fields(template)}
+    if host_matchers and not named & set(MONITORING_OWN_HOST_FIELDS):
+        own = ", ".join(f"{{{f}}}" for f in MONITORING_OWN_HOST_FIELDS[:-1])
+        raise r.doc.error(r.key("host_matchers"), f"no matcher names a field of the host itself ({own} or "
+                          f"{{{MONITORING_OWN_HOST_FIELDS[-1]}}}): its silence would cover every alert of the "
+                          "cluster (or of its DC or rack), and alerts.gate would see none of them (use e.g. "
+                          "instance: '{host.fqdn}:.*')")
+    return host_matchers
+
+
+#: A Prometheus alert name (a metric name): what ``roll_alerts`` lists, joined into one ``alertname=~`` regex.
+_ALERT_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+
+
+def _roll_alerts(r: _Reader, scope: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """``roll_alerts``: alert names, each once; only with a ``scope``, or the roll's silence would cover
+    those alerts of every cluster the Alertmanager serves."""
+    names = r.str_list("roll_alerts")
+    for i, name in enumerate(names):
+        if not _ALERT_NAME.fullmatch(name):
+            raise r.doc.error(r.key(f"roll_alerts[{i}]"), f"{name!r} is not an alert name "
+                              "([a-zA-Z_:][a-zA-Z0-9_:]*)")
+        if name in names[:i]:
+            raise r.doc.error(r.key(f"roll_alerts[{i}]"), f"{name!r} named twice")
+    if names and not scope:
+        raise r.doc.error(r.key("roll_alerts"), "needs monitoring.scope (e.g. scope: {cluster: '{cluster.name}'}): "
+                          "the roll's silence would otherwise cover these alerts of every cluster")
+    return tuple(names)
+
+
+def _monitoring(r: _Reader | None) -> Monitoring | None:
+    """The cluster's ``monitoring:`` block: Prometheus and Alertmanager URLs, how a host's alerts are
+    matched, which alerts are the cluster's, the alerts a roll causes on the other brokers, and the
+    PromQL gates."""
+    if r is None:
+        return None
+    r.allow("prometheus", "alertmanager", "host_matchers", "scope", "gates", "roll_alerts")
+    host_matchers = _host_matchers(r)
+    scope = _label_templates(r, "scope", MONITORING_SCOPE_FIELDS)
+    roll_alerts = _roll_alerts(r, scope)
     gates: list[MetricGate] = []
     if r.has("gates"):
         if not isinstance(r.data["gates"], list):
@@ -516,8 +555,9 @@ def _monitoring(r: _Reader | None) -> Monitoring | None:
         prometheus=_url(r, "prometheus"),
         alertmanager=_url(r, "alertmanager"),
         host_matchers=host_matchers,
-        scope=_label_templates(r, "scope", MONITORING_SCOPE_FIELDS),
+        scope=scope,
         gates=tuple(gates),
+        roll_alerts=roll_alerts,
     )
 
 

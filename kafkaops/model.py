@@ -103,6 +103,9 @@ class MetricGate:
 
 #: What a monitoring template may name: a host's fields and the cluster's name.
 MONITORING_HOST_FIELDS = ("host.name", "host.fqdn", "host.address", "host.dc", "host.rack", "cluster.name")
+#: The fields that are one host's own: ``host_matchers`` must name one of them, or each host's silence covers
+#: every host of its rack, its DC or the cluster (and ``alerts.gate`` sees none of their alerts).
+MONITORING_OWN_HOST_FIELDS = ("host.name", "host.fqdn", "host.address")
 MONITORING_SCOPE_FIELDS = ("cluster.name",)
 
 
@@ -129,13 +132,17 @@ class Monitoring:
     ``host_matchers`` (label -> regex template) match one host's alerts: one Alertmanager silence per
     host is made of them. ``scope`` (label -> exact value template) says which alerts belong to the
     cluster at all: ``alerts.gate`` looks only at those. ``gates`` are the PromQL gates of
-    ``metrics.gate``. A URL left out turns the steps that need it into no-ops that say so."""
+    ``metrics.gate``. ``roll_alerts`` are the alert names a broker's absence raises on its *peers*
+    (Kafka's under-replicated partitions are counted on the leaders), which no host's silence covers:
+    ``roll_alerts.silence`` silences exactly those, in ``scope``, while the run's broker is down. A URL
+    left out turns the steps that need it into no-ops that say so."""
 
     prometheus: str | None = None
     alertmanager: str | None = None
     host_matchers: tuple[tuple[str, str], ...] = ()
     scope: tuple[tuple[str, str], ...] = ()
     gates: tuple[MetricGate, ...] = ()
+    roll_alerts: tuple[str, ...] = ()
 
     @staticmethod
     def _values(host: Host | None, cluster: str) -> dict[str, str]:

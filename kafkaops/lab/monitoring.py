@@ -176,11 +176,12 @@ def alert_rules() -> str:
          "labels": {"severity": "critical"},
          "annotations": {"summary": "Kafka on {{ $labels.host }} does not answer ({{ $labels.instance }})"}},
         # Partitions this broker leads are missing a follower: redundancy is reduced (a peer is down or slow).
-        # Labelled with the *leader*, so a peer's maintenance makes it fire here, where a silence of the
-        # peer does not reach: like production's rule, it waits longer than a broker's restart takes
-        # (a lab reboot keeps URP up for ~30-60 s) and pages only for a replica that stays behind.
+        # Labelled with the *leader* (its instance, its cluster), as Kafka counts it, so a peer's maintenance
+        # makes it fire here, where the peer's own silence does not reach. It fires within 10 s, sooner than
+        # a lab broker's restart (URP stays up ~30-60 s): every roll raises it, and only the run's roll
+        # silence (inventory monitoring.roll_alerts, while its broker is down) keeps it from paging.
         {"alert": "KafkaUnderReplicatedPartitions", "expr": "kafka_server_replicamanager_underreplicatedpartitions > 0",
-         "for": "180s", "labels": {"severity": "warning"},
+         "for": "10s", "labels": {"severity": "warning"},
          "annotations": {"summary": "{{ $value }} under-replicated partitions led by {{ $labels.host }}"}},
         # Fewer in-sync replicas than min.insync.replicas: acks=all produce to those partitions fails now.
         {"alert": "KafkaUnderMinIsrPartitions", "expr": "kafka_server_replicamanager_underminisrpartitioncount > 0",

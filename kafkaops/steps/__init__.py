@@ -27,6 +27,7 @@ from kafkaops.steps import (
     offsets,
     operator,
     placement,
+    roll_alerts,
     service,
     sites,
     traffic,
@@ -34,8 +35,8 @@ from kafkaops.steps import (
 )
 
 __all__ = ["alerts", "canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka",
-           "kraft", "logs", "metrics", "migration", "mirror", "offsets", "operator", "placement", "service", "sites",
-           "traffic", "upgrade"]
+           "kraft", "logs", "metrics", "migration", "mirror", "offsets", "operator", "placement", "roll_alerts",
+           "service", "sites", "traffic", "upgrade"]
 
 
 def register_all() -> None:

@@ -41,7 +41,7 @@ EXPECTED_WRITES = {
     "ConsumerGroups": {"set_offsets"},
     "EventProducer": {"produce"},
     "EventPoster": {"post"},
-    "Alertmanager": {"create_silence", "expire_silence", "end_run_silences"},
+    "Alertmanager": {"create_silence", "extend_silence", "expire_silence", "end_run_silences"},
 }
 
 
