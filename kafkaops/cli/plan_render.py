@@ -37,14 +37,23 @@ def wants_table(is_terminal: bool, width: int) -> bool:
 
 
 def _wrap(text: str, width: int, indent: str, more: str = "    ") -> list[str]:
-    """``text`` wrapped between words only (a long token — a path, a command word — stays whole, even
-    past ``width``), continuation lines indented further."""
+    """``text`` wrapped between words only (a long token — a URL, a PromQL selector — stays whole),
+    continuation lines indented further. A token too long for its indent moves left, onto a line of its
+    own, to fit the width; only a token longer than the whole width goes past it."""
     out: list[str] = []
     for para in text.splitlines() or [""]:
         out += textwrap.wrap(para, width=max(width, len(indent) + 20), initial_indent=indent,
                              subsequent_indent=indent + more, break_long_words=False, break_on_hyphens=False,
                              drop_whitespace=True) or [indent.rstrip()]
-    return out
+    return [_fit(line, width) for line in out]
+
+
+def _fit(line: str, width: int) -> str:
+    """A line past ``width`` that is one token after its indent: indented less, so it ends at ``width``."""
+    token = line.lstrip()
+    if len(line) <= width or " " in token:
+        return line
+    return " " * max(0, width - len(token)) + token
 
 
 def _step_lines(s: PlannedStep, width: int) -> list[str]:

@@ -122,8 +122,7 @@ class SilenceHost(StepBase):
         if mine:
             summary = f"{host.name}: silenced by this run (silence {mine[0].id} until {_clock(mine[0].ends_at)})"
         else:
-            summary = (f"{host.name}: no silence of this run; one made now would end at "
-                       f"{_clock(time.time() + duration)}")
+            summary = f"{host.name}: no silence of this run yet"
         if others:
             summary += "; also silenced by " + ", ".join(f"{s.created_by} until {_clock(s.ends_at)}" for s in others)
         return Observation(data, summary=summary)
@@ -142,8 +141,8 @@ class SilenceHost(StepBase):
         how_long = format_duration(d["duration"])
         return Action(
             description=f"silence {d['host']}'s alerts in Alertmanager for {how_long} ({matchers})",
-            commands=(f"POST {d['alertmanager']}/api/v2/silences matchers [{matchers}], startsAt now, endsAt now + "
-                      f"{how_long}, createdBy the operator, comment 'kafkaops RUN: reason (task)'",),
+            commands=(f"POST /api/v2/silences matchers [{matchers}], for {how_long} by "
+                      f"the operator, comment 'kafkaops RUN: reason (task)'",),
             impact=f"alerts of {d['host']} notify no one until alerts.unsilence ends the silence after the host's "
                    f"checks, or for {how_long} at most (covers: {', '.join(d['covers']) or 'no timeout'}; "
                    "plus a margin)",
@@ -244,8 +243,7 @@ class Unsilence(StepBase):
         return Action(
             description=f"end this run's silence of {d['host']} once none of its alerts fires under it "
                         f"(waits {timeout} at most)",
-            commands=(f"GET {d['alertmanager']}/api/v2/alerts (until none is silenced by it), then "
-                      f"DELETE {d['alertmanager']}/api/v2/silence/<id>",),
+            commands=("GET /api/v2/alerts (until none is silenced by it), then DELETE /api/v2/silence/<id>",),
             impact=f"alerts of {d['host']} notify again",
         )
 
@@ -313,7 +311,8 @@ class Gate(StepBase):
         firing = [a.line() for a in _blocking(ctx)]
         shown = ", ".join(f'{k}="{v}"' for k, v in scope) or "every alert"
         return Observation({"alertmanager": env.alertmanager.url, "scope": shown, "firing": firing},
-                           summary=f"{len(firing)} alert(s) firing unsilenced ({shown})"
+                           summary=f"Alertmanager {env.alertmanager.url}: {len(firing)} alert(s) firing "
+                                   f"unsilenced ({shown})"
                                    + (f": {names(firing)}" if firing else ""))
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -326,7 +325,7 @@ class Gate(StepBase):
             description=f"hold until no alert of {{{d['scope']}}} fires unsilenced in Alertmanager (this run's "
                         f"silences and operators' count as silenced; at most "
                         f"{format_duration(float(self.params['timeout']))})",
-            commands=(f"GET {d['alertmanager']}/api/v2/alerts?active=true&silenced=false&inhibited=false",),
+            commands=("GET /api/v2/alerts?active=true&silenced=false&inhibited=false",),
             impact="read-only",
         )
 

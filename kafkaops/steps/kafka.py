@@ -146,8 +146,7 @@ def restore_preferred_leadership(ctx: RunContext, restore: LeadershipRestore) ->
 def restore_note(when: str) -> str:
     """What a leadership gate's plan says about the election it may run when its turn comes (a dry-run
     plans it against a cluster led as assigned: the skew it may repair is not there yet)."""
-    return (f"it may {when} elect the partitions another broker is preferred leader of and does not lead, if "
-            "every broker is registered and in sync (journaled)")
+    return f"others' lost leaderships elected back {when} if all are in sync (journaled)"
 
 
 class Preflight(StepBase):

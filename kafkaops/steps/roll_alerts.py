@@ -143,8 +143,7 @@ class SilenceRoll(StepBase):
             summary = (f"{ctx.target}: its peers' roll alerts silenced by this run (silence {found[0].id} until "
                        f"{_clock(found[0].ends_at)})")
         else:
-            summary = (f"{ctx.target}: no roll silence of this run; one made now would end at "
-                       f"{_clock(time.time() + duration)}")
+            summary = f"{ctx.target}: no roll silence of this run yet"
         return Observation(data, summary=summary)
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -158,8 +157,8 @@ class SilenceRoll(StepBase):
         how_long = format_duration(d["duration"])
         return Action(
             description=f"silence {d['shown']} in Alertmanager while {d['host']} is down, for {how_long} at most",
-            commands=(f"POST {d['alertmanager']}/api/v2/silences matchers [{d['shown']}], startsAt now, endsAt now + "
-                      f"{how_long}, createdBy the operator, comment 'kafkaops RUN: reason (task)"
+            commands=(f"POST /api/v2/silences matchers [{d['shown']}], for {how_long} by "
+                      f"the operator, comment 'kafkaops RUN: reason (task)"
                       f"{roll_suffix(d['host'])}'",),
             impact=f"these alerts of the cluster, from any broker, notify no one until {RELEASE} ends the silence "
                    f"once {d['host']} is back in sync, or for {how_long} at most (covers: "
@@ -266,8 +265,7 @@ class UnsilenceRoll(StepBase):
         return Action(
             description=f"end this run's roll silence for {d['host']} (back in sync) once none of its alerts fires "
                         f"under it (waits {timeout} at most)",
-            commands=(f"GET {d['alertmanager']}/api/v2/alerts (until none is silenced by it), then "
-                      f"DELETE {d['alertmanager']}/api/v2/silence/<id>",),
+            commands=("GET /api/v2/alerts (until none is silenced by it), then DELETE /api/v2/silence/<id>",),
             impact="the roll alerts of the cluster notify again",
         )
 

@@ -59,9 +59,10 @@ class WaitZeroSyns(StepBase):
         return Action(
             description=f"wait until {d['host']}:{d['port']} gets no new SYN for {d['window']:.0f}s "
                         f"(timeout {d['timeout']:.0f}s)",
-            commands=(f"on {d['host']}: {d['command']}   (one capture, read as it runs; ends {d['window']:.0f}s "
-                      f"after tcpdump starts listening or after the last SYN, whichever is later)",),
-            impact="read-only: proves the balancer no longer routes to the host",
+            commands=(f"on {d['host']}: {d['command']}",),
+            impact=f"read-only: proves the balancer no longer routes to the host (one capture, read as it runs; "
+                   f"ends {d['window']:.0f}s after tcpdump starts listening or after the last SYN, whichever is "
+                   "later)",
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
