@@ -67,7 +67,8 @@ def _host_matchers(ctx: RunContext) -> list[Matcher]:
             for label, value in env.cluster.monitoring.host_regexes(host, env.cluster.name)]
 
 
-def silence_bound(ctx: RunContext, margin: float, after: int | None = None) -> tuple[float, list[str]]:
+def silence_bound(ctx: RunContext, margin: float, after: int | None = None,
+                  until: str = "alerts.unsilence") -> tuple[float, list[str]]:
     """How long a host's silence lasts: the timeouts of the steps it covers, times the hosts that go
     together, plus ``margin``.
 
@@ -76,7 +77,8 @@ def silence_bound(ctx: RunContext, margin: float, after: int | None = None) -> t
     so a run that goes on never outlives its silence; a batch's hosts go step by step together, so each
     host's span is the batch's. A run that dies leaves a silence that still ends by itself. Returns the
     bound (seconds) and the covered steps (``kafka.stop_broker 5m``) for the plan. ``after``: count only
-    the steps from that index on (a renewal: what is left of the maintenance).
+    the steps from that index on (a renewal: what is left of the maintenance); ``until``: the kind that
+    ends the silence (``roll_alerts.unsilence`` for the roll's silence).
     """
     covered = []
     first = ctx.step_index + 1 if after is None else after
@@ -84,7 +86,7 @@ def silence_bound(ctx: RunContext, margin: float, after: int | None = None) -> t
         if step.index < first or step.gate:
             continue
         covered.append(step)
-        if step.kind == "alerts.unsilence":
+        if step.kind == until:
             break
     timeouts = [(s.kind, float(t)) for s in covered
                 if isinstance(t := s.params.get("timeout"), int | float) and not isinstance(t, bool)]
@@ -98,8 +100,36 @@ def _mine(silences: list[Silence], run_id: str, matchers: list[Matcher]) -> list
     return [s for s in silences if run_id and s.comment.startswith(prefix) and s.live and s.matches(matchers)]
 
 
-def _clock(ts: float | None) -> str:
+def clock(ts: float | None) -> str:
+    """An epoch time as the plan and the journal show it (``14:05:09Z``)."""
     return time.strftime("%H:%M:%SZ", time.gmtime(ts)) if ts else "?"
+
+
+def end_when_quiet(ctx: RunContext, silences: list[Silence], *, what: str, timeout: float, event: str,
+                   stuck: str, hint: str) -> None:
+    """Expire ``silences`` once no alert they hold still fires: ending a silence over a firing alert pages
+    at once. Waits ``timeout`` at most, then raises ``WaitTimeout`` (``stuck`` names what fires; the
+    silences stay, bounded as they are); each expiry journaled as ``event``."""
+    am = environment(ctx).alertmanager
+    ids = {s.id for s in silences}
+    if not ids:
+        return
+    last: list[str] = []
+
+    def clear() -> tuple[bool, str]:
+        last[:] = [a.line() for a in held(am.alerts(), ids)]
+        return not last, ("still firing under the silence: " + names(last)) if last else "no alert held"
+
+    try:
+        wait(ctx, clear, what=what, timeout=timeout, interval=2.0)
+    except WaitTimeout:
+        raise WaitTimeout(f"{ctx.target}: {names(last)} {stuck} after {format_duration(timeout)} under this run's "
+                          f"silence; ending it now would page, so it stays (until {clock(silences[0].ends_at)})",
+                          hint=hint) from None
+    for s in silences:
+        am.expire_silence(s.id)
+        ctx.record(event, silence=s.id, host=ctx.target)
+    ctx.progress(f"  {ctx.target}: silence {', '.join(sorted(ids))} ended")
 
 
 class SilenceHost(StepBase):
@@ -120,11 +150,11 @@ class SilenceHost(StepBase):
                 "shown": [str(m) for m in matchers], "duration": duration, "covers": covers,
                 "mine": [s.to_dict() for s in mine], "others": [s.to_dict() for s in others]}
         if mine:
-            summary = f"{host.name}: silenced by this run (silence {mine[0].id} until {_clock(mine[0].ends_at)})"
+            summary = f"{host.name}: silenced by this run (silence {mine[0].id} until {clock(mine[0].ends_at)})"
         else:
             summary = f"{host.name}: no silence of this run yet"
         if others:
-            summary += "; also silenced by " + ", ".join(f"{s.created_by} until {_clock(s.ends_at)}" for s in others)
+            summary += "; also silenced by " + ", ".join(f"{s.created_by} until {clock(s.ends_at)}" for s in others)
         return Observation(data, summary=summary)
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -136,7 +166,7 @@ class SilenceHost(StepBase):
         if d["mine"]:
             s = d["mine"][0]
             return Noop(f"{d['host']} is already silenced by this run (silence {s['id']}, until "
-                        f"{_clock(s['ends_at'])})")
+                        f"{clock(s['ends_at'])})")
         matchers = ", ".join(d["shown"])
         how_long = format_duration(d["duration"])
         return Action(
@@ -197,16 +227,16 @@ class SilenceHost(StepBase):
             ctx.record("silence_created", silence=sid, host=ctx.target, matchers=[str(m) for m in matchers],
                        ends_at=round(ends, 3), renewal=True)
             ctx.progress(f"  {ctx.target}: this run's silence had lapsed; silence {sid} until {utc(ends)}")
-            return f"{ctx.target}: silence had lapsed; made again as {sid} until {_clock(ends)}"
+            return f"{ctx.target}: silence had lapsed; made again as {sid} until {clock(ends)}"
         current = mine[0]
         if current.ends_at is not None and current.ends_at >= now + left - margin / 2:
-            return f"{ctx.target}: silence {current.id} lasts until {_clock(current.ends_at)}"
+            return f"{ctx.target}: silence {current.id} lasts until {clock(current.ends_at)}"
         ends = now + left
         sid = env.alertmanager.extend_silence(current, ends_at=ends)
         ctx.record("silence_extended", silence=sid, host=ctx.target, was=current.id, ends_at=round(ends, 3))
         ctx.progress(f"  {ctx.target}: silence {sid} extended until {utc(ends)}")
-        return f"{ctx.target}: silence {current.id} would end at {_clock(current.ends_at)}; extended as {sid} " \
-               f"until {_clock(ends)}"
+        return f"{ctx.target}: silence {current.id} would end at {clock(current.ends_at)}; extended as {sid} " \
+               f"until {clock(ends)}"
 
 
 class Unsilence(StepBase):
@@ -216,22 +246,12 @@ class Unsilence(StepBase):
         why = _no_monitoring(ctx)
         if why:
             return Observation({"none": why}, summary=why)
-        env = environment(ctx)
         host = target_host(ctx)
         matchers = _host_matchers(ctx)
-        mine = _mine(env.alertmanager.silences(), ctx.run_id, matchers) if matchers else []
+        mine = _mine(environment(ctx).alertmanager.silences(), ctx.run_id, matchers) if matchers else []
         planned = ctx.projected.get(silence_key(host.name)) == "planned"
-        held = _held(env.alertmanager.alerts(), {s.id for s in mine}) if mine else []
-        lines = [a.line() for a in held]
-        data = {"host": host.name, "alertmanager": env.alertmanager.url, "mine": [s.to_dict() for s in mine],
-                "planned": planned, "held": lines}
-        if mine:
-            summary = (f"{host.name}: silence {', '.join(s.id for s in mine)} of this run until "
-                       f"{_clock(mine[0].ends_at)}; " + (f"holding {names(lines)}" if lines else "holding nothing"))
-        else:
-            summary = f"{host.name}: " + ("silenced by an earlier step of this plan" if planned
-                                          else "no silence of this run")
-        return Observation(data, summary=summary)
+        return ending_observation(ctx, mine, planned, "silence",
+                                  "silenced by an earlier step of this plan" if planned else "no silence of this run")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -248,31 +268,10 @@ class Unsilence(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        env = environment(ctx)
-        am = env.alertmanager
-        mine = _mine(am.silences(), ctx.run_id, _host_matchers(ctx))
-        ids = {s.id for s in mine}
-        if not ids:
-            return
-        last: list[str] = []
-
-        def clear() -> tuple[bool, str]:
-            last[:] = [a.line() for a in _held(am.alerts(), ids)]
-            return not last, ("still firing under the silence: " + names(last)) if last else "no alert held"
-
-        timeout = float(self.params["timeout"])
-        try:
-            wait(ctx, clear, what=f"{ctx.target}'s alerts to stop firing under this run's silence", timeout=timeout,
-                 interval=2.0)
-        except WaitTimeout:
-            raise WaitTimeout(f"{ctx.target}: {names(last)} still firing after {format_duration(timeout)} under this "
-                              f"run's silence; ending it now would page, so it stays (until "
-                              f"{_clock(mine[0].ends_at)})",
-                              hint="look at the host; resume once its alerts clear (kafkaops resume RUN)") from None
-        for s in mine:
-            am.expire_silence(s.id)
-            ctx.record("silence_expired", silence=s.id, host=ctx.target)
-        ctx.progress(f"  {ctx.target}: silence {', '.join(sorted(ids))} ended")
+        mine = _mine(environment(ctx).alertmanager.silences(), ctx.run_id, _host_matchers(ctx))
+        end_when_quiet(ctx, mine, what=f"{ctx.target}'s alerts to stop firing under this run's silence",
+                       timeout=float(self.params["timeout"]), event="silence_expired", stuck="still firing",
+                       hint="look at the host; resume once its alerts clear (kafkaops resume RUN)")
 
     def verify(self, ctx: RunContext) -> None:
         if _no_monitoring(ctx):
@@ -282,7 +281,22 @@ class Unsilence(StepBase):
             raise CheckFailed(f"{ctx.target}: this run's silence {left[0].id} still silences after it was ended")
 
 
-def _held(alerts: list[Alert], ids: set[str]) -> list[Alert]:
+def ending_observation(ctx: RunContext, found: list[Silence], planned: bool, name: str, otherwise: str) -> Observation:
+    """What a step that ends this run's silence sees: the silences ``found`` (their ``name``: "silence",
+    "roll silence") and the alerts they still hold, or ``otherwise`` when none is live."""
+    am = environment(ctx).alertmanager
+    lines = [a.line() for a in held(am.alerts(), {s.id for s in found})] if found else []
+    data = {"host": ctx.target, "alertmanager": am.url, "mine": [s.to_dict() for s in found], "planned": planned,
+            "held": lines}
+    if found:
+        summary = (f"{ctx.target}: {name} {', '.join(s.id for s in found)} of this run until "
+                   f"{clock(found[0].ends_at)}; " + (f"holding {names(lines)}" if lines else "holding nothing"))
+    else:
+        summary = f"{ctx.target}: {otherwise}"
+    return Observation(data, summary=summary)
+
+
+def held(alerts: list[Alert], ids: set[str]) -> list[Alert]:
     """The active alerts one of the silences ``ids`` suppresses."""
     return [a for a in alerts if set(a.silenced_by) & ids]
 

@@ -41,10 +41,10 @@ from kafkaops.engine.step import (
     format_duration,
     register_step,
 )
-from kafkaops.errors import CheckFailed, WaitTimeout
-from kafkaops.steps.alerts import DEFAULT_MARGIN
-from kafkaops.steps.common import environment, names, wait
-from kafkaops.systems.alertmanager import Alert, Matcher, Silence, run_prefix, silence_comment, utc
+from kafkaops.errors import CheckFailed
+from kafkaops.steps.alerts import DEFAULT_MARGIN, clock, end_when_quiet, ending_observation, silence_bound
+from kafkaops.steps.common import environment
+from kafkaops.systems.alertmanager import Matcher, Silence, run_prefix, silence_comment, utc
 
 #: The step that ends the roll's silence (and so the end of the steps its bound covers).
 RELEASE = "roll_alerts.unsilence"
@@ -89,36 +89,11 @@ def roll_matchers(ctx: RunContext) -> list[Matcher]:
             *(Matcher(label, value) for label, value in m.scope_labels(env.cluster.name))]
 
 
-def roll_bound(ctx: RunContext, margin: float, start: int) -> tuple[float, list[str]]:
-    """How long the roll's silence must last from now: the timeouts of the steps from index ``start`` up to
-    and including ``roll_alerts.unsilence``, times the hosts that go together, plus ``margin``.
-
-    The idea of :func:`kafkaops.steps.alerts.silence_bound`, over the steps a broker is down for (its stop,
-    reboot or start, and its wait in sync): a run that goes on never outlives the silence, and one that
-    dies leaves a silence that ends by itself. Returns the bound (seconds) and the covered timeouts
-    (``kafka.stop_broker 5m``) for the plan."""
-    covered = []
-    for step in ctx.steps:
-        if step.index < start or step.gate:
-            continue
-        covered.append(step)
-        if step.kind == RELEASE:
-            break
-    timeouts = [(s.kind, float(t)) for s in covered
-                if isinstance(t := s.params.get("timeout"), int | float) and not isinstance(t, bool)]
-    batch = max(1, len(ctx.batch))
-    return sum(t for _, t in timeouts) * batch + margin, [f"{kind} {format_duration(t)}" for kind, t in timeouts]
-
-
 def mine(silences: Iterable[Silence], ctx: RunContext, matchers: list[Matcher]) -> list[Silence]:
     """This run's live roll silences for this target: its run prefix, its host's suffix, these matchers."""
     prefix, suffix = run_prefix(ctx.run_id), roll_suffix(ctx.target)
     return [s for s in silences if ctx.run_id and s.live and s.comment.startswith(prefix)
             and s.comment.endswith(suffix) and s.matches(matchers)]
-
-
-def _clock(ts: float | None) -> str:
-    return time.strftime("%H:%M:%SZ", time.gmtime(ts)) if ts else "?"
 
 
 def _shown(matchers: list[Matcher]) -> str:
@@ -134,14 +109,14 @@ class SilenceRoll(StepBase):
             return Observation({"none": why}, summary=why)
         env = environment(ctx)
         matchers = roll_matchers(ctx)
-        duration, covers = roll_bound(ctx, float(self.params["margin"]), ctx.step_index + 1)
+        duration, covers = silence_bound(ctx, float(self.params["margin"]), until=RELEASE)
         found = mine(env.alertmanager.silences(), ctx, matchers)
         data = {"host": ctx.target, "alertmanager": env.alertmanager.url, "matchers": [m.to_api() for m in matchers],
                 "shown": _shown(matchers), "duration": duration, "covers": covers,
                 "mine": [s.to_dict() for s in found]}
         if found:
             summary = (f"{ctx.target}: its peers' roll alerts silenced by this run (silence {found[0].id} until "
-                       f"{_clock(found[0].ends_at)})")
+                       f"{clock(found[0].ends_at)})")
         else:
             summary = f"{ctx.target}: no roll silence of this run yet"
         return Observation(data, summary=summary)
@@ -153,7 +128,7 @@ class SilenceRoll(StepBase):
         if d["mine"]:
             s = d["mine"][0]
             return Noop(f"the alerts {d['host']}'s absence raises elsewhere are already silenced by this run "
-                        f"(silence {s['id']}, until {_clock(s['ends_at'])})")
+                        f"(silence {s['id']}, until {clock(s['ends_at'])})")
         how_long = format_duration(d["duration"])
         return Action(
             description=f"silence {d['shown']} in Alertmanager while {d['host']} is down, for {how_long} at most",
@@ -210,28 +185,23 @@ class SilenceRoll(StepBase):
                 any(s.kind == RELEASE for s in ctx.steps):
             return f"{ctx.target}: past {RELEASE}: the roll silence was ended, nothing to renew"
         margin = float(self.params["margin"])
-        duration, _ = roll_bound(ctx, margin, start)
+        duration, _ = silence_bound(ctx, margin, after=start, until=RELEASE)
         needed = time.time() + duration
         found = mine(am.silences(), ctx, matchers)
         # Half the margin is slack: the runner asks before every change, and a silence made seconds ago
         # for the same steps ends seconds "too soon"; remade each time, it would churn for nothing.
         lasting = [s for s in found if s.ends_at is not None and s.ends_at >= needed - margin / 2]
         if lasting:
-            return (f"{ctx.target}: roll silence {lasting[0].id} of this run lasts until {_clock(lasting[0].ends_at)}, "
+            return (f"{ctx.target}: roll silence {lasting[0].id} of this run lasts until {clock(lasting[0].ends_at)}, "
                     f"past the steps it still covers")
         sid = self._create(ctx, matchers, duration, "roll_silence_renewed")
         for s in found:
             am.expire_silence(s.id)
             ctx.record("roll_silence_expired", silence=s.id, host=ctx.target, replaced_by=sid)
         if found:
-            return (f"{ctx.target}: roll silence {found[0].id} of this run ended at {_clock(found[0].ends_at)}, "
-                    f"before the steps it covers: replaced by {sid} until {_clock(needed)}")
-        return f"{ctx.target}: no roll silence of this run left (lapsed or expired): made {sid} until {_clock(needed)}"
-
-
-def held(alerts: Iterable[Alert], ids: set[str]) -> list[Alert]:
-    """The active alerts one of the silences ``ids`` suppresses."""
-    return [a for a in alerts if set(a.silenced_by) & ids]
+            return (f"{ctx.target}: roll silence {found[0].id} of this run ended at {clock(found[0].ends_at)}, "
+                    f"before the steps it covers: replaced by {sid} until {clock(needed)}")
+        return f"{ctx.target}: no roll silence of this run left (lapsed or expired): made {sid} until {clock(needed)}"
 
 
 class UnsilenceRoll(StepBase):
@@ -241,19 +211,10 @@ class UnsilenceRoll(StepBase):
         why = _nothing_to_silence(ctx)
         if why:
             return Observation({"none": why}, summary=why)
-        env = environment(ctx)
-        found = mine(env.alertmanager.silences(), ctx, roll_matchers(ctx))
+        found = mine(environment(ctx).alertmanager.silences(), ctx, roll_matchers(ctx))
         planned = ctx.projected.get(roll_key(ctx.target)) == "planned"
-        lines = [a.line() for a in held(env.alertmanager.alerts(), {s.id for s in found})] if found else []
-        data = {"host": ctx.target, "alertmanager": env.alertmanager.url, "mine": [s.to_dict() for s in found],
-                "planned": planned, "held": lines}
-        if found:
-            summary = (f"{ctx.target}: roll silence {', '.join(s.id for s in found)} of this run until "
-                       f"{_clock(found[0].ends_at)}; " + (f"holding {names(lines)}" if lines else "holding nothing"))
-        else:
-            summary = f"{ctx.target}: " + ("roll silence made by an earlier step of this plan" if planned
-                                           else "no roll silence of this run")
-        return Observation(data, summary=summary)
+        return ending_observation(ctx, found, planned, "roll silence", "roll silence made by an earlier step of "
+                                  "this plan" if planned else "no roll silence of this run")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -270,31 +231,11 @@ class UnsilenceRoll(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        am = environment(ctx).alertmanager
-        found = mine(am.silences(), ctx, roll_matchers(ctx))
-        ids = {s.id for s in found}
-        if not ids:
-            return
-        last: list[str] = []
-
-        def clear() -> tuple[bool, str]:
-            last[:] = [a.line() for a in held(am.alerts(), ids)]
-            return not last, ("still firing under the roll silence: " + names(last)) if last else "no alert held"
-
-        timeout = float(self.params["timeout"])
-        try:
-            wait(ctx, clear, what=f"the alerts {ctx.target}'s absence raised to stop firing", timeout=timeout,
-                 interval=2.0)
-        except WaitTimeout:
-            raise WaitTimeout(f"{ctx.target} is back in sync but {names(last)} still fire after "
-                              f"{format_duration(timeout)} under this run's roll silence; ending it now would page, "
-                              f"so it stays (until {_clock(found[0].ends_at)})",
-                              hint="look at the brokers they name; resume once they clear (kafkaops resume RUN)") \
-                from None
-        for s in found:
-            am.expire_silence(s.id)
-            ctx.record("roll_silence_expired", silence=s.id, host=ctx.target)
-        ctx.progress(f"  {ctx.target}: roll silence {', '.join(sorted(ids))} ended")
+        found = mine(environment(ctx).alertmanager.silences(), ctx, roll_matchers(ctx))
+        end_when_quiet(ctx, found, what=f"the alerts {ctx.target}'s absence raised to stop firing",
+                       timeout=float(self.params["timeout"]), event="roll_silence_expired",
+                       stuck="still fire though it is back in sync",
+                       hint="look at the brokers they name; resume once they clear (kafkaops resume RUN)")
 
     def verify(self, ctx: RunContext) -> None:
         if _nothing_to_silence(ctx):

@@ -32,8 +32,8 @@ from kafkaops.environment import Environment
 from kafkaops.errors import WaitTimeout
 from kafkaops.inventory import load_inventory
 from kafkaops.model import Cluster
-from kafkaops.steps.alerts import Gate, SilenceHost
-from kafkaops.steps.roll_alerts import SilenceRoll, UnsilenceRoll, roll_bound, roll_key
+from kafkaops.steps.alerts import Gate, SilenceHost, silence_bound
+from kafkaops.steps.roll_alerts import RELEASE, SilenceRoll, UnsilenceRoll, roll_key
 from kafkaops.systems.alertmanager import utc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,12 +66,13 @@ def _ctx(env: object, index: int, *, target: str = "kafka1001", batch: tuple[str
 
 
 def test_the_roll_silence_lasts_while_the_broker_is_down_plus_the_margin() -> None:
-    bound, covers = roll_bound(_ctx(None, 3), 900, 4)
+    bound, covers = silence_bound(_ctx(None, 3), 900, after=4, until=RELEASE)
     assert bound == 300 + 120 + 900 + 1800 + 120 + 900  # not the election after it, nor the host's unsilence
     assert covers == ["kafka.stop_broker 5m", "kafka.verify_not_leader 2m", "host.reboot 15m",
                       "kafka.wait_in_sync 30m", "roll_alerts.unsilence 2m"]
-    assert roll_bound(_ctx(None, 3, batch=("kafka1001", "kafka1002")), 900, 4)[0] == 2 * 3240 + 900
-    assert roll_bound(_ctx(None, 3), 900, 7)[0] == 1800 + 120 + 900  # resumed at the wait in sync
+    assert silence_bound(_ctx(None, 3, batch=("kafka1001", "kafka1002")), 900, after=4, until=RELEASE)[0] \
+        == 2 * 3240 + 900
+    assert silence_bound(_ctx(None, 3), 900, after=7, until=RELEASE)[0] == 1800 + 120 + 900  # resumed in sync
 
 
 def _lab(alertmanager: str = "http://127.0.0.1:9", **changes: Any) -> Cluster:
