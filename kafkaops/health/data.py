@@ -376,9 +376,10 @@ def rate_findings(minutes_by_topic: Mapping[str, Mapping[int, int]], window: Rat
                   thresholds: Thresholds = Thresholds()) -> list[Finding]:
     """Name every topic whose per-minute produce rate dipped during or after the run.
 
-    Only whole minutes inside the scanned frame are compared (the edges are partial). The reference
-    is the median of the whole minutes before the run (at least two); topics whose reference is
-    below ``min_rate_per_min`` are too quiet to judge.
+    Only whole minutes inside the scanned frame are compared (the edges are partial), and of the run
+    only its whole minutes: the minute it started in is partly before it, and a dip there (producers that
+    had not started yet) is not the run's. The reference is the median of the whole minutes before the
+    run (at least two); topics whose reference is below ``min_rate_per_min`` are too quiet to judge.
 
     Args:
         minutes_by_topic: Epoch minute -> records, per topic.
@@ -389,7 +390,6 @@ def rate_findings(minutes_by_topic: Mapping[str, Mapping[int, int]], window: Rat
         One warning per topic with a dip, naming the worst minute and the phase.
     """
     first, last = _full_minutes(window)
-    start_min = int(window.start // 60)
     end_min = -(-int(window.end) // 60)
     out: list[Finding] = []
     for topic in sorted(minutes_by_topic):
@@ -402,7 +402,7 @@ def rate_findings(minutes_by_topic: Mapping[str, Mapping[int, int]], window: Rat
             continue
         worst: tuple[int, int, str] | None = None
         for m, c in series:
-            if m < start_min:
+            if m * 60 < window.start:  # the minute the run started in is partly before it: not the run's
                 continue
             phase = "during" if m < end_min else "after"
             if c < thresholds.dip_fraction * ref and (worst is None or c < worst[1]):

@@ -146,6 +146,17 @@ def test_rate_partial_edge_minutes_are_ignored() -> None:
     assert rate_findings({"t": _minutes(counts)}, w) == []
 
 
+def test_the_minute_the_run_started_in_is_not_the_runs() -> None:
+    """CI, 2026-11-27: the load of the test before stopped at 23:37:15, this test's load and run started at
+    23:37:57, and the post-check blamed the run for the 23:37 minute (-81%). That minute is mostly before
+    the run: only the run's whole minutes are judged."""
+    counts = [600] * 10 + [120] + [600] * 6  # minute 10: producers absent until 48 s into it
+    w = RateWindow(scan_from=T0, start=T0 + 600 + 48, end=T0 + 900, scan_to=T0 + 17 * 60)
+    assert rate_findings({"t": _minutes(counts)}, w) == []
+    counts[11] = 100  # the first whole minute of the run dips: that one is the run's
+    assert len(rate_findings({"t": _minutes(counts)}, w)) == 1
+
+
 # --- parity ------------------------------------------------------------------------------------------
 
 
