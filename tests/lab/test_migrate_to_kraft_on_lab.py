@@ -265,11 +265,12 @@ def _stopped_second_controller(home: Path) -> str | None:
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("kill_revert", [False, pytest.param(True, marks=pytest.mark.xfail(strict=False, reason=(
-    "found 2026-11-27 (long-scenarios-2026-11-27-5.json): the revert killed with two of three controllers stopped "
-    "and resumed left the brokers' elected controller at epoch 5 while the partition states carried "
-    "controller_epoch 6 from dual-write; its state changes were refused ('Leader and isr path written by another "
-    "controller') and the brokers' roll waited out kafka.verify_not_leader")))], ids=["revert", "revert-killed"])
+# kill_revert=True fails today, honestly (issue 42.2, not fixed yet): found 2026-11-27
+# (long-scenarios-2026-11-27-5.json), the revert killed with two of three controllers stopped and resumed left
+# the brokers' elected controller at epoch 5 while the partition states carried controller_epoch 6 from
+# dual-write; its state changes were refused ('Leader and isr path written by another controller') and the
+# brokers' roll waited out kafka.verify_not_leader. A long scenario: the suite does not run it.
+@pytest.mark.parametrize("kill_revert", [False, True], ids=["revert", "revert-killed"])
 def test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_under_load(migration: Cluster,
                                                                                        tmp_path: Path,
                                                                                        kill_revert: bool) -> None:
@@ -278,7 +279,7 @@ def test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_und
     stage of it (KRaft brokers back, the quorum deprovisioned and ZooKeeper released, the brokers without the
     migration settings), under the acks=all load and HTTP through the VIP. With ``kill_revert`` the revert is
     itself killed once with two of the three controllers stopped, its run resumed, the last stage run by
-    `--revert` (xfail: a controller-epoch fencing it exposed, not fixed yet). Then the migration starts
+    `--revert` (it fails today: a controller-epoch fencing it exposed, issue 42.2). Then the migration starts
     afresh."""
     spec = pristine_migration_lab(migration)
     before = _metadata(spec, migration)
