@@ -80,6 +80,12 @@ def mirror_properties(sites: Cluster) -> str:
         "refresh.topics.interval.seconds = 5",
         # A Connect worker setting only counts with the target's alias in front (a bare one stays 60 s).
         *(f"{dc}.offset.flush.interval.ms = 1000" for dc in dcs),
+        # Exactly-once (KIP-618, MirrorMaker 2 dedicated mode since Kafka 3.5): each site is written to in
+        # transactions, so every mirror copy carries commit markers, offsets no record holds (what the
+        # translation must read past, issue 42); the source consumers read only committed records, so a
+        # producer's aborted transaction is not mirrored.
+        *(f"{dc}.exactly.once.source.support = enabled" for dc in dcs),
+        *(f"{dc}.consumer.isolation.level = read_committed" for dc in dcs),
         "tasks.max = 2",
     ]
     return "\n".join(lines) + "\n"

@@ -16,8 +16,12 @@ timestamp minus the margin (where the tail's copy cannot be earlier), the record
 at most a bounded number, for the tail as a consecutive run.
 
 **Why no loss, whatever the scan finds.** The tail's true copy lies at or after the scan's start (its
-timestamps are at least that). The *earliest* run found is therefore at or before the true copy: resuming
-after it resumes at or before the group's true position. Found **once** → exact: 0 duplicates, 0 lost.
+timestamps are at least that) — *if the target still has it*. The *earliest* run found is then at or
+before the true copy: resuming after it resumes at or before the group's true position. Found **once** →
+exact: 0 duplicates, 0 lost — but only when the scan provably covers every candidate: it reached the
+partition's end and the target still holds every record from the scan's start (:func:`scan_gap`). Where the
+group's own copy may be gone (the target's head deleted, compaction), a run found once may be a later
+identical one (a replayed event), and resuming after it would lose what lies between (issue 42).
 Found **twice or more** (a mirror that delivered a batch again, identical events) → which copy is the
 group's is not known: the margin rule decides. **Not found** (the tail deleted by retention, compaction or
 DeleteRecords; a mirror lagging behind it or rewriting records; past the scan bound) → the margin rule.
@@ -67,8 +71,29 @@ def scan_start_ts(tail: Sequence[RecordId], margin_ms: int) -> int:
     return max(0, min(r.timestamp for r in tail) - margin_ms)
 
 
+def scan_gap(*, begin: int, log_start: int, compacted: bool) -> str:
+    """Why a target scan from offset ``begin`` may not hold the group's own copy of its tail ("" when it
+    provably does), for :func:`locate`.
+
+    The copy's timestamps are at least the scan's start timestamp, so it lies at or after ``begin`` (the first
+    offset with a timestamp that recent) — if the target still has it. Retention and DeleteRecords remove a
+    log's *prefix*: when the target still holds an offset before ``begin`` (or never lost any), nothing at or
+    after ``begin`` is gone. When ``begin`` is the log start of a log that lost its head, the copy may have
+    been in what was deleted, and a later identical run (a replayed event: same CreateTime, key and value)
+    would be found once in its place: resuming after it skips every record between the two. Compaction
+    removes records anywhere, and keeps exactly the later of two records with one key.
+    """
+    if compacted:
+        return "the target topic is compacted: the group's copy may be compacted away and a later identical " \
+               "record kept"
+    if log_start > 0 and begin <= log_start:
+        return (f"the target no longer holds the margin's offset (its log starts at {log_start}, the scan at "
+                f"{begin}): the group's copy may be deleted and a later identical run found in its place")
+    return ""
+
+
 def locate(tail: Sequence[RecordId], target: Sequence[tuple[int, RecordId]], *, limit: int = SCAN_LIMIT,
-           complete: bool = True) -> Located:
+           complete: bool = True, gap: str = "") -> Located:
     """Find ``tail`` (oldest first) as a consecutive run in ``target`` ((offset, id), in offset order, from
     the scan's start).
 
@@ -78,6 +103,11 @@ def locate(tail: Sequence[RecordId], target: Sequence[tuple[int, RecordId]], *, 
             compaction or transaction markers, are fine: records are matched as they follow each other).
         limit: The scan bound the caller read with (for the reason given when nothing is found).
         complete: False when the caller stopped reading at ``limit`` before the partition's end.
+        gap: Why the scan may miss the group's own copy (:func:`scan_gap`); "" when it cannot.
+
+    A single match is trusted only when the scan provably covers every candidate: it reached the end
+    (``complete``) and nothing it starts at or after can be gone (no ``gap``). Otherwise the one run found may
+    be a later identical one, and resuming after it would lose the records between: the margin rule decides.
     """
     if not tail:
         raise ValueError("an empty tail identifies no position")
@@ -85,6 +115,10 @@ def locate(tail: Sequence[RecordId], target: Sequence[tuple[int, RecordId]], *, 
     ids = [rid for _, rid in target]
     first = tail[0]
     found = [i for i in range(len(ids) - n + 1) if ids[i] == first and ids[i:i + n] == list(tail)]
+    if len(found) == 1 and (gap or not complete):
+        why = gap or f"the scan stopped at its bound of {limit} records before the partition's end"
+        return Located(None, f"its last {n} record(s) found once, at offset {target[found[0]][0]}, but not "
+                             f"trusted: {why}", len(target))
     if len(found) == 1:
         last_offset = target[found[0] + n - 1][0]
         return Located(last_offset + 1, f"its last {n} record(s) found once on the target, at offset "

@@ -78,18 +78,19 @@ class PartitionMove:
                 "method": self.method, "why": self.why, "checkpoint": self.checkpoint}
 
 
-def seek_times(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartitionKey, int],
+def seek_times(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartitionKey, int | None],
                margin_ms: int) -> dict[TopicPartitionKey, int]:
     """The timestamp to look up on both sites for each partition that has an anchor."""
     out = {}
     for p in positions:
         key = (p.topic, p.partition)
-        if p.anchor is not None and key in anchor_ts:
-            out[key] = max(0, anchor_ts[key] - margin_ms)
+        ts = anchor_ts.get(key)
+        if p.anchor is not None and ts is not None:
+            out[key] = max(0, ts - margin_ms)
     return out
 
 
-def translate(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartitionKey, int], margin_ms: int, *,
+def translate(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartitionKey, int | None], margin_ms: int, *,
               target_at: Mapping[TopicPartitionKey, int | None],
               source_at: Mapping[TopicPartitionKey, int | None],
               target_end: Mapping[TopicPartitionKey, int | None]) -> list[PartitionMove]:
@@ -97,7 +98,9 @@ def translate(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartition
 
     Args:
         positions: The group's committed positions on the source.
-        anchor_ts: Timestamp of each position's :attr:`~SourcePosition.anchor` record.
+        anchor_ts: Timestamp of each position's :attr:`~SourcePosition.anchor` record; None where the
+            partition has offsets but no record a consumer is given (only transaction markers and aborted
+            records): it resumes at the target's log end, like an empty one.
         margin_ms: How far out of timestamp order a record may be and still not be lost.
         target_at / source_at: First offset with timestamp >= the partition's :func:`seek_times` value on
             the target / the source (the log end where no record is that recent).
@@ -110,16 +113,18 @@ def translate(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartition
     moves = []
     for p in sorted(positions, key=lambda x: (x.topic, x.partition)):
         key = (p.topic, p.partition)
-        if p.anchor is None:
+        if key not in anchor_ts and p.anchor is not None:
+            raise ValueError(f"no timestamp of {p.topic}-{p.partition}@{p.anchor} on the source")
+        anchor = anchor_ts.get(key)
+        if anchor is None:
             end = target_end.get(key)
             if end is None:
                 raise ValueError(f"no log end offset of {p.topic}-{p.partition} on the target")
+            what = "empty" if p.anchor is None else "no record, only transaction markers or aborted records,"
             moves.append(PartitionMove(p.topic, p.partition, p.committed, p.end, None, None, end, 0,
-                                       "empty at the source: resumes at the target's log end"))
+                                       f"{what} at the source: resumes at the target's log end"))
             continue
-        if key not in anchor_ts:
-            raise ValueError(f"no timestamp of {p.topic}-{p.partition}@{p.anchor} on the source")
-        seek = max(0, anchor_ts[key] - margin_ms)
+        seek = max(0, anchor - margin_ms)
         target, source = target_at.get(key), source_at.get(key)
         if target is None or source is None:
             raise ValueError(f"no offset for timestamp {seek} of {p.topic}-{p.partition}")
@@ -133,7 +138,7 @@ def translate(positions: list[SourcePosition], anchor_ts: Mapping[TopicPartition
             duplicates = max(duplicates, end - target - (p.end - position))
         note = ("at the end of the source: resumes with what arrives after its last record" if p.caught_up
                 else f"{p.end - position} record(s) not yet read on the source")
-        moves.append(PartitionMove(p.topic, p.partition, p.committed, p.end, anchor_ts[key], seek, target,
+        moves.append(PartitionMove(p.topic, p.partition, p.committed, p.end, anchor, seek, target,
                                    duplicates, note))
     return moves
 

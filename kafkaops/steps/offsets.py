@@ -11,14 +11,14 @@ Resumable: a target group already at the translated offsets is a no-op.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal
-from kafkaops.policy.record_identity import SCAN_LIMIT, TAIL, Located, locate, scan_start_ts
+from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal
+from kafkaops.policy.record_identity import SCAN_LIMIT, TAIL, Located, locate, scan_gap, scan_start_ts
 from kafkaops.policy.translation import SourcePosition, TopicPartitionKey, guarantee, refine, seek_times, translate
 from kafkaops.steps.common import StableObservation, environment, names
 from kafkaops.systems.groups import IDLE_STATES
@@ -61,23 +61,35 @@ def _why(g: dict[str, Any], m: dict[str, Any]) -> str:
 
 
 def _locate(source: ConsumerGroups, target: ConsumerGroups, positions: list[SourcePosition], margin_ms: int,
-            offsets_at: Callable[[Mapping[TopicPartitionKey, int]], Mapping[TopicPartitionKey, int | None]]
-            ) -> dict[TopicPartitionKey, Located]:
+            offsets_at: Callable[[Mapping[TopicPartitionKey, int]], Mapping[TopicPartitionKey, int | None]],
+            compacted: Collection[str]) -> dict[TopicPartitionKey, Located]:
     """Where each position's last records are on the target (:mod:`kafkaops.policy.record_identity`): the
-    tail read on the source, then the target scanned from where its copy can first be, bounded."""
-    spans = {(p.topic, p.partition): (max(p.start, p.committed - TAIL), p.committed) for p in positions
-             if p.committed > p.start}
-    tails = {k: [rid for _, rid in records] for k, (records, _) in source.record_ids(spans, limit=TAIL).items()}
+    tail read on the source, then the target scanned from where its copy can first be, bounded, to its last
+    stable offset; a match trusted only where the scan provably covers the group's own copy
+    (:func:`~kafkaops.policy.record_identity.scan_gap`)."""
+    tails = source.tails([(p.topic, p.partition, p.committed) for p in positions if p.committed > p.start], TAIL)
     tails = {k: t for k, t in tails.items() if t}
-    begin = offsets_at({k: scan_start_ts(t, margin_ms) for k, t in tails.items()})
-    scans = target.record_ids({k: (int(b), None) for k, b in begin.items() if b is not None}, limit=SCAN_LIMIT)
-    located = {k: locate(tails[k], records, limit=SCAN_LIMIT, complete=complete)
+    begin = {k: int(b) for k, b in offsets_at({k: scan_start_ts(t, margin_ms) for k, t in tails.items()}).items()
+             if b is not None}
+    held = target.bounds(begin)
+    scans = target.record_ids(begin, limit=SCAN_LIMIT)
+    located = {k: locate(tails[k], records, limit=SCAN_LIMIT, complete=complete,
+                         gap=scan_gap(begin=begin[k], log_start=held[k].start, compacted=k[0] in compacted))
                for k, (records, complete) in scans.items()}
     for p in positions:  # the records the group read are gone from the source: nothing to look for
         if p.committed > 0 and (p.topic, p.partition) not in tails:
             located[(p.topic, p.partition)] = Located(None, f"the records before position {p.committed} are gone "
                                                             f"from the source (log start {p.start})", 0)
     return located
+
+
+def _checkpoints(target: ConsumerGroups, src: str, group: str) -> tuple[dict[TopicPartitionKey, int], str]:
+    """MirrorMaker's own answer, shown beside ours: a read that fails is said, never a failed translation
+    (the translation does not use it)."""
+    try:
+        return target.checkpoints(src, group), ""
+    except KafkaOpsError as exc:
+        return {}, f"MirrorMaker's checkpoints not read: {exc.message}"
 
 
 class Translate(StepBase):
@@ -99,8 +111,7 @@ class Translate(StepBase):
             if start is None or end is None:
                 raise CheckFailed(f"{env.site(src).cluster.name} did not give the offsets of {topic}-{partition}")
             positions.append(SourcePosition(topic, partition, offset, start, end))
-        anchors = source.timestamps([(p.topic, p.partition, p.anchor) for p in positions if p.anchor is not None])
-        anchor_ts = {(t, p): ts for (t, p, _o), ts in anchors.items()}
+        anchor_ts = source.anchors([(p.topic, p.partition, p.committed) for p in positions if p.anchor is not None])
         seeks = seek_times(positions, anchor_ts, margin_ms)
         target_topics = {t: set(m.partitions) for t, m in target_admin.metadata().topics.items()}
         missing = sorted({p.topic for p in positions} - set(target_topics))
@@ -124,15 +135,17 @@ class Translate(StepBase):
         if method not in ("exact", "margin"):
             raise ConfigError(f"offsets.translate: method {method!r} is not exact or margin")
         if method == "exact":
-            moves = refine(moves, _locate(source, target, positions, margin_ms, target_admin.offsets_at))
-        checkpoints = target.checkpoints(src, group)  # MirrorMaker's own answer, shown beside ours
+            configs = target_admin.topic_configs({p.topic for p in positions})
+            compacted = {t for t, c in configs.items() if "compact" in c.cleanup_policy}
+            moves = refine(moves, _locate(source, target, positions, margin_ms, target_admin.offsets_at, compacted))
+        checkpoints, unread = _checkpoints(target, src, group)
         moves = [replace(m, checkpoint=checkpoints.get((m.topic, m.partition))) for m in moves]
         current = target.committed(group)
         return {"group": group, "from": src, "to": dst, "margin_ms": margin_ms,
                 "target_state": state.state, "target_members": list(state.members),
                 "moves": [m.to_dict() for m in moves],
                 "target_current": {f"{t}-{p}": o for (t, p), o in sorted(current.items())},
-                "guarantee": guarantee(group, src, dst, margin_ms, moves)}
+                "guarantee": guarantee(group, src, dst, margin_ms, moves) + (f" ({unread})" if unread else "")}
 
     def observe(self, ctx: RunContext) -> Observation:
         if self.params.get("service"):

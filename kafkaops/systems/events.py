@@ -23,7 +23,6 @@ caller leaves its intent open and the resume checks the topic).
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -157,58 +156,33 @@ def replay_adapters(env: Any) -> tuple[EventProducer, EventPoster]:
 
 def find_values(bootstrap_servers: str, topics: Sequence[str], since_ms: int, *, timeout: float = 60.0
                 ) -> Iterator[tuple[str, bytes]]:
-    """Every record value of ``topics`` written since ``since_ms`` (record timestamp), up to the end
-    each partition had when the scan started. Read-only: an assigned consumer of a throw-away group,
-    nothing committed.
+    """Every record value of ``topics`` written since ``since_ms`` (record timestamp), up to the last stable
+    offset each partition had when the scan started: read to the consumer's position, so a partition that
+    ends on a transaction's marker ends the scan too (:mod:`kafkaops.systems.records`). Read-only: an
+    assigned consumer of a throw-away group, nothing committed.
 
     Raises:
-        UnreachableError: Kafka did not answer, or the scan did not reach the end in ``timeout``.
+        UnreachableError: Kafka did not answer, or a partition's read stalled for ``timeout``.
     """
-    from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException
 
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"kafkaops-replay-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "enable.partition.eof": False, "log_level": 2})
-    deadline = time.monotonic() + timeout
-    try:
+    from kafkaops.systems.records import RecordReader
+
+    with RecordReader(bootstrap_servers, timeout=min(timeout, 10)) as reader:
         try:
-            request = []
+            keys = []
             for topic in topics:
-                meta = consumer.list_topics(topic, timeout=min(timeout, 10))
-                tmeta = meta.topics.get(topic)
+                tmeta = reader.metadata(topic).topics.get(topic)
                 if tmeta is None or tmeta.error is not None:
                     continue  # no such topic: nothing of ours can be in it
-                request += [TopicPartition(topic, p, since_ms) for p in tmeta.partitions]
-            if not request:
+                keys += [(topic, p) for p in tmeta.partitions]
+            if not keys:
                 return
-            starts = consumer.offsets_for_times(request, timeout=min(timeout, 10))
-            assigned, ends = [], {}
-            for tp in starts:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition),
-                                                            timeout=min(timeout, 10))
-                start = high if tp.offset in (OFFSET_END, -1) or tp.offset < 0 else tp.offset
-                if start < high:
-                    assigned.append(TopicPartition(tp.topic, tp.partition, start))
-                    ends[(tp.topic, tp.partition)] = high
+            starts, bounds = reader.offsets_at(keys, since_ms), reader.bounds(keys)
         except KafkaException as exc:
             raise UnreachableError(f"Kafka at {bootstrap_servers} did not answer while looking for replayed "
                                    f"events: {exc}", hint="check the brokers are up; then resume") from exc
-        if not assigned:
-            return
-        consumer.assign(assigned)
-        while ends:
-            if time.monotonic() > deadline:
-                raise UnreachableError(f"could not read {', '.join(sorted({t for t, _ in ends}))} to its end in "
-                                       f"{timeout:.0f}s while looking for replayed events",
-                                       hint="check the brokers are up; then resume")
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error() is not None:
-                continue
-            key = (str(msg.topic()), int(msg.partition() or 0))
-            if key not in ends:
-                continue
-            yield key[0], msg.value() or b""
-            if int(msg.offset() or 0) + 1 >= ends[key]:
-                del ends[key]
-    finally:
-        consumer.close()
+        for topic, partition in keys:
+            records, _ = reader.read(topic, partition, starts[(topic, partition)], bounds[(topic, partition)].stable)
+            for r in records:
+                yield topic, r.value or b""

@@ -1,21 +1,21 @@
 """Consumer groups on one cluster: committed offsets, whether anyone is consuming, record timestamps at
 an offset, and the one write a switchover makes (``alter_consumer_group_offsets``).
 
-Timestamps are read with a throwaway consumer that assigns (never subscribes: it joins no group and
-commits nothing) and reads the one record at an offset: ``ListOffsets`` answers offsets for a timestamp,
-not the timestamp of an offset.
+Records are read with a throwaway ``read_committed`` consumer that assigns (never subscribes: it joins no
+group and commits nothing), to its position, never to an offset it waits to see
+(:mod:`kafkaops.systems.records`): ``ListOffsets`` answers offsets for a timestamp, not the timestamp of
+an offset, and many offsets hold no record a consumer is given.
 """
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kafkaops.errors import UnreachableError
 from kafkaops.policy.record_identity import RecordId, record_id
 from kafkaops.systems.guard import write
+from kafkaops.systems.records import Bounds, RecordReader
 
 TopicPartitionKey = tuple[str, int]
 
@@ -88,126 +88,88 @@ class ConsumerGroups:
             raise UnreachableError(f"Kafka at {self.bootstrap} refused offsets of {group}: {'; '.join(failed[:3])}",
                                    hint="a group with members cannot be moved: stop its consumers")
 
-    def timestamps(self, at: Iterable[tuple[str, int, int]]) -> dict[tuple[str, int, int], int]:
-        """CreateTime (epoch ms) of the record at each ``(topic, partition, offset)``.
+    def _reader(self) -> RecordReader:
+        return RecordReader(self.bootstrap, cluster=self.cluster, timeout=self.timeout)
 
-        A record that is gone (compaction) answers the next one's: its timestamp still bounds the ones
-        after it from below, which is all the translation uses it for.
+    def bounds(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, Bounds]:
+        """Log start, last stable offset and log end of each partition (:class:`~kafkaops.systems.records.Bounds`)."""
+        with self._reader() as reader:
+            return reader.bounds(partitions)
+
+    def anchors(self, positions: Iterable[tuple[str, int, int]]) -> dict[TopicPartitionKey, int | None]:
+        """CreateTime (epoch ms) of the record each ``(topic, partition, committed)`` position is anchored to:
+        the first record after the position a consumer is given, or — none there (the group at the end, or
+        only markers and aborted records after it) — the last one before it. None: the partition holds no
+        record a consumer is given at all.
+
+        A committed position is often a commit marker's offset (a ``read_committed`` consumer that read a
+        transaction's last record commits the marker's offset) and a log's last offset often is one: the
+        record *at* an offset is not asked for, it may never come (:mod:`kafkaops.systems.records`).
         """
-        from confluent_kafka import Consumer, TopicPartition
-
-        wanted = sorted(set(at))
-        if not wanted:
-            return {}
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"kafkaops-ts-{uuid.uuid4()}",
-                             "enable.auto.commit": False, "socket.timeout.ms": int(self.timeout * 1000),
-                             "fetch.wait.max.ms": 100, "log_level": 2})
-        out: dict[tuple[str, int, int], int] = {}
-        try:
-            for topic, partition, offset in wanted:
-                consumer.assign([TopicPartition(topic, partition, offset)])
-                deadline = time.monotonic() + self.timeout
-                while (topic, partition, offset) not in out:
-                    if time.monotonic() > deadline:
-                        raise UnreachableError(f"Kafka at {self.bootstrap} gave no record at {topic}-{partition}@"
-                                               f"{offset} within {self.timeout:.0f}s",
-                                               hint="check the site's brokers are up")
-                    msg = consumer.poll(0.5)
-                    if msg is None or msg.error():
-                        continue
-                    _kind, ts = msg.timestamp()
-                    out[(topic, partition, offset)] = int(ts)
-        finally:
-            consumer.close()
+        wanted = sorted(set(positions))
+        out: dict[TopicPartitionKey, int | None] = {}
+        with self._reader() as reader:
+            bounds = reader.bounds((t, p) for t, p, _ in wanted)
+            for topic, partition, committed in wanted:
+                b = bounds[(topic, partition)]
+                at = max(committed, b.start)
+                found = reader.first(topic, partition, at, b.stable)
+                if found is None:
+                    before = reader.last(topic, partition, min(at, b.stable), b.start)
+                    found = before[-1] if before else None
+                out[(topic, partition)] = None if found is None else found.timestamp
         return out
 
-    def record_ids(self, spans: Mapping[TopicPartitionKey, tuple[int, int | None]], *, limit: int
+    def tails(self, positions: Iterable[tuple[str, int, int]], n: int) -> dict[TopicPartitionKey, list[RecordId]]:
+        """The last ``n`` records before each ``(topic, partition, committed)`` position a consumer is given,
+        oldest first, as identities (:mod:`kafkaops.policy.record_identity`); fewer where the log holds
+        fewer (an empty list: nothing before the position)."""
+        out: dict[TopicPartitionKey, list[RecordId]] = {}
+        with self._reader() as reader:
+            wanted = sorted(set(positions))
+            bounds = reader.bounds((t, p) for t, p, _ in wanted)
+            for topic, partition, committed in wanted:
+                b = bounds[(topic, partition)]
+                records = reader.last(topic, partition, min(committed, b.stable), b.start, n)
+                out[(topic, partition)] = [record_id(r.timestamp, r.key, r.value) for r in records]
+        return out
+
+    def record_ids(self, spans: Mapping[TopicPartitionKey, int], *, limit: int
                    ) -> dict[TopicPartitionKey, tuple[list[tuple[int, RecordId]], bool]]:
-        """The records of each partition from ``start`` to ``stop`` (exclusive; None: the log end as of now),
-        at most ``limit`` of them, as ``(offset, identity)`` (:mod:`kafkaops.policy.record_identity`).
+        """The records of each partition from its ``start`` offset to its last stable offset as of now, at
+        most ``limit`` of them, as ``(offset, identity)`` (:mod:`kafkaops.policy.record_identity`).
 
         Returns:
-            ``{(topic, partition): (records, complete)}``; ``complete`` is False when ``limit`` cut the read
-            before ``stop``.
+            ``{(topic, partition): (records, complete)}``; ``complete`` is False when ``limit`` cut the read.
         """
-        from confluent_kafka import Consumer, TopicPartition
-
         out: dict[TopicPartitionKey, tuple[list[tuple[int, RecordId]], bool]] = {}
-        if not spans:
-            return out
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"kafkaops-ids-{uuid.uuid4()}",
-                             "enable.auto.commit": False, "socket.timeout.ms": int(self.timeout * 1000),
-                             "fetch.wait.max.ms": 100, "log_level": 2})
-        try:
-            for (topic, partition), (start, stop) in sorted(spans.items()):
-                try:
-                    _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                                timeout=self.timeout)
-                except Exception as exc:
-                    raise self._unreachable(f"ListOffsets({topic}-{partition})", exc) from exc
-                end = high if stop is None else min(stop, high)
-                records: list[tuple[int, RecordId]] = []
-                complete = True
-                if start < end:
-                    consumer.assign([TopicPartition(topic, partition, start)])
-                    deadline = time.monotonic() + self.timeout
-                    last = start - 1
-                    while last < end - 1:
-                        if len(records) >= limit:
-                            complete = False
-                            break
-                        if time.monotonic() > deadline:
-                            raise UnreachableError(f"Kafka at {self.bootstrap} ({self.cluster}) gave {topic}-"
-                                                   f"{partition} only up to offset {last} of {start}..{end - 1} "
-                                                   f"within {self.timeout:.0f}s", hint="check the site's brokers")
-                        for msg in consumer.consume(500, timeout=0.5):
-                            offset = msg.offset()
-                            if msg.error() is not None or offset is None or offset >= end:
-                                continue
-                            last = max(last, offset)
-                            if len(records) < limit:
-                                records.append((offset, record_id(msg.timestamp()[1], msg.key(), msg.value())))
-                            deadline = time.monotonic() + self.timeout
-                out[(topic, partition)] = (records, complete)
-        finally:
-            consumer.close()
+        with self._reader() as reader:
+            bounds = reader.bounds(spans)
+            for (topic, partition), start in sorted(spans.items()):
+                records, complete = reader.read(topic, partition, start, bounds[(topic, partition)].stable,
+                                                limit=limit)
+                out[(topic, partition)] = ([(r.offset, record_id(r.timestamp, r.key, r.value)) for r in records],
+                                           complete)
         return out
 
     def checkpoints(self, source_alias: str, group: str) -> dict[TopicPartitionKey, int]:
         """MirrorMaker 2's own translation of ``group`` (what Kafka's ``RemoteClusterUtils.translateOffsets``
         answers): the last checkpoint per partition in ``<source_alias>.checkpoints.internal`` on this
         cluster. Empty when MirrorMaker emits no checkpoints (``emit.checkpoints.enabled = false``, no topic).
-        Read for comparison only: the translation never uses it."""
-        from confluent_kafka import Consumer, TopicPartition
-
+        Read for comparison only: the translation never uses it (nor fails when this read does)."""
         topic = f"{source_alias}.checkpoints.internal"
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"kafkaops-cp-{uuid.uuid4()}",
-                             "enable.auto.commit": False, "socket.timeout.ms": int(self.timeout * 1000),
-                             "fetch.wait.max.ms": 100, "log_level": 2})
         out: dict[TopicPartitionKey, int] = {}
         try:
-            described = consumer.list_topics(topic, timeout=self.timeout).topics.get(topic)
-            if described is None or described.error is not None:
-                return out
-            for partition in sorted(described.partitions):
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout)
-                if high <= 0:
-                    continue
-                consumer.assign([TopicPartition(topic, partition, 0)])
-                deadline, last = time.monotonic() + self.timeout, -1
-                while last < high - 1 and time.monotonic() < deadline:
-                    for msg in consumer.consume(500, timeout=0.5):
-                        offset = msg.offset()
-                        if msg.error() is not None or offset is None:
-                            continue
-                        last = max(last, offset)
-                        parsed = parse_checkpoint(msg.key(), msg.value())
-                        if parsed is not None and parsed[0] == group:
-                            out[(parsed[1], parsed[2])] = parsed[3]
+            with self._reader() as reader:
+                described = self._admin.list_topics(topic, timeout=self.timeout).topics.get(topic)
+                if described is None or described.error is not None:
+                    return out
+                for r in reader.whole(topic, sorted(described.partitions)):
+                    parsed = parse_checkpoint(r.key, r.value)
+                    if parsed is not None and parsed[0] == group:
+                        out[(parsed[1], parsed[2])] = parsed[3]
         except Exception as exc:
             raise self._unreachable(f"a read of {topic}", exc) from exc
-        finally:
-            consumer.close()
         return out
 
 

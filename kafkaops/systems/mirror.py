@@ -1,9 +1,10 @@
 """MirrorMaker 2's lag per mirrored partition, read from the two clusters it connects (read-only).
 
 What is mirrored from site ``src`` to site ``dst``: ``src``'s own prefixed topics (``eqiad.*``), the way
-the seed's ``eqiad.*``/``codfw.*`` layout is mirrored. The lag of a partition is its log end at the
-source minus what MirrorMaker committed as mirrored in ``mm2-offsets.<src>.internal`` on ``dst``
-(:mod:`kafkaops.facts.mirror`). Committed positions trail the records actually written by up to one
+the seed's ``eqiad.*``/``codfw.*`` layout is mirrored. The lag of a partition is the records at the
+source after what MirrorMaker committed as mirrored in ``mm2-offsets.<src>.internal`` on ``dst``
+(:mod:`kafkaops.facts.mirror`), counted in records where offsets hold none (:meth:`MirrorLag.partitions`).
+Committed positions trail the records actually written by up to one
 ``offset.flush.interval.ms``, so the lag read here is never *less* than the truth: a switchover that
 waits for zero has waited long enough.
 """
@@ -11,13 +12,16 @@ waits for zero has waited long enough.
 from __future__ import annotations
 
 import re
-import time
-import uuid
+from dataclasses import replace
 
 from kafkaops.errors import UnreachableError
 from kafkaops.facts.mirror import MirroredPosition, PartitionLag, lag_of, offsets_topic, parse_offsets_records
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops.systems.records import RecordReader
+
+#: Offsets behind past which a partition's lag is not counted in records (the offsets stand: an upper bound).
+COUNT_LIMIT = 10_000
 
 
 def mirrored_topics(topics: list[str], source_dc: str) -> list[str]:
@@ -34,17 +38,15 @@ class MirrorLag:
         self.source = KafkaAdmin.look(sites.site(src), timeout=timeout)
 
     def _mirrored(self) -> dict[tuple[str, int], MirroredPosition]:
-        """Read the whole offsets topic on the target (small and compacted) with a throwaway consumer."""
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
+        """Read the whole offsets topic on the target (small and compacted), to its position: under
+        exactly-once MirrorMaker writes it in transactions, so its last offset is a commit marker."""
+        from confluent_kafka import KafkaException
 
         target = self.sites.site(self.dst)
         topic = offsets_topic(self.src)
-        consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": f"kafkaops-{uuid.uuid4()}",
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                             "socket.timeout.ms": int(self.timeout * 1000), "log_level": 2})
-        try:
+        with RecordReader(target.bootstrap_servers, cluster=target.name, timeout=self.timeout) as reader:
             try:
-                meta = consumer.list_topics(topic, timeout=self.timeout)
+                meta = reader.metadata(topic)
             except KafkaException as exc:
                 raise UnreachableError(f"Kafka at {target.bootstrap_servers} did not answer metadata of {topic}: "
                                        f"{exc}", hint="check the site's brokers are up") from exc
@@ -53,38 +55,37 @@ class MirrorLag:
                 raise UnreachableError(f"{target.name} has no {topic}: MirrorMaker 2 has not run the "
                                        f"{self.src}->{self.dst} flow there",
                                        hint="check MirrorMaker 2 is running with that flow enabled")
-            ends: dict[int, int] = {}
-            for p in info.partitions:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout)
-                if high > 0:
-                    ends[p] = high
-            records: list[tuple[bytes | None, bytes | None]] = []
-            if ends:
-                consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-                seen: dict[int, int] = {}
-                deadline = time.monotonic() + self.timeout
-                while any(seen.get(p, -1) + 1 < end for p, end in ends.items()):
-                    if time.monotonic() > deadline:
-                        raise UnreachableError(f"reading {topic} on {target.name} took over {self.timeout:.0f}s",
-                                               hint="check the site's brokers")
-                    for msg in consumer.consume(500, timeout=0.5):
-                        if msg.error():
-                            continue
-                        part, offset = msg.partition(), msg.offset()
-                        if part is not None and offset is not None:
-                            records.append((msg.key(), msg.value()))
-                            seen[part] = offset
-            return parse_offsets_records(records, self.src)
-        finally:
-            consumer.close()
+            records = reader.whole(topic, sorted(info.partitions))
+        return parse_offsets_records(((r.key, r.value) for r in records), self.src)
 
     def partitions(self) -> list[PartitionLag]:
-        """Lag of every partition of the source site's mirrored topics."""
+        """Lag of every partition of the source site's mirrored topics, in records.
+
+        Offsets overstate it: a transactional producer's commit markers take offsets MirrorMaker never
+        copies (a source written in transactions would lag one offset per partition for ever). So where the
+        offsets say a partition is behind, the records a consumer is given there are counted (up to
+        :data:`COUNT_LIMIT`; past it the offsets stand, an upper bound), and records of transactions still
+        open count as lag until they end.
+        """
         snap = self.source.metadata()
         topics = mirrored_topics(list(snap.topics), self.src)
         keys = [(t, p) for t in topics for p in snap.topics[t].partitions]
-        offsets = self.source.list_offsets(keys)
-        return lag_of(offsets, self._mirrored())
+        lags = lag_of(self.source.list_offsets(keys), self._mirrored())
+        behind = {(x.topic, x.partition) for x in lags if x.lag > 0}
+        if not behind:
+            return lags
+        site = self.sites.site(self.src)
+        out = []
+        with RecordReader(site.bootstrap_servers, cluster=site.name, timeout=self.timeout) as reader:
+            bounds = reader.bounds(behind)
+            for x in lags:
+                b = bounds.get((x.topic, x.partition))
+                if b is None:
+                    out.append(x)
+                    continue
+                records, complete = reader.read(x.topic, x.partition, x.mirrored_to, b.stable, limit=COUNT_LIMIT)
+                out.append(replace(x, lag=len(records) + max(0, b.end - b.stable)) if complete else x)
+        return out
 
     def total(self) -> int:
         return sum(p.lag for p in self.partitions())

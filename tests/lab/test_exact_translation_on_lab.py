@@ -115,27 +115,24 @@ def _commit(bootstrap: str, topic: str, group: str, offsets: list[int]) -> None:
 
 
 def _read_from_committed(bootstrap: str, topic: str, group: str) -> list[Any]:
-    """Read every partition to its end from ``group``'s committed offsets (a consumer resuming on codfw)."""
+    """Read every partition to its end from ``group``'s committed offsets (a consumer resuming on codfw), to
+    the reader's position: MirrorMaker writes codfw in transactions, so a partition ends on a commit marker."""
     from confluent_kafka import Consumer, TopicPartition
 
-    ends = _ends(bootstrap, topic)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "log_level": 2})
-    out: list[Any] = []
+    from kafkaops.systems.records import RecordReader
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 2})
     try:
         committed = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
-        for tp, end in zip(committed, ends, strict=True):
-            assert tp.offset >= 0, f"{group} has no committed offset on {tp}"
-            c.assign([TopicPartition(topic, tp.partition, tp.offset)])
-            at, deadline = tp.offset, time.monotonic() + 60
-            while at < end and time.monotonic() < deadline:
-                for msg in c.consume(500, timeout=1):
-                    if msg.error() is None:
-                        out.append(json.loads(msg.value() or b"{}").get("id", "own"))
-                        at = int(msg.offset() or 0) + 1
-            assert at >= end, (tp, at, end)
     finally:
         c.close()
+    out: list[Any] = []
+    with RecordReader(bootstrap, timeout=60) as reader:
+        bounds = reader.bounds((topic, p) for p in range(PARTITIONS))
+        for tp in committed:
+            assert tp.offset >= 0, f"{group} has no committed offset on {tp}"
+            records, _ = reader.read(topic, tp.partition, tp.offset, bounds[(topic, tp.partition)].stable)
+            out += [json.loads(r.value or b"{}").get("id", "own") for r in records]
     return out
 
 
