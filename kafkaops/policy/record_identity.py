@@ -71,14 +71,15 @@ def scan_start_ts(tail: Sequence[RecordId], margin_ms: int) -> int:
     return max(0, min(r.timestamp for r in tail) - margin_ms)
 
 
-def scan_gap(*, begin: int, log_start: int, compacted: bool) -> str:
+def scan_gap(*, begin: int, log_start: int, first_held: int | None, compacted: bool) -> str:
     """Why a target scan from offset ``begin`` may not hold the group's own copy of its tail ("" when it
     provably does), for :func:`locate`.
 
     The copy's timestamps are at least the scan's start timestamp, so it lies at or after ``begin`` (the first
     offset with a timestamp that recent) — if the target still has it. Retention and DeleteRecords remove a
-    log's *prefix*: when the target still holds an offset before ``begin`` (or never lost any), nothing at or
-    after ``begin`` is gone. When ``begin`` is the log start of a log that lost its head, the copy may have
+    log's *prefix*: when the target still holds a record before ``begin`` (``first_held``, the first record
+    a consumer is given at or after the log start; markers are not records), or never lost any (log start
+    0), nothing at or after ``begin`` is gone. When the first record held is ``begin``'s, the copy may have
     been in what was deleted, and a later identical run (a replayed event: same CreateTime, key and value)
     would be found once in its place: resuming after it skips every record between the two. Compaction
     removes records anywhere, and keeps exactly the later of two records with one key.
@@ -86,9 +87,10 @@ def scan_gap(*, begin: int, log_start: int, compacted: bool) -> str:
     if compacted:
         return "the target topic is compacted: the group's copy may be compacted away and a later identical " \
                "record kept"
-    if log_start > 0 and begin <= log_start:
-        return (f"the target no longer holds the margin's offset (its log starts at {log_start}, the scan at "
-                f"{begin}): the group's copy may be deleted and a later identical run found in its place")
+    if log_start > 0 and (first_held is None or first_held >= begin):
+        return (f"the target no longer holds the margin's offset (its log starts at {log_start}, its first "
+                f"record at or after the scan's start {begin}): the group's copy may be deleted and a later "
+                "identical run found in its place")
     return ""
 
 

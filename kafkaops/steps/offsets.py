@@ -71,10 +71,11 @@ def _locate(source: ConsumerGroups, target: ConsumerGroups, positions: list[Sour
     tails = {k: t for k, t in tails.items() if t}
     begin = {k: int(b) for k, b in offsets_at({k: scan_start_ts(t, margin_ms) for k, t in tails.items()}).items()
              if b is not None}
-    held = target.bounds(begin)
+    held = target.first_held(begin)
     scans = target.record_ids(begin, limit=SCAN_LIMIT)
     located = {k: locate(tails[k], records, limit=SCAN_LIMIT, complete=complete,
-                         gap=scan_gap(begin=begin[k], log_start=held[k].start, compacted=k[0] in compacted))
+                         gap=scan_gap(begin=begin[k], log_start=held[k][0], first_held=held[k][1],
+                                      compacted=k[0] in compacted))
                for k, (records, complete) in scans.items()}
     for p in positions:  # the records the group read are gone from the source: nothing to look for
         if p.committed > 0 and (p.topic, p.partition) not in tails:

@@ -96,6 +96,19 @@ class ConsumerGroups:
         with self._reader() as reader:
             return reader.bounds(partitions)
 
+    def first_held(self, before: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, tuple[int, int | None]]:
+        """Per partition, its log start and the offset of the first record a consumer is given from there,
+        looked for only before the partition's ``before`` offset (None: none there, only markers or
+        nothing): whether the log still holds a record before an offset (a deleted head shows here)."""
+        out: dict[TopicPartitionKey, tuple[int, int | None]] = {}
+        with self._reader() as reader:
+            bounds = reader.bounds(before)
+            for (topic, partition), stop in sorted(before.items()):
+                start = bounds[(topic, partition)].start
+                found = reader.first(topic, partition, start, min(stop, bounds[(topic, partition)].stable))
+                out[(topic, partition)] = (start, None if found is None else found.offset)
+        return out
+
     def anchors(self, positions: Iterable[tuple[str, int, int]]) -> dict[TopicPartitionKey, int | None]:
         """CreateTime (epoch ms) of the record each ``(topic, partition, committed)`` position is anchored to:
         the first record after the position a consumer is given, or — none there (the group at the end, or

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -227,3 +228,122 @@ def test_a_deleted_head_or_a_lagging_mirror_falls_back_to_the_margin_and_loses_n
     again = [n for n in read if n in set(consumed)]
     assert len(again) <= sum(m["duplicates"] for m in moves.values()), (len(again), moves)
     print(f"fallback: {len(unread)} unread, all read on codfw; {len(again)} read again; moves {moves}")
+
+
+def _caught_up(sites: Cluster, topic: str) -> bool:
+    """MirrorMaker's lag on ``topic`` is 0, counted in records (the product's own reading: a source written
+    in transactions ends each partition on a marker, which offsets would count as lag for ever)."""
+    from kafkaops.systems.mirror import MirrorLag
+
+    return all(p.lag == 0 for p in MirrorLag(sites, "eqiad", "codfw").partitions() if p.topic == topic)
+
+
+def _transactional_load(bootstrap: str, topic: str, stop: threading.Event, ids: dict[str, list[int]]) -> None:
+    """A transactional producer, as a stream processor writes: 20 ids per transaction, every fifth aborted
+    (after its records reached the log), until ``stop``. ``ids["committed"]``/``ids["aborted"]``."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"load-{topic}", "linger.ms": 5,
+                         "log_level": 2})
+    producer.init_transactions(30)
+    n = 0
+    while not stop.is_set():
+        batch = list(range(n, n + 20))
+        n += 20
+        producer.begin_transaction()
+        for i in batch:
+            producer.produce(topic, json.dumps({"id": i}).encode(), key=str(i).encode(), partition=i % PARTITIONS)
+        if n % 100 == 0:
+            producer.flush(30)  # on the log, then aborted: markers and aborted records for every reader
+            producer.abort_transaction(30)
+            ids["aborted"] += batch
+        else:
+            producer.commit_transaction(30)
+            ids["committed"] += batch
+        time.sleep(0.01)
+
+
+def test_a_transactional_topic_under_load_translates_with_nothing_lost(sites: Cluster, topic: str,
+                                                                         tmp_path: Path) -> None:
+    """Issue 42.1(a): a transactional producer on eqiad (commit markers, aborted records), MirrorMaker 2 with
+    exactly-once writing codfw in transactions, a group that reads with read_committed and commits (often a
+    marker's offset). The translation runs while the producer still writes (transactions open on eqiad and
+    on codfw); on the code before the fix each of its reads waited for an offset never delivered."""
+    from confluent_kafka import Consumer
+
+    eqiad = _bootstrap(sites, "eqiad")
+    ids: dict[str, list[int]] = {"committed": [], "aborted": []}
+    stop = threading.Event()
+    load = threading.Thread(target=_transactional_load, args=(eqiad, topic, stop, ids), daemon=True)
+    load.start()
+    group = f"txn-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer({"bootstrap.servers": eqiad, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed", "log_level": 2})
+    consumed: list[int] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            batch = [m for m in consumer.consume(200, timeout=0.5) if m.error() is None]
+            if batch:
+                consumer.commit(asynchronous=False)
+                consumed += [json.loads(m.value() or b"{}")["id"] for m in batch]
+    finally:
+        consumer.close()
+    assert consumed and not set(consumed) & set(ids["aborted"])
+    try:
+        plan = _translate(tmp_path, sites, group, "--topics", topic)  # the producer still writing
+    finally:
+        stop.set()
+        load.join(60)
+    moves = _moves(tmp_path, group)
+    wait_for("MirrorMaker to mirror every committed transaction (lag counted in records)",
+             lambda: _caught_up(sites, topic))
+    read = _read_from_committed(_bootstrap(sites, "codfw"), topic, group)
+    unread = set(ids["committed"]) - set(consumed)
+    assert "own" not in read, "read codfw's own records: wrong offsets"
+    assert not unread - set(read), f"lost: {sorted(unread - set(read))[:20]}"
+    assert not set(read) & set(ids["aborted"]), "an aborted transaction was mirrored"
+    again = [n for n in read if n in set(consumed)]
+    assert len(again) <= sum(m["duplicates"] for m in moves), (len(again), moves)
+    assert "0 duplicates" in plan or any(m["method"] == "margin" for m in moves), plan[-2000:]
+    print(f"transactional: {len(ids['committed'])} committed, {len(ids['aborted'])} aborted, {len(consumed)} "
+          f"read on eqiad, {len(read)} on codfw, 0 lost, {len(again)} read again; "
+          f"methods {[m['method'] for m in moves]}")
+
+
+def test_a_replayed_event_with_the_targets_head_deleted_falls_back_to_the_margin(sites: Cluster, topic: str,
+                                                                                  tmp_path: Path) -> None:
+    """Issue 42.1(b): the group read ids 0..199 of partition 0; ids 197..199 were produced again later (a
+    replayed event: the same CreateTime, key and value) after id 299; on codfw everything up to the group's
+    own copy of id 199 was deleted. The replay is the only run of the group's last records left there: the
+    code before the fix resumed after it and lost ids 200..299."""
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    eqiad, codfw = _bootstrap(sites, "eqiad"), _bootstrap(sites, "codfw")
+    base = int(time.time() * 1000) - 600_000
+    producer = Producer({"bootstrap.servers": eqiad, "acks": "all", "enable.idempotence": True, "log_level": 2})
+    for i in [*range(300), 197, 198, 199]:
+        producer.produce(topic, json.dumps({"id": i}).encode(), key=str(i).encode(), partition=0,
+                         timestamp=base + 1000 * i)
+    assert producer.flush(60) == 0
+    wait_for("MirrorMaker to mirror the ids to codfw", lambda: _caught_up(sites, topic))
+    group = f"replay-{uuid.uuid4().hex[:6]}"
+    _commit(eqiad, topic, group, [200, 0, 0])
+    from kafkaops.systems.records import RecordReader
+
+    with RecordReader(codfw, timeout=30) as reader:
+        stable = reader.bounds([(topic, 0)])[(topic, 0)].stable
+        copy = next(r.offset for r in reader.read(topic, 0, 0, stable)[0]
+                    if json.loads(r.value or b"{}").get("id") == 199)
+    admin = AdminClient({"bootstrap.servers": codfw})  # held: a client collected never answers its futures
+    [fut] = admin.delete_records([TopicPartition(topic, 0, copy + 1)]).values()
+    fut.result(30)
+    plan = _translate(tmp_path, sites, group, "--topics", topic)
+    move = next(m for m in _moves(tmp_path, group) if m["partition"] == 0)
+    assert move["method"] == "margin" and "no longer holds the margin's offset" in move["why"], move
+    assert "not trusted" in plan, plan[-3000:]
+    read = [n for n in _read_from_committed(codfw, topic, group) if n != "own"]
+    assert not set(range(200, 300)) - set(read), f"lost: {sorted(set(range(200, 300)) - set(read))[:20]}"
+    print(f"replay: resumed at {move['target_offset']} (the copy of 199 at {copy}), read {len(read)}, 0 lost")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaops.policy.record_identity import TAIL, RecordId, locate, record_id, scan_start_ts
+from kafkaops.policy.record_identity import TAIL, RecordId, locate, record_id, scan_gap, scan_start_ts
 from kafkaops.policy.translation import PartitionMove, SourcePosition, refine, seek_times, translate
 
 KEY = ("eqiad.test.event", 0)
@@ -164,3 +164,101 @@ def test_a_mirrormaker_checkpoint_record_is_read_as_kafka_writes_it() -> None:
     value = struct.pack(">hqq", 0, 1500, 1525) + string("")
     assert parse_checkpoint(key, value) == ("lab-switchover", "eqiad.test.event", 2, 1525)
     assert parse_checkpoint(key[:5], value) is None and parse_checkpoint(None, value) is None
+
+
+# Issue 42.1(b): a replayed event, the target's head deleted; transaction markers and aborted records
+# (offsets no record is delivered at) on both sites.
+
+def _move_on(source: list[RecordId], target: list[tuple[int, RecordId]], committed: int, log_start: int,
+             end: int) -> PartitionMove:
+    """:func:`_move` against a target given as the records a consumer is given, ``(offset, id)`` in order,
+    with holes (markers, aborted records) and its log start (what retention or DeleteRecords left)."""
+    held = [(o, r) for o, r in target if o >= log_start]
+
+    def first(ts: int) -> int:
+        return next((o for o, r in held if r.timestamp >= ts), end)
+
+    pos = SourcePosition(*KEY, committed=committed, start=0, end=len(source))
+    anchor_ts = {KEY: source[pos.anchor].timestamp} if pos.anchor is not None else {}
+    seeks = seek_times([pos], anchor_ts, MARGIN)
+    [margin] = translate([pos], anchor_ts, MARGIN, target_at={k: first(ts) for k, ts in seeks.items()},
+                         source_at={k: _first_at_or_after(source, ts) for k, ts in seeks.items()},
+                         target_end={KEY: end})
+    tail = source[max(0, committed - TAIL):committed]
+    if not tail:
+        return refine([margin], {})[0]
+    begin = first(scan_start_ts(tail, MARGIN))
+    first_held = next((o for o, _ in held), None)
+    found = locate(tail, [(o, r) for o, r in held if o >= begin],
+                   gap=scan_gap(begin=begin, log_start=log_start, first_held=first_held, compacted=False))
+    return refine([margin], {KEY: found})[0]
+
+
+def _with_holes(records: list[RecordId], holes: list[int]) -> tuple[list[tuple[int, RecordId]], int]:
+    """``records`` laid out on offsets with ``holes[i]`` offsets no record is delivered at before record
+    ``i`` (a commit marker, an aborted transaction); the log end."""
+    out, at = [], 0
+    for i, r in enumerate(records):
+        at += holes[i % len(holes)] if holes else 0
+        out.append((at, r))
+        at += 1
+    return out, at + 1  # a last commit marker
+
+
+def test_a_replayed_run_found_once_after_the_targets_head_was_deleted_is_not_trusted() -> None:
+    """The field case of issue 42: the group read ids 0..59; ids 57..59 were later produced again (a replayed
+    event: same CreateTime, key and value) after id 99; on the target everything up to the group's own copy
+    was deleted. The replay is the only run of the tail left there: trusting it skipped ids 60..99."""
+    ids = [record_id(1_000_000 + 2000 * i, str(i).encode(), f'{{"id": {i}}}'.encode()) for i in range(100)]
+    source = ids + ids[57:60]
+    target, end = _with_holes(source, [1])  # a marker before each record: MirrorMaker's transactions
+    copy_of_59 = target[59][0]
+    move = _move_on(source, target, committed=60, log_start=copy_of_59 + 1, end=end)
+    assert move.method == "margin", move
+    assert "no longer holds the margin's offset" in move.why and "found once" in move.why, move.why
+    assert move.target_offset <= target[60][0]  # at or before id 60's copy: nothing lost
+    # With the head kept, both runs are found: which is the group's is unknown, the margin decides.
+    kept = _move_on(source, target, committed=60, log_start=0, end=end)
+    assert kept.method == "margin" and "2 times" in kept.why, kept
+    # With no replay, a deleted head still holds a record before the scan's start: exact.
+    plain, plain_end = _with_holes(ids, [1])
+    exact = _move_on(ids, plain, committed=60, log_start=plain[10][0], end=plain_end)
+    assert exact.method == "exact" and exact.target_offset == copy_of_59 + 1, exact
+
+
+def test_a_compacted_target_or_an_unfinished_scan_trusts_no_single_match() -> None:
+    tail = [record_id(5, b"k", b"v"), record_id(6, b"k", b"w")]
+    target = [(10, tail[0]), (12, tail[1])]
+    assert locate(tail, target).offset == 13
+    compacted = locate(tail, target, gap=scan_gap(begin=10, log_start=0, first_held=10, compacted=True))
+    assert compacted.offset is None and "compacted" in compacted.reason
+    unfinished = locate(tail, target, complete=False, limit=2)
+    assert unfinished.offset is None and "bound of 2 records" in unfinished.reason
+    assert scan_gap(begin=10, log_start=10, first_held=10, compacted=False)  # head deleted up to the scan
+    assert scan_gap(begin=11, log_start=10, first_held=11, compacted=False)  # ... and a marker is all before it
+    assert not scan_gap(begin=11, log_start=10, first_held=10, compacted=False)  # a record before it is held
+    assert not scan_gap(begin=0, log_start=0, first_held=0, compacted=False)  # nothing ever deleted
+
+
+@settings(max_examples=300)
+@given(n=st.integers(5, 100), keys=st.integers(1, 3), values=st.integers(1, 3), skew=st.integers(0, 200),
+       seed=st.integers(0, 10**6), holes=st.lists(st.integers(0, 3), max_size=7), data=st.data())
+def test_never_a_loss_with_markers_aborted_records_replays_and_a_deleted_head(
+        n: int, keys: int, values: int, skew: int, seed: int, holes: list[int], data: st.DataObject) -> None:
+    """Generated partitions: repeats everywhere, a run of the source produced again later (a replay),
+    offsets with no record (markers, aborted transactions) on the target, and the target's head deleted
+    anywhere up to the group's own position there (a deletion past it loses records on any translation)."""
+    source = _log(n, keys=keys, values=values, ts_step=data.draw(st.sampled_from([0, 1, 10])), skew=skew, seed=seed)
+    a = data.draw(st.integers(0, n - 1))
+    source += source[a:data.draw(st.integers(a, n))]  # a replay of some run, with its CreateTimes
+    target, end = _with_holes(source, holes)
+    committed = data.draw(st.integers(0, len(source)))
+    # The group's position on the target: right after its copy of the last record it read; nothing is lost
+    # while it resumes at or before the copy of the first record it has not read.
+    true_position = target[committed - 1][0] + 1 if committed else 0
+    next_copy = target[committed][0] if committed < len(source) else end
+    log_start = data.draw(st.integers(0, true_position))
+    move = _move_on(source, target, committed, log_start, end)
+    assert move.target_offset <= max(next_copy, log_start), (move, next_copy, log_start)
+    if move.method == "exact":
+        assert move.target_offset == true_position, (move, true_position)

@@ -97,3 +97,24 @@ def test_the_guarantee_names_the_margin_and_the_total_duplicates() -> None:
     text = guarantee("g1", "eqiad", "codfw", 100, moves)
     assert "zero loss" in text and "kept when at most 0.1s older" in text
     assert f"at most {moves[0].duplicates} record(s)" in text and moves[0].duplicates == 10
+
+
+def test_an_unreadable_mirrormaker_checkpoint_is_said_and_does_not_fail_the_translation() -> None:
+    """Issue 42.1(c): MirrorMaker's checkpoints are read for comparison only; a read that fails (the topic's
+    leader down, a transaction left open) must not fail the translation, which never uses them."""
+    from typing import Any, cast
+
+    from kafkaops.errors import UnreachableError
+    from kafkaops.steps.offsets import _checkpoints
+
+    class Unreadable:
+        def checkpoints(self, source_alias: str, group: str) -> dict[tuple[str, int], int]:
+            raise UnreachableError(f"Kafka did not answer a read of {source_alias}.checkpoints.internal")
+
+    class Readable:
+        def checkpoints(self, source_alias: str, group: str) -> dict[tuple[str, int], int]:
+            return {("eqiad.test.event", 0): 41}
+
+    found, unread = _checkpoints(cast(Any, Unreadable()), "eqiad", "g")
+    assert found == {} and unread.startswith("MirrorMaker's checkpoints not read: Kafka did not answer"), unread
+    assert _checkpoints(cast(Any, Readable()), "eqiad", "g") == ({("eqiad.test.event", 0): 41}, "")
