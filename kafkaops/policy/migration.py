@@ -219,3 +219,29 @@ def revert_order_problem(this: Stage, view: MigrationView) -> str | None:
 
 def _nodes(configs: Mapping[int, str]) -> str:
     return ", ".join(f"{n}={c}" for n, c in sorted(configs.items()))
+
+
+def controller_fencing(controller_record: Mapping[str, Any] | None, controller_epoch: int | None,
+                       highest: tuple[int, str] | None) -> str:
+    """Why the broker ZooKeeper elected controller cannot change partition state ("" when it can).
+
+    A ZooKeeper-mode controller refuses to change a partition whose state was written by a higher controller
+    epoch than its own ("Leader and isr path written by another controller"): it then moves no leader off a
+    stopped broker, and a roll's ``kafka.verify_not_leader`` waits for ever. During a migration the KRaft
+    controller writes the partition states with its KRaft epoch, which can exceed the epoch the broker is
+    elected with after a revert (KAFKA-20488; on the lab, a revert killed with the quorum half down and
+    resumed: elected at 5, states at 6). ``/controller`` naming a broker is therefore not proof enough that
+    the cluster has a working controller; its epoch must be at least every partition state's.
+
+    Args:
+        controller_record: ZooKeeper's ``/controller``.
+        controller_epoch: ZooKeeper's ``/controller_epoch`` (the elected broker's epoch).
+        highest: The highest ``controller_epoch`` among the partition states, and a partition carrying it.
+    """
+    if controller_record is None or int(controller_record.get("kraftControllerEpoch", -1)) >= 0:
+        return "no broker is the controller"
+    if highest is None or controller_epoch is None or controller_epoch >= highest[0]:
+        return ""
+    return (f"broker {controller_record.get('brokerid')} is the controller at epoch {controller_epoch}, below the "
+            f"epoch {highest[0]} partition states were written with ({highest[1]}, by the KRaft controller): it "
+            "can change no partition's state (KAFKA-20488)")

@@ -31,6 +31,7 @@ from kafkaops.policy.migration import (
     MigrationView,
     Stage,
     can_revert,
+    controller_fencing,
     phase,
     revert_order_problem,
     stage,
@@ -166,6 +167,22 @@ def run_stage(ctx: RunContext) -> Stage:
 # --- the gate ---------------------------------------------------------------------------------------------
 
 
+#: How an operator gets a broker controller with a high enough epoch (what ``migration.release_zookeeper``
+#: does itself, in one transaction, when it deletes the KRaft controller's ``/controller``).
+FENCING_HINT = ("set ZooKeeper's /controller_epoch to the partition states' epoch, then delete /controller: the "
+                "broker elected next holds one more (KAFKA-20488; docs/migration.md); then resume")
+
+
+def _controller_fenced(env: Environment) -> str:
+    """Why the broker controller cannot change partition state now ("" when it can), read from ZooKeeper:
+    :func:`~kafkaops.policy.migration.controller_fencing`."""
+    with env.zookeeper() as zk:
+        if zk is None:
+            return ""
+        return controller_fencing(zk.controller_record(), zk.controller_epoch(),
+                                  zk.highest_partition_controller_epoch())
+
+
 class PhaseGate(StepBase):
     """Refuse unless the cluster is in a phase this stage starts (or resumes) from; the first stage also
     checks every broker runs the bridge release with its inter-broker protocol pinned to it."""
@@ -180,6 +197,9 @@ class PhaseGate(StepBase):
                                 "revert": this in REVERT_STAGES, "order": None}
         if this.name == "controllers" and current == "zookeeper":
             data["problems"] = self._bridge_problems(env)
+        if this.name == "revert-brokers-zk":
+            fenced = _controller_fenced(env)
+            data["problems"] = [fenced] if fenced else []
         data["order"] = revert_order(this, view, current)
         return Observation(data, summary=f"migration phase: {current}; {data['line']}")
 
@@ -199,6 +219,9 @@ class PhaseGate(StepBase):
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
+        if d["problems"] and d["stage"] == "revert-brokers-zk":
+            raise SafetyRefusal(f"no broker can roll back yet: {'; '.join(d['problems'])}",
+                                hint=FENCING_HINT)
         if d["problems"]:
             raise SafetyRefusal(f"not ready to migrate: {'; '.join(d['problems'])}",
                                 hint=f"upgrade every broker to Kafka {BRIDGE} with inter.broker.protocol.version="
@@ -533,7 +556,8 @@ class ReleaseZooKeeper(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         with environment(ctx).zookeeper() as zk:
             if zk is not None:
-                zk.delete_migration_state()
+                done = zk.delete_migration_state()
+                ctx.progress(f"  ZooKeeper: {', '.join(done) or 'nothing of the migration left'}")
 
     def verify(self, ctx: RunContext) -> None:
         if not self._last(ctx):
@@ -644,7 +668,8 @@ class WaitPhase(StepBase):
 
         def reached() -> tuple[bool, str]:
             view = migration_view(env)
-            return stage_reached(this, view), _where(view)
+            fenced = _controller_fenced(env) if this.name == "revert-controllers" and stage_reached(this, view) else ""
+            return stage_reached(this, view) and not fenced, _where(view) + (f"; {fenced}" if fenced else "")
 
         wait(ctx, reached, what=f"the cluster where stage {this.name} leaves it (phase {this.end})",
              timeout=float(self.params["timeout"]), interval=2.0)
@@ -653,9 +678,13 @@ class WaitPhase(StepBase):
         if not self._last(ctx):
             return
         this = stage(str(self.params["stage"]))
-        view = migration_view(environment(ctx))
+        env = environment(ctx)
+        view = migration_view(env)
         if not stage_reached(this, view):
             raise CheckFailed(f"the cluster is not where stage {this.name} leaves it: {_where(view)}")
+        fenced = _controller_fenced(env) if this.name == "revert-controllers" else ""
+        if fenced:
+            raise CheckFailed(f"the cluster has no working controller: {fenced}", hint=FENCING_HINT)
 
 
 def _where(view: MigrationView) -> str:

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from kafkaops.engine.lock import LockInfo, held_error
 from kafkaops.errors import CheckFailed, ConfigError, UnreachableError
+from kafkaops.systems.guard import write
 
 T = TypeVar("T")
 
@@ -97,9 +98,9 @@ class ZooKeeper:
     Args:
         hosts: Connect string (``host:port,...``, chroot allowed).
         timeout: Seconds to connect, and the session timeout.
-        dry_run: The run is a dry-run: methods marked :func:`~kafkaops.systems.guard.write` refuse.
-            (Nothing here changes the cluster today; the lock backend's znode is the runner's business,
-            and a dry-run never takes the lock.)
+        dry_run: The run is a dry-run: methods marked :func:`~kafkaops.systems.guard.write` refuse (the
+            revert's :meth:`delete_migration_state`; the lock backend's znode is the runner's business,
+            and a dry-run never takes the lock).
     """
 
     def __init__(self, hosts: str, *, timeout: float = 10.0, dry_run: bool = False) -> None:
@@ -232,20 +233,77 @@ class ZooKeeper:
         (``kraft_metadata_offset`` is -1 until the metadata was copied); ``None`` before one started."""
         return self._json("/migration")
 
+    def controller_epoch(self) -> int | None:
+        """``/controller_epoch``: the epoch the last controller elected through ZooKeeper holds (a broker, or a
+        KRaft controller registering during a migration); ``None`` before any election."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self.call("a read of /controller_epoch", lambda zk: zk.get("/controller_epoch"))
+        except NoNodeError:
+            return None
+        return int(data)
+
+    def highest_partition_controller_epoch(self) -> tuple[int, str] | None:
+        """The highest ``controller_epoch`` in the partition states (``/brokers/topics/*/partitions/*/state``)
+        and one partition carrying it: the epoch a controller must hold for ZooKeeper mode to let it change
+        partition state (Kafka refuses a state written by a higher epoch: "Leader and isr path written by
+        another controller"). ``None`` without partitions. Read concurrently: one request per partition."""
+        from kazoo.exceptions import NoNodeError
+
+        def scan(zk: Any) -> tuple[int, str] | None:
+            try:
+                topics = zk.get_children("/brokers/topics")
+            except NoNodeError:
+                return None
+            listed = [(t, zk.get_children_async(f"/brokers/topics/{t}/partitions")) for t in topics]
+            reads = []
+            for topic, children in listed:
+                try:
+                    partitions = children.get(timeout=self.timeout)
+                except NoNodeError:
+                    continue  # a topic being created or deleted
+                reads += [(f"{topic}-{p}", zk.get_async(f"/brokers/topics/{topic}/partitions/{p}/state"))
+                          for p in partitions]
+            best: tuple[int, str] | None = None
+            for name, read in reads:
+                try:
+                    data, _ = read.get(timeout=self.timeout)
+                    epoch = int(json.loads(data).get("controller_epoch", -1))
+                except (NoNodeError, ValueError, AttributeError):
+                    continue
+                if best is None or epoch > best[0]:
+                    best = (epoch, name)
+            return best
+
+        return self.call("a read of the partition states", scan)
+
+    @write
     def delete_migration_state(self) -> list[str]:
         """Kafka's revert of a migration in ZooKeeper: delete ``/controller`` if a KRaft controller holds it (so
         that a broker is elected controller again) and ``/migration`` (so that a later migration starts afresh).
         Each znode is deleted at the version read: a broker elected meanwhile keeps its ``/controller``.
-        Returns the paths deleted (none: nothing of the migration was left)."""
+
+        **The epoch a broker is elected with.** A broker elected controller takes ``/controller_epoch + 1``.
+        During the migration the KRaft controller wrote the partition states with its *KRaft* epoch, which
+        more KRaft elections (a controller stopped, a run killed and resumed with the quorum half down) can
+        take past ``/controller_epoch`` (KAFKA-20488). A broker elected below it can change no partition's
+        state: leaders are never moved off a stopped broker. So, in the same transaction as the deletion,
+        ``/controller_epoch`` is raised to the highest of the KRaft controller's epoch and the partition
+        states' (when it is below): the broker elected next holds one more than any of them.
+
+        Returns what was done (none: nothing of the migration was left), e.g. ``["/controller_epoch 4 -> 6",
+        "/controller", "/migration"]``."""
         from kazoo.exceptions import BadVersionError, NoNodeError
 
-        deleted = []
+        done: list[str] = []
         for path in ("/controller", "/migration"):
             try:
                 with self.calling(f"a read of {path}") as zk:
                     data, stat = zk.get(path)
             except NoNodeError:
                 continue
+            raise_to: tuple[int, int, int] | None = None  # (from, to, version of /controller_epoch)
             if path == "/controller":
                 try:
                     epoch = json.loads(data).get("kraftControllerEpoch", -1)
@@ -253,13 +311,30 @@ class ZooKeeper:
                     epoch = -1
                 if not isinstance(epoch, int) or epoch < 0:
                     continue  # a broker's: ZooKeeper mode already has its controller
+                highest = self.highest_partition_controller_epoch()
+                floor = max(epoch, highest[0] if highest else -1)
+                with self.calling("a read of /controller_epoch") as zk:
+                    value, epoch_stat = zk.get("/controller_epoch")
+                if int(value) < floor:
+                    raise_to = (int(value), floor, epoch_stat.version)
             try:
                 with self.calling(f"the deletion of {path}") as zk:
-                    zk.delete(path, version=stat.version)
+                    if raise_to is None:
+                        zk.delete(path, version=stat.version)
+                    else:
+                        change = zk.transaction()
+                        change.set_data("/controller_epoch", str(raise_to[1]).encode(), version=raise_to[2])
+                        change.delete(path, version=stat.version)
+                        results = change.commit()
+                        failed = [r for r in results if isinstance(r, Exception)]
+                        if failed:
+                            raise failed[0]
             except (NoNodeError, BadVersionError):
-                continue  # gone or rewritten meanwhile: not the znode read
-            deleted.append(path)
-        return deleted
+                continue  # gone or rewritten meanwhile (an election, a KRaft controller registering): not the one read
+            if raise_to is not None:
+                done.append(f"/controller_epoch {raise_to[0]} -> {raise_to[1]}")
+            done.append(path)
+        return done
 
     def _json(self, path: str) -> dict[str, Any] | None:
         from kazoo.exceptions import NoNodeError

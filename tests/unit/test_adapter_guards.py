@@ -42,6 +42,7 @@ EXPECTED_WRITES = {
     "EventProducer": {"produce"},
     "EventPoster": {"post"},
     "Alertmanager": {"create_silence", "extend_silence", "expire_silence", "end_run_silences"},
+    "ZooKeeper": {"delete_migration_state"},
 }
 
 
@@ -74,6 +75,13 @@ def _reassigner(env: Environment) -> Any:
     return env.reassigner()
 
 
+def _zookeeper(env: Environment) -> Any:
+    # As env.zookeeper() builds it, not opened (its context manager connects first: the port is closed).
+    from kafkaops.systems.zookeeper import ZooKeeper
+
+    return ZooKeeper(str(env.cluster.zookeeper), timeout=env.kafka_timeout, dry_run=env.dry_run)
+
+
 def _replay(env: Environment, index: int) -> Any:
     from kafkaops.systems.events import replay_adapters
 
@@ -91,6 +99,7 @@ BUILDERS: dict[str, Callable[[Environment], Any]] = {
     "EventProducer": lambda env: _replay(env, 0),
     "EventPoster": lambda env: _replay(env, 1),
     "Alertmanager": lambda env: env.alertmanager,
+    "ZooKeeper": _zookeeper,
 }
 
 
