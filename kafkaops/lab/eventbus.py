@@ -101,12 +101,13 @@ class _Service:
     def __init__(self, host: LabHost) -> None:
         from confluent_kafka import Producer
 
+        from kafkaops.systems.producing import WRITE_ONCE
+
         self.host = host
         self.log_lock = threading.Lock()
         self.producer = Producer({
             "bootstrap.servers": host.spec.bootstrap_servers,
-            "acks": "all",
-            "enable.idempotence": True,
+            **WRITE_ONCE,
             "linger.ms": 2,
             "message.timeout.ms": int(PRODUCE_TIMEOUT * 1000),
             "client.id": f"eventbus-{host.host.name}",

@@ -123,8 +123,9 @@ class LabKafka(KafkaAdmin):
         """
         from confluent_kafka import Producer
 
-        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
-                                "linger.ms": 20, "log_level": 2}
+        from kafkaops.systems.producing import WRITE_ONCE
+
+        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, **WRITE_ONCE, "linger.ms": 20, "log_level": 2}
         conf.update(config or {})
         producer = Producer(conf)
         errors: list[str] = []

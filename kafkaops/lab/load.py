@@ -151,6 +151,17 @@ def _http(vip: str, stop: threading.Event, rate: float, report: LoadReport, lock
         time.sleep(max(0.0, interval - (time.monotonic() - started)))
 
 
+
+def producer_config(bootstrap: str) -> dict[str, str | int | bool]:
+    """The load's producer: every record acknowledged by the whole ISR and written once
+    (:data:`~kafkaops.systems.producing.WRITE_ONCE`: one request in flight, so a leader move cannot make
+    librdkafka resend a record the old leader had written — the kill sweep's point 20 duplicate, issue 42.3);
+    retried for five minutes, so a roll's leader moves never turn into produce errors."""
+    from kafkaops.systems.producing import WRITE_ONCE
+
+    return {"bootstrap.servers": bootstrap, **WRITE_ONCE, "linger.ms": 5, "message.timeout.ms": 300000,
+            "log_level": 2}
+
 def run_load(cluster: Cluster, seconds: float, *, rate: float = 200.0, http_rate: float = 10.0,
              stop: threading.Event | None = None, topic: str = LOAD_TOPIC) -> LoadReport:
     """Produce for ``seconds`` (or until ``stop`` is set), then drain and compare."""
@@ -168,10 +179,7 @@ def run_load(cluster: Cluster, seconds: float, *, rate: float = 200.0, http_rate
     if vip and http_rate > 0:
         http_thread = threading.Thread(target=_http, args=(vip, stop, http_rate, report, lock), daemon=True)
         http_thread.start()
-    producer = Producer({
-        "bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True,
-        "linger.ms": 5, "message.timeout.ms": 300000, "log_level": 2,
-    })
+    producer = Producer(producer_config(cluster.bootstrap_servers))
 
     def on_delivery(err: Any, msg: Any) -> None:
         if err is None:

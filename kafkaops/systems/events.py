@@ -59,8 +59,10 @@ class EventProducer:
         if self._producer is None:
             from confluent_kafka import Producer
 
+            from kafkaops.systems.producing import WRITE_ONCE
+
             self._producer = Producer({
-                "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+                "bootstrap.servers": self.bootstrap, **WRITE_ONCE,
                 "linger.ms": 5, "message.timeout.ms": int(self.timeout * 1000),
                 "client.id": "kafkaops-failed-events-replay", "log_level": 2,
             })
