@@ -1,7 +1,8 @@
 """``kafkaops migrate-to-kraft`` on the migration lab (issue 33): Kafka's ZooKeeper -> KRaft migration as
 four runs of the engine, each one planned, locked, journaled and resumed.
 
-The suite's test provisions the controllers (stage 1) and checks what the next plan says; the long
+The suite's test provisions the controllers (stage 1) and checks what the next plan says, takes the brokers
+into migration mode (stage 2) and reverts, killed with the quorum half down and resumed (issue 42.2); the long
 scenario walks all four stages under the acks=all load and HTTP through the VIP, with kafkaops SIGKILLed in
 each stage and resumed, compares the cluster's metadata before and after with Kafka's own tools, and
 stops ZooKeeper at the end.
@@ -26,6 +27,7 @@ from invariants import live_journal, only_run, read_live
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
+from kafkaops.policy.migration import controller_fencing
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -44,7 +46,8 @@ def _stage(home: Path, cluster: Cluster, *extra: str) -> subprocess.CompletedPro
 def test_migrate_to_kraft_provisions_the_controllers_then_plans_the_broker_roll(migration: Cluster,
                                                                                   tmp_path: Path) -> None:
     """Stage 1 on the lab: the plan names the stage and the point of no return, the run provisions the three
-    controllers into a quorum, and the next plan is stage 2's; a stage the cluster is not ready for refuses."""
+    controllers into a quorum, and the next plan is stage 2's; a stage the cluster is not ready for refuses.
+    Then stage 2, and Kafka's revert killed with the quorum half down, resumed, to ZooKeeper mode whole."""
     spec = pristine_migration_lab(migration)
     home = tmp_path / "home"
     planned = kafkaops(home, migration, "migrate-to-kraft", migration.name, "--dry-run", "--output", "json")
@@ -72,13 +75,29 @@ def test_migrate_to_kraft_provisions_the_controllers_then_plans_the_broker_roll(
     upgrade = kafkaops(home, migration, "rolling-upgrade", migration.name, "--to", KAFKA_4, "--dry-run")
     assert upgrade.returncode == SAFETY_REFUSAL and "not finalized" in upgrade.stderr, upgrade.stderr[-2000:]
 
-    # Kafka's revert from here: the controllers deprovisioned (stopped, storage removed), nothing left behind
-    back = kafkaops(home, migration, "migrate-to-kraft", migration.name, "--revert", *STAGE_ARGS,
-                    "--reason", "issue 33 lab", timeout=600)
-    assert back.returncode == 0, (back.stdout + back.stderr)[-3000:]
-    assert "stage 2 of 3, revert-controllers" in back.stderr and "back in ZooKeeper mode" in back.stderr
-    for c in spec.controllers:
-        assert not LabHost(spec, c).provisioned and LabHost(spec, c).unit_state("kafka") != "active", c.name
+    # Stage 2: the brokers into migration mode, the metadata copied; from here the KRaft controller writes the
+    # partition states in ZooKeeper, with its KRaft epoch (KAFKA-20488).
+    second = _stage(home, migration)
+    assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
+    # Kafka's revert from here, killed at its most delicate point — two of three controllers stopped (no quorum),
+    # /controller still the KRaft controller's — and resumed; then the brokers' roll back to ZooKeeper mode, which
+    # needs a broker controller able to change partition state (issue 42.2: the short version of the long
+    # scenario's revert-killed variant).
+    back_home = tmp_path / "revert"
+    back = _kill_when(spawn(back_home, migration, "migrate-to-kraft", migration.name, "--revert", *STAGE_ARGS,
+                            "--reason", "issue 42.2 lab"),
+                      lambda: _stopped_second_controller(back_home) is not None,
+                      "two controllers stopped by the revert")
+    assert "stage 2 of 3, revert-controllers" in back, back[-3000:]
+    revert_run = _stopped_second_controller(back_home)
+    assert revert_run is not None
+    resumed = kafkaops(back_home, migration, "resume", revert_run, timeout=900)
+    assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-4000:]
+    assert "ZooKeeper: " in resumed.stderr and "/controller" in resumed.stderr, resumed.stderr[-3000:]
+    rest = kafkaops(back_home, migration, "migrate-to-kraft", migration.name, "--revert", *STAGE_ARGS,
+                    "--reason", "issue 42.2 lab", timeout=900)
+    assert rest.returncode == 0 and "stage 3 of 3, revert-brokers-zk" in rest.stderr, rest.stderr[-3000:]
+    _zookeeper_mode(spec, migration)
     again = kafkaops(home, migration, "migrate-to-kraft", migration.name, "--revert", "--dry-run")
     assert again.returncode == 0 and "nothing of a migration left to revert" in again.stderr, again.stderr[-2000:]
 
@@ -236,6 +255,8 @@ def _zookeeper_mode(spec: LabSpec, cluster: Cluster) -> None:
         assert controller.get("kraftControllerEpoch", -1) == -1, controller
         assert zk.migration_record() is None
         assert sorted(zk.registered_brokers()) == sorted(b.broker_id for b in spec.brokers)
+        # a broker controller that can change every partition's state, not only one /controller names
+        assert controller_fencing(controller, zk.controller_epoch(), zk.highest_partition_controller_epoch()) == ""
 
 
 def _revert_killed_with_no_quorum(home: Path, cluster: Cluster, run_id: str) -> float:
