@@ -530,12 +530,16 @@ class ReleaseZooKeeper(StepBase):
         with env.zookeeper() as zk:
             record = zk.controller_record() if zk is not None else None
             migration = zk.migration_record() if zk is not None else None
+            epochs = _epoch_raise(zk, record) if zk is not None and view_kraft(record) else None
         view = MigrationView({}, controller_record=record, migration_record=migration)
         left = (["/controller (KRaft controller " + str((record or {}).get("brokerid")) + ")"]
                 if view.kraft_controls else []) + (["/migration"] if migration is not None else [])
         running = _running_controllers(ctx, env) if left else []
-        return Observation({"skip": False, "left": left, "running": running, "zookeeper": env.cluster.zookeeper},
-                           summary="ZooKeeper holds " + (", ".join(left) or "nothing of the migration"))
+        return Observation({"skip": False, "left": left, "running": running, "zookeeper": env.cluster.zookeeper,
+                            "epoch_raise": epochs},
+                           summary="ZooKeeper holds " + (", ".join(left) or "nothing of the migration")
+                                   + (f"; /controller_epoch {epochs[0]} is below the partition states' {epochs[1]}"
+                                      if epochs else ""))
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -546,9 +550,15 @@ class ReleaseZooKeeper(StepBase):
         refusal = _release_refusal(d["running"])
         if refusal is not None:
             raise refusal
-        return Action(description=f"delete {' and '.join(d['left'])} in ZooKeeper: a broker is elected controller",
-                      commands=(f"zookeeper {d['zookeeper']}: delete {' '.join(p.split()[0] for p in d['left'])} "
-                                "(at the version read)",),
+        raise_ = d.get("epoch_raise")
+        bump = (f"set /controller_epoch {raise_[1]} (from {raise_[0]}: the epoch the KRaft controller wrote the "
+                "partition states with, KAFKA-20488) and " if raise_ else "")
+        return Action(description=f"delete {' and '.join(d['left'])} in ZooKeeper: a broker is elected controller"
+                                  + (f" at epoch {raise_[1] + 1}, above every partition state's" if raise_ else ""),
+                      commands=(f"zookeeper {d['zookeeper']}: {bump}delete "
+                                f"{' '.join(p.split()[0] for p in d['left'])} "
+                                + ("(at the versions read, in one transaction)" if raise_
+                                   else "(at the version read)"),),
                       impact="a controller election among the brokers (seconds); the migration's state in "
                              "ZooKeeper is gone, so a later migration starts from its first stage",
                       rollback="none: the KRaft controllers that wrote them are deprovisioned")
@@ -568,6 +578,21 @@ class ReleaseZooKeeper(StepBase):
             view = MigrationView({}, controller_record=zk.controller_record(), migration_record=zk.migration_record())
         if view.kraft_controls or view.migration_record is not None:
             raise CheckFailed("ZooKeeper still holds the migration's /controller or /migration after their deletion")
+
+
+def view_kraft(record: Mapping[str, Any] | None) -> bool:
+    """``/controller`` is a KRaft controller's (it carries a KRaft epoch)."""
+    return record is not None and int(record.get("kraftControllerEpoch", -1)) >= 0
+
+
+def _epoch_raise(zk: Any, record: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    """``(now, to)`` when ``/controller_epoch`` is below the epoch a broker must be elected above (the KRaft
+    controller's and the partition states', :meth:`~kafkaops.systems.zookeeper.ZooKeeper.
+    delete_migration_state`), read now; None when it is not."""
+    highest = zk.highest_partition_controller_epoch()
+    floor = max(int((record or {}).get("kraftControllerEpoch", -1)), highest[0] if highest else -1)
+    now = zk.controller_epoch()
+    return (now, floor) if now is not None and now < floor else None
 
 
 def _in_use(node: int) -> SafetyRefusal:

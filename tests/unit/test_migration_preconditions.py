@@ -73,7 +73,8 @@ class Migrating(Environment):
     @contextmanager
     def zookeeper(self) -> Iterator[Any]:
         yield SimpleNamespace(cluster_id=lambda: self.zk_id, controller_record=lambda: self.record,
-                              migration_record=lambda: self.migration,
+                              migration_record=lambda: self.migration, controller_epoch=lambda: 7,
+                              highest_partition_controller_epoch=lambda: (3, "events-0"),
                               delete_migration_state=lambda: pytest.fail("a precondition deleted ZooKeeper's state"))
 
     def quorum(self) -> Any:

@@ -111,6 +111,13 @@ def test_zookeeper_is_released_only_when_every_controller_is_stopped() -> None:
     assert isinstance(act, Action) and act.commands == ("zookeeper zk:2181: delete /controller /migration "
                                                         "(at the version read)",)
     assert isinstance(step.plan(Observation({"skip": False, "left": [], "running": [], "zookeeper": "z"})), Noop)
+    # the epoch below the partition states' (issue 42.2): the plan says it is raised, in the same transaction
+    raised = step.plan(Observation({"skip": False, "left": left, "running": [], "zookeeper": "zk:2181",
+                                    "epoch_raise": [4, 6]}))
+    assert isinstance(raised, Action) and raised.commands == (
+        "zookeeper zk:2181: set /controller_epoch 6 (from 4: the epoch the KRaft controller wrote the partition "
+        "states with, KAFKA-20488) and delete /controller /migration (at the versions read, in one transaction)",)
+    assert raised.description.endswith("a broker is elected controller at epoch 7, above every partition state's")
 
 
 def test_a_running_controller_is_never_deprovisioned() -> None:
