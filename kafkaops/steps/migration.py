@@ -530,8 +530,10 @@ class ReleaseZooKeeper(StepBase):
         with env.zookeeper() as zk:
             record = zk.controller_record() if zk is not None else None
             migration = zk.migration_record() if zk is not None else None
-            epochs = _epoch_raise(zk, record) if zk is not None and view_kraft(record) else None
-        view = MigrationView({}, controller_record=record, migration_record=migration)
+            view = MigrationView({}, controller_record=record, migration_record=migration)
+            raised = zk.controller_epoch_raise(int((record or {})["kraftControllerEpoch"])) \
+                if zk is not None and view.kraft_controls else None
+        epochs = raised[:2] if raised else None
         left = (["/controller (KRaft controller " + str((record or {}).get("brokerid")) + ")"]
                 if view.kraft_controls else []) + (["/migration"] if migration is not None else [])
         running = _running_controllers(ctx, env) if left else []
@@ -578,21 +580,6 @@ class ReleaseZooKeeper(StepBase):
             view = MigrationView({}, controller_record=zk.controller_record(), migration_record=zk.migration_record())
         if view.kraft_controls or view.migration_record is not None:
             raise CheckFailed("ZooKeeper still holds the migration's /controller or /migration after their deletion")
-
-
-def view_kraft(record: Mapping[str, Any] | None) -> bool:
-    """``/controller`` is a KRaft controller's (it carries a KRaft epoch)."""
-    return record is not None and int(record.get("kraftControllerEpoch", -1)) >= 0
-
-
-def _epoch_raise(zk: Any, record: Mapping[str, Any] | None) -> tuple[int, int] | None:
-    """``(now, to)`` when ``/controller_epoch`` is below the epoch a broker must be elected above (the KRaft
-    controller's and the partition states', :meth:`~kafkaops.systems.zookeeper.ZooKeeper.
-    delete_migration_state`), read now; None when it is not."""
-    highest = zk.highest_partition_controller_epoch()
-    floor = max(int((record or {}).get("kraftControllerEpoch", -1)), highest[0] if highest else -1)
-    now = zk.controller_epoch()
-    return (now, floor) if now is not None and now < floor else None
 
 
 def _in_use(node: int) -> SafetyRefusal:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from kafkaops.errors import UnreachableError
 from kafkaops.policy.record_identity import RecordId, record_id
 from kafkaops.systems.guard import write
-from kafkaops.systems.records import Bounds, RecordReader
+from kafkaops.systems.records import RecordReader
 
 TopicPartitionKey = tuple[str, int]
 
@@ -90,11 +90,6 @@ class ConsumerGroups:
 
     def _reader(self) -> RecordReader:
         return RecordReader(self.bootstrap, cluster=self.cluster, timeout=self.timeout)
-
-    def bounds(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, Bounds]:
-        """Log start, last stable offset and log end of each partition (:class:`~kafkaops.systems.records.Bounds`)."""
-        with self._reader() as reader:
-            return reader.bounds(partitions)
 
     def first_held(self, before: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, tuple[int, int | None]]:
         """Per partition, its log start and the offset of the first record a consumer is given from there,

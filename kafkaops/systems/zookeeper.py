@@ -278,6 +278,21 @@ class ZooKeeper:
 
         return self.call("a read of the partition states", scan)
 
+    def controller_epoch_raise(self, kraft_epoch: int) -> tuple[int, int, int] | None:
+        """``(now, to, version)`` when ``/controller_epoch`` is below the epoch a broker must be elected above
+        — the KRaft controller's (``kraft_epoch``) and the partition states' (:meth:`delete_migration_state`
+        says why) — with the znode's version read; None when it is not below, or absent."""
+        from kazoo.exceptions import NoNodeError
+
+        highest = self.highest_partition_controller_epoch()
+        floor = max(kraft_epoch, highest[0] if highest else -1)
+        try:
+            with self.calling("a read of /controller_epoch") as zk:
+                value, stat = zk.get("/controller_epoch")
+        except NoNodeError:
+            return None
+        return (int(value), floor, stat.version) if int(value) < floor else None
+
     @write
     def delete_migration_state(self) -> list[str]:
         """Kafka's revert of a migration in ZooKeeper: delete ``/controller`` if a KRaft controller holds it (so
@@ -311,12 +326,7 @@ class ZooKeeper:
                     epoch = -1
                 if not isinstance(epoch, int) or epoch < 0:
                     continue  # a broker's: ZooKeeper mode already has its controller
-                highest = self.highest_partition_controller_epoch()
-                floor = max(epoch, highest[0] if highest else -1)
-                with self.calling("a read of /controller_epoch") as zk:
-                    value, epoch_stat = zk.get("/controller_epoch")
-                if int(value) < floor:
-                    raise_to = (int(value), floor, epoch_stat.version)
+                raise_to = self.controller_epoch_raise(epoch)
             try:
                 with self.calling(f"the deletion of {path}") as zk:
                     if raise_to is None:

@@ -75,6 +75,7 @@ class Migrating(Environment):
         yield SimpleNamespace(cluster_id=lambda: self.zk_id, controller_record=lambda: self.record,
                               migration_record=lambda: self.migration, controller_epoch=lambda: 7,
                               highest_partition_controller_epoch=lambda: (3, "events-0"),
+                              controller_epoch_raise=lambda kraft_epoch: None,
                               delete_migration_state=lambda: pytest.fail("a precondition deleted ZooKeeper's state"))
 
     def quorum(self) -> Any:
