@@ -28,13 +28,14 @@ import time
 from pathlib import Path
 
 from kafkaops.inventory import load_inventory
+from kafkaops.model import KafkaEndpoint
 from kafkaops.systems.kafka import KafkaAdmin
 
 
 class FloorWatch(threading.Thread):
-    def __init__(self, bootstrap: str, brokers: list[int]) -> None:
+    def __init__(self, endpoint: KafkaEndpoint, brokers: list[int]) -> None:
         super().__init__(daemon=True)
-        self.admin = KafkaAdmin(bootstrap, timeout=5)
+        self.admin = KafkaAdmin(endpoint, timeout=5)
         self.brokers = brokers
         self.degraded_since: dict[int, float | None] = dict.fromkeys(brokers)
         self.floor: dict[int, float] = dict.fromkeys(brokers, 0.0)
@@ -83,7 +84,7 @@ def main() -> None:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(5)  # producer connected and writing before the roll starts
     cluster = load_inventory(Path(__file__).resolve().parents[1] / "inventory" / "lab.yaml")
-    watch = FloorWatch(cluster.bootstrap_servers, [h.broker_id for h in cluster.hosts])
+    watch = FloorWatch(cluster.kafka, [h.broker_id for h in cluster.hosts])
     watch.start()
     time.sleep(1)
     home = tempfile.mkdtemp(prefix="kafkaops-bench-")

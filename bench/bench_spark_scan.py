@@ -50,6 +50,7 @@ from kafkaops.health.spark_job import spark_session as scan_session  # noqa: E40
 from kafkaops.inventory import load_inventory  # noqa: E402
 from kafkaops.lab.kafka import LabKafka as KafkaAdmin  # noqa: E402
 from kafkaops.lab.kafka import TopicSpec  # noqa: E402
+from kafkaops.model import KafkaEndpoint  # noqa: E402
 
 
 def spark_session() -> Any:
@@ -60,7 +61,7 @@ def spark_session() -> Any:
 
 
 def ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    offs = KafkaAdmin(bootstrap, timeout=15).list_offsets([(topic, p) for p in range(partitions)])
+    offs = KafkaAdmin(KafkaEndpoint(bootstrap), timeout=15).list_offsets([(topic, p) for p in range(partitions)])
     return {p: int(offs[(topic, p)][1] or 0) for p in range(partitions)}
 
 
@@ -177,7 +178,7 @@ def main() -> None:
         raise SystemExit("kcat is not installed")
     cluster = load_inventory(Path(args.inventory))
     b = cluster.bootstrap_servers
-    admin = KafkaAdmin(b, timeout=30, cluster=cluster.name)
+    admin = KafkaAdmin(cluster.kafka, timeout=30)
     admin.create_topics([TopicSpec(args.topic, args.partitions, args.replication)])
     skip = set(filter(None, args.skip.split(",")))
     rows: list[tuple[int, str, float, float]] = []

@@ -216,7 +216,7 @@ class Environment:
         from kafkaops.systems.groups import ConsumerGroups
 
         site = self.site(dc).cluster
-        return ConsumerGroups(site.bootstrap_servers, cluster=site.name, timeout=self.kafka_timeout,
+        return ConsumerGroups(site.kafka, timeout=self.kafka_timeout,
                               dry_run=self.dry_run)
 
     @contextmanager
@@ -261,7 +261,7 @@ class Environment:
         if self._probe is None:
             from kafkaops.systems.broker_probe import BrokerProbe
 
-            self._probe = BrokerProbe()
+            self._probe = BrokerProbe(self.cluster.kafka)
         return self._probe
 
     def _registrations(self, hosts: str) -> ZooKeeper:
@@ -343,7 +343,8 @@ class Environment:
         if host is None:
             raise ConfigError(f"no broker of {self.cluster.name} is registered to run kafka-reassign-partitions on",
                               hint="start a broker first")
-        self._reassigner = Reassigner(self.ssh(host), self.command(host, "kafka_reassign"), dry_run=self.dry_run)
+        self._reassigner = Reassigner(self.ssh(host), self.command(host, "kafka_reassign"), self.cluster.kafka,
+                                          dry_run=self.dry_run)
         return self._reassigner
 
     def ssh(self, host: Host) -> SshClient:

@@ -104,6 +104,13 @@ class NotConfirmed(KafkaOpsError):
     exit_code = 13
 
 
+class AuthError(KafkaOpsError):
+    """A system refused who kafkaops is: wrong password, a certificate that does not verify (unknown CA,
+    expired, another name), or a missing ACL. Never retried: waiting does not fix a credential."""
+
+    exit_code = 14
+
+
 class Interrupted(KafkaOpsError):
     """The operator pressed Ctrl-C; the run paused at a safe point and can be resumed."""
 
@@ -128,6 +135,7 @@ EXIT_CODES: dict[int, str] = {
     RunFailed.exit_code: "the run stopped at a safe point after a failure (resumable)",
     LabError.exit_code: "the local lab cannot start or is in the wrong state",
     NotConfirmed.exit_code: "a manual checkpoint was not confirmed (pass --confirmed NAME once it holds)",
+    AuthError.exit_code: "a system refused kafkaops' credentials or lacks an ACL (TLS, SASL, authorization)",
     Interrupted.exit_code: "interrupted by the operator; the run is paused and resumable",
     STDOUT_CLOSED: "stdout was closed before the output was written (e.g. piped into `head`)",
 }

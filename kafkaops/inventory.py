@@ -21,13 +21,18 @@ import yaml
 
 from kafkaops.errors import ConfigError, UnknownHostError
 from kafkaops.model import (
+    KAFKA_PROTOCOLS,
     MONITORING_HOST_FIELDS,
     MONITORING_OWN_HOST_FIELDS,
     MONITORING_SCOPE_FIELDS,
+    PLAINTEXT,
+    SASL_MECHANISMS,
     Cluster,
     Host,
+    KafkaSecurity,
     MetricGate,
     Monitoring,
+    Secret,
     Service,
     SshEndpoint,
     SwitchedService,
@@ -235,6 +240,77 @@ def _ssh(r: _Reader | None, address: str, defaults: SshEndpoint | None) -> SshEn
     )
 
 
+def _kafka_security(r: _Reader | None) -> KafkaSecurity:
+    """``kafka.security``: how every Kafka client of kafkaops connects (docs/inventory.md, docs/security.md).
+
+    Secrets are named by file or environment variable, never written inline: an inventory is reviewed,
+    committed and copied, a password in it leaks with it. A secret file (password, private key) that other
+    users may read is refused here, before anything connects. A file that does not exist yet is reported
+    when kafkaops first connects, before any change: a reviewer can load an inventory on a machine that
+    does not hold the secrets.
+    """
+    if r is None:
+        return PLAINTEXT
+    r.allow("protocol", "ca_file", "cert_file", "key_file", "sasl")
+    protocol = (r.text("protocol") or "").upper()
+    if protocol not in KAFKA_PROTOCOLS:
+        raise r.doc.error(r.key("protocol"), f"unknown protocol {protocol!r} (known: {', '.join(KAFKA_PROTOCOLS)})")
+    tls, sasl_on = protocol in ("SSL", "SASL_SSL"), protocol.startswith("SASL_")
+    files: dict[str, Any] = {k: r.text(k, required=False) for k in ("ca_file", "cert_file", "key_file")}
+    if not tls and any(files.values()):
+        raise r.doc.error(r.key(next(k for k, v in files.items() if v)),
+                          f"a {protocol} connection uses no TLS files: remove it, or use SSL or SASL_SSL")
+    if bool(files["cert_file"]) != bool(files["key_file"]):
+        raise r.doc.error(r.key("cert_file" if files["key_file"] else "key_file"),
+                          "mutual TLS needs both cert_file and key_file")
+    for k, path in files.items():
+        if path is not None:
+            _check_file(r, k, path, secret=k == "key_file")
+    sasl = r.sub("sasl", required=False)
+    if sasl_on != (sasl is not None):
+        raise r.doc.error(r.key("sasl" if sasl is not None else "protocol"),
+                          f"{protocol} {'takes no' if sasl is not None else 'needs a'} sasl: section "
+                          f"(mechanism, username, password_file or password_env)")
+    if sasl is None:
+        return KafkaSecurity(protocol=protocol, **files)
+    if sasl.has("password"):
+        raise r.doc.error(sasl.key("password"), "a password is never written in an inventory: put it in a file "
+                          "only kafkaops' user can read (password_file) or in the environment (password_env)")
+    sasl.allow("mechanism", "username", "password_file", "password_env")
+    mechanism = (sasl.text("mechanism") or "").upper()
+    if mechanism not in SASL_MECHANISMS:
+        why = (" (GSSAPI/Kerberos: the confluent-kafka wheels are built without Cyrus SASL, so librdkafka "
+               "cannot speak it; docs/security.md)" if mechanism == "GSSAPI" else "")
+        raise r.doc.error(sasl.key("mechanism"), f"unknown SASL mechanism {mechanism!r} "
+                          f"(known: {', '.join(SASL_MECHANISMS)}){why}")
+    if mechanism == "PLAIN" and not tls:
+        raise r.doc.error(sasl.key("mechanism"), "PLAIN over SASL_PLAINTEXT sends the password in clear text: "
+                          "use SASL_SSL, or a SCRAM mechanism")
+    file, env = sasl.text("password_file", required=False), sasl.text("password_env", required=False)
+    if (file is None) == (env is None):
+        raise r.doc.error(sasl.key("password_file"), "name the password by exactly one of password_file "
+                          "or password_env")
+    if file is not None:
+        _check_file(sasl, "password_file", file, secret=True)
+    elif not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env or ""):
+        raise r.doc.error(sasl.key("password_env"), f"{env!r} is not an environment variable name")
+    return KafkaSecurity(protocol=protocol, **files, sasl_mechanism=mechanism,
+                         username=sasl.text("username"), password=Secret(file=file, env=env))
+
+
+def _check_file(r: _Reader, key: str, path: str, *, secret: bool) -> None:
+    """An inventory's file: an absolute path; a secret one not readable by group or others (if it exists)."""
+    if not os.path.isabs(path):
+        raise r.doc.error(r.key(key), f"expected an absolute path, got {path!r}")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # checked again, with the error, right before kafkaops connects
+    if secret and mode & 0o077:
+        raise r.doc.error(r.key(key), f"{path} may be read by other users (mode {mode & 0o777:04o}): "
+                          f"chmod 600 {path}")
+
+
 def _services(r: _Reader | None) -> dict[str, Service]:
     if r is None:
         return {}
@@ -351,7 +427,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     cluster_name = top.text("cluster") or ""
     kafka = top.sub("kafka")
     assert kafka is not None
-    kafka.allow("bootstrap_servers", "zookeeper", "migration")
+    kafka.allow("bootstrap_servers", "zookeeper", "migration", "security")
     migration = kafka.text("migration", required=False)
     if migration not in (None, "to-kraft"):
         raise doc.error("kafka.migration", f"expected to-kraft (a ZooKeeper cluster being migrated to the KRaft "
@@ -436,6 +512,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
         controllers=tuple(controllers),
         migrating=migration == "to-kraft",
         monitoring=_monitoring(top.sub("monitoring", required=False)),
+        kafka_security=_kafka_security(kafka.sub("security", required=False)),
     )
 
 

@@ -164,6 +164,99 @@ class Monitoring:
         return tuple((label, fill_template(t, values, escape=False)) for label, t in self.scope)
 
 
+#: Kafka's client security protocols, as both librdkafka and the JVM name them.
+KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: The SASL mechanisms kafkaops speaks to Kafka. GSSAPI (Kerberos) is not among them: the confluent-kafka
+#: wheels are built without Cyrus SASL, so librdkafka cannot speak it (docs/security.md).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A secret named by *where it lives* (a file, an environment variable), never by its value.
+
+    The model holds only the name, so a plan, a journal, a fingerprint or a repr that prints a cluster
+    cannot print a password: the value exists only in the client configuration built right before a
+    connection (:meth:`reveal`), and a rotated password is picked up by the next connection.
+    """
+
+    file: str | None = None
+    env: str | None = None
+
+    def reveal(self) -> str:
+        """The secret's value (one trailing newline stripped, as ``echo pw > file`` leaves one).
+
+        Raises:
+            OSError: The file cannot be read.
+            KeyError: The environment variable is not set.
+        """
+        if self.file is not None:
+            with open(self.file, encoding="utf-8") as f:
+                value = f.read()
+            return value[:-1] if value.endswith("\n") else value
+        import os
+
+        return os.environ[self.env or ""]
+
+    @property
+    def where(self) -> str:
+        """Where the secret lives, for messages: ``file /etc/kafkaops/kafka.pw`` or ``$KAFKA_PASSWORD``."""
+        return f"file {self.file}" if self.file is not None else f"${self.env}"
+
+
+@dataclass(frozen=True)
+class KafkaSecurity:
+    """How a client proves itself to a cluster's brokers and checks them (inventory ``kafka.security``).
+
+    One object for every client kafkaops makes (admin, consumer, producer, the broker probe, Kafka's Java
+    tools, the Spark readers), so none can be the one that forgot TLS.
+    """
+
+    protocol: str = "PLAINTEXT"
+    ca_file: str | None = None  # PEM CA bundle the brokers' certificates must chain to
+    cert_file: str | None = None  # client certificate (mutual TLS)
+    key_file: str | None = None  # its private key (unencrypted PEM, mode 0600)
+    sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+    username: str | None = None
+    password: Secret | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    @property
+    def principal(self) -> str:
+        """Who kafkaops is to the brokers, for messages: ``User:kafkaops``, or ``ANONYMOUS``."""
+        if self.sasl and self.username:
+            return f"User:{self.username}"
+        return "the client certificate's subject" if self.cert_file else "ANONYMOUS"
+
+
+PLAINTEXT = KafkaSecurity()
+
+
+@dataclass(frozen=True)
+class KafkaEndpoint:
+    """Where a cluster's brokers are and how to connect to them: what every Kafka client is built from.
+
+    Client adapters take this rather than a bootstrap string, so that the security of the cluster cannot
+    be left behind on the way to a client.
+    """
+
+    bootstrap_servers: str
+    security: KafkaSecurity = PLAINTEXT
+    cluster: str = ""
+
+    @property
+    def name(self) -> str:
+        """The cluster's name, or its bootstrap servers when it has none (messages)."""
+        return self.cluster or self.bootstrap_servers
+
+
 @dataclass(frozen=True)
 class Cluster:
     """A Kafka cluster as the inventory describes it — or (``sites``) the sites of a multi-DC deployment:
@@ -195,6 +288,13 @@ class Cluster:
     switched: Mapping[str, SwitchedService] = field(default_factory=dict)
     # Prometheus/Alertmanager of the cluster (inventory ``monitoring:``); None: the monitoring steps are no-ops.
     monitoring: Monitoring | None = None
+    # How clients connect to the brokers (inventory ``kafka.security``): TLS, SASL, mutual TLS.
+    kafka_security: KafkaSecurity = PLAINTEXT
+
+    @property
+    def kafka(self) -> KafkaEndpoint:
+        """The brokers of this cluster as every Kafka client connects to them."""
+        return KafkaEndpoint(self.bootstrap_servers, self.kafka_security, self.name)
 
     @property
     def kraft(self) -> bool:

@@ -457,6 +457,7 @@ def run_post_check(
 
         spec = ScanSpec(
             bootstrap=cluster.bootstrap_servers,
+            security=cluster.kafka_security,
             ranges=ranges,
             event_topics=frozenset(r.topic for r in ranges if events.match(r.topic)),
             thresholds=thresholds,

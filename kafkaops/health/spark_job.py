@@ -42,6 +42,7 @@ from typing import Any
 from kafkaops.errors import ConfigError, KafkaOpsError, UnreachableError
 from kafkaops.health import scan_jar, scan_kernel
 from kafkaops.health.data import ScanRange, ScanResult, Thresholds, merge_segments, segments_from_json
+from kafkaops.model import PLAINTEXT, KafkaEndpoint, KafkaSecurity, Secret
 
 __all__ = ["DEFAULT_MASTER", "ScanSpec", "prestart", "run_scan", "spark_session", "task_groups"]
 
@@ -71,6 +72,9 @@ class ScanSpec:
         scan_time_ms: The scan's "now" (future-timestamp check).
         kafka_options: Extra ``kafka.*`` consumer options for the source.
         reader: ``fast`` (our columnar source) or ``builtin`` (Spark's ``kafka`` source).
+        security: How the readers connect (TLS, SASL): the cluster's ``kafka.security``. Only where its
+            secrets live is kept here; the password is read when the reader is built, into the JVM's
+            options, never into the spec (its ``to_dict`` may be written to a file).
     """
 
     bootstrap: str
@@ -80,6 +84,7 @@ class ScanSpec:
     scan_time_ms: int = 0
     kafka_options: Mapping[str, str] = field(default_factory=dict)
     reader: str = "fast"
+    security: KafkaSecurity = PLAINTEXT
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +95,7 @@ class ScanSpec:
             "scan_time_ms": self.scan_time_ms,
             "kafka_options": dict(self.kafka_options),
             "reader": self.reader,
+            "security": asdict(self.security),
         }
 
     @classmethod
@@ -105,7 +111,26 @@ class ScanSpec:
             scan_time_ms=int(d.get("scan_time_ms", 0)),
             kafka_options=dict(d.get("kafka_options", {})),
             reader=scan_jar.check_reader(str(d.get("reader", "fast"))),
+            security=_security(d.get("security")),
         )
+
+
+def _security(d: Mapping[str, Any] | None) -> KafkaSecurity:
+    if not d:
+        return PLAINTEXT
+    password = d.get("password")
+    return KafkaSecurity(**{**d, "password": Secret(**password) if password else None})
+
+
+def _reader_options(spec: ScanSpec) -> dict[str, str]:
+    """The source's ``kafka.*`` options: the cluster's security (Java client properties), then the spec's
+    own extra options."""
+    from kafkaops.systems.kafka_auth import java_properties
+
+    endpoint = KafkaEndpoint(spec.bootstrap, spec.security)
+    options = {f"kafka.{k}": v for k, v in java_properties(endpoint).items()}
+    options.update({k if k.startswith("kafka.") else f"kafka.{k}": v for k, v in spec.kafka_options.items()})
+    return options
 
 
 def _loopback(master: str) -> bool:
@@ -305,8 +330,8 @@ def _source(spark: Any, spec: ScanSpec, ranges: Sequence[ScanRange], tid: Mappin
               .option("kafka.bootstrap.servers", spec.bootstrap)
               .option("ranges", encoded)
               .option("withValue", str(events).lower()))
-    for k, v in spec.kafka_options.items():
-        reader = reader.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
+    for k, v in _reader_options(spec).items():
+        reader = reader.option(k, v)
     return reader.load()
 
 
@@ -336,8 +361,8 @@ def _builtin_source(spark: Any, spec: ScanSpec, ranges: Sequence[ScanRange], tid
               .option("startingOffsets", json.dumps(starting))
               .option("endingOffsets", json.dumps(ending))
               .option("failOnDataLoss", "false"))
-    for k, v in spec.kafka_options.items():
-        reader = reader.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
+    for k, v in _reader_options(spec).items():
+        reader = reader.option(k, v)
     df = reader.load()
     ids = F.create_map(*[x for t in sorted(assign) for x in (F.lit(t), F.lit(tid[t]))])
     key = F.shiftleft(ids[F.col("topic")].cast("long"), 32).bitwiseOR(F.col("partition").cast("long"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from kafkaops.lab import security
 from kafkaops.lab.paths import HostDirs
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 
@@ -41,12 +42,10 @@ broker.id={h.broker_id}
 # Broker ids follow host numbers (1001...), as at Wikimedia; Kafka reserves ids above 1000 by default.
 reserved.broker.max.id=100000
 broker.rack={h.rack}
-listeners=PLAINTEXT://{h.address}:{h.kafka_port}
-advertised.listeners=PLAINTEXT://{h.address}:{h.kafka_port}
 log.dirs={dirs.kafka_data}
 zookeeper.connect={spec.zk_connect}
 zookeeper.session.timeout.ms=6000
-""" + _common(spec) + _stretch(spec)
+""" + security.listener_properties(spec, h) + _common(spec) + _stretch(spec)
 
 
 def _common(spec: LabSpec) -> str:

@@ -101,12 +101,14 @@ class _Service:
     def __init__(self, host: LabHost) -> None:
         from confluent_kafka import Producer
 
+        from kafkaops.lab import security
+        from kafkaops.systems.kafka_auth import librdkafka_config
         from kafkaops.systems.producing import WRITE_ONCE
 
         self.host = host
         self.log_lock = threading.Lock()
         self.producer = Producer({
-            "bootstrap.servers": host.spec.bootstrap_servers,
+            **librdkafka_config(security.endpoint(host.spec, "eventbus")),
             **WRITE_ONCE,
             "linger.ms": 2,
             "message.timeout.ms": int(PRODUCE_TIMEOUT * 1000),

@@ -123,9 +123,10 @@ class LabKafka(KafkaAdmin):
         """
         from confluent_kafka import Producer
 
+        from kafkaops.systems.kafka_auth import librdkafka_config
         from kafkaops.systems.producing import WRITE_ONCE
 
-        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, **WRITE_ONCE, "linger.ms": 20, "log_level": 2}
+        conf: dict[str, Any] = {**librdkafka_config(self.endpoint), **WRITE_ONCE, "linger.ms": 20, "log_level": 2}
         conf.update(config or {})
         producer = Producer(conf)
         errors: list[str] = []

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError, LabError
-from kafkaops.lab import configs, monitoring, net, procs
+from kafkaops.lab import configs, monitoring, net, procs, security
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.paths import host_dirs, lab_dir, lab_dirs
 from kafkaops.lab.spec import LabSpec, from_inventory
@@ -174,6 +174,8 @@ def _prepare(spec: LabSpec) -> None:
         d = host_dirs(h.name, base)
         for path in (d.run, d.log, d.bin, d.etc, *(() if h is spec.deploy else (d.kafka_data, d.release))):
             path.mkdir(parents=True, exist_ok=True)
+        if h is spec.hosts[0]:
+            security.prepare(spec)  # the CA, keystores and passwords every server.properties names
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.fqdn, "-f",
                         str(d.etc / "ssh_host_ed25519_key")], check=True)
         key_type, key = (d.etc / "ssh_host_ed25519_key.pub").read_text().split()[:2]
@@ -305,7 +307,7 @@ def _metadata_brokers(spec: LabSpec) -> list[int]:
     from kafkaops.systems.kafka import KafkaAdmin
 
     try:
-        return sorted(KafkaAdmin(spec.bootstrap_servers, timeout=3, cluster=spec.cluster).metadata().brokers)
+        return sorted(KafkaAdmin(security.endpoint(spec), timeout=3).metadata().brokers)
     except KafkaOpsError:
         return []
 
@@ -325,7 +327,7 @@ def _brokers_alive(hosts: list[LabHost]) -> bool:
 def _create_topics(spec: LabSpec) -> None:
     from kafkaops.lab.kafka import LabKafka, TopicSpec
 
-    admin = LabKafka(spec.bootstrap_servers, timeout=15, cluster=spec.cluster)
+    admin = LabKafka(security.endpoint(spec), timeout=15)
     replicas = min(3, len(spec.brokers))  # a site of the two-site lab has two brokers
     admin.create_topics([TopicSpec(name, partitions, replicas) for name, partitions in LAB_TOPICS])
     # Leave every partition led by its preferred replica, the state maintenance must restore.
@@ -361,6 +363,7 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
         _seed_pools(spec)
         if zk_pid is not None:
             _wait("ZooKeeper", lambda: _zk_ok(spec), 60, zk_pid)
+            security.create_users(spec)
         for host in hosts:
             host.power_on(wait=False)
         progress("waiting for the brokers to register")

@@ -16,7 +16,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafkaops.errors import UnreachableError
-from kafkaops.model import Cluster
+from kafkaops.lab.security import user_endpoint
+from kafkaops.model import Cluster, KafkaEndpoint
+from kafkaops.systems.kafka_auth import librdkafka_config
 
 LOAD_TOPIC = "lab.load"
 
@@ -45,7 +47,7 @@ class LoadReport:
 
 
 class _Reader(threading.Thread):
-    def __init__(self, bootstrap: str, topic: str, run_id: str) -> None:
+    def __init__(self, endpoint: KafkaEndpoint, topic: str, run_id: str) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -54,7 +56,7 @@ class _Reader(threading.Thread):
         self.lock = threading.Lock()  # the producer's thread reads ``seen`` while this one adds to it
         self.stop = threading.Event()
         self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"kafkaops-load-{run_id}",
+            **librdkafka_config(endpoint), "group.id": f"kafkaops-load-{run_id}",
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 2,
             "isolation.level": "read_committed",
         })
@@ -62,7 +64,7 @@ class _Reader(threading.Thread):
         try:
             partitions = self._partitions(topic)
         except KafkaException as exc:
-            raise UnreachableError(f"Kafka at {bootstrap} did not answer a metadata request: {exc}",
+            raise UnreachableError(f"Kafka at {endpoint.bootstrap_servers} did not answer a metadata request: {exc}",
                                    hint="check the lab's brokers: `kafkaops lab status`") from exc
         self.consumer.assign([TopicPartition(topic, p, self._high_watermark(topic, p)) for p in partitions])
 
@@ -152,14 +154,14 @@ def _http(vip: str, stop: threading.Event, rate: float, report: LoadReport, lock
 
 
 
-def producer_config(bootstrap: str) -> dict[str, str | int | bool]:
+def producer_config(endpoint: KafkaEndpoint) -> dict[str, Any]:
     """The load's producer: every record acknowledged by the whole ISR and written once
     (:data:`~kafkaops.systems.producing.WRITE_ONCE`: one request in flight, so a leader move cannot make
     librdkafka resend a record the old leader had written — the kill sweep's point 20 duplicate, issue 42.3);
     retried for five minutes, so a roll's leader moves never turn into produce errors."""
     from kafkaops.systems.producing import WRITE_ONCE
 
-    return {"bootstrap.servers": bootstrap, **WRITE_ONCE, "linger.ms": 5, "message.timeout.ms": 300000,
+    return {**librdkafka_config(endpoint), **WRITE_ONCE, "linger.ms": 5, "message.timeout.ms": 300000,
             "log_level": 2}
 
 def run_load(cluster: Cluster, seconds: float, *, rate: float = 200.0, http_rate: float = 10.0,
@@ -172,14 +174,15 @@ def run_load(cluster: Cluster, seconds: float, *, rate: float = 200.0, http_rate
     report = LoadReport(seconds=0.0, topic=topic)
     lock = threading.Lock()
     acked: set[int] = set()
-    reader = _Reader(cluster.bootstrap_servers, topic, run_id)
+    endpoint = user_endpoint(cluster, "load")
+    reader = _Reader(endpoint, topic, run_id)
     reader.start()
     vip = next((f"{s.vip}:{s.port}" for h in cluster.hosts for s in h.services if s.vip), None)
     http_thread = None
     if vip and http_rate > 0:
         http_thread = threading.Thread(target=_http, args=(vip, stop, http_rate, report, lock), daemon=True)
         http_thread.start()
-    producer = Producer(producer_config(cluster.bootstrap_servers))
+    producer = Producer(producer_config(endpoint))
 
     def on_delivery(err: Any, msg: Any) -> None:
         if err is None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from kafkaops.errors import KafkaOpsError, LabError
 from kafkaops.lab import lab, paths, procs
 from kafkaops.model import Cluster
+from kafkaops.systems.kafka_auth import librdkafka_config
 
 Progress = Callable[[str], None]
 
@@ -96,7 +97,7 @@ def _ensure_topics(sites: Cluster) -> None:
     from kafkaops.lab.kafka import LabKafka, TopicSpec
 
     for site in sites.sites.values():
-        admin = LabKafka(site.bootstrap_servers, timeout=15, cluster=site.name)
+        admin = LabKafka(site.kafka, timeout=15)
         replicas = min(3, len(site.hosts))
         admin.create_topics([TopicSpec(f"{dc}.test.event", STREAM_PARTITIONS, replicas) for dc in sites.sites])
 
@@ -107,7 +108,7 @@ def _seed_history(sites: Cluster) -> None:
     from confluent_kafka import Producer
 
     for dc, site in sites.sites.items():
-        producer = Producer({"bootstrap.servers": site.bootstrap_servers, "acks": "all"})
+        producer = Producer({**librdkafka_config(site.kafka), "acks": "all"})
         for origin in sites.sites:
             if origin == dc:
                 continue
@@ -163,7 +164,7 @@ def _wait_mirroring(sites: Cluster, base: Path, timeout: float = 120.0) -> None:
 
     from kafkaops.systems.mirror import MirrorLag
 
-    marker = {dc: Producer({"bootstrap.servers": s.bootstrap_servers, "acks": "all"}) for dc, s in sites.sites.items()}
+    marker = {dc: Producer({**librdkafka_config(s.kafka), "acks": "all"}) for dc, s in sites.sites.items()}
     for dc, producer in marker.items():
         for partition in range(STREAM_PARTITIONS):
             producer.produce(f"{dc}.test.event", json.dumps({"marker": dc}).encode(), partition=partition)

@@ -64,6 +64,16 @@ class LabSpec:
     alertmanager_address: str = ""
     receiver_address: str = ""
     jmx_agent: str = ""
+    #: The brokers' listeners (:mod:`kafkaops.lab.security`): PLAINTEXT, or SASL_SSL with SCRAM-SHA-512,
+    #: as the inventory's ``kafka.security`` says; with the CA and password files it names for kafkaops.
+    kafka_protocol: str = "PLAINTEXT"
+    kafka_ca_file: str = ""
+    kafka_password_file: str = ""
+
+    @property
+    def secured(self) -> bool:
+        """Brokers on SASL_SSL listeners: TLS and SCRAM for clients and brokers alike."""
+        return self.kafka_protocol == "SASL_SSL"
 
     @property
     def kraft(self) -> bool:
@@ -182,7 +192,21 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         cluster_id=_kraft_cluster_id() if cluster.kraft else "",
         prometheus_address=prometheus, alertmanager_address=alertmanager, receiver_address=receiver,
         jmx_agent=str(paths.jmx_agent()),
+        **_security(cluster),
     )
+
+
+def _security(cluster: Cluster) -> dict[str, str]:
+    """The lab's side of the inventory's ``kafka.security``: a plaintext lab, or the one secured lab shape
+    (SASL_SSL, SCRAM-SHA-512, user kafkaops, the CA and password by file) that ``lab up`` can make."""
+    sec = cluster.kafka_security
+    if sec.protocol == "PLAINTEXT":
+        return {}
+    if (sec.protocol != "SASL_SSL" or sec.sasl_mechanism != "SCRAM-SHA-512" or sec.username != "kafkaops"
+            or not sec.ca_file or sec.password is None or sec.password.file is None or sec.cert_file):
+        raise LabError(f"{cluster.source}: a lab is PLAINTEXT, or SASL_SSL with SCRAM-SHA-512 as user kafkaops, "
+                       "a ca_file and a password_file (what lab up can make)")
+    return {"kafka_protocol": sec.protocol, "kafka_ca_file": sec.ca_file, "kafka_password_file": sec.password.file}
 
 
 def _mode(cluster: Cluster) -> str:

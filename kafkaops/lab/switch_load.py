@@ -27,6 +27,7 @@ from typing import Any
 
 from kafkaops.errors import KafkaOpsError
 from kafkaops.model import Cluster
+from kafkaops.systems.kafka_auth import librdkafka_config
 
 TTL = 0.5  # seconds a discovery answer is cached (the lab records' TTL)
 STREAM = "test.event"
@@ -145,7 +146,7 @@ class SwitchLoad:
                 if site is None:
                     time.sleep(0.05)
                     continue
-                consumer = Consumer({"bootstrap.servers": self.sites.site(site).bootstrap_servers,
+                consumer = Consumer({**librdkafka_config(self.sites.site(site).kafka),
                                      "group.id": self.group, "enable.auto.commit": False,
                                      "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
                                      "log_level": 2})

@@ -386,7 +386,7 @@ class _Replay:
         wanted = {i.key: i for i in items}
         topics = sorted({i.topic for i in items if i.topic})
         found: list[str] = []
-        for _topic, value in find_values(self.env.cluster.bootstrap_servers, topics, since):
+        for _topic, value in find_values(self.env.cluster.kafka, topics, since):
             h = value_hash(value)
             if h in wanted and h not in found:
                 found.append(h)

@@ -28,8 +28,8 @@ the controller cannot reach never hears of the shrinks it did make — so which 
 decides whether the partitions look under-replicated. The controller's own view has them (every
 shrink it accepted, and its own partitions'), and a partition is only in sync where both views agree.
 
-Plaintext listeners only, as the rest of kafkaops' Kafka clients (the inventory has no TLS/SASL
-settings). Probes run in parallel, each bounded by its own deadline, and are never cached: an
+Over TLS and SASL when the cluster's listeners want them (:mod:`kafkaops.systems.kafka_wire`). Probes run
+in parallel, each bounded by its own deadline, and are never cached: an
 ``ApiVersions`` request costs a broker far less than the Metadata request every gate's poll already sends.
 The deadline is the whole exchange's — name resolution, connect, send and every read — not each call's:
 a half-alive listener that sends one byte every half second, or a name server that does not answer,
@@ -38,17 +38,17 @@ gets "not serving" at the deadline, never a gate held for as long as it dribbles
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING
 
-from kafkaops.model import ClusterSnapshot
+from kafkaops.model import ClusterSnapshot, KafkaEndpoint
+from kafkaops.systems.kafka_wire import open_connection, read_frame, remaining
 
 if TYPE_CHECKING:
     from kafkaops.systems.zookeeper import ZooKeeper
@@ -167,121 +167,45 @@ def parse_metadata_response(frame: bytes, correlation_id: int, broker: int) -> B
         return None
 
 
-def view_of(broker: int, host: str, port: int, timeout: float = PROBE_TIMEOUT) -> BrokerView | None:
-    """Broker ``broker``'s own metadata, asked at ``host:port``; None if it does not answer in time."""
-    answer = _exchange(host, port, metadata_request, timeout, limit=64 << 20)
+def view_of(endpoint: KafkaEndpoint, broker: int, host: str, port: int,
+            timeout: float = PROBE_TIMEOUT) -> BrokerView | None:
+    """Broker ``broker``'s own metadata, asked at ``host:port`` (authenticated, as Metadata needs); None if it
+    does not answer in time."""
+    answer = _exchange(endpoint, host, port, metadata_request, timeout, limit=64 << 20, authenticate=True)
     return None if answer is None else parse_metadata_response(answer[1], answer[0], broker)
 
 
-def serves(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> bool:
-    """Whether the broker at ``host:port`` answers an ApiVersions request within ``timeout`` seconds."""
-    answer = _exchange(host, port, api_versions_request, timeout, limit=1 << 20)
+def serves(endpoint: KafkaEndpoint, host: str, port: int, timeout: float = PROBE_TIMEOUT) -> bool:
+    """Whether the broker at ``host:port`` answers an ApiVersions request within ``timeout`` seconds.
+
+    Over TLS when the cluster's listeners have it; never SASL: Kafka answers ApiVersions before
+    authentication (a client needs it to choose the SaslHandshake version), and a probe that logged in
+    would cost each broker a SCRAM exchange (4,096 PBKDF2 rounds) per gate poll."""
+    answer = _exchange(endpoint, host, port, api_versions_request, timeout, limit=1 << 20, authenticate=False)
     return answer is not None and is_api_versions_response(answer[1], answer[0])
 
 
-def _exchange(host: str, port: int, request: Callable[[int], bytes], timeout: float,
-              limit: int) -> tuple[int, bytes] | None:
+def _exchange(endpoint: KafkaEndpoint, host: str, port: int, request: Callable[[int], bytes], timeout: float,
+              limit: int, *, authenticate: bool) -> tuple[int, bytes] | None:
     """Send ``request(correlation_id)`` on a connection of its own; the correlation id and the response
     frame (size prefix included), or None when the broker did not answer within ``timeout`` overall.
 
-    ``timeout`` bounds the whole exchange — name resolution, connect, send and every recv — not each call:
-    a listener that dribbles a byte every half second, or a name server that never answers, would
-    otherwise hold a probe (and the gate waiting on it) for as long as it pleases."""
+    ``timeout`` bounds the whole exchange — name resolution, connect, TLS and SASL, send and every recv —
+    not each call: a listener that dribbles a byte every half second, or a name server that never answers,
+    would otherwise hold a probe (and the gate waiting on it) for as long as it pleases.
+
+    Raises:
+        AuthError: The broker refused who kafkaops is (its certificate, the password): not "not serving".
+    """
     correlation_id = threading.get_ident() & 0x7FFFFFFF
     deadline = time.monotonic() + timeout
     try:
-        with _connect(host, port, deadline) as sock:
-            sock.settimeout(_remaining(deadline))
+        with open_connection(endpoint, host, port, deadline, authenticate=authenticate) as sock:
+            sock.settimeout(remaining(deadline))
             sock.sendall(request(correlation_id))  # one timeout for all of sendall (Python >= 3.5)
-            head = _read_exactly(sock, 4, deadline)
-            (size,) = struct.unpack(">i", head)
-            if not 6 <= size <= limit:
-                return None
-            return correlation_id, head + _read_exactly(sock, size, deadline)
-    except OSError:  # refused, reset, closed, or the deadline passed (TimeoutError)
+            return correlation_id, read_frame(sock, deadline, limit)
+    except OSError:  # refused, reset, closed, not a frame of ours, or the deadline passed (TimeoutError)
         return None
-
-
-#: One resolved address: family, socket type, protocol, the address ``connect`` takes.
-_Address = tuple[socket.AddressFamily, socket.SocketKind, int, Any]
-
-
-def _remaining(deadline: float) -> float:
-    """Seconds left before ``deadline`` (a ``time.monotonic()`` value).
-
-    Raises:
-        TimeoutError: None left: the probe's answer is "not serving".
-    """
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError("probe deadline passed")
-    return left
-
-
-def _resolve(host: str, port: int, deadline: float) -> list[_Address]:
-    """``host``'s TCP addresses, resolved before ``deadline``. A literal IP address is not looked up
-    (``AI_NUMERICHOST``: no name server asked); a name is resolved in a worker thread, joined with the time
-    left: ``getaddrinfo`` takes no timeout, and a silent name server blocks it for the resolver's own
-    (``resolv.conf``: 5 s per try and server). The worker, if abandoned, ends with that lookup.
-
-    Raises:
-        TimeoutError: The name was not resolved in time.
-        OSError: It does not resolve (``socket.gaierror``).
-    """
-    try:
-        ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        pass
-    else:
-        return [(family, kind, proto, addr) for family, kind, proto, _, addr
-                in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)]
-    answer: list[list[_Address]] = []
-    failure: list[OSError] = []
-
-    def lookup() -> None:
-        try:
-            answer.append([(family, kind, proto, addr) for family, kind, proto, _, addr
-                           in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)])
-        except OSError as exc:
-            failure.append(exc)
-
-    worker = threading.Thread(target=lookup, name=f"kafkaops-probe-resolve-{host}", daemon=True)
-    worker.start()
-    worker.join(_remaining(deadline))
-    if failure:
-        raise failure[0]
-    if not answer:
-        raise TimeoutError(f"{host} not resolved before the probe's deadline")
-    return answer[0]
-
-
-def _connect(host: str, port: int, deadline: float) -> socket.socket:
-    """A TCP connection to ``host:port`` made before ``deadline``: each resolved address tried in turn,
-    as ``socket.create_connection`` does, with only the time left."""
-    error: OSError = TimeoutError("probe deadline passed")
-    for family, kind, proto, addr in _resolve(host, port, deadline):
-        sock = socket.socket(family, kind, proto)
-        try:
-            sock.settimeout(_remaining(deadline))
-            sock.connect(addr)
-            return sock
-        except OSError as exc:
-            sock.close()
-            error = exc
-            if isinstance(exc, TimeoutError):
-                break  # the deadline is spent: no time left for the next address
-    raise error
-
-
-def _read_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        sock.settimeout(_remaining(deadline))
-        chunk = sock.recv(min(n - len(data), 1 << 20))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return bytes(data)
 
 
 class BrokerProbe:
@@ -289,16 +213,18 @@ class BrokerProbe:
     gate's answer is what a stop is decided on, and a crash a second ago must show.
 
     Args:
+        endpoint: The cluster's brokers and how to connect to them (TLS, SASL).
         timeout: Deadline of each probe.
         ask: ``(host, port, timeout) -> bool`` (:func:`serves`; injectable for tests).
         look: ``(broker, host, port, timeout) -> BrokerView | None`` (:func:`view_of`; injectable).
     """
 
-    def __init__(self, *, timeout: float = PROBE_TIMEOUT, ask: Callable[[str, int, float], bool] = serves,
-                 look: Callable[[int, str, int, float], BrokerView | None] = view_of) -> None:
+    def __init__(self, endpoint: KafkaEndpoint, *, timeout: float = PROBE_TIMEOUT,
+                 ask: Callable[[str, int, float], bool] | None = None,
+                 look: Callable[[int, str, int, float], BrokerView | None] | None = None) -> None:
         self._timeout = timeout
-        self._ask = ask
-        self._look = look
+        self._ask = ask or partial(serves, endpoint)
+        self._look = look or partial(view_of, endpoint)
 
     def serving(self, endpoints: Mapping[int, tuple[str, int]], brokers: Iterable[int] | None = None) -> set[int]:
         """The ids among ``brokers`` (default: every endpoint's) whose listener answers. A broker without

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkaops.errors import UnreachableError
+from kafkaops.model import KafkaEndpoint
 from kafkaops.systems.guard import write
 
 SENT, REJECTED, UNCERTAIN = "sent", "rejected", "uncertain"
@@ -49,8 +50,8 @@ class Outcome:
 class EventProducer:
     """One idempotent ``acks=all`` producer for a replay (built lazily, closed by :meth:`close`)."""
 
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 30.0, dry_run: bool = False) -> None:
-        self.bootstrap = bootstrap_servers
+    def __init__(self, endpoint: KafkaEndpoint, *, timeout: float = 30.0, dry_run: bool = False) -> None:
+        self.endpoint = endpoint
         self.timeout = timeout
         self.dry_run = dry_run
         self._producer: Any = None
@@ -59,10 +60,11 @@ class EventProducer:
         if self._producer is None:
             from confluent_kafka import Producer
 
+            from kafkaops.systems.kafka_auth import librdkafka_config
             from kafkaops.systems.producing import WRITE_ONCE
 
             self._producer = Producer({
-                "bootstrap.servers": self.bootstrap, **WRITE_ONCE,
+                **librdkafka_config(self.endpoint), **WRITE_ONCE,
                 "linger.ms": 5, "message.timeout.ms": int(self.timeout * 1000),
                 "client.id": "kafkaops-failed-events-replay", "log_level": 2,
             })
@@ -153,10 +155,10 @@ def replay_adapters(env: Any) -> tuple[EventProducer, EventPoster]:
     """The producer and the poster of a replay, built for the run's environment: its cluster's bootstrap
     servers, and its dry-run switch (steps never read it; the adapters refuse writes themselves)."""
     dry = bool(env.dry_run)
-    return EventProducer(env.cluster.bootstrap_servers, dry_run=dry), EventPoster(dry_run=dry)
+    return EventProducer(env.cluster.kafka, dry_run=dry), EventPoster(dry_run=dry)
 
 
-def find_values(bootstrap_servers: str, topics: Sequence[str], since_ms: int, *, timeout: float = 60.0
+def find_values(endpoint: KafkaEndpoint, topics: Sequence[str], since_ms: int, *, timeout: float = 60.0
                 ) -> Iterator[tuple[str, bytes]]:
     """Every record value of ``topics`` written since ``since_ms`` (record timestamp), up to the last stable
     offset each partition had when the scan started: read to the consumer's position, so a partition that
@@ -170,7 +172,7 @@ def find_values(bootstrap_servers: str, topics: Sequence[str], since_ms: int, *,
 
     from kafkaops.systems.records import RecordReader
 
-    with RecordReader(bootstrap_servers, timeout=min(timeout, 10)) as reader:
+    with RecordReader(endpoint, timeout=min(timeout, 10)) as reader:
         try:
             keys = []
             for topic in topics:
@@ -182,7 +184,7 @@ def find_values(bootstrap_servers: str, topics: Sequence[str], since_ms: int, *,
                 return
             starts, bounds = reader.offsets_at(keys, since_ms), reader.bounds(keys)
         except KafkaException as exc:
-            raise UnreachableError(f"Kafka at {bootstrap_servers} did not answer while looking for replayed "
+            raise UnreachableError(f"Kafka at {endpoint.bootstrap_servers} did not answer while looking for replayed "
                                    f"events: {exc}", hint="check the brokers are up; then resume") from exc
         for topic, partition in keys:
             records, _ = reader.read(topic, partition, starts[(topic, partition)], bounds[(topic, partition)].stable)

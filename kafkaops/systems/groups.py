@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from kafkaops.errors import UnreachableError
+from kafkaops.errors import KafkaOpsError, UnreachableError
+from kafkaops.model import KafkaEndpoint
 from kafkaops.policy.record_identity import RecordId, record_id
 from kafkaops.systems.guard import write
+from kafkaops.systems.kafka_auth import RefusalWatch, classify, librdkafka_config
 from kafkaops.systems.records import RecordReader
 
 TopicPartitionKey = tuple[str, int]
@@ -35,16 +38,23 @@ class GroupState:
 
 
 class ConsumerGroups:
-    """The groups of the cluster at ``bootstrap``; writes refuse themselves in a dry-run."""
+    """The groups of the cluster at ``endpoint``; writes refuse themselves in a dry-run."""
 
-    def __init__(self, bootstrap: str, *, cluster: str = "", timeout: float = 10.0, dry_run: bool = False) -> None:
+    def __init__(self, endpoint: KafkaEndpoint, *, timeout: float = 10.0, dry_run: bool = False) -> None:
         from confluent_kafka.admin import AdminClient
 
-        self.bootstrap, self.cluster, self.timeout, self.dry_run = bootstrap, cluster, timeout, dry_run
-        self._admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000),
-                                   "log_level": 2})
+        self.endpoint, self.bootstrap, self.cluster = endpoint, endpoint.bootstrap_servers, endpoint.cluster
+        self.timeout, self.dry_run = timeout, dry_run
+        self._refusals = RefusalWatch()
+        conf: dict[str, Any] = {**librdkafka_config(endpoint), "socket.timeout.ms": int(timeout * 1000),
+                                "log_level": 2, "error_cb": self._refusals}
+        self._admin = AdminClient(conf)
 
-    def _unreachable(self, what: str, exc: BaseException) -> UnreachableError:
+    def _unreachable(self, what: str, exc: BaseException) -> KafkaOpsError:
+        refusal = classify(self.endpoint, what, exc)
+        if refusal is not None:
+            return refusal
+        self._refusals.check(self.endpoint, what, self._admin)
         return UnreachableError(f"Kafka at {self.bootstrap} ({self.cluster}) did not answer {what}: {exc}",
                                 hint="check the site's brokers are up and bootstrap_servers in its inventory")
 
@@ -89,7 +99,7 @@ class ConsumerGroups:
                                    hint="a group with members cannot be moved: stop its consumers")
 
     def _reader(self) -> RecordReader:
-        return RecordReader(self.bootstrap, cluster=self.cluster, timeout=self.timeout)
+        return RecordReader(self.endpoint, timeout=self.timeout)
 
     def first_held(self, before: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, tuple[int, int | None]]:
         """Per partition, its log start and the offset of the first record a consumer is given from there,

@@ -169,7 +169,7 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
     from kafkaops.systems.kafka import KafkaAdmin
 
     admin = KafkaAdmin.look(cluster)  # it only reads
-    probe = BrokerProbe()
+    probe = BrokerProbe(cluster.kafka)
     registered: Callable[[], Collection[int]] | None = None
     closers: list[Callable[[], None]] = []
     snapshot: Callable[[], ClusterSnapshot] = lambda: admin.snapshot(with_configs=False)  # noqa: E731

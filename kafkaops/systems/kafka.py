@@ -22,16 +22,17 @@ Known sharp edge: confluent-kafka 2.16 ``elect_leaders(...)`` raises SystemError
 from __future__ import annotations
 
 import itertools
-import socket
 import struct
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kafkaops.errors import KafkaOpsError, UnreachableError
-from kafkaops.model import Cluster, ClusterSnapshot, PartitionState, TopicConfig
+from kafkaops.errors import AuthError, KafkaOpsError, UnreachableError
+from kafkaops.model import Cluster, ClusterSnapshot, KafkaEndpoint, PartitionState, TopicConfig
 from kafkaops.systems.guard import write
+from kafkaops.systems.kafka_auth import RefusalWatch, classify, librdkafka_config
+from kafkaops.systems.kafka_wire import open_connection, read_frame, remaining
 
 TopicPartitionKey = tuple[str, int]
 
@@ -39,33 +40,35 @@ TopicPartitionKey = tuple[str, int]
 class KafkaAdmin:
     """A bounded, typed facade over ``confluent_kafka.admin.AdminClient``."""
 
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 10.0, cluster: str = "",
-                 attempts: int = 3, dry_run: bool = False, kraft: bool = False) -> None:
+    def __init__(self, endpoint: KafkaEndpoint, *, timeout: float = 10.0, attempts: int = 3, dry_run: bool = False,
+                 kraft: bool = False) -> None:
         """``attempts`` metadata requests of ``timeout`` seconds each before Kafka counts as unreachable:
         a run rides through a broker bounce; an interactive look (``status``) fails fast. With
         ``dry_run`` every method that changes the cluster refuses (:mod:`kafkaops.systems.guard`)."""
 
-        self.bootstrap = bootstrap_servers
+        self.endpoint = endpoint
+        self.bootstrap = endpoint.bootstrap_servers
         self.timeout = timeout
         self.attempts = attempts
-        self.cluster = cluster
+        self.cluster = endpoint.cluster
         self.dry_run = dry_run
         # On KRaft no broker is the controller: the metadata answer names a random live broker (KIP-590),
         # which a stop impact must not call "the controller" (the quorum's leader is, kafkaops.policy.quorum).
         self.kraft = kraft
+        self._refusals = RefusalWatch()
         self._admin = self._new_admin()
 
     @classmethod
     def for_cluster(cls, cluster: Cluster, *, timeout: float = 10.0, attempts: int = 3,
                     dry_run: bool = False) -> KafkaAdmin:
-        """The adapter of an inventory's cluster: its bootstrap servers, its name (stamped on snapshots)
-        and whether it runs KRaft all come from ``cluster``, so no caller can forget one. Forgetting
-        ``kraft`` once made a KRaft cluster's snapshot name a random live broker its controller (KIP-590).
+        """The adapter of an inventory's cluster: its brokers and their security, its name (stamped on
+        snapshots) and whether it runs KRaft all come from ``cluster``, so no caller can forget one.
+        Forgetting ``kraft`` once made a KRaft cluster's snapshot name a random live broker its controller
+        (KIP-590).
 
         A run's own adapter keeps the default patience (``attempts`` tries: it rides through a broker
         bounce); a look at the cluster is :meth:`look`."""
-        return cls(cluster.bootstrap_servers, timeout=timeout, cluster=cluster.name, attempts=attempts,
-                   dry_run=dry_run, kraft=cluster.kraft)
+        return cls(cluster.kafka, timeout=timeout, attempts=attempts, dry_run=dry_run, kraft=cluster.kraft)
 
     @classmethod
     def look(cls, cluster: Cluster, *, timeout: float = 5.0) -> KafkaAdmin:
@@ -79,9 +82,10 @@ class KafkaAdmin:
     def _new_admin(self) -> Any:
         from confluent_kafka.admin import AdminClient
 
-        timeout, bootstrap_servers = self.timeout, self.bootstrap
-        return AdminClient({
-            "bootstrap.servers": bootstrap_servers,
+        timeout = self.timeout
+        conf: dict[str, Any] = {
+            **librdkafka_config(self.endpoint),
+            "error_cb": self._refusals,
             "socket.timeout.ms": int(timeout * 1000),
             "socket.connection.setup.timeout.ms": int(min(timeout, 5) * 1000),
             # librdkafka 2.x drops its bootstrap connections as soon as the first (brokers-only)
@@ -91,9 +95,19 @@ class KafkaAdmin:
             "reconnect.backoff.ms": 20,
             "reconnect.backoff.max.ms": 1000,
             "log_level": 2,  # errors only: a stopped broker is expected during maintenance
-        })
+        }
+        return AdminClient(conf)
 
-    def _unreachable(self, what: str, exc: BaseException) -> UnreachableError:
+    def _unreachable(self, what: str, exc: BaseException) -> KafkaOpsError:
+        """The error of a request that failed: a refusal (credentials, TLS, ACL) when the brokers refused
+        who kafkaops is, never retried; else "did not answer", which a run retries."""
+        refusal = classify(self.endpoint, what, exc)
+        if refusal is not None:
+            return refusal
+        try:
+            self._refusals.check(self.endpoint, what, self._admin)
+        except AuthError as error:
+            return error
         return UnreachableError(f"Kafka at {self.bootstrap} did not answer {what}: {str(exc) or type(exc).__name__}",
                                 hint="check the brokers are up and bootstrap_servers in the inventory")
 
@@ -113,8 +127,9 @@ class KafkaAdmin:
             try:
                 return self._admin.list_topics(timeout=self.timeout)
             except Exception as exc:
-                if attempt == tries - 1:
-                    raise self._unreachable("a metadata request", exc) from exc
+                error = self._unreachable("a metadata request", exc)
+                if attempt == tries - 1 or isinstance(error, AuthError):
+                    raise error from exc
                 time.sleep(1.0)
         raise AssertionError("unreachable")
 
@@ -411,7 +426,7 @@ class KafkaAdmin:
         """Bytes on disk of each partition's leader replica (``DescribeLogDirs`` v1, read-only).
 
         The AdminClient has no DescribeLogDirs, so this speaks the protocol itself to each leader,
-        over the listener the metadata advertises (PLAINTEXT, as every connection of this adapter).
+        over the listener the metadata advertises, with the cluster's TLS and SASL (:mod:`kafkaops.systems.kafka_wire`).
         The post-check needs it to judge ``retention.bytes``. Best effort: a broker that does not
         answer, or answers with an error, leaves its partitions out.
         """
@@ -426,7 +441,7 @@ class KafkaAdmin:
         for leader, keys in by_leader.items():
             broker = md.brokers[leader]
             try:
-                sizes = describe_log_dirs(broker.host, int(broker.port), keys, timeout=self.timeout)
+                sizes = describe_log_dirs(self.endpoint, broker.host, int(broker.port), keys, timeout=self.timeout)
             except (OSError, ValueError, struct.error):
                 continue
             out.update({k: sizes[k] for k in keys if k in sizes})
@@ -442,7 +457,7 @@ def _source(entry: Any) -> int:
     return int(getattr(source, "value", source))
 
 
-def describe_log_dirs(host: str, port: int, partitions: Sequence[TopicPartitionKey], *,
+def describe_log_dirs(endpoint: KafkaEndpoint, host: str, port: int, partitions: Sequence[TopicPartitionKey], *,
                       timeout: float = 10.0) -> dict[TopicPartitionKey, int]:
     """One ``DescribeLogDirs`` v1 request to one broker: the size of its replica of each partition.
 
@@ -464,20 +479,11 @@ def describe_log_dirs(host: str, port: int, partitions: Sequence[TopicPartitionK
         name = t.encode()
         body += struct.pack(">h", len(name)) + name + struct.pack(">i", len(ps)) + b"".join(
             struct.pack(">i", p) for p in ps)
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+    deadline = time.monotonic() + timeout
+    with open_connection(endpoint, host, port, deadline) as sock:
+        sock.settimeout(remaining(deadline))
         sock.sendall(struct.pack(">i", len(body)) + body)
-
-        def read(n: int) -> bytes:
-            buf = b""
-            while len(buf) < n:
-                chunk = sock.recv(n - len(buf))
-                if not chunk:
-                    raise OSError("connection closed by the broker")
-                buf += chunk
-            return buf
-
-        (size,) = struct.unpack(">i", read(4))
-        data = read(size)
+        data = read_frame(sock, deadline, 256 << 20)[4:]
     pos = 0
 
     def take(fmt: str) -> Any:

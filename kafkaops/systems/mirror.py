@@ -44,7 +44,7 @@ class MirrorLag:
 
         target = self.sites.site(self.dst)
         topic = offsets_topic(self.src)
-        with RecordReader(target.bootstrap_servers, cluster=target.name, timeout=self.timeout) as reader:
+        with RecordReader(target.kafka, timeout=self.timeout) as reader:
             try:
                 meta = reader.metadata(topic)
             except KafkaException as exc:
@@ -76,7 +76,7 @@ class MirrorLag:
             return lags
         site = self.sites.site(self.src)
         out = []
-        with RecordReader(site.bootstrap_servers, cluster=site.name, timeout=self.timeout) as reader:
+        with RecordReader(site.kafka, timeout=self.timeout) as reader:
             bounds = reader.bounds(behind)
             for x in lags:
                 b = bounds.get((x.topic, x.partition))

@@ -30,6 +30,8 @@ from kafkaops.facts.reassign import (
     parse_list,
     parse_verify,
 )
+from kafkaops.model import KafkaEndpoint
+from kafkaops.systems import command_config
 from kafkaops.systems.guard import write
 
 if TYPE_CHECKING:
@@ -46,28 +48,36 @@ class Reassigner:
     Args:
         ssh: The SSH connection to the host that runs the tool.
         tool: The rendered ``kafka_reassign`` template (the tool and its connection options).
+        endpoint: The cluster's brokers and security: a secured cluster's settings reach the tool through
+            a private ``--command-config`` file.
         dry_run: Refuse ``execute`` and ``cancel``.
     """
 
-    def __init__(self, ssh: SshClient, tool: str, *, dry_run: bool = False) -> None:
+    def __init__(self, ssh: SshClient, tool: str, endpoint: KafkaEndpoint, *, dry_run: bool = False) -> None:
         self.ssh = ssh
         self.tool = tool
+        self.endpoint = endpoint
         self.dry_run = dry_run
 
     def command(self, *flags: str) -> str:
-        """The whole command line (shown in plans): the template, then literal flags."""
-        return " ".join((self.tool, *flags))
+        """The whole command line as plans show it: the template, literal flags, and on a secured cluster
+        ``--command-config <private file>`` (:mod:`kafkaops.systems.command_config`)."""
+        return command_config.shown(self.endpoint, " ".join((self.tool, *flags)))
+
+    def _run(self, *flags: str, stdin: bytes | None = None, change: bool = False) -> str:
+        """Run the tool with ``flags``; its standard output."""
+        cmd, data = command_config.wrap(self.endpoint, " ".join((self.tool, *flags)), stdin)
+        send = self.ssh.change if change else self.ssh.run
+        return send(cmd, timeout=TOOL_TIMEOUT, stdin=data).stdout
 
     def list(self) -> dict[TopicPartition, Reassigning]:
         """The reassignments in progress in the whole cluster (``--list``)."""
-        cmd = self.command("--list")
-        return parse_list(self.ssh.run(cmd, timeout=TOOL_TIMEOUT).stdout)
+        return parse_list(self._run("--list"))
 
     def verify(self, assignment: Mapping[TopicPartition, tuple[int, ...]]) -> dict[TopicPartition, str]:
         """Each partition's state against ``assignment`` (``--verify --preserve-throttles``: read-only)."""
-        cmd = self.command("--reassignment-json-file", "/dev/stdin", "--verify", "--preserve-throttles")
-        out = self.ssh.run(cmd, timeout=TOOL_TIMEOUT, stdin=assignment_json(dict(assignment)).encode())
-        return parse_verify(out.stdout)
+        return parse_verify(self._run("--reassignment-json-file", "/dev/stdin", "--verify", "--preserve-throttles",
+                                      stdin=assignment_json(dict(assignment)).encode()))
 
     def generate(self, topics: Iterable[str], brokers: Iterable[int]
                  ) -> tuple[dict[TopicPartition, tuple[int, ...]], dict[TopicPartition, tuple[int, ...]]]:
@@ -77,16 +87,15 @@ class Reassigner:
 
         ids = ",".join(str(int(b)) for b in sorted(set(brokers)))
         doc = json.dumps({"version": 1, "topics": [{"topic": t} for t in sorted(set(topics))]})
-        cmd = self.command("--topics-to-move-json-file", "/dev/stdin", "--broker-list", ids, "--generate")
-        return parse_generate(self.ssh.run(cmd, timeout=TOOL_TIMEOUT, stdin=doc.encode()).stdout)
+        return parse_generate(self._run("--topics-to-move-json-file", "/dev/stdin", "--broker-list", ids, "--generate",
+                                        stdin=doc.encode()))
 
     @write
     def execute(self, assignment: Mapping[TopicPartition, tuple[int, ...]]) -> str:
         """Submit ``assignment`` (``--execute``, no throttle: the run sets its own). Returns the command."""
-        cmd = self.command("--reassignment-json-file", "/dev/stdin", "--execute")
-        out = self.ssh.change(cmd, timeout=TOOL_TIMEOUT, stdin=assignment_json(dict(assignment)).encode())
-        parse_execute(out.stdout)
-        return cmd
+        flags = ("--reassignment-json-file", "/dev/stdin", "--execute")
+        parse_execute(self._run(*flags, stdin=assignment_json(dict(assignment)).encode(), change=True))
+        return self.command(*flags)
 
     @write
     def cancel(self, partitions: Iterable[TopicPartition],
@@ -113,7 +122,6 @@ class Reassigner:
                 before = (originals or {}).get(tp)
                 back[tp] = before if before is not None and set(before) == set(kept) else kept
         if back:
-            cmd = self.command("--reassignment-json-file", "/dev/stdin", "--execute", "--additional")
-            out = self.ssh.change(cmd, timeout=TOOL_TIMEOUT, stdin=assignment_json(back).encode())
-            parse_execute(out.stdout)
+            parse_execute(self._run("--reassignment-json-file", "/dev/stdin", "--execute", "--additional",
+                                    stdin=assignment_json(back).encode(), change=True))
         return back

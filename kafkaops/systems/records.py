@@ -22,7 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkaops.errors import UnreachableError
+from kafkaops.errors import KafkaOpsError, UnreachableError
+from kafkaops.model import KafkaEndpoint
+from kafkaops.systems.kafka_auth import RefusalWatch, classify, librdkafka_config
 
 TopicPartitionKey = tuple[str, int]
 
@@ -50,13 +52,15 @@ class RecordReader:
     """A throwaway ``read_committed`` consumer of the cluster at ``bootstrap`` that assigns (never subscribes:
     it joins no group and commits nothing). Use as a context manager."""
 
-    def __init__(self, bootstrap: str, *, cluster: str = "", timeout: float = 10.0) -> None:
+    def __init__(self, endpoint: KafkaEndpoint, *, timeout: float = 10.0) -> None:
         from confluent_kafka import Consumer
         from confluent_kafka.admin import AdminClient
 
-        self.bootstrap, self.cluster, self.timeout = bootstrap, cluster or bootstrap, timeout
-        common: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap,
-                                                      "socket.timeout.ms": int(timeout * 1000), "log_level": 2}
+        self.endpoint, self.bootstrap, self.cluster = endpoint, endpoint.bootstrap_servers, endpoint.name
+        self.timeout = timeout
+        self._refusals = RefusalWatch()
+        common: dict[str, Any] = {**librdkafka_config(endpoint), "socket.timeout.ms": int(timeout * 1000),
+                                  "log_level": 2, "error_cb": self._refusals}
         self._consumer = Consumer({**common, "group.id": f"kafkaops-read-{uuid.uuid4()}", "enable.auto.commit": False,
                                    "isolation.level": "read_committed", "fetch.wait.max.ms": 100})
         self._admin = AdminClient(common)
@@ -67,7 +71,11 @@ class RecordReader:
     def __exit__(self, *_exc: object) -> None:
         self._consumer.close()
 
-    def _unreachable(self, what: str, exc: BaseException | str) -> UnreachableError:
+    def _unreachable(self, what: str, exc: BaseException | str) -> KafkaOpsError:
+        refusal = classify(self.endpoint, what, exc) if isinstance(exc, BaseException) else None
+        if refusal is not None:
+            return refusal
+        self._refusals.check(self.endpoint, what, self._admin)
         return UnreachableError(f"Kafka at {self.bootstrap} ({self.cluster}) did not answer {what}: {exc}",
                                 hint="check the site's brokers are up and bootstrap_servers in its inventory")
 

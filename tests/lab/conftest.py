@@ -85,4 +85,4 @@ def pooled_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
         time.sleep(1)
     from kafkaops.systems.kafka import KafkaAdmin
 
-    KafkaAdmin(lab_cluster.bootstrap_servers).elect_preferred_leaders()
+    KafkaAdmin(lab_cluster.kafka).elect_preferred_leaders()

@@ -45,7 +45,7 @@ def _batches(stretch: Cluster, home: Path) -> list[list[str]]:
     from kafkaops.systems.kafka import KafkaAdmin
 
     dc = {h.name: h.dc for h in stretch.hosts}
-    controller = KafkaAdmin(stretch.bootstrap_servers).controller()
+    controller = KafkaAdmin(stretch.kafka).controller()
     planned = kafkaops(home, stretch, "rolling-restart", stretch.name, "--batch", "auto", "--dry-run", "-o",
                        "json", "--no-scan")
     assert planned.returncode == 0, planned.stderr

@@ -48,13 +48,13 @@ def confirmations(runbook: str) -> list[str]:
 
 
 def registered(cluster: Cluster) -> set[int]:
-    return set(KafkaAdmin(cluster.bootstrap_servers).snapshot(with_configs=False).brokers)
+    return set(KafkaAdmin(cluster.kafka).snapshot(with_configs=False).brokers)
 
 
 def test_a_broker_that_fails_at_boot_stops_the_reboot_at_once_and_the_rollback_restores_it(
         pooled_lab: Cluster, home: Path) -> None:
     cluster = pooled_lab
-    controller = KafkaAdmin(cluster.bootstrap_servers).controller()
+    controller = KafkaAdmin(cluster.kafka).controller()
     target = next(h for h in cluster.hosts if h.broker_id != controller)
     host = LabHost.named(target.name)
     boots = len(host.events("boot"))
@@ -200,13 +200,13 @@ def test_a_host_crashed_just_before_the_next_stop_holds_that_stop_until_its_brok
         victim = LabHost.named(str(started[0]["target"]))
         address = next(h.address for h in cluster.hosts if h.name == victim.host.name)
         endpoint = (address, int(cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)[1]))
-        assert serves(*endpoint), "the probe does not see a running lab broker serve"
+        assert serves(cluster.kafka, *endpoint), "the probe does not see a running lab broker serve"
         os.killpg(proc.pid, signal.SIGSTOP)  # the crash lands in that window, whatever the machine's speed
         try:
             victim.power_off(clean=False)
             crashed = time.time()
             assert victim.host.broker_id in registered(cluster)  # still registered: the window is open
-            assert not serves(*endpoint)
+            assert not serves(cluster.kafka, *endpoint)
         finally:
             os.killpg(proc.pid, signal.SIGCONT)
         time.sleep(3)

@@ -21,6 +21,7 @@ from kafkaops.health.status import collect
 from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops.systems.kafka_auth import librdkafka_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -46,7 +47,7 @@ def healthy_lab(pooled_lab: Cluster) -> Cluster:
 def test_rolling_reboot_under_load_keeps_every_invariant(healthy_lab: Cluster, home: Path) -> None:
     cluster = healthy_lab
     boot_ids = {h.name: LabHost.named(h.name).boot_id() for h in cluster.hosts}
-    controller = cluster.by_broker_id(KafkaAdmin(cluster.bootstrap_servers).controller() or -1)
+    controller = cluster.by_broker_id(KafkaAdmin(cluster.kafka).controller() or -1)
     assert controller is not None
     with Load(cluster) as load, PoolWatch(cluster) as pools, SynWatch(8085, clients=VIP) as syns:
         result = kafkaops(home, cluster, "rolling-reboot", "lab", "--yes", "--reason", "test roll", *FAST)
@@ -105,7 +106,7 @@ def test_reboot_refuses_when_a_topic_cannot_lose_a_replica(healthy_lab: Cluster,
     from confluent_kafka.admin import AdminClient, NewTopic
 
     cluster = healthy_lab
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin = AdminClient({**librdkafka_config(cluster.kafka)})
     name = f"lab.strict-{random.randrange(10**6)}"
     fut = admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=2,
                                         config={"min.insync.replicas": "2"})])[name]
@@ -170,7 +171,7 @@ def test_dry_run_markdown_shows_live_impact_and_changes_nothing(healthy_lab: Clu
     cluster = healthy_lab
     boot = LabHost.named("kafka1002").boot_id()
     before = collect(cluster)
-    leaders = {(p.topic, p.partition): p.leader for p in KafkaAdmin(cluster.bootstrap_servers).snapshot().partitions}
+    leaders = {(p.topic, p.partition): p.leader for p in KafkaAdmin(cluster.kafka).snapshot().partitions}
     result = kafkaops(home, cluster, "reboot", "kafka1002", "--dry-run", "-o", "markdown")
     assert result.returncode == 0, result.stderr
     md = result.stdout
@@ -184,7 +185,7 @@ def test_dry_run_markdown_shows_live_impact_and_changes_nothing(healthy_lab: Clu
     assert [(b["host"], b["registered"], b["pooled"]) for b in after["brokers"]] == \
         [(b["host"], b["registered"], b["pooled"]) for b in before["brokers"]]
     assert {(p.topic, p.partition): p.leader
-            for p in KafkaAdmin(cluster.bootstrap_servers).snapshot().partitions} == leaders
+            for p in KafkaAdmin(cluster.kafka).snapshot().partitions} == leaders
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())
     assert not (home / "audit.log").exists() or not (home / "audit.log").read_text().strip()
     assert cluster.zookeeper
@@ -218,7 +219,7 @@ def test_saved_plan_applies_when_unchanged_and_is_refused_when_stale(healthy_lab
     assert refused.returncode == StalePlanError.exit_code, refused.stdout + refused.stderr
     assert "the plan is stale" in refused.stderr and "state.leads" in refused.stderr
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())
-    KafkaAdmin(cluster.bootstrap_servers).elect_preferred_leaders()
+    KafkaAdmin(cluster.kafka).elect_preferred_leaders()
     time.sleep(2)
     saved = kafkaops(home, cluster, "restart", "kafka1001", "--dry-run", "--reason", "plan test",
                      "--save-plan", str(fresh), *FAST[:2])

@@ -49,12 +49,12 @@ def run(home: Path, cluster: Cluster, runbook: str, target: str, *args: str) -> 
 
 
 def spread(cluster: Cluster, max_imbalance: int = 10) -> LeaderSpread:
-    return leader_spread(KafkaAdmin(cluster.bootstrap_servers).snapshot(with_configs=False), max_imbalance)
+    return leader_spread(KafkaAdmin(cluster.kafka).snapshot(with_configs=False), max_imbalance)
 
 
 def two_hosts(cluster: Cluster) -> tuple[Host, Host]:
     """Two hosts that are not the controller (neither run moves the controller: fewer moving parts)."""
-    controller = KafkaAdmin(cluster.bootstrap_servers).controller()
+    controller = KafkaAdmin(cluster.kafka).controller()
     others = [h for h in cluster.hosts if h.broker_id != controller]
     return others[0], others[1]
 

@@ -26,7 +26,7 @@ import pytest
 from harness import kafkaops, wait_for
 
 from kafkaops.lab import sites as sites_lab
-from kafkaops.model import Cluster
+from kafkaops.model import Cluster, KafkaEndpoint
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -128,7 +128,7 @@ def _read_from_committed(bootstrap: str, topic: str, group: str) -> list[Any]:
     finally:
         c.close()
     out: list[Any] = []
-    with RecordReader(bootstrap, timeout=60) as reader:
+    with RecordReader(KafkaEndpoint(bootstrap), timeout=60) as reader:
         bounds = reader.bounds((topic, p) for p in range(PARTITIONS))
         for tp in committed:
             assert tp.offset >= 0, f"{group} has no committed offset on {tp}"
@@ -333,7 +333,7 @@ def test_a_replayed_event_with_the_targets_head_deleted_falls_back_to_the_margin
     _commit(eqiad, topic, group, [200, 0, 0])
     from kafkaops.systems.records import RecordReader
 
-    with RecordReader(codfw, timeout=30) as reader:
+    with RecordReader(KafkaEndpoint(codfw), timeout=30) as reader:
         stable = reader.bounds([(topic, 0)])[(topic, 0)].stable
         copy = next(r.offset for r in reader.read(topic, 0, 0, stable)[0]
                     if json.loads(r.value or b"{}").get("id") == 199)

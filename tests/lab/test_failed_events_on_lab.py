@@ -66,7 +66,7 @@ def _in_kafka(cluster: Cluster, marker: str, since_ms: int) -> Counter[str]:
     from kafkaops.systems.events import find_values
 
     out: Counter[str] = Counter()
-    for _topic, value in find_values(cluster.bootstrap_servers, TOPICS, since_ms):
+    for _topic, value in find_values(cluster.kafka, TOPICS, since_ms):
         try:
             event = json.loads(value)
         except ValueError:

@@ -110,7 +110,7 @@ def _mask_leadership(action: dict[str, Any]) -> None:
 def _controller(cluster: Cluster) -> int | None:
     from kafkaops.systems.kafka import KafkaAdmin
 
-    return KafkaAdmin(cluster.bootstrap_servers).snapshot(with_configs=False).controller
+    return KafkaAdmin(cluster.kafka).snapshot(with_configs=False).controller
 
 
 def _move_controller(cluster: Cluster, broker: int) -> None:

@@ -33,7 +33,7 @@ def test_zookeeper_sees_three_brokers_and_a_controller(lab_cluster: Cluster) -> 
 
 
 def test_admin_client_sees_brokers_and_full_isr(lab_cluster: Cluster) -> None:
-    snap = KafkaAdmin(lab_cluster.bootstrap_servers, cluster="lab").snapshot()
+    snap = KafkaAdmin(lab_cluster.kafka).snapshot()
     assert snap.brokers == (1001, 1002, 1003)
     parts = [p for p in snap.partitions if p.topic == "eqiad.mediawiki.revision-create"]
     assert len(parts) == 6
@@ -41,11 +41,17 @@ def test_admin_client_sees_brokers_and_full_isr(lab_cluster: Cluster) -> None:
     assert snap.topics["eqiad.mediawiki.revision-create"].min_insync_replicas == 2
 
 
-def test_real_kafka_cli_agrees(lab_cluster: Cluster) -> None:
-    """An independent check: Kafka's own kafka-topics tool, from the same jars."""
+def test_real_kafka_cli_agrees(lab_cluster: Cluster, tmp_path: Path) -> None:
+    """An independent check: Kafka's own kafka-topics tool, from the same jars, with the client settings
+    kafkaops gives Kafka's tools (a --command-config file) on the secured lab."""
+    from kafkaops.systems.kafka_auth import java_properties, properties_text
+
+    config = tmp_path / "client.properties"
+    config.write_text(properties_text(java_properties(lab_cluster.kafka)))
+    config.chmod(0o600)
     out = subprocess.run(
         ["java", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{kafka_jars()}/*",
-         "org.apache.kafka.tools.TopicCommand",
+         "org.apache.kafka.tools.TopicCommand", "--command-config", str(config),
          "--bootstrap-server", lab_cluster.bootstrap_servers.split(",")[0], "--describe",
          "--topic", "eqiad.mediawiki.page-delete"],
         capture_output=True, text=True, timeout=120, check=True,
@@ -118,7 +124,7 @@ def test_ssh_checks_host_keys(lab_cluster: Cluster, tmp_path: Path) -> None:
 
 def _wait_rejoined(cluster: Cluster, broker: int, why: str) -> None:
     """Until ``broker`` is registered and in every ISR it belongs to; then restore preferred leaders."""
-    admin = KafkaAdmin(cluster.bootstrap_servers, cluster="lab")
+    admin = KafkaAdmin(cluster.kafka)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         snap = admin.snapshot(with_configs=False)

@@ -54,7 +54,7 @@ def _wait(what: str, probe: object, timeout: float = 180) -> float:
 
 def _whole(cluster: Cluster) -> bool:
     try:
-        snap = KafkaAdmin(cluster.bootstrap_servers, timeout=5).snapshot(with_configs=False)
+        snap = KafkaAdmin(cluster.kafka, timeout=5).snapshot(with_configs=False)
     except Exception:  # a broker restarting: ask again
         return False
     return bool(snap.partitions) and all(p.leader is not None and len(p.isr) == len(p.replicas)
@@ -62,7 +62,7 @@ def _whole(cluster: Cluster) -> bool:
 
 
 def _layout(cluster: Cluster) -> dict[tuple[str, int], tuple[int, ...]]:
-    snap = KafkaAdmin(cluster.bootstrap_servers, timeout=10).snapshot(with_configs=False)
+    snap = KafkaAdmin(cluster.kafka, timeout=10).snapshot(with_configs=False)
     return {(p.topic, p.partition): tuple(p.replicas) for p in snap.partitions}
 
 

@@ -56,7 +56,7 @@ def restored(spec: LabSpec, lab_cluster: Cluster) -> Iterator[None]:
             host.power_on()
         host.start("kafka")
     wait_for("every broker back in sync (Prometheus' view)", lambda: _in_sync(spec), 180)
-    KafkaAdmin(lab_cluster.bootstrap_servers, cluster=lab_cluster.name).elect_preferred_leaders()
+    KafkaAdmin(lab_cluster.kafka).elect_preferred_leaders()
 
 
 def test_prometheus_scrapes_every_broker_and_eventbus(spec: LabSpec) -> None:

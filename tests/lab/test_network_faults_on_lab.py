@@ -217,9 +217,9 @@ def _cut_shows(spec: LabSpec, lab: Cluster, broker_id: int, away_from: str) -> b
         return broker_id not in _registered(spec)
     from kafkaops.systems.broker_probe import view_of
 
-    controller = KafkaAdmin(lab.bootstrap_servers).controller()
+    controller = KafkaAdmin(lab.kafka).controller()
     host = next(h for h in lab.hosts if h.broker_id == controller)
-    view = view_of(host.broker_id, host.address, 9092)
+    view = view_of(lab.kafka, host.broker_id, host.address, 9092)
     return view is not None and any(len(isr) < 3 for isr in view.isr.values())
 
 

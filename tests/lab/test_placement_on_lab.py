@@ -16,6 +16,7 @@ import os
 import signal
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from harness import Load, kafkaops, output, spawn
 from invariants import live_journal
 
 from kafkaops.model import Cluster
+from kafkaops.systems.kafka_auth import librdkafka_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -34,7 +36,8 @@ def _assignment(cluster: Cluster, topic: str, server: str | None = None) -> dict
     """The topic's replicas, as the cluster (or the one broker ``server``) answers."""
     from kafkaops.systems.kafka import KafkaAdmin
 
-    snap = KafkaAdmin(server or cluster.bootstrap_servers).snapshot(with_configs=False)
+    endpoint = replace(cluster.kafka, bootstrap_servers=server) if server else cluster.kafka
+    snap = KafkaAdmin(endpoint).snapshot(with_configs=False)
     return {p.partition: p.replicas for p in snap.partitions if p.topic == topic}
 
 
@@ -62,7 +65,7 @@ def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Clust
 
     home = tmp_path / "home"
     topic = f"stretch.t{uuid.uuid4().hex[:6]}"
-    admin = KafkaAdmin(stretch.bootstrap_servers)
+    admin = KafkaAdmin(stretch.kafka)
     admin.create_topics([TopicSpec(topic, 8, 3, (("min.insync.replicas", "2"),))])
     _wait("the topic on every broker", lambda: _known_everywhere(stretch, topic, 8))
     dc = {h.broker_id: h.dc for h in stretch.hosts}
@@ -82,7 +85,7 @@ def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Clust
         # The load writes to its own topic; this topic gets data so the moves copy bytes.
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": stretch.bootstrap_servers, "acks": "all"})
+        producer = Producer({**librdkafka_config(stretch.kafka), "acks": "all"})
         # ~500 KB a partition. Kafka lets a throttled replica burst a window's worth (~10 s of the rate) before
         # it throttles, so the first batch goes fast; from the second on, a batch moves for ~20 s at 5 KB/s: long
         # enough that the resume (a new process: imports, lock, observe) still finds it in flight after the kill
@@ -175,10 +178,10 @@ def test_a_killed_placement_rolled_back_leaves_nothing_moving_and_no_throttle(st
 
     home = tmp_path / "home"
     topic = f"stretch.r{uuid.uuid4().hex[:6]}"
-    admin = KafkaAdmin(stretch.bootstrap_servers)
+    admin = KafkaAdmin(stretch.kafka)
     admin.create_topics([TopicSpec(topic, 6, 3, (("min.insync.replicas", "2"),))])
     _wait("the topic on every broker", lambda: _known_everywhere(stretch, topic, 6))
-    producer = Producer({"bootstrap.servers": stretch.bootstrap_servers, "acks": "all"})
+    producer = Producer({**librdkafka_config(stretch.kafka), "acks": "all"})
     for i in range(3000):
         producer.produce(topic, key=str(i).encode(), value=b"x" * 500)
     assert producer.flush(30) == 0

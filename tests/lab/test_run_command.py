@@ -60,7 +60,7 @@ def test_a_new_runbook_runs_through_kafkaops_run(lab_cluster: Cluster, runbooks:
     assert records[-1]["type"] == "finished"
     order = [r["target"] for r in records if r["type"] == "target_started"]
     assert sorted(order) == sorted(h.name for h in lab_cluster.hosts)
-    controller = KafkaAdmin(lab_cluster.bootstrap_servers).controller()
+    controller = KafkaAdmin(lab_cluster.kafka).controller()
     assert order[-1] == next(h.name for h in lab_cluster.hosts if h.broker_id == controller)  # controller last
     done = {(r["target"], r["kind"]) for r in records if r["type"] in ("step_verified", "step_skipped")}
     assert done == {(h, kind) for h in order for kind in ("kafka.preflight", "kafka.wait_healthy")}, records

@@ -26,7 +26,7 @@ TOPIC = "eqiad.test.event"
 def end_offsets(cluster: Cluster) -> int:
     from kafkaops.systems.kafka import KafkaAdmin
 
-    admin = KafkaAdmin(cluster.bootstrap_servers, timeout=15)
+    admin = KafkaAdmin(cluster.kafka, timeout=15)
     partitions = [(TOPIC, p) for p in admin.metadata().topics[TOPIC].partitions]
     return sum(end or 0 for _start, end in admin.list_offsets(partitions).values())
 

@@ -28,6 +28,7 @@ from invariants import journal, kill_after_step, live_journal
 
 from kafkaops.lab.switch_load import SwitchLoad
 from kafkaops.model import Cluster
+from kafkaops.systems.kafka_auth import librdkafka_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -175,7 +176,7 @@ def test_translate_refuses_a_group_active_on_the_target(sites: Cluster, tmp_path
     src, dst = _active(sites)
     target = sites.site(dst)
     group = "lab-translate-refusal"
-    consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": group,
+    consumer = Consumer({**librdkafka_config(target.kafka), "group.id": group,
                          "auto.offset.reset": "latest", "log_level": 2})
     consumer.subscribe([f"{dst}.test.event"])
     try:
@@ -183,10 +184,10 @@ def test_translate_refuses_a_group_active_on_the_target(sites: Cluster, tmp_path
         while not consumer.assignment() and time.monotonic() < deadline:
             consumer.poll(0.2)
         assert consumer.assignment(), "the test consumer never joined its group"
-        before = ConsumerGroups(target.bootstrap_servers).committed(group)
+        before = ConsumerGroups(target.kafka).committed(group)
         r = kafkaops(tmp_path, sites, "offsets", "translate", group, "--from", sites.site(src).name,
                      "--to", target.name, "--yes", "-r", "lab test")
-        after = ConsumerGroups(target.bootstrap_servers).committed(group)
+        after = ConsumerGroups(target.kafka).committed(group)
     finally:
         consumer.close()
     assert r.returncode == 6, r.stdout[-2000:] + r.stderr[-2000:]
@@ -204,15 +205,15 @@ def test_translate_refuses_a_partition_the_target_topic_does_not_have(sites: Clu
     src, dst = _active(sites)
     source, target = sites.site(src), sites.site(dst)
     topic, group = "lab.narrow", "lab-translate-narrow"
-    KafkaAdmin(source.bootstrap_servers).create_topics([TopicSpec(topic, 3, 1)])
-    KafkaAdmin(target.bootstrap_servers).create_topics([TopicSpec(topic, 1, 1)])
-    ConsumerGroups(source.bootstrap_servers).set_offsets(group, {(topic, 0): 0, (topic, 2): 0})
-    before = ConsumerGroups(target.bootstrap_servers).committed(group)
+    KafkaAdmin(source.kafka).create_topics([TopicSpec(topic, 3, 1)])
+    KafkaAdmin(target.kafka).create_topics([TopicSpec(topic, 1, 1)])
+    ConsumerGroups(source.kafka).set_offsets(group, {(topic, 0): 0, (topic, 2): 0})
+    before = ConsumerGroups(target.kafka).committed(group)
     r = kafkaops(tmp_path, sites, "offsets", "translate", group, "--from", src, "--to", dst, "--topics",
                  r"lab\.narrow", "--yes", "-r", "lab test")
     assert r.returncode == 6, r.stdout[-2000:] + r.stderr[-2000:]
     assert f"refusing to translate {group}: {target.name} has no partition {topic}-2 to translate" in r.stderr, r.stderr
-    assert ConsumerGroups(target.bootstrap_servers).committed(group) == before
+    assert ConsumerGroups(target.kafka).committed(group) == before
 
 
 def test_switchover_refuses_a_site_under_maintenance(sites: Cluster, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 import kafkaops.systems
 from kafkaops.environment import Environment
-from kafkaops.model import Cluster, Host, Monitoring, SshEndpoint
+from kafkaops.model import Cluster, Host, KafkaEndpoint, Monitoring, SshEndpoint
 from kafkaops.systems.guard import DryRunViolation, write_methods
 
 # Loopback, and a port nothing listens on (discard): a guard that let a call through would be refused
@@ -181,7 +181,8 @@ def test_the_labs_own_writes_refuse_themselves_in_a_dry_run_too() -> None:
 
     for adapter, name, args in ((LabConftool("/nonexistent/conftool.yaml", dry_run=True), "ensure",
                                  ("h", {}, )), (LabDiscovery("/nonexistent/conftool.yaml", dry_run=True), "seed",
-                                                ("svc", "x")), (LabKafka(f"{NOWHERE}:{CLOSED_PORT}", dry_run=True),
+                                                ("svc", "x")), (
+                                    LabKafka(KafkaEndpoint(f"{NOWHERE}:{CLOSED_PORT}"), dry_run=True),
                                                                 "create_topics", ([],))):
         kwargs: dict[str, Any] = {"pooled": "yes", "weight": 1} if name == "ensure" else \
             {"pooled": True} if name == "seed" else {}

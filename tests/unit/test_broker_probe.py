@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 
-from kafkaops.model import ClusterSnapshot, PartitionState
+from kafkaops.model import ClusterSnapshot, KafkaEndpoint, PartitionState
 from kafkaops.systems.broker_probe import BrokerProbe, api_versions_request, is_api_versions_response, serves
 from kafkaops.systems.health_watch import HealthWatch
+
+PLAIN = KafkaEndpoint("")
 
 
 def test_the_request_is_an_api_versions_v0_with_our_client_id() -> None:
@@ -78,25 +80,25 @@ def _answer_api_versions(conn: socket.socket, *, corr_delta: int = 0) -> None:
 
 def test_a_broker_that_answers_serves() -> None:
     with _listener(_answer_api_versions) as port:
-        assert serves("127.0.0.1", port, timeout=2)
+        assert serves(PLAIN, "127.0.0.1", port, timeout=2)
 
 
 def test_a_listener_that_answers_someone_else_does_not_serve() -> None:
     with _listener(lambda c: _answer_api_versions(c, corr_delta=1)) as port:
-        assert not serves("127.0.0.1", port, timeout=2)
+        assert not serves(PLAIN, "127.0.0.1", port, timeout=2)
 
 
 def test_a_closed_port_does_not_serve() -> None:
     with socket.create_server(("127.0.0.1", 0)) as s:
         port = s.getsockname()[1]
-    assert not serves("127.0.0.1", port, timeout=2)
+    assert not serves(PLAIN, "127.0.0.1", port, timeout=2)
 
 
 def test_a_listener_that_accepts_and_stays_silent_does_not_serve_within_the_deadline() -> None:
     """A restarted broker binds its port before it serves: connected, never answered."""
     with _listener(lambda c: time.sleep(1.5)) as port:
         started = time.monotonic()
-        assert not serves("127.0.0.1", port, timeout=0.5)
+        assert not serves(PLAIN, "127.0.0.1", port, timeout=0.5)
         assert time.monotonic() - started < 1.4
 
 
@@ -109,7 +111,7 @@ def test_every_question_is_asked_afresh() -> None:
         asked.append((host, port))
         return state["up"] or port != 9092
 
-    probe = BrokerProbe(ask=ask)
+    probe = BrokerProbe(PLAIN, ask=ask)
     endpoints = {1: ("10.0.0.1", 9092), 2: ("10.0.0.2", 9093)}
     assert probe.serving(endpoints) == {1, 2}
     state["up"] = False
@@ -124,7 +126,7 @@ def test_only_the_brokers_asked_for_are_probed_and_one_without_endpoint_is_kept(
         asked.append(port)
         return False
 
-    probe = BrokerProbe(ask=ask)
+    probe = BrokerProbe(PLAIN, ask=ask)
     assert probe.serving({1: ("h", 1), 2: ("h", 2)}, brokers=[2, 3]) == {3}
     assert asked == [2]
 
@@ -247,7 +249,7 @@ def _zk_env(monkeypatch: pytest.MonkeyPatch, meta: ClusterSnapshot, zk: _ZooKeep
     env = Environment(lab, dry_run=True)
     monkeypatch.setattr(env, "_kafka", SimpleNamespace(snapshot=lambda with_configs: meta))
     monkeypatch.setattr(env, "_registrations", lambda hosts: zk)
-    monkeypatch.setattr(env, "_probe", BrokerProbe(ask=lambda host, port, timeout: True,
+    monkeypatch.setattr(env, "_probe", BrokerProbe(PLAIN, ask=lambda host, port, timeout: True,
                                                    look=look))  # type: ignore[arg-type]
     return env
 
@@ -309,9 +311,9 @@ def test_a_listener_that_dribbles_one_byte_at_a_time_is_given_up_on_at_the_deadl
         with _listener(_dribble(stop)) as port:
             started = time.monotonic()
             if ask == "serves":
-                assert not serves("127.0.0.1", port, timeout=_DEADLINE)
+                assert not serves(PLAIN, "127.0.0.1", port, timeout=_DEADLINE)
             else:
-                assert view_of(1, "127.0.0.1", port, timeout=_DEADLINE) is None
+                assert view_of(PLAIN, 1, "127.0.0.1", port, timeout=_DEADLINE) is None
             elapsed = time.monotonic() - started
     finally:
         stop.set()
@@ -334,7 +336,7 @@ def test_a_slow_resolver_is_bounded_by_the_same_deadline(monkeypatch: pytest.Mon
     with _listener(_answer_api_versions) as port:
         started = time.monotonic()
         try:
-            assert not serves("broker.example", port, timeout=_DEADLINE)
+            assert not serves(PLAIN, "broker.example", port, timeout=_DEADLINE)
             elapsed = time.monotonic() - started
         finally:
             release.set()
@@ -348,4 +350,4 @@ def test_a_name_resolved_in_time_is_probed(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(socket, "getaddrinfo",
                         lambda host, *a, **k: real("127.0.0.1" if host == "broker.example" else host, *a, **k))
     with _listener(_answer_api_versions) as port:
-        assert serves("broker.example", port, timeout=2)
+        assert serves(PLAIN, "broker.example", port, timeout=2)

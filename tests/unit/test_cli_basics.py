@@ -125,7 +125,7 @@ def test_status_asks_kafka_once_where_a_run_retries(refusing_kafka: list[float])
     assert refusing_kafka == [5.0]
     refusing_kafka.clear()
     with pytest.raises(UnreachableError):
-        KafkaAdmin(cluster.bootstrap_servers).snapshot()
+        KafkaAdmin(cluster.kafka).snapshot()
     assert refusing_kafka == [10.0, 10.0, 10.0]
 
 

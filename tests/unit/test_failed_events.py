@@ -26,6 +26,7 @@ from kafkaops.facts.failed_events import (
     unique,
     value_hash,
 )
+from kafkaops.model import KafkaEndpoint
 
 NOW = 1_700_000_000.0
 
@@ -237,7 +238,7 @@ def test_the_replay_adapters_refuse_to_send_in_a_dry_run() -> None:
 
     assert write_methods(EventProducer) == ["produce"] and write_methods(EventPoster) == ["post"]
     with pytest.raises(DryRunViolation):
-        EventProducer("192.0.2.1:9092", dry_run=True).produce([("t", b"{}")])
+        EventProducer(KafkaEndpoint("192.0.2.1:9092"), dry_run=True).produce([("t", b"{}")])
     with pytest.raises(DryRunViolation):
         EventPoster(dry_run=True).post("http://192.0.2.1/v1/events", b"{}")
 

@@ -10,7 +10,7 @@ import pytest
 
 from kafkaops.health.metadata import Finding, OffsetsSnapshot, PartitionOffsets, metadata_findings
 from kafkaops.health.retention import LogProbe, RetentionConfig, Verdict, edge_target, judge_log_start
-from kafkaops.model import TopicConfig
+from kafkaops.model import KafkaEndpoint, TopicConfig
 
 S = 1000
 MIN = 60 * S
@@ -309,7 +309,8 @@ def test_describe_log_dirs_speaks_v1_to_a_broker() -> None:
     thread = threading.Thread(target=broker, daemon=True)
     thread.start()
     try:
-        sizes = describe_log_dirs("127.0.0.1", server.getsockname()[1], [("t", 0), ("t", 1), ("u", 3)], timeout=5)
+        sizes = describe_log_dirs(KafkaEndpoint("127.0.0.1"), "127.0.0.1", server.getsockname()[1],
+                                   [("t", 0), ("t", 1), ("u", 3)], timeout=5)
     finally:
         thread.join(5)
         server.close()

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from kafkaops.lab.kafka import LabKafka, ProduceRecord, TopicSpec
+from kafkaops.model import KafkaEndpoint
 from kafkaops.systems.guard import DryRunViolation, write_methods
 from kafkaops.systems.kafka import KafkaAdmin
 
@@ -65,7 +66,7 @@ def test_every_write_is_guarded_and_refused_in_a_dry_run(fake_admin: type[FakeAd
     assert write_methods(KafkaAdmin) == ["alter_configs", "elect_preferred_leaders"]
     assert write_methods(LabKafka) == ["alter_configs", "create_topics", "delete_records", "elect_preferred_leaders",
                                        "produce"]
-    admin = LabKafka("127.0.0.1:9", dry_run=True)
+    admin = LabKafka(KafkaEndpoint("127.0.0.1:9"), dry_run=True)
     calls = {
         "alter_configs": lambda: admin.alter_configs(brokers={1001: {"leader.replication.throttled.rate": "1"}}),
         "create_topics": lambda: admin.create_topics([TopicSpec("t", 1, 1)]),
@@ -80,7 +81,7 @@ def test_every_write_is_guarded_and_refused_in_a_dry_run(fake_admin: type[FakeAd
 
 
 def test_one_admin_client_configuration(fake_admin: type[FakeAdminClient]) -> None:
-    admin = KafkaAdmin("127.0.0.1:9092", timeout=15)
+    admin = KafkaAdmin(KafkaEndpoint("127.0.0.1:9092"), timeout=15)
     conf = admin._admin.conf  # type: ignore[attr-defined]
     assert conf["bootstrap.servers"] == "127.0.0.1:9092"
     assert conf["socket.timeout.ms"] == 15000 and conf["reconnect.backoff.ms"] == 20
@@ -90,7 +91,7 @@ def test_list_offsets_reads_start_and_end_and_marks_unreadable_partitions(
     fake_admin: type[FakeAdminClient],
 ) -> None:
     fake_admin.table = {("a", 0): {"earliest": 5, "latest": 100}, ("a", 1): {"earliest": 0, "latest": 7}}
-    offsets = KafkaAdmin("127.0.0.1:9").list_offsets([("a", 0), ("a", 1), ("a", 0), ("b", 0)])
+    offsets = KafkaAdmin(KafkaEndpoint("127.0.0.1:9")).list_offsets([("a", 0), ("a", 1), ("a", 0), ("b", 0)])
     assert offsets == {("a", 0): (5, 100), ("a", 1): (0, 7), ("b", 0): (None, None)}
     assert sorted(fake_admin.calls) == ["earliest"] * 3 + ["latest"] * 3  # duplicates asked once
 
@@ -98,7 +99,8 @@ def test_list_offsets_reads_start_and_end_and_marks_unreadable_partitions(
 def test_offsets_for_times_falls_back_to_the_log_end(fake_admin: type[FakeAdminClient]) -> None:
     # ("a", 1) has nothing that recent: Kafka answers -1, and the scan starts at its log end; ("a", 2) is unreadable
     fake_admin.table = {("a", 0): {"time": 42, "latest": 100}, ("a", 1): {"time": -1, "latest": 7}, ("a", 2): {}}
-    found = KafkaAdmin("127.0.0.1:9").offsets_for_times([("a", 0), ("a", 1), ("a", 2)], 1_700_000_000_000)
+    admin = KafkaAdmin(KafkaEndpoint("127.0.0.1:9"))
+    found = admin.offsets_for_times([("a", 0), ("a", 1), ("a", 2)], 1_700_000_000_000)
     assert found == {("a", 0): 42, ("a", 1): 7, ("a", 2): None}
 
 
@@ -128,7 +130,7 @@ def test_a_topic_that_exists_by_the_time_its_creation_answers_is_success(monkeyp
             return out
 
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Admin)
-    admin = LabKafka("127.0.0.1:9", timeout=1)
+    admin = LabKafka(KafkaEndpoint("127.0.0.1:9"), timeout=1)
     assert admin.create_topics([TopicSpec("new", 1, 1), TopicSpec("raced", 1, 1)]) == ["new"]
     from kafkaops.errors import UnreachableError
 

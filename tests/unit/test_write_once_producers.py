@@ -10,13 +10,14 @@ import re
 from pathlib import Path
 
 from kafkaops.lab.load import producer_config
+from kafkaops.model import KafkaEndpoint
 from kafkaops.systems.producing import WRITE_ONCE
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kafkaops"
 
 
 def test_the_load_generator_has_one_request_in_flight_idempotent_and_acked_by_the_isr() -> None:
-    conf = producer_config("127.0.10.1:9092")
+    conf = producer_config(KafkaEndpoint("127.0.10.1:9092"))
     assert conf["max.in.flight.requests.per.connection"] == 1
     assert conf["enable.idempotence"] is True and conf["acks"] == "all"
     assert conf["bootstrap.servers"] == "127.0.10.1:9092"

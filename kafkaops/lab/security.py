@@ -1,0 +1,173 @@
+"""The secured lab's Kafka: a lab CA, a certificate per broker, SCRAM users, SASL_SSL listeners.
+
+A lab whose inventory says ``kafka.security.protocol: SASL_SSL`` is secured as production clusters are
+(issue 43): every listener, inter-broker traffic included, is TLS with SCRAM-SHA-512, so a plaintext client
+or a wrong password is refused by the real brokers, and every kafkaops client is shown to work that way.
+
+At ``lab up``, before any broker starts:
+
+* a lab CA (``openssl``, EC P-256, valid 30 days: a lab lives hours) and, per broker, a key and a
+  certificate for its FQDN and loopback address, in a PKCS#12 keystore the broker reads;
+* one password per SCRAM user (``broker``, ``kafkaops``, ``eventbus``, ``load``), each in a 0600 file;
+  kafkaops' own at the path the inventory names, as a Puppet-managed admin host would hold it;
+* the users' SCRAM credentials written to ZooKeeper (``/config/users/NAME``) as Kafka's ``kafka-configs
+  --zookeeper`` writes them, computed here with ``scramp``: no password on any command line.
+
+Nothing here is imported by the product: the lab is one more user of the inventory's ``kafka.security``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+from base64 import b64encode
+from dataclasses import replace
+from pathlib import Path
+
+from kafkaops.errors import LabError
+from kafkaops.lab.paths import lab_dir
+from kafkaops.lab.spec import LabHostSpec, LabSpec
+from kafkaops.model import Cluster, KafkaEndpoint, KafkaSecurity, Secret
+
+MECHANISM = "SCRAM-SHA-512"
+#: The lab's SCRAM users: the brokers (inter-broker), kafkaops, the eventbus service, the load generator.
+USERS = ("broker", "kafkaops", "eventbus", "load")
+_ITERATIONS = 4096
+_VALID_DAYS = 30
+
+
+def tls_dir(spec: LabSpec) -> Path:
+    return Path(spec.lab_dir) / "tls"
+
+
+def ca_file(spec: LabSpec) -> Path:
+    """The lab CA's certificate: the inventory's ``kafka.security.ca_file`` when it names one."""
+    return Path(spec.kafka_ca_file) if spec.kafka_ca_file else tls_dir(spec) / "ca.pem"
+
+
+def password_file(spec: LabSpec, user: str) -> Path:
+    """Where ``user``'s password lives (0600): kafkaops' at the inventory's ``password_file``."""
+    if user == "kafkaops" and spec.kafka_password_file:
+        return Path(spec.kafka_password_file)
+    return Path(spec.lab_dir) / "secrets" / f"{user}.password"
+
+
+def keystore(spec: LabSpec, h: LabHostSpec) -> Path:
+    return tls_dir(spec) / f"{h.name}.p12"
+
+
+def endpoint(spec: LabSpec, user: str = "kafkaops") -> KafkaEndpoint:
+    """The lab's brokers as ``user`` reaches them (plaintext on a plaintext lab)."""
+    if not spec.secured:
+        return KafkaEndpoint(spec.bootstrap_servers, cluster=spec.cluster)
+    sec = KafkaSecurity(protocol="SASL_SSL", ca_file=str(ca_file(spec)), sasl_mechanism=MECHANISM, username=user,
+                        password=Secret(file=str(password_file(spec, user))))
+    return KafkaEndpoint(spec.bootstrap_servers, sec, spec.cluster)
+
+
+def user_endpoint(cluster: Cluster, user: str) -> KafkaEndpoint:
+    """A lab cluster's brokers as one of the lab's own users (``load``, ``eventbus``) reaches them, from its
+    inventory alone: kafkaops' settings with that user and its password file beside the lab's others."""
+    base = cluster.kafka
+    sec = base.security
+    if not sec.sasl or user == sec.username:
+        return base
+    secret = Secret(file=str(lab_dir(cluster.name) / "secrets" / f"{user}.password"))
+    return replace(base, security=replace(sec, username=user, password=secret))
+
+
+def _openssl(*args: str) -> None:
+    done = subprocess.run(["openssl", *args], capture_output=True, text=True)
+    if done.returncode:
+        raise LabError(f"openssl {args[0]} failed: {done.stderr.strip()[-300:]}")
+
+
+def _private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(text)
+
+
+def prepare(spec: LabSpec) -> None:
+    """The CA, each broker's keystore, and every user's password file (before the brokers start)."""
+    if not spec.secured:
+        return
+    d = tls_dir(spec)
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ca_key, ca = d / "ca.key", ca_file(spec)
+    ca.parent.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+             str(ca_key), "-out", str(ca), "-days", str(_VALID_DAYS), "-subj", f"/CN=kafkaops lab CA {spec.cluster}")
+    for user in USERS:
+        _private(password_file(spec, user), secrets.token_urlsafe(24) + "\n")
+    store_password = password_file(spec, "broker").read_text().strip()
+    for h in spec.brokers:
+        key, csr, cert = d / f"{h.name}.key", d / f"{h.name}.csr", d / f"{h.name}.pem"
+        ext = d / f"{h.name}.ext"
+        ext.write_text(f"subjectAltName=DNS:{h.fqdn},IP:{h.address}\nextendedKeyUsage=serverAuth,clientAuth\n")
+        _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key),
+                 "-out", str(csr), "-subj", f"/CN={h.fqdn}")
+        _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+                 "-out", str(cert), "-days", str(_VALID_DAYS), "-extfile", str(ext))
+        # The keystore's password comes from a file descriptor's worth of file, never the argv.
+        _openssl("pkcs12", "-export", "-in", str(cert), "-inkey", str(key), "-out", str(keystore(spec, h)),
+                 "-name", h.fqdn, "-passout", f"file:{password_file(spec, 'broker')}")
+        for tmp in (csr, ext):
+            tmp.unlink()
+    if not store_password:
+        raise LabError("the lab's broker password is empty")
+
+
+def scram_credentials(password: str) -> str:
+    """A SCRAM-SHA-512 credential as Kafka stores it in ZooKeeper (``ScramCredentialUtils``):
+    ``salt=...,stored_key=...,server_key=...,iterations=N``, base64."""
+    from scramp import ScramMechanism
+
+    salt, stored_key, server_key, iterations = ScramMechanism(MECHANISM).make_auth_info(
+        password, iteration_count=_ITERATIONS)
+    return (f"salt={b64encode(salt).decode()},stored_key={b64encode(stored_key).decode()},"
+            f"server_key={b64encode(server_key).decode()},iterations={iterations}")
+
+
+def create_users(spec: LabSpec) -> None:
+    """Every lab user's SCRAM credential in ZooKeeper, before the first broker starts (a broker reads them
+    at start-up; later changes would need ``/config/changes`` notifications, which kafka-configs writes)."""
+    if not spec.secured or spec.kraft:
+        return
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=spec.zk_connect, timeout=10)
+    zk.start(timeout=15)
+    try:
+        for user in USERS:
+            secret = password_file(spec, user).read_text().strip()
+            data = json.dumps({"version": 1, "config": {MECHANISM: scram_credentials(secret)}}).encode()
+            zk.ensure_path("/config/users")
+            zk.create(f"/config/users/{user}", data)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def listener_properties(spec: LabSpec, h: LabHostSpec) -> str:
+    """A ZooKeeper-mode broker's listener: SASL_SSL for clients and brokers alike."""
+    if not spec.secured:
+        return f"""listeners=PLAINTEXT://{h.address}:{h.kafka_port}
+advertised.listeners=PLAINTEXT://{h.address}:{h.kafka_port}
+"""
+    broker_password = password_file(spec, "broker").read_text().strip()
+    return f"""listeners=SASL_SSL://{h.address}:{h.kafka_port}
+advertised.listeners=SASL_SSL://{h.address}:{h.kafka_port}
+security.inter.broker.protocol=SASL_SSL
+sasl.enabled.mechanisms={MECHANISM}
+sasl.mechanism.inter.broker.protocol={MECHANISM}
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule \\
+  required username="broker" password="{broker_password}";
+ssl.keystore.type=PKCS12
+ssl.keystore.location={keystore(spec, h)}
+ssl.keystore.password={broker_password}
+ssl.truststore.type=PEM
+ssl.truststore.location={ca_file(spec)}
+"""
