@@ -29,7 +29,8 @@ def test_zookeeper_sees_three_brokers_and_a_controller(lab_cluster: Cluster) -> 
         assert zk.registered_brokers() == [1001, 1002, 1003]
         assert zk.controller() in (1001, 1002, 1003)
         reg = zk.broker_registration(1002)
-        assert reg is not None and reg["host"] == "127.0.10.2" and reg["rack"] == "B"
+        # a broker with no PLAINTEXT listener registers no legacy "host": its endpoints say where it is
+        assert reg is not None and reg["endpoints"] == ["SASL_SSL://127.0.10.2:9092"] and reg["rack"] == "B"
 
 
 def test_admin_client_sees_brokers_and_full_isr(lab_cluster: Cluster) -> None:

@@ -79,7 +79,8 @@ def test_a_loaded_cluster_holds_no_password(tmp_path: Path, secrets_dir: Path) -
     ("  security:\n    protocol: SSL\n    sasl: {mechanism: PLAIN}\n", r"kafka\.security\.sasl: SSL takes no sasl"),
     ("  security:\n    protocol: PLAINTEXT\n    ca_file: /etc/ca.pem\n",
      r"kafka\.security\.ca_file: a PLAINTEXT connection uses no TLS files"),
-    ("  security:\n    protocol: SSL\n    cert_file: /etc/c.pem\n", r"kafka\.security\.key_file: mutual TLS needs both"),
+    ("  security:\n    protocol: SSL\n    cert_file: /etc/c.pem\n",
+     r"kafka\.security\.key_file: mutual TLS needs both"),
     ("  security:\n    protocol: SSL\n    ca_file: ca.pem\n", r"kafka\.security\.ca_file: expected an absolute path"),
 ])
 def test_malformed_security_is_refused_at_load(tmp_path: Path, security: str, expected: str) -> None:

@@ -1,0 +1,165 @@
+"""The secured lab (issue 43): its brokers really refuse what production's refuse, kafkaops works through
+TLS and SCRAM, and its Kafka password reaches no artifact of a run nor any process's command line.
+
+The default lab's brokers listen on SASL_SSL only (kafkaops/lab/security.py); every other lab test of the
+default lab runs through the same listeners, so each of them also shows a client of kafkaops secured.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from harness import Load, kafkaops, output, spawn
+
+from kafkaops.errors import AuthError
+from kafkaops.model import Cluster, KafkaEndpoint
+
+FAST = ["--syn-window", "3s"]
+
+
+def _password(cluster: Cluster) -> str:
+    secret = cluster.kafka_security.password
+    assert secret is not None
+    value = secret.reveal()
+    assert len(value) >= 16
+    return value
+
+
+def _inventory_with(tmp_path: Path, cluster: Cluster, old: str, new: str) -> Path:
+    text = Path(cluster.source).read_text()
+    assert old in text
+    path = tmp_path / "lab.yaml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def test_the_brokers_refuse_a_plaintext_client(lab_cluster: Cluster) -> None:
+    from kafkaops.errors import UnreachableError
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    with pytest.raises(UnreachableError):
+        KafkaAdmin(KafkaEndpoint(lab_cluster.bootstrap_servers, cluster="lab"), timeout=3, attempts=1).metadata()
+    assert KafkaAdmin.look(lab_cluster).metadata().brokers  # the same brokers, with the inventory's security
+
+
+@pytest.mark.parametrize(("what", "change", "code", "said"), [
+    ("wrong password", "password_file", 14, r"refused a metadata request: authentication failed"),
+    ("unknown CA", "ca_file", 14, r"refused a metadata request: TLS handshake failed"),
+    ("world-readable password file", "mode", 3, r"may be read by other users \(mode 0644\)"),
+    ("missing password file", "missing", 3, r"kafka\.security\.sasl\.password_file .*: No such file"),
+])
+def test_bad_credentials_are_one_line_naming_the_cluster_never_the_secret(
+        lab_cluster: Cluster, tmp_path: Path, what: str, change: str, code: int, said: str) -> None:
+    import re
+
+    secret = lab_cluster.kafka_security.password
+    assert secret is not None and secret.file is not None
+    fake = tmp_path / "secret"
+    fake.write_text("not-the-password\n")
+    fake.chmod(0o644 if change == "mode" else 0o600)
+    if change == "ca_file":
+        ca = lab_cluster.kafka_security.ca_file or ""
+        inventory = _inventory_with(tmp_path, lab_cluster, f"ca_file: {_raw(lab_cluster, 'ca_file')}",
+                                    "ca_file: /etc/ssl/certs/ca-certificates.crt")
+        assert ca
+    elif change == "missing":
+        inventory = _inventory_with(tmp_path, lab_cluster, f"password_file: {_raw(lab_cluster, 'password_file')}",
+                                    f"password_file: {tmp_path / 'absent'}")
+    else:
+        inventory = _inventory_with(tmp_path, lab_cluster, f"password_file: {_raw(lab_cluster, 'password_file')}",
+                                    f"password_file: {fake}")
+    started = time.monotonic()
+    result = kafkaops(tmp_path / "home", lab_cluster, "-i", str(inventory), "status", "lab")
+    assert result.returncode == code, (what, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.search(said, lines[0]), (what, result.stderr)
+    if code == 14:
+        assert "cluster lab: Kafka (SASL_SSL, as User:kafkaops)" in lines[0]
+        assert time.monotonic() - started < 30  # refused at once, not retried as an outage
+    assert _password(lab_cluster) not in result.stdout + result.stderr
+    assert "not-the-password" not in result.stdout + result.stderr
+
+
+def _raw(cluster: Cluster, key: str) -> str:
+    """The inventory's own text for ``key`` (with its ``${KAFKAOPS_LAB_DIR:-...}``), for replacing it."""
+    import re
+
+    m = re.search(rf"{key}: (\S+)", Path(cluster.source).read_text())
+    assert m
+    return m.group(1)
+
+
+def test_the_probe_needs_no_password_to_ask_if_a_broker_serves_but_its_metadata_does(lab_cluster: Cluster,
+                                                                                     tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from kafkaops.model import Secret
+    from kafkaops.systems.broker_probe import serves, view_of
+
+    host = lab_cluster.hosts[0]
+    wrong = tmp_path / "wrong"
+    wrong.write_text("wrong\n")
+    wrong.chmod(0o600)
+    sec = lab_cluster.kafka_security
+    bad = replace(lab_cluster.kafka, security=replace(sec, password=Secret(file=str(wrong))))
+    assert serves(bad, host.address, 9092)  # ApiVersions before authentication, over TLS
+    view = view_of(lab_cluster.kafka, host.broker_id, host.address, 9092)
+    assert view is not None and view.isr
+    with pytest.raises(AuthError, match=r"refused SASL SCRAM-SHA-512 as User:kafkaops"):
+        view_of(bad, host.broker_id, host.address, 9092)
+
+
+def test_a_reboot_with_the_post_check_under_load_leaves_the_password_nowhere(pooled_lab: Cluster,
+                                                                              home: Path) -> None:
+    """A real reboot with the Spark post-check, under load: it passes through TLS and SCRAM, and the Kafka
+    password is in no journal, plan (JSON, Markdown, saved), audit record, output or log of the run, and
+    on no process's command line while it runs (sampled every 50 ms from /proc)."""
+    cluster = pooled_lab
+    password = _password(cluster).encode()
+    seen_in_argv: list[str] = []
+    stop = threading.Event()
+
+    def watch_argv() -> None:
+        while not stop.is_set():
+            for proc in Path("/proc").iterdir():
+                if proc.name.isdigit():
+                    try:
+                        if password in (proc / "cmdline").read_bytes():
+                            seen_in_argv.append(proc.name)
+                    except OSError:
+                        pass
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch_argv, daemon=True)
+    watcher.start()
+    plans = home.parent / "plans"
+    plans.mkdir()
+    try:
+        for fmt in ("json", "markdown"):
+            shown = kafkaops(home, cluster, "reboot", "kafka1003", "--dry-run", "-o", fmt,
+                             "--save-plan", str(plans / f"plan.{fmt}"))
+            assert shown.returncode == 0, shown.stdout + shown.stderr
+            (plans / f"stdout.{fmt}").write_text(shown.stdout + shown.stderr)
+        with Load(cluster) as load:
+            proc = spawn(home, cluster, "reboot", "kafka1003", "--yes", "--reason", "secured lab", *FAST)
+            proc.wait(900)
+        run_output = output(proc)
+        assert proc.returncode == 0, run_output
+    finally:
+        stop.set()
+        watcher.join(5)
+    assert "post-check" in run_output.lower()
+    assert load.report is not None and load.report.lost == 0 and load.report.duplicated == 0, load.report
+    assert load.report.produce_errors == 0, load.report
+    assert not seen_in_argv, f"the password was on the command line of process(es) {seen_in_argv}"
+    assert password.decode() not in run_output
+    artifacts = [p for base in (home, plans) for p in base.rglob("*") if p.is_file()]
+    assert any(p.name == "journal.jsonl" for p in artifacts) and len(artifacts) >= 5, artifacts
+    lab_logs = [p for p in Path(os.environ.get("KAFKAOPS_LAB_DIR", "~/.local/state/kafkaops/lab")).expanduser()
+                .rglob("*.log") if p.is_file()]
+    holding = [str(p) for p in (*artifacts, *lab_logs) if password in p.read_bytes()]
+    assert not holding, f"the Kafka password is in {holding}"
