@@ -167,7 +167,7 @@ class Environment:
                                   hint="add monitoring: {prometheus: http://HOST:9090, gates: [...]}")
             from kafkaops.systems.prometheus import Prometheus
 
-            self._prometheus = Prometheus(mon.prometheus, timeout=self.kafka_timeout)
+            self._prometheus = Prometheus(mon.prometheus, timeout=self.kafka_timeout, auth=mon.auth)
         return self._prometheus
 
     @property
@@ -181,7 +181,7 @@ class Environment:
             from kafkaops.systems.alertmanager import Alertmanager
 
             self._alertmanager = Alertmanager(monitoring.alertmanager, timeout=self.kafka_timeout,
-                                              dry_run=self.dry_run)
+                                              dry_run=self.dry_run, auth=monitoring.auth)
         return self._alertmanager
 
     # --- a multi-site inventory's sites ---------------------------------------------------------------

@@ -29,6 +29,7 @@ from kafkaops.model import (
     SASL_MECHANISMS,
     Cluster,
     Host,
+    HttpAuth,
     KafkaSecurity,
     MetricGate,
     Monitoring,
@@ -601,7 +602,7 @@ def _monitoring(r: _Reader | None) -> Monitoring | None:
     PromQL gates."""
     if r is None:
         return None
-    r.allow("prometheus", "alertmanager", "host_matchers", "scope", "gates", "roll_alerts")
+    r.allow("prometheus", "alertmanager", "host_matchers", "scope", "gates", "roll_alerts", "auth")
     host_matchers = _host_matchers(r)
     scope = _label_templates(r, "scope", MONITORING_SCOPE_FIELDS)
     roll_alerts = _roll_alerts(r, scope)
@@ -635,7 +636,50 @@ def _monitoring(r: _Reader | None) -> Monitoring | None:
         scope=scope,
         gates=tuple(gates),
         roll_alerts=roll_alerts,
+        auth=_http_auth(r.sub("auth", required=False)),
     )
+
+
+def _http_auth(r: _Reader | None) -> HttpAuth | None:
+    """``monitoring.auth``: a CA for https, and basic auth (username + password) or a bearer token, each
+    secret named by file or environment variable (docs/inventory.md, Monitoring)."""
+    if r is None:
+        return None
+    r.allow("ca_file", "username", "password_file", "password_env", "bearer_token_file", "bearer_token_env",
+            "password", "bearer_token")
+    for inline in ("password", "bearer_token"):
+        if r.has(inline):
+            raise r.doc.error(r.key(inline), f"a {inline.replace('_', ' ')} is never written in an inventory: "
+                              f"use {inline}_file (mode 0600) or {inline}_env")
+    ca = r.text("ca_file", required=False)
+    if ca is not None:
+        _check_file(r, "ca_file", ca, secret=False)
+    password, token = _secret(r, "password"), _secret(r, "bearer_token")
+    username = r.text("username", required=False)
+    if password is not None and token is not None:
+        raise r.doc.error(r.key("bearer_token_file"), "give basic auth (username, password) or a bearer token, "
+                          "not both")
+    if (username is None) != (password is None):
+        raise r.doc.error(r.key("username" if password is not None else "password_file"),
+                          "basic auth needs both username and password_file (or password_env)")
+    return HttpAuth(ca_file=ca, username=username, password=password, token=token)
+
+
+def _secret(r: _Reader, name: str) -> Secret | None:
+    """A secret named ``NAME_file`` (checked: absolute, only its owner reads it) or ``NAME_env``; None if
+    neither is given."""
+    file, env = r.text(f"{name}_file", required=False), r.text(f"{name}_env", required=False)
+    if file is not None and env is not None:
+        raise r.doc.error(r.key(f"{name}_file"), f"name the {name.replace('_', ' ')} by one of {name}_file "
+                          f"or {name}_env, not both")
+    if file is not None:
+        _check_file(r, f"{name}_file", file, secret=True)
+        return Secret(file=file)
+    if env is not None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env):
+            raise r.doc.error(r.key(f"{name}_env"), f"{env!r} is not an environment variable name")
+        return Secret(env=env)
+    return None
 
 
 _DNSDISC = re.compile(r"[a-z][a-z0-9_-]{0,62}")

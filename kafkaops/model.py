@@ -143,6 +143,8 @@ class Monitoring:
     scope: tuple[tuple[str, str], ...] = ()
     gates: tuple[MetricGate, ...] = ()
     roll_alerts: tuple[str, ...] = ()
+    # How to reach Prometheus and Alertmanager when they are secured (inventory ``monitoring.auth``).
+    auth: HttpAuth | None = None
 
     @staticmethod
     def _values(host: Host | None, cluster: str) -> dict[str, str]:
@@ -237,6 +239,17 @@ class KafkaSecurity:
 
 
 PLAINTEXT = KafkaSecurity()
+
+
+@dataclass(frozen=True)
+class HttpAuth:
+    """How kafkaops proves itself to an HTTP API behind authentication (Prometheus, Alertmanager) and
+    checks it: a CA for https, and basic auth or a bearer token, each secret named by where it lives."""
+
+    ca_file: str | None = None
+    username: str | None = None
+    password: Secret | None = None
+    token: Secret | None = None
 
 
 @dataclass(frozen=True)

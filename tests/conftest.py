@@ -253,3 +253,19 @@ def built_dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(src)], check=True, capture_output=True,
                    timeout=600)
     return {"wheel": next(out.glob("kafkaops-*.whl")), "sdist": next(out.glob("kafkaops-*.tar.gz"))}
+
+
+@pytest.fixture
+def lab_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A lab directory (``KAFKAOPS_LAB_DIR``) holding only what the secured lab inventory names for
+    kafkaops (its CA, its 0600 password file), for tests that build a client from inventory/lab.yaml
+    without a lab: every client checks those files before it is built. Returns the directory."""
+    base = tmp_path / "labdir"
+    (base / "tls").mkdir(parents=True)
+    (base / "tls" / "ca.pem").write_text(Path("/etc/ssl/certs/ca-certificates.crt").read_text())  # valid PEM
+    (base / "secrets").mkdir(mode=0o700)
+    password = base / "secrets" / "kafkaops.password"
+    password.write_text("lab-password\n")
+    password.chmod(0o600)
+    monkeypatch.setenv("KAFKAOPS_LAB_DIR", str(base))
+    return base

@@ -146,7 +146,10 @@ def prometheus_config(spec: LabSpec, rules: Path) -> str:
                    "external_labels": {"lab": spec.cluster}},
         "rule_files": [str(rules)],
         "alerting": {"alertmanagers": [{"static_configs": [
-            {"targets": [f"{spec.alertmanager_address}:{ALERTMANAGER_PORT}"]}]}]},
+            {"targets": [f"{spec.alertmanager_address}:{ALERTMANAGER_PORT}"]}],
+            **({"basic_auth": {"username": PROMETHEUS_USER,
+                               "password_file": str(_password_file(spec, PROMETHEUS_USER))}}
+               if spec.monitoring_user else {})}]},
         "scrape_configs": [
             {"job_name": "kafka", "static_configs": [_target(spec, h, JMX_PORT) for h in spec.hosts
                                                      if not _provisioned_later(spec, h)],
@@ -257,9 +260,53 @@ def provisioned(spec: LabSpec, hosts: list[LabHostSpec]) -> None:
     tmp.replace(path)
 
 
+#: Prometheus' own user on the lab's Alertmanager (it posts the alerts there).
+PROMETHEUS_USER = "prometheus"
+
+
+def _password_file(spec: LabSpec, user: str) -> Path:
+    """Where ``user``'s Alertmanager password lives: kafkaops' at the inventory's ``monitoring.auth``."""
+    if user == spec.monitoring_user:
+        return Path(spec.monitoring_password_file)
+    return Path(spec.lab_dir) / "secrets" / f"alertmanager-{user}.password"
+
+
+def auth(spec: LabSpec) -> tuple[str, str] | None:
+    """The basic auth the lab's own helpers and tests use on its Alertmanager (kafkaops'), or None (an open
+    Alertmanager, or a lab whose secrets are gone: its Alertmanager then answers 401, which says so)."""
+    if not spec.monitoring_user:
+        return None
+    try:
+        return spec.monitoring_user, _password_file(spec, spec.monitoring_user).read_text().strip()
+    except OSError:
+        return None
+
+
+def web_config(spec: LabSpec) -> str:
+    """Alertmanager's ``--web.config.file``: basic auth for kafkaops and Prometheus, bcrypt-hashed (what
+    the exporter toolkit reads), each user's password written to a 0600 file first."""
+    import secrets
+
+    import bcrypt
+
+    users = {}
+    for user in (spec.monitoring_user, PROMETHEUS_USER):
+        path = _password_file(spec, user)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.touch(mode=0o600)
+        path.chmod(0o600)
+        password = secrets.token_urlsafe(24)
+        path.write_text(password + "\n")
+        users[user] = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=6)).decode()
+    return json.dumps({"basic_auth_users": users}, indent=2) + "\n"
+
+
 def prepare(spec: LabSpec) -> None:
     """Write the configurations (called from ``lab up``'s prepare, before any process starts)."""
     d = _dir(spec)
+    if spec.monitoring_user:
+        (d / "alertmanager-web.yml").parent.mkdir(parents=True, exist_ok=True)
+        (d / "alertmanager-web.yml").write_text(web_config(spec))
     for sub in ("prometheus", "alertmanager"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     if spec.migration:
@@ -293,6 +340,7 @@ def start(spec: LabSpec) -> None:
         f"--web.listen-address={spec.alertmanager_address}:{ALERTMANAGER_PORT}",
         "--cluster.listen-address=",  # no HA gossip: it would listen on every address at :9094
         "--data.retention=2h", "--log.level=warn",
+        *([f"--web.config.file={d / 'alertmanager-web.yml'}"] if spec.monitoring_user else []),
     ], log=log / "alertmanager.log", pidfile=_pidfile(spec, "alertmanager"), env=_env(spec))
     prometheus = procs.spawn([
         PROMETHEUS, f"--config.file={d / 'prometheus.yml'}", f"--storage.tsdb.path={d / 'prometheus'}",
@@ -316,11 +364,11 @@ def stop(base: Path) -> list[int]:
     return pids
 
 
-def _ready(url: str) -> bool:
+def _ready(url: str, credentials: tuple[str, str] | None = None) -> bool:
     import requests
 
     try:
-        return requests.get(f"{url}/-/ready", timeout=2).status_code == 200
+        return requests.get(f"{url}/-/ready", timeout=2, auth=credentials).status_code == 200
     except requests.RequestException:
         return False
 
@@ -335,7 +383,8 @@ def component_rows(spec: LabSpec) -> list[tuple[str, str, int | None, bool, str]
             ("alertmanager", spec.alertmanager_address, ALERTMANAGER_PORT, alertmanager_url(spec)),
             ("alert-receiver", spec.receiver_address, RECEIVER_PORT, "")):
         pid = procs.live_pid(_pidfile(spec, name))
-        healthy = pid is not None and (_ready(url) if url else procs.port_open(address, port))
+        credentials = auth(spec) if name == "alertmanager" else None
+        healthy = pid is not None and (_ready(url, credentials) if url else procs.port_open(address, port))
         detail = f"{len(notifications(Path(spec.lab_dir)))} notifications recorded" if not url else ""
         out.append((name, f"{address}:{port}", pid, healthy, detail))
     return out
@@ -355,7 +404,7 @@ def alerts(spec: LabSpec, *, active: bool = True, silenced: bool = False) -> lis
     """Alertmanager's alerts (``/api/v2/alerts``): firing and not silenced, by default."""
     import requests
 
-    r = requests.get(f"{alertmanager_url(spec)}/api/v2/alerts", timeout=10,
+    r = requests.get(f"{alertmanager_url(spec)}/api/v2/alerts", timeout=10, auth=auth(spec),
                      params={"active": str(active).lower(), "silenced": str(silenced).lower(), "inhibited": "false"})
     r.raise_for_status()
     return list(r.json())

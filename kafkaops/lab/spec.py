@@ -69,6 +69,10 @@ class LabSpec:
     kafka_protocol: str = "PLAINTEXT"
     kafka_ca_file: str = ""
     kafka_password_file: str = ""
+    #: Alertmanager behind basic auth (inventory ``monitoring.auth``): kafkaops' user and its password file;
+    #: empty: an open Alertmanager.
+    monitoring_user: str = ""
+    monitoring_password_file: str = ""
 
     @property
     def secured(self) -> bool:
@@ -193,6 +197,7 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         prometheus_address=prometheus, alertmanager_address=alertmanager, receiver_address=receiver,
         jmx_agent=str(paths.jmx_agent()),
         **_security(cluster),
+        **_monitoring_auth(cluster),
     )
 
 
@@ -207,6 +212,18 @@ def _security(cluster: Cluster) -> dict[str, str]:
         raise LabError(f"{cluster.source}: a lab is PLAINTEXT, or SASL_SSL with SCRAM-SHA-512 as user kafkaops, "
                        "a ca_file and a password_file (what lab up can make)")
     return {"kafka_protocol": sec.protocol, "kafka_ca_file": sec.ca_file, "kafka_password_file": sec.password.file}
+
+
+def _monitoring_auth(cluster: Cluster) -> dict[str, str]:
+    """The lab's Alertmanager behind basic auth when the inventory's ``monitoring.auth`` names a user and a
+    password file (the one shape ``lab up`` makes: no CA, no token)."""
+    auth = cluster.monitoring.auth if cluster.monitoring else None
+    if auth is None:
+        return {}
+    if auth.ca_file or auth.token or not auth.username or auth.password is None or auth.password.file is None:
+        raise LabError(f"{cluster.source}: a lab's monitoring.auth is a username and a password_file (what lab up "
+                       "can make: Alertmanager behind basic auth, over http)")
+    return {"monitoring_user": auth.username, "monitoring_password_file": auth.password.file}
 
 
 def _mode(cluster: Cluster) -> str:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.model import HttpAuth
+from kafkaops.systems import http_auth
 from kafkaops.systems.guard import write
 
 _HINT = "check Alertmanager is up and monitoring.alertmanager in the inventory"
@@ -145,6 +147,7 @@ class Alertmanager:
     url: str
     timeout: float = 10.0
     dry_run: bool = False
+    auth: HttpAuth | None = field(default=None, repr=False)
     _session: Any = field(default=None, repr=False)
 
     def close(self) -> None:
@@ -164,7 +167,7 @@ class Alertmanager:
         import requests
 
         if self._session is None:
-            self._session = requests.Session()
+            self._session = http_auth.session(self.auth, f"Alertmanager {self.url}")
         where = f"{self.url}{path}"
         try:
             resp = self._session.request(method, where, params=params, json=body, timeout=self.timeout)
@@ -175,6 +178,9 @@ class Alertmanager:
             raise UnreachableError(f"Alertmanager {self.url} did not answer {method} {path}: "
                                    f"{type(exc).__name__}", hint=_HINT) from None
         text = resp.text.strip()[:200].replace("\n", " ")
+        refused = http_auth.refusal(resp.status_code, f"Alertmanager {self.url}", f"{method} {path}", self.auth)
+        if refused is not None:
+            raise refused
         if resp.status_code >= 500:
             raise UnreachableError(f"Alertmanager {self.url} failed {method} {path}: HTTP {resp.status_code} {text}",
                                    hint=_HINT)

@@ -60,14 +60,14 @@ class EventProducer:
         if self._producer is None:
             from confluent_kafka import Producer
 
-            from kafkaops.systems.kafka_auth import librdkafka_config
+            from kafkaops.systems.kafka_auth import build, librdkafka_config
             from kafkaops.systems.producing import WRITE_ONCE
 
-            self._producer = Producer({
+            self._producer = build(Producer, {
                 **librdkafka_config(self.endpoint), **WRITE_ONCE,
                 "linger.ms": 5, "message.timeout.ms": int(self.timeout * 1000),
                 "client.id": "kafkaops-failed-events-replay", "log_level": 2,
-            })
+            }, self.endpoint)
         return self._producer
 
     @write

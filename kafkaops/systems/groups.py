@@ -17,7 +17,7 @@ from kafkaops.errors import KafkaOpsError, UnreachableError
 from kafkaops.model import KafkaEndpoint
 from kafkaops.policy.record_identity import RecordId, record_id
 from kafkaops.systems.guard import write
-from kafkaops.systems.kafka_auth import RefusalWatch, classify, librdkafka_config
+from kafkaops.systems.kafka_auth import RefusalWatch, build, classify, librdkafka_config
 from kafkaops.systems.records import RecordReader
 
 TopicPartitionKey = tuple[str, int]
@@ -48,7 +48,7 @@ class ConsumerGroups:
         self._refusals = RefusalWatch()
         conf: dict[str, Any] = {**librdkafka_config(endpoint), "socket.timeout.ms": int(timeout * 1000),
                                 "log_level": 2, "error_cb": self._refusals}
-        self._admin = AdminClient(conf)
+        self._admin = build(AdminClient, conf, endpoint)
 
     def _unreachable(self, what: str, exc: BaseException) -> KafkaOpsError:
         refusal = classify(self.endpoint, what, exc)

@@ -31,7 +31,7 @@ from typing import Any
 from kafkaops.errors import AuthError, KafkaOpsError, UnreachableError
 from kafkaops.model import Cluster, ClusterSnapshot, KafkaEndpoint, PartitionState, TopicConfig
 from kafkaops.systems.guard import write
-from kafkaops.systems.kafka_auth import RefusalWatch, classify, librdkafka_config
+from kafkaops.systems.kafka_auth import RefusalWatch, build, classify, librdkafka_config
 from kafkaops.systems.kafka_wire import open_connection, read_frame, remaining
 
 TopicPartitionKey = tuple[str, int]
@@ -96,7 +96,7 @@ class KafkaAdmin:
             "reconnect.backoff.max.ms": 1000,
             "log_level": 2,  # errors only: a stopped broker is expected during maintenance
         }
-        return AdminClient(conf)
+        return build(AdminClient, conf, self.endpoint)
 
     def _unreachable(self, what: str, exc: BaseException) -> KafkaOpsError:
         """The error of a request that failed: a refusal (credentials, TLS, ACL) when the brokers refused

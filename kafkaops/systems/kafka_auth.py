@@ -103,6 +103,18 @@ def librdkafka_config(endpoint: KafkaEndpoint) -> dict[str, Any]:
     return conf
 
 
+def build(factory: Any, conf: dict[str, Any], endpoint: KafkaEndpoint) -> Any:
+    """``factory(conf)`` (an AdminClient, Consumer or Producer), where librdkafka's refusal of the
+    configuration itself — a CA or key file that is not PEM, a key that does not match its certificate —
+    is one line naming the cluster (exit 3), not a traceback."""
+    try:
+        return factory(conf)
+    except Exception as exc:
+        detail = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+        raise ConfigError(f"cluster {endpoint.name}: the Kafka client refused kafka.security: {detail}",
+                          hint="check the CA, certificate and key files are PEM and belong together") from None
+
+
 def _jaas_quote(value: str) -> str:
     """A JAAS option value: double-quoted, with ``\\`` and ``"`` escaped (Kafka parses it with a
     StreamTokenizer, which honours backslash escapes in quoted strings)."""

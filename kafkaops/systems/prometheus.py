@@ -25,6 +25,8 @@ from typing import Any
 
 from kafkaops.engine.audit import redact_url
 from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.model import HttpAuth
+from kafkaops.systems import http_auth
 
 __all__ = ["Prometheus", "Sample"]
 
@@ -82,9 +84,11 @@ class Prometheus:
         timeout: Seconds per HTTP call (connect and read).
     """
 
-    def __init__(self, url: str, *, timeout: float = 5.0) -> None:
+    def __init__(self, url: str, *, timeout: float = 5.0, auth: HttpAuth | None = None) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.auth = auth
+        self._session: Any = None
 
     def query(self, promql: str, *, what: str = "query") -> list[Sample]:
         """Evaluate ``promql`` now (an instant query).
@@ -101,9 +105,11 @@ class Prometheus:
 
         endpoint = f"{self.url}/api/v1/query"
         shown = redact_url(self.url)
+        if self._session is None:
+            self._session = http_auth.session(self.auth, f"Prometheus {shown}")
         try:
-            r = requests.get(endpoint, params={"query": promql}, timeout=self.timeout,
-                             headers={"Accept": "application/json"})
+            r = self._session.get(endpoint, params={"query": promql}, timeout=self.timeout,
+                                  headers={"Accept": "application/json"})
         except requests.RequestException as exc:
             raise UnreachableError(f"Prometheus {shown} did not answer {what}: {type(exc).__name__}",
                                    hint="check monitoring.prometheus in the inventory and that Prometheus runs; "
@@ -112,6 +118,9 @@ class Prometheus:
             body = r.json()
         except ValueError:
             body = None
+        refused = http_auth.refusal(r.status_code, f"Prometheus {shown}", what, self.auth)
+        if refused is not None:
+            raise refused
         if r.status_code in (400, 422):
             error = str(body.get("error", "")) if isinstance(body, Mapping) else r.text
             raise ConfigError(f"Prometheus {shown} refused {what}: {error.splitlines()[0][:300] if error else ''}",

@@ -24,7 +24,7 @@ from typing import Any
 
 from kafkaops.errors import KafkaOpsError, UnreachableError
 from kafkaops.model import KafkaEndpoint
-from kafkaops.systems.kafka_auth import RefusalWatch, classify, librdkafka_config
+from kafkaops.systems.kafka_auth import RefusalWatch, build, classify, librdkafka_config
 
 TopicPartitionKey = tuple[str, int]
 
@@ -61,9 +61,10 @@ class RecordReader:
         self._refusals = RefusalWatch()
         common: dict[str, Any] = {**librdkafka_config(endpoint), "socket.timeout.ms": int(timeout * 1000),
                                   "log_level": 2, "error_cb": self._refusals}
-        self._consumer = Consumer({**common, "group.id": f"kafkaops-read-{uuid.uuid4()}", "enable.auto.commit": False,
-                                   "isolation.level": "read_committed", "fetch.wait.max.ms": 100})
-        self._admin = AdminClient(common)
+        self._consumer = build(Consumer, {**common, "group.id": f"kafkaops-read-{uuid.uuid4()}",
+                                          "enable.auto.commit": False, "isolation.level": "read_committed",
+                                          "fetch.wait.max.ms": 100}, endpoint)
+        self._admin = build(AdminClient, common, endpoint)
 
     def __enter__(self) -> RecordReader:
         return self

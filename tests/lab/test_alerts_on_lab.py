@@ -49,7 +49,8 @@ def loaded(pooled_lab: Cluster) -> Iterator[Cluster]:
 
 
 def _run_silences(spec: LabSpec, run_id: str) -> list[dict[str, Any]]:
-    r = requests.get(f"{monitoring.alertmanager_url(spec)}/api/v2/silences", timeout=10)
+    r = requests.get(f"{monitoring.alertmanager_url(spec)}/api/v2/silences", timeout=10,
+                     auth=monitoring.auth(spec))
     r.raise_for_status()
     return [s for s in r.json() if str(s.get("comment", "")).startswith(f"kafkaops {run_id}:")]
 
@@ -241,7 +242,7 @@ def test_a_silence_that_lapsed_mid_run_is_made_again_before_the_broker_stops(loa
     run_id = only_run(home)
     (silence,) = [s for s in _run_silences(spec, run_id) if not _roll(s)]
     requests.delete(f"{monitoring.alertmanager_url(spec)}/api/v2/silence/{silence['id']}",
-                    timeout=10).raise_for_status()
+                    timeout=10, auth=monitoring.auth(spec)).raise_for_status()
     proc.wait(600)
     assert proc.returncode == 0, output(proc)[-3000:]
     time.sleep(15)  # a notification lags the alert by up to a group wait; without the renewal one came here

@@ -127,11 +127,11 @@ def test_broker_down_pages_and_a_silence_of_its_host_does_not(spec: LabSpec, res
         "createdBy": "test_monitoring_lab", "comment": f"maintenance of {target.name} (lab test)",
     }
     url = monitoring.alertmanager_url(spec)
-    created = requests.post(f"{url}/api/v2/silences", json=silence, timeout=10)
+    created = requests.post(f"{url}/api/v2/silences", json=silence, timeout=10, auth=monitoring.auth(spec))
     assert created.status_code == 200, created.text
     silence_id = created.json()["silenceID"]
     try:
-        listed = requests.get(f"{url}/api/v2/silences", timeout=10).json()
+        listed = requests.get(f"{url}/api/v2/silences", timeout=10, auth=monitoring.auth(spec)).json()
         assert [s["status"]["state"] for s in listed if s["id"] == silence_id] == ["active"]
 
         since = time.time()
@@ -164,5 +164,5 @@ def test_broker_down_pages_and_a_silence_of_its_host_does_not(spec: LabSpec, res
             wait_for(f"KafkaBrokerDown for {instance} gone", lambda: not [
                 a for a in _alerts(spec, "KafkaBrokerDown", instance, silenced=True)] or None, 60)
         finally:
-            requests.delete(f"{url}/api/v2/silence/{silence_id}", timeout=10)
+            requests.delete(f"{url}/api/v2/silence/{silence_id}", timeout=10, auth=monitoring.auth(spec))
     assert monitoring.paged(base, instance_prefix=f"{target.fqdn}:", since=since) == []

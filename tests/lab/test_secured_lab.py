@@ -18,6 +18,8 @@ from harness import Load, kafkaops, output, spawn
 from kafkaops.errors import AuthError
 from kafkaops.model import Cluster, KafkaEndpoint
 
+pytestmark = pytest.mark.lab
+
 FAST = ["--syn-window", "3s"]
 
 

@@ -54,7 +54,8 @@ class _AdminClient:
 
 
 @pytest.fixture
-def fake_client(monkeypatch: pytest.MonkeyPatch) -> type[_AdminClient]:
+def fake_client(monkeypatch: pytest.MonkeyPatch, lab_secrets: Path) -> type[_AdminClient]:
+    """The fake client (and the files the lab inventory's security names: checked before any client)."""
     import confluent_kafka.admin
 
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", _AdminClient)
@@ -68,6 +69,10 @@ def test_the_factory_takes_everything_from_the_cluster(fake_client: type[_AdminC
     run = KafkaAdmin.for_cluster(zk, timeout=7.0)
     assert (run.bootstrap, run.cluster, run.kraft, run.timeout, run.attempts, run.dry_run) == (
         zk.bootstrap_servers, zk.name, False, 7.0, 3, False)
+    conf = run._admin.conf  # the cluster's security reached the client too (issue 43)
+    assert (conf["security.protocol"], conf["sasl.mechanisms"], conf["sasl.username"], conf["sasl.password"]) == (
+        "SASL_SSL", "SCRAM-SHA-512", "kafkaops", "lab-password")
+    assert conf["ssl.ca.location"] == zk.kafka_security.ca_file
     look = KafkaAdmin.look(kraft)
     assert (look.bootstrap, look.cluster, look.kraft, look.timeout, look.attempts, look.dry_run) == (
         kraft.bootstrap_servers, kraft.name, True, 5.0, 1, True)

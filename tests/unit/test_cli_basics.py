@@ -71,7 +71,7 @@ def test_global_inventory_option_is_checked_first(tmp_path: Path) -> None:
     assert "no such inventory file" in result.stderr
 
 
-def test_status_of_an_unreachable_cluster_is_one_line_and_exit_4(tmp_path: Path) -> None:
+def test_status_of_an_unreachable_cluster_is_one_line_and_exit_4(tmp_path: Path, lab_secrets: Path) -> None:
     from kafkaops.errors import UnreachableError
 
     inventory = (Path(__file__).parents[2] / "inventory" / "lab.yaml").read_text()
@@ -85,7 +85,7 @@ def test_status_of_an_unreachable_cluster_is_one_line_and_exit_4(tmp_path: Path)
 
 
 @pytest.fixture
-def refusing_kafka(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+def refusing_kafka(monkeypatch: pytest.MonkeyPatch, lab_secrets: Path) -> list[float]:
     """Every AdminClient metadata request fails as against a dead cluster; returns their timeouts."""
     import confluent_kafka.admin
 

@@ -222,3 +222,13 @@ config="$2"
 def test_a_plaintext_cluster_runs_the_tool_as_it_is() -> None:
     assert command_config.wrap(KafkaEndpoint("b:9092"), "kafka-reassign-partitions --list", b"x") == \
         ("kafka-reassign-partitions --list", b"x")
+
+
+def test_a_ca_file_that_is_not_pem_is_one_line_not_a_traceback(secrets_dir: Path) -> None:
+    """librdkafka refuses the configuration itself when it builds the client: said as exit 3, naming the
+    cluster (it was an internal error, exit 1, before)."""
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    (secrets_dir / "ca.pem").write_text("not a certificate\n")
+    with pytest.raises(ConfigError, match=r"cluster main: the Kafka client refused kafka\.security: .*ca\.location"):
+        KafkaAdmin(_endpoint(secrets_dir), timeout=1, attempts=1)

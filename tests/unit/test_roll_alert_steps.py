@@ -76,8 +76,10 @@ def test_the_roll_silence_lasts_while_the_broker_is_down_plus_the_margin() -> No
 
 
 def _lab(alertmanager: str = "http://127.0.0.1:9", **changes: Any) -> Cluster:
+    """The lab's cluster with an open Alertmanager of this test's (the lab's own is behind basic auth)."""
     cluster = load_inventory(REPO / "inventory" / "lab.yaml")
     assert cluster.monitoring is not None
+    changes.setdefault("auth", None)
     return dataclasses.replace(cluster, monitoring=dataclasses.replace(cluster.monitoring, alertmanager=alertmanager,
                                                                        **changes))
 

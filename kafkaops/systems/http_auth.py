@@ -1,0 +1,54 @@
+"""Prometheus and Alertmanager behind authentication: the inventory's ``monitoring.auth`` on every request,
+and a refusal told apart from an outage.
+
+Production monitoring is rarely open: Alertmanager's silences are writes anyone could make, so it sits
+behind basic auth (its own ``--web.config.file``) or a proxy that wants a bearer token, on https with the
+site's CA. The secret is read when the session is made (a rotated password reaches the next run) and lives
+only in the ``requests`` session. A 401 or 403 is :class:`~kafkaops.errors.AuthError` (exit 14): waiting
+does not fix a credential, so it is never retried as "did not answer".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkaops.errors import AuthError, ConfigError
+from kafkaops.model import HttpAuth, Secret
+
+
+def _reveal(secret: Secret, system: str, what: str) -> str:
+    try:
+        return secret.reveal().strip()
+    except KeyError:
+        raise ConfigError(f"{system}: the {what} variable ${secret.env} is not set",
+                          hint="export it, or name a file in monitoring.auth") from None
+    except OSError as exc:
+        raise ConfigError(f"{system}: cannot read the {what} {secret.where}: {exc.strerror}",
+                          hint="check monitoring.auth in the inventory") from None
+
+
+def session(auth: HttpAuth | None, system: str) -> Any:
+    """A ``requests`` session that authenticates as ``auth`` says (none: a plain session)."""
+    import requests
+
+    s = requests.Session()
+    if auth is None:
+        return s
+    if auth.ca_file:
+        s.verify = auth.ca_file
+    if auth.username and auth.password is not None:
+        s.auth = (auth.username, _reveal(auth.password, system, "password"))
+    if auth.token is not None:
+        s.headers["Authorization"] = f"Bearer {_reveal(auth.token, system, 'bearer token')}"
+    return s
+
+
+def refusal(status: int, system: str, what: str, auth: HttpAuth | None) -> AuthError | None:
+    """The error of an HTTP 401/403 from ``system``, naming who kafkaops was; None for any other status."""
+    if status not in (401, 403):
+        return None
+    who = (f"basic auth as {auth.username}" if auth and auth.username else "a bearer token" if auth and auth.token
+           else "no credentials")
+    verb = "did not accept" if status == 401 else "forbids"
+    return AuthError(f"{system} {verb} {what} (HTTP {status}, with {who})",
+                     hint="check monitoring.auth in the inventory (username, password_file or bearer_token_file)")
