@@ -327,7 +327,8 @@ class Environment:
             from kafkaops.systems.quorum import MetadataQuorum
 
             self._quorum = MetadataQuorum(self.cluster.controllers or self.cluster.hosts, ssh=self.ssh,
-                                          command=lambda node: self.command(node, "kafka_metadata_quorum"))
+                                          command=lambda node: self.command(node, "kafka_metadata_quorum"),
+                                          endpoint=self.cluster.kafka)
         return self._quorum
 
     def reassigner(self) -> Reassigner:
@@ -355,13 +356,15 @@ class Environment:
             self._ssh = SshPool(dry_run=self.dry_run)
         return self._ssh.get(host.name, host.ssh)
 
-    def run(self, host: Host, command: str, *, timeout: float = 60.0, check: bool = True) -> CommandResult:
+    def run(self, host: Host, command: str, *, timeout: float = 60.0, check: bool = True,
+            stdin: bytes | None = None) -> CommandResult:
         """Run a read-only command on ``host`` (boot id, status, logs)."""
-        return self.ssh(host).run(command, timeout=timeout, check=check)
+        return self.ssh(host).run(command, timeout=timeout, check=check, stdin=stdin)
 
-    def change(self, host: Host, command: str, *, timeout: float = 60.0, check: bool = True) -> CommandResult:
+    def change(self, host: Host, command: str, *, timeout: float = 60.0, check: bool = True,
+               stdin: bytes | None = None) -> CommandResult:
         """Run a command that changes ``host`` (stop, start, reboot, restart, deploy): refused in a dry-run."""
-        return self.ssh(host).change(command, timeout=timeout, check=check)
+        return self.ssh(host).change(command, timeout=timeout, check=check, stdin=stdin)
 
     def reconnect(self, host: Host) -> None:
         """Forget the SSH connection to ``host`` (after a reboot its old one is dead)."""

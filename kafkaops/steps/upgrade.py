@@ -29,6 +29,7 @@ from kafkaops.model import Host
 from kafkaops.steps.common import NodeSettingStep, environment, first_line, names, target_host
 from kafkaops.steps.migration import judge_phase, migration_view
 from kafkaops.steps.projection import STOPPED, broker_key, controller_key, provenance
+from kafkaops.systems import command_config
 
 _VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
 
@@ -162,10 +163,10 @@ def features(env: Environment, args: str, *, change: bool = False) -> str:
     one answers: the quorum is asked, not a member."""
     failures = []
     for node in env.cluster.controllers:
-        command = f"{env.command(node, 'kafka_features')} {args}"
+        command, stdin = command_config.wrap(env.cluster.kafka, f"{env.command(node, 'kafka_features')} {args}")
         try:
-            result = (env.change(node, command, timeout=120, check=False) if change
-                      else env.run(node, command, timeout=120, check=False))
+            result = (env.change(node, command, timeout=120, check=False, stdin=stdin) if change
+                      else env.run(node, command, timeout=120, check=False, stdin=stdin))
         except KafkaOpsError as exc:
             failures.append(f"{node.name}: {exc.message}")
             continue

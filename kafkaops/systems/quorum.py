@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from kafkaops.errors import CheckFailed, KafkaOpsError
 from kafkaops.facts.quorum import QuorumReplica, QuorumStatus, parse_replication, parse_status
+from kafkaops.model import KafkaEndpoint
+from kafkaops.systems.kafka_auth import java_properties, properties_text
 
 if TYPE_CHECKING:
     from kafkaops.model import Host
@@ -40,10 +42,13 @@ class MetadataQuorum:
     """
 
     def __init__(self, nodes: Sequence[Host], *, ssh: Callable[[Host], SshClient],
-                 command: Callable[[Host], str]) -> None:
+                 command: Callable[[Host], str], endpoint: KafkaEndpoint) -> None:
         self.nodes = list(nodes)
         self._ssh = ssh
         self._command = command
+        # The cluster's client security joins the timeouts on the tool's standard input: on a secured
+        # cluster the password reaches the JVM without touching the node's disk or any argv.
+        self._config = CLIENT_CONFIG + properties_text(java_properties(endpoint)).encode()
         self.asked: str = ""  # the node that answered last (shown in plans and status)
 
     def _ask(self, flag: str) -> str:
@@ -54,7 +59,7 @@ class MetadataQuorum:
         for node in nodes:
             command = f"{self._command(node)} --command-config /dev/stdin describe {flag}"
             try:
-                result = self._ssh(node).run(command, timeout=TOOL_TIMEOUT, check=False, stdin=CLIENT_CONFIG)
+                result = self._ssh(node).run(command, timeout=TOOL_TIMEOUT, check=False, stdin=self._config)
             except KafkaOpsError as exc:  # the node is down or unreachable: ask the next one
                 failures.append(f"{node.name}: {exc.message}")
                 continue

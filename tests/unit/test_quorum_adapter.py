@@ -4,11 +4,13 @@ time, its client settings on stdin (a fake SSH here: this is the adapter's own l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kafkaops.errors import CheckFailed, KafkaOpsError
+from kafkaops.model import KafkaEndpoint, KafkaSecurity, Secret
 from kafkaops.systems.quorum import CLIENT_CONFIG, MetadataQuorum
 from kafkaops.systems.ssh import CommandResult
 
@@ -34,7 +36,7 @@ class FakeSsh:
         return CommandResult(command=command, exit_code=answer[0], stdout=answer[1], stderr="", seconds=0.1)
 
 
-def quorum_of(ssh: FakeSsh, nodes: list[Node]) -> MetadataQuorum:
+def quorum_of(ssh: FakeSsh, nodes: list[Node], endpoint: KafkaEndpoint = KafkaEndpoint("c1:9092")) -> MetadataQuorum:
     """The adapter over the fake SSH, with the lab's template rendered for each node."""
 
     def connect(node: Node) -> FakeSsh:
@@ -42,7 +44,8 @@ def quorum_of(ssh: FakeSsh, nodes: list[Node]) -> MetadataQuorum:
         return ssh
 
     return MetadataQuorum(nodes, ssh=connect,  # type: ignore[arg-type]
-                          command=lambda node: f"kafka-metadata-quorum --bootstrap-controller {node.name}:9093")
+                          command=lambda node: f"kafka-metadata-quorum --bootstrap-controller {node.name}:9093",
+                          endpoint=endpoint)
 
 
 def test_a_node_that_does_not_answer_is_skipped_and_the_one_that_did_is_asked_first() -> None:
@@ -63,3 +66,21 @@ def test_no_node_answering_is_a_failed_check_naming_each() -> None:
     quorum = quorum_of(ssh, [Node("c1"), Node("c2")])
     with pytest.raises(CheckFailed, match=r"c1: connection refused; c2: exit 1"):
         quorum.status()
+
+
+def test_a_secured_clusters_settings_join_the_timeouts_on_stdin(tmp_path: Path) -> None:
+    """On a secured cluster the tool's client settings (TLS, SASL) reach it on its standard input with the
+    timeouts: the password in no argv and on no disk of the node."""
+    password = tmp_path / "pw"
+    password.write_text("quorum-secret\n")
+    password.chmod(0o600)
+    (tmp_path / "ca.pem").write_text("pem")
+    sec = KafkaSecurity(protocol="SASL_SSL", ca_file=str(tmp_path / "ca.pem"), sasl_mechanism="SCRAM-SHA-256",
+                        username="kafkaops", password=Secret(file=str(password)))
+    ssh = FakeSsh({"c1": (0, ALL_CAUGHT_UP)})
+    quorum_of(ssh, [Node("c1")], KafkaEndpoint("c1:9092", sec, "k")).replication()
+    _, command, stdin = ssh.calls[-1]
+    assert "quorum-secret" not in command
+    assert stdin is not None and stdin.startswith(CLIENT_CONFIG)
+    assert b"security.protocol=SASL_SSL\n" in stdin and b'password=\\"quorum-secret\\";' not in stdin
+    assert b'password="quorum-secret";' in stdin
