@@ -132,6 +132,14 @@ def _lock_check(clusters: list[Any]) -> Callable[[], Result]:
     return locks
 
 
+def _ssh_config(address: str) -> dict[str, object]:
+    """``~/.ssh/config``'s settings for ``address`` (empty without one)."""
+    import paramiko
+
+    path = Path("~/.ssh/config").expanduser()
+    return dict(paramiko.SSHConfig.from_path(str(path)).lookup(address)) if path.is_file() else {}
+
+
 def _ssh_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
     def config() -> Result:
         path = Path("~/.ssh/config").expanduser()
@@ -139,26 +147,27 @@ def _ssh_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
                       "and OpenSSH defaults apply)")
 
     def known(cluster: Any) -> Result:
-        import paramiko
+        """Which file (in OpenSSH's order: the inventory's or ssh_config's, then the global ones) holds each
+        host's key: the one a connection will be verified by."""
+        from kafkaops.systems.known_hosts import host_names, trust_files, verified_by
 
-        missing, files = [], set()
+        missing: list[str] = []
+        verifying: set[str] = set()
+        looked: set[str] = set()
         for h in [*cluster.hosts, *getattr(cluster, "controllers", ())]:
-            path = Path(h.ssh.known_hosts or "~/.ssh/known_hosts").expanduser()
-            files.add(str(path))
-            try:
-                keys = paramiko.HostKeys(str(path))
-            except (OSError, paramiko.SSHException):
-                missing.append(h.name)
-                continue
+            files = trust_files(h.ssh.known_hosts, _ssh_config(h.ssh.address))
+            looked.update(files.all)
             port = h.ssh.port or 22
-            names = [h.ssh.address, h.fqdn] if port == 22 else [f"[{h.ssh.address}]:{port}", f"[{h.fqdn}]:{port}"]
-            if not any(keys.lookup(n) for n in names):
+            found = verified_by(files, (*host_names(h.ssh.address, port), *host_names(h.fqdn, port)))
+            if found is None:
                 missing.append(h.name)
-        where = ", ".join(sorted(files))
+            else:
+                verifying.add(found)
         if missing:
-            return Result(f"known hosts {cluster.name}", False, f"no key for {', '.join(missing)} in {where} "
-                          "(an unknown key is refused: add the hosts' keys first)")
-        return Result(f"known hosts {cluster.name}", True, f"every host's key in {where}")
+            return Result(f"known hosts {cluster.name}", False, f"no key for {', '.join(missing)} in "
+                          f"{', '.join(sorted(looked))} (an unknown key is refused: add the hosts' keys first)")
+        return Result(f"known hosts {cluster.name}", True,
+                      f"every host's key, verified by {', '.join(sorted(verifying))}")
 
     return [config, *[partial(known, c) for c in clusters]]
 

@@ -1,8 +1,9 @@
 """Remote commands over SSH with paramiko: strict host keys, ssh_config, bounded time.
 
-- Host keys are checked against ``known_hosts`` (the inventory's, else ``~/.ssh/known_hosts``); an
-  unknown or different key is fatal (:class:`HostKeyError`) and never retried — that is what an
-  impersonated host looks like.
+- Host keys are checked against the known-hosts files OpenSSH would read (the inventory's or ssh_config's
+  user files, and the global ones such as Puppet's ``/etc/ssh/ssh_known_hosts``:
+  :mod:`kafkaops.systems.known_hosts`); an unknown or different key is fatal (:class:`HostKeyError`) and
+  never retried — that is what an impersonated host looks like.
 - ``~/.ssh/config`` is honoured (HostName, User, Port, IdentityFile, ProxyJump); the inventory wins
   where it says something explicitly.
 - Every command has a timeout. Remote templates use ``sudo -n`` so a password prompt fails at once
@@ -25,6 +26,7 @@ from typing import Any
 from kafkaops.errors import ConfigError, HostKeyError, UnreachableError, WaitTimeout
 from kafkaops.model import SshEndpoint
 from kafkaops.systems.guard import write
+from kafkaops.systems.known_hosts import TrustFiles, host_names, marker_lines, trust_files
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class _Target:
     port: int
     user: str
     key_files: tuple[str, ...]
-    known_hosts: str
+    known_hosts: TrustFiles
     proxy_jump: str | None
 
 
@@ -66,7 +68,7 @@ def _resolve(endpoint: SshEndpoint, config_path: str) -> _Target:
         port=endpoint.port or int(cfg.get("port", 22)),
         user=endpoint.user or cfg.get("user") or getpass.getuser(),
         key_files=tuple(k for k in keys if k),
-        known_hosts=endpoint.known_hosts or os.path.expanduser("~/.ssh/known_hosts"),
+        known_hosts=trust_files(endpoint.known_hosts, cfg),
         proxy_jump=endpoint.proxy_jump or cfg.get("proxyjump"),
     )
 
@@ -103,10 +105,17 @@ class SshClient:
         self.close()
         t = _resolve(self.endpoint, self.ssh_config)
         client = paramiko.SSHClient()
-        if not os.path.exists(t.known_hosts):
-            raise HostKeyError(f"known_hosts file {t.known_hosts} not found for {self._where(t)}",
+        files = t.known_hosts.existing
+        if not files:
+            raise HostKeyError(f"no known_hosts file for {self._where(t)} (looked for {t.known_hosts.shown()})",
                                hint="set ssh.known_hosts in the inventory, or add the host's key first")
-        client.load_host_keys(t.known_hosts)
+        names = host_names(t.hostname, t.port)
+        revoked = marker_lines(files, "@revoked", names)
+        if revoked:
+            raise HostKeyError(f"the host key of {self._where(t)} is marked @revoked in {revoked[0]}",
+                               hint="the host must be re-keyed; never remove the @revoked line to get in")
+        for path in files:
+            client.get_host_keys().load(path)
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
         sock = self._proxy_sock(t) if t.proxy_jump else None
         try:
@@ -117,7 +126,7 @@ class SshClient:
                 sock=sock,
             )
         except paramiko.BadHostKeyException as exc:
-            raise HostKeyError(f"host key of {self._where(t)} does not match {t.known_hosts}: possible "
+            raise HostKeyError(f"host key of {self._where(t)} does not match {', '.join(files)}: possible "
                                "impersonation, refusing to connect",
                                hint="if the host was reinstalled, verify and update known_hosts") from exc
         except paramiko.AuthenticationException as exc:
@@ -132,7 +141,13 @@ class SshClient:
                               hint="check ssh.user and ssh.key_file (or your agent)") from exc
         except paramiko.SSHException as exc:
             if "not found in known_hosts" in str(exc):
-                raise HostKeyError(f"{self._where(t)} is not in {t.known_hosts}; refusing to trust it blindly",
+                cas = marker_lines(files, "@cert-authority", names)
+                if cas:
+                    raise HostKeyError(f"{self._where(t)} is trusted in {cas[0]} only through a host certificate "
+                                       "(@cert-authority), which kafkaops' SSH client (paramiko) cannot verify",
+                                       hint="add the host's own key to a known_hosts file as well "
+                                            "(ssh-keyscan, verified)") from exc
+                raise HostKeyError(f"{self._where(t)} is not in {', '.join(files)}; refusing to trust it blindly",
                                    hint="add its verified key to known_hosts") from exc
             raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}") from exc
         except (TimeoutError, OSError, EOFError) as exc:
@@ -157,7 +172,8 @@ class SshClient:
         own = _resolve(SshEndpoint(address=host), self.ssh_config).key_files
         jump = SshClient(SshEndpoint(address=host, port=int(port) if port else None, user=user or None,
                                      key_file=None if own else (t.key_files[0] if t.key_files else None),
-                                     known_hosts=t.known_hosts), name=f"jump {host}",
+                                     known_hosts=t.known_hosts.user[0] if t.known_hosts.user else None),
+                         name=f"jump {host}",
                          connect_timeout=self.connect_timeout, ssh_config=self.ssh_config, dry_run=self.dry_run)
         self._jump = jump
         transport = jump.connect().get_transport()

@@ -165,3 +165,44 @@ def test_a_reboot_with_the_post_check_under_load_leaves_the_password_nowhere(poo
                 .rglob("*.log") if p.is_file()]
     holding = [str(p) for p in (*artifacts, *lab_logs) if password in p.read_bytes()]
     assert not holding, f"the Kafka password is in {holding}"
+
+
+def test_ssh_trusts_the_files_openssh_reads_and_says_what_it_cannot_verify(lab_cluster: Cluster,
+                                                                           tmp_path: Path) -> None:
+    """A host's key only in ssh_config's GlobalKnownHostsFile (Puppet's /etc/ssh/ssh_known_hosts): trusted,
+    as by ssh(1). Trusted only through a @cert-authority line: refused (exit 5) saying why — paramiko cannot
+    verify host certificates. @revoked: refused. No file at all: refused naming every file looked for."""
+    from dataclasses import replace
+
+    from kafkaops.errors import HostKeyError
+    from kafkaops.systems.ssh import SshClient
+
+    host = lab_cluster.hosts[0]
+    assert host.ssh.known_hosts
+    lab_known = Path(host.ssh.known_hosts).read_text()
+    line = next(line for line in lab_known.splitlines() if f"[{host.address}]:" in line)
+    key = " ".join(line.split()[1:3])
+    config = tmp_path / "ssh_config"
+    empty_user = tmp_path / "user_known_hosts"
+
+    def client(global_file: Path) -> SshClient:
+        config.write_text(f"Host *\n  GlobalKnownHostsFile {global_file}\n  UserKnownHostsFile {empty_user}\n")
+        endpoint = replace(host.ssh, known_hosts=None)
+        return SshClient(endpoint, name=host.name, ssh_config=str(config), connect_timeout=10)
+
+    global_file = tmp_path / "ssh_known_hosts"
+    global_file.write_text(line + "\n")
+    assert client(global_file).run("echo ok").stdout.strip() == "ok"
+
+    global_file.write_text(f"@cert-authority *.lab.local,[{host.address}]:* {key}\n")
+    with pytest.raises(HostKeyError, match=r"only through a host certificate \(@cert-authority\)") as refused:
+        client(global_file).run("echo ok")
+    assert refused.value.exit_code == 5
+
+    global_file.write_text(line + "\n" + f"@revoked [{host.address}]:{host.ssh.port} {key}\n")
+    with pytest.raises(HostKeyError, match=r"marked @revoked"):
+        client(global_file).run("echo ok")
+
+    global_file.unlink()
+    with pytest.raises(HostKeyError, match=rf"no known_hosts file .* \(looked for {empty_user}, {global_file}\)"):
+        client(global_file).run("echo ok")
