@@ -227,7 +227,7 @@ class Environment:
             return
         from kafkaops.systems.zookeeper import ZooKeeper
 
-        with ZooKeeper(self.cluster.zookeeper, timeout=self.kafka_timeout, dry_run=self.dry_run) as zk:
+        with ZooKeeper.for_cluster(self.cluster, timeout=self.kafka_timeout, dry_run=self.dry_run) as zk:
             yield zk
 
     def snapshot(self, *, with_configs: bool = True) -> ClusterSnapshot:
@@ -270,7 +270,8 @@ class Environment:
         if self._registrations_zk is None:
             from kafkaops.systems.zookeeper import ZooKeeper
 
-            self._registrations_zk = ZooKeeper(hosts, timeout=self.kafka_timeout, dry_run=self.dry_run)
+            self._registrations_zk = ZooKeeper(hosts, timeout=self.kafka_timeout, dry_run=self.dry_run,
+                                               security=self.cluster.zookeeper_security)
         return self._registrations_zk.open()
 
     def _registered(self, zk: ZooKeeper, endpoints: Mapping[int, tuple[str, int]]) -> set[int]:
@@ -393,7 +394,8 @@ class Environment:
             elif self.cluster.zookeeper:
                 from kafkaops.systems.zookeeper import ZooKeeperLockBackend
 
-                self._lock = ZooKeeperLockBackend(self.cluster.zookeeper, timeout=self.kafka_timeout)
+                self._lock = ZooKeeperLockBackend(self.cluster.zookeeper, timeout=self.kafka_timeout,
+                                                  security=self.cluster.zookeeper_security)
             elif self.cluster.etcd:
                 from kafkaops.systems.etcd import EtcdLockBackend
 

@@ -37,6 +37,7 @@ from kafkaops.model import (
     Service,
     SshEndpoint,
     SwitchedService,
+    ZooKeeperSecurity,
     fill_template,
     template_fields,
 )
@@ -299,6 +300,40 @@ def _kafka_security(r: _Reader | None) -> KafkaSecurity:
                          username=sasl.text("username"), password=Secret(file=file, env=env))
 
 
+def _zookeeper_security(r: _Reader | None) -> ZooKeeperSecurity | None:
+    """``kafka.zookeeper_security``: TLS to ZooKeeper's secure port (``ca_file``, and a client certificate
+    for mutual TLS) and kafkaops' identity there (``digest``: ZooKeeper's built-in scheme, with which the lock
+    znode's ACL is made). SASL to ZooKeeper is not offered: kazoo speaks it only through pure-sasl, which is
+    not maintained."""
+    if r is None:
+        return None
+    r.allow("ca_file", "cert_file", "key_file", "digest")
+    files: dict[str, Any] = {k: r.text(k, required=False) for k in ("ca_file", "cert_file", "key_file")}
+    if bool(files["cert_file"]) != bool(files["key_file"]):
+        raise r.doc.error(r.key("cert_file" if files["key_file"] else "key_file"),
+                          "mutual TLS needs both cert_file and key_file")
+    if files["cert_file"] and not files["ca_file"]:
+        raise r.doc.error(r.key("ca_file"), "a client certificate is for TLS: give the ca_file ZooKeeper's "
+                          "certificate chains to")
+    for k, path in files.items():
+        if path is not None:
+            _check_file(r, k, path, secret=k == "key_file")
+    digest = r.sub("digest", required=False)
+    username, password = None, None
+    if digest is not None:
+        if digest.has("password"):
+            raise r.doc.error(digest.key("password"), "a password is never written in an inventory: use "
+                              "password_file (mode 0600) or password_env")
+        digest.allow("username", "password_file", "password_env")
+        username = digest.text("username")
+        password = _secret(digest, "password")
+        if password is None:
+            raise r.doc.error(digest.key("password_file"), "name the password by password_file or password_env")
+    if not files["ca_file"] and digest is None:
+        raise r.doc.error(r.key("ca_file"), "give ca_file (TLS) and/or digest (who kafkaops is to ZooKeeper)")
+    return ZooKeeperSecurity(**files, username=username, password=password)
+
+
 def _check_file(r: _Reader, key: str, path: str, *, secret: bool) -> None:
     """An inventory's file: an absolute path; a secret one not readable by group or others (if it exists)."""
     if not os.path.isabs(path):
@@ -428,7 +463,10 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     cluster_name = top.text("cluster") or ""
     kafka = top.sub("kafka")
     assert kafka is not None
-    kafka.allow("bootstrap_servers", "zookeeper", "migration", "security")
+    kafka.allow("bootstrap_servers", "zookeeper", "migration", "security", "zookeeper_security")
+    zookeeper_security = _zookeeper_security(kafka.sub("zookeeper_security", required=False))
+    if zookeeper_security is not None and not kafka.has("zookeeper"):
+        raise doc.error("kafka.zookeeper_security", "a cluster without kafka.zookeeper has no ZooKeeper to secure")
     migration = kafka.text("migration", required=False)
     if migration not in (None, "to-kraft"):
         raise doc.error("kafka.migration", f"expected to-kraft (a ZooKeeper cluster being migrated to the KRaft "
@@ -514,6 +552,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
         migrating=migration == "to-kraft",
         monitoring=_monitoring(top.sub("monitoring", required=False)),
         kafka_security=_kafka_security(kafka.sub("security", required=False)),
+        zookeeper_security=zookeeper_security,
     )
 
 

@@ -253,6 +253,27 @@ class HttpAuth:
 
 
 @dataclass(frozen=True)
+class ZooKeeperSecurity:
+    """How kafkaops connects to a cluster's ZooKeeper (inventory ``kafka.zookeeper_security``): TLS to its
+    secure client port, and who kafkaops is there (ZooKeeper's ``digest`` scheme). An identity also guards
+    the cluster lock: its znode is created with an ACL only that identity can change."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    username: str | None = None
+    password: Secret | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.ca_file is not None
+
+    @property
+    def authenticated(self) -> bool:
+        return self.username is not None and self.password is not None
+
+
+@dataclass(frozen=True)
 class KafkaEndpoint:
     """Where a cluster's brokers are and how to connect to them: what every Kafka client is built from.
 
@@ -303,6 +324,8 @@ class Cluster:
     monitoring: Monitoring | None = None
     # How clients connect to the brokers (inventory ``kafka.security``): TLS, SASL, mutual TLS.
     kafka_security: KafkaSecurity = PLAINTEXT
+    # How kafkaops connects to ZooKeeper (inventory ``kafka.zookeeper_security``); None: open.
+    zookeeper_security: ZooKeeperSecurity | None = None
 
     @property
     def kafka(self) -> KafkaEndpoint:

@@ -264,8 +264,9 @@ def lab_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     (base / "tls").mkdir(parents=True)
     (base / "tls" / "ca.pem").write_text(Path("/etc/ssl/certs/ca-certificates.crt").read_text())  # valid PEM
     (base / "secrets").mkdir(mode=0o700)
-    password = base / "secrets" / "kafkaops.password"
-    password.write_text("lab-password\n")
-    password.chmod(0o600)
+    for name in ("kafkaops", "zookeeper"):
+        password = base / "secrets" / f"{name}.password"
+        password.write_text("lab-password\n")
+        password.chmod(0o600)
     monkeypatch.setenv("KAFKAOPS_LAB_DIR", str(base))
     return base

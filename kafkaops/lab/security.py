@@ -92,6 +92,8 @@ def _private(path: Path, text: str) -> None:
 
 def prepare(spec: LabSpec) -> None:
     """The CA, each broker's keystore, and every user's password file (before the brokers start)."""
+    if spec.zookeeper_password_file:
+        _private(Path(spec.zookeeper_password_file), secrets.token_urlsafe(24) + "\n")
     if not spec.secured:
         return
     d = tls_dir(spec)

@@ -73,6 +73,9 @@ class LabSpec:
     #: empty: an open Alertmanager.
     monitoring_user: str = ""
     monitoring_password_file: str = ""
+    #: kafkaops' ZooKeeper identity (inventory ``kafka.zookeeper_security.digest``): its password file, which
+    #: ``lab up`` fills; ZooKeeper's digest scheme needs nothing of the server.
+    zookeeper_password_file: str = ""
 
     @property
     def secured(self) -> bool:
@@ -198,7 +201,18 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         jmx_agent=str(paths.jmx_agent()),
         **_security(cluster),
         **_monitoring_auth(cluster),
+        **_zookeeper_identity(cluster),
     )
+
+
+def _zookeeper_identity(cluster: Cluster) -> dict[str, str]:
+    sec = cluster.zookeeper_security
+    if sec is None:
+        return {}
+    if sec.tls or not sec.authenticated or sec.password is None or sec.password.file is None:
+        raise LabError(f"{cluster.source}: a lab's kafka.zookeeper_security is a digest identity with a "
+                       "password_file (lab up makes the password; the lab's ZooKeeper has no TLS port)")
+    return {"zookeeper_password_file": sec.password.file}
 
 
 def _security(cluster: Cluster) -> dict[str, str]:

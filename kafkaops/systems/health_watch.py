@@ -176,7 +176,7 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
     if cluster.zookeeper:
         from kafkaops.systems.zookeeper import ZooKeeper
 
-        zk = ZooKeeper(cluster.zookeeper, timeout=10.0)
+        zk = ZooKeeper.for_cluster(cluster, timeout=10.0)
         if not cluster.migrating:  # a KRaft-mode broker of a migration never registers in /brokers/ids
             registered = lambda: zk.open().registered_brokers()  # noqa: E731 - reopened after a lost session
         closers.append(zk.close)

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from kafkaops.engine.lock import LockInfo, held_error
 from kafkaops.errors import CheckFailed, ConfigError, UnreachableError
+from kafkaops.model import Cluster, ZooKeeperSecurity
 from kafkaops.systems.guard import write
 
 T = TypeVar("T")
@@ -89,6 +90,18 @@ def _why(lines: list[str]) -> str:
     return ""
 
 
+def _password(sec: ZooKeeperSecurity, hosts: str) -> str:
+    assert sec.password is not None
+    try:
+        return sec.password.reveal().strip()
+    except KeyError:
+        raise ConfigError(f"ZooKeeper {hosts}: the password variable ${sec.password.env} is not set",
+                          hint="export it, or use kafka.zookeeper_security.digest.password_file") from None
+    except OSError as exc:
+        raise ConfigError(f"ZooKeeper {hosts}: cannot read the password {sec.password.where}: {exc.strerror}",
+                          hint="check kafka.zookeeper_security in the inventory") from None
+
+
 class ZooKeeper:
     """A kazoo session.
 
@@ -103,11 +116,43 @@ class ZooKeeper:
             and a dry-run never takes the lock).
     """
 
-    def __init__(self, hosts: str, *, timeout: float = 10.0, dry_run: bool = False) -> None:
+    def __init__(self, hosts: str, *, timeout: float = 10.0, dry_run: bool = False,
+                 security: ZooKeeperSecurity | None = None) -> None:
         self.hosts = hosts
         self.timeout = timeout
         self.dry_run = dry_run
+        self.security = security
         self._zk: Any = None
+
+    @classmethod
+    def for_cluster(cls, cluster: Cluster, *, timeout: float = 10.0, dry_run: bool = False) -> ZooKeeper:
+        """The session of an inventory's cluster: its connect string and its ``zookeeper_security``, so no
+        caller can leave TLS or kafkaops' identity behind."""
+        return cls(cluster.zookeeper or "", timeout=timeout, dry_run=dry_run, security=cluster.zookeeper_security)
+
+    def _security_options(self) -> dict[str, Any]:
+        """kazoo's options for TLS and kafkaops' ``digest`` identity (the password read now)."""
+        sec = self.security
+        if sec is None:
+            return {}
+        options: dict[str, Any] = {}
+        if sec.tls:
+            options.update(use_ssl=True, verify_certs=True, ca=sec.ca_file, certfile=sec.cert_file,
+                           keyfile=sec.key_file)
+        if sec.authenticated:
+            options["auth_data"] = [("digest", f"{sec.username}:{_password(sec, self.hosts)}")]
+        return options
+
+    def lock_acl(self) -> list[Any] | None:
+        """The ACL of a lock znode: only kafkaops' identity may change or delete it, anyone may read who holds
+        it; None (ZooKeeper's open ACL) when kafkaops has no identity there."""
+        sec = self.security
+        if sec is None or not sec.authenticated:
+            return None
+        from kazoo.security import make_acl, make_digest_acl
+
+        return [make_digest_acl(sec.username or "", _password(sec, self.hosts), all=True),
+                make_acl("world", "anyone", read=True)]
 
     # --- the session ---------------------------------------------------------------------------
 
@@ -127,7 +172,8 @@ class ZooKeeper:
         # A few quick tries: a ZooKeeper that has just started (or restarted) accepts a connection and
         # closes it until it serves sessions; a refused one is still reported in about a second.
         client = KazooClient(hosts=self.hosts, timeout=self.timeout,
-                             connection_retry={"max_tries": 3, "delay": 0.2, "backoff": 2, "max_jitter": 0.1})
+                             connection_retry={"max_tries": 3, "delay": 0.2, "backoff": 2, "max_jitter": 0.1},
+                             **self._security_options())
         with warnings.catch_warnings():
             # "No chroot path exists": the lock backend creates its path itself (makepath).
             warnings.simplefilter("ignore")
@@ -389,9 +435,9 @@ class ZooKeeperLockBackend:
     """
 
     def __init__(self, hosts: str, root: str = "/kafkaops/locks", timeout: float = 10.0,
-                 zookeeper: ZooKeeper | None = None) -> None:
+                 zookeeper: ZooKeeper | None = None, security: ZooKeeperSecurity | None = None) -> None:
         self.hosts, self.root, self.timeout = hosts, root.rstrip("/"), timeout
-        self.zookeeper = zookeeper or ZooKeeper(hosts, timeout=timeout)
+        self.zookeeper = zookeeper or ZooKeeper(hosts, timeout=timeout, security=security)
 
     def close(self) -> None:
         """End the session; the lock znodes stay (that is the point)."""
@@ -419,11 +465,14 @@ class ZooKeeperLockBackend:
         from kazoo.exceptions import NodeExistsError
 
         path = self._path(info.cluster)
+        # With kafkaops' identity, the znode (and the parents it makes) only that identity may change:
+        # another client of the ZooKeeper can read who holds the lock, never take or remove it.
+        acl = self.zookeeper.lock_acl()
         for _ in range(3):
             try:
                 # Persistent on purpose: the lock must outlive this process and its session.
                 self.zookeeper.call(f"the creation of {path}",
-                                    lambda zk: zk.create(path, info.to_json().encode(), makepath=True))
+                                    lambda zk: zk.create(path, info.to_json().encode(), makepath=True, acl=acl))
                 return info
             except NodeExistsError:
                 current = self.holder(info.cluster)

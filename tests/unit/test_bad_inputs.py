@@ -383,6 +383,8 @@ switchover:
 def _inventories(world: Path) -> None:
     base = (REPO / "inventory" / "lab.yaml").read_text().replace("127.0.10.", CLOSED_NET)
     assert "127.0.10." not in base
+    zk_identity = base[base.index("  zookeeper_security:"):base.index("  # Secured as production")]
+    kraft = _variant(_variant(base, "  zookeeper: 127.0.47.10:2181\n", ""), zk_identity, "")
     files = {
         "closed.yaml": base,
         "bad-indent.yaml": _variant(base, "  zookeeper: ", "   zookeeper: "),
@@ -400,9 +402,8 @@ def _inventories(world: Path) -> None:
         "hostile-names.yaml": _variant(_variant(base, "  kafka1002:\n", "  kafka[/]1002:\n"),
                                        "  kafka1003:\n", '  "kafka1003;id":\n'),
         "zk-controllers.yaml": base + _CONTROLLERS,
-        "kraft-id-taken.yaml": _variant(base, "  zookeeper: 127.0.47.10:2181\n", "") + _CONTROLLERS.replace(
-            "node_id: 3001", "node_id: 1001"),
-        "kraft.yaml": _variant(base, "  zookeeper: 127.0.47.10:2181\n", "") + _CONTROLLERS,
+        "kraft-id-taken.yaml": kraft + _CONTROLLERS.replace("node_id: 3001", "node_id: 1001"),
+        "kraft.yaml": kraft + _CONTROLLERS,
         "empty.yaml": "",
         "stale.yaml": base,
     }
@@ -421,6 +422,17 @@ def _inventories(world: Path) -> None:
     (two / "a.yaml").write_text(base)
     (two / "b.yaml").write_text(base.replace(CLOSED_NET, "127.0.48."))
     (world / "empty").mkdir()  # an XDG_CONFIG_HOME without any inventory
+
+
+def _lab_secrets(lab: Path) -> None:
+    """What the secured lab inventory names (a CA, 0600 passwords), so each case meets the error it is about,
+    not a missing secret (those have cases of their own: tests/unit/test_kafka_security.py)."""
+    (lab / "tls").mkdir(parents=True)
+    (lab / "tls" / "ca.pem").write_text(Path("/etc/ssl/certs/ca-certificates.crt").read_text())
+    (lab / "secrets").mkdir(mode=0o700)
+    for name in ("kafkaops", "zookeeper", "alertmanager"):
+        (lab / "secrets" / f"{name}.password").write_text("pw\n")
+        (lab / "secrets" / f"{name}.password").chmod(0o600)
 
 
 def _plans(world: Path) -> None:
@@ -462,6 +474,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         for key in [k for k in os.environ if k.startswith("KAFKAOPS_")]:
             mp.delenv(key)
         mp.setenv("KAFKAOPS_LAB_DIR", str(world / "lab"))  # as every case sees it: plans record the expansion
+        _lab_secrets(world / "lab")
         _inventories(world)
         _plans(world)
     yield world

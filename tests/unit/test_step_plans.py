@@ -108,7 +108,7 @@ def _cluster_ctx(tmp_path: Path, isr: dict[str, tuple[int, ...]], target: str = 
     return SimpleNamespace(env=env, target=target, kind="", projected={})
 
 
-def test_stop_broker_refuses_at_the_last_moment_if_min_isr_would_break(tmp_path: Path) -> None:
+def test_stop_broker_refuses_at_the_last_moment_if_min_isr_would_break(tmp_path: Path, lab_secrets: Path) -> None:
     """Its precondition (called by the runner right before the stop) reads a snapshot of its own."""
     stop = step("kafka.stop_broker")
     action = stop.plan(stop_obs())
@@ -118,7 +118,7 @@ def test_stop_broker_refuses_at_the_last_moment_if_min_isr_would_break(tmp_path:
     assert "keeps every partition online" in ok
 
 
-def test_reboot_refuses_when_its_broker_going_down_would_break_min_isr(tmp_path: Path) -> None:
+def test_reboot_refuses_when_its_broker_going_down_would_break_min_isr(tmp_path: Path, lab_secrets: Path) -> None:
     """A reboot takes the broker down too: started again since the run stopped it, it is checked as a stop."""
     reboot = step("host.reboot")
     action = Action("reboot kafka1001")
