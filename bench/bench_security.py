@@ -1,7 +1,8 @@
 """What TLS + SASL cost: `status` and one broker's restart on the bench lab, secured and plaintext, side by side.
 
 The bench lab (``bench/lab-bench.yaml``) is the default lab on 127.0.80.0/24: secured as the default lab is
-(SASL_SSL listeners with SCRAM-SHA-512, kafkaops' ZooKeeper identity, Alertmanager behind basic auth). Its
+(SASL_SSL listeners with SCRAM-SHA-512, kafkaops' ZooKeeper identity, etcd with client certificates,
+Alertmanager behind basic auth). Its
 plaintext twin is the same file with those three blocks removed, written to a temporary file. The same
 machine runs both, one after the other (never together: one set of addresses):
 
@@ -38,8 +39,9 @@ SECURED = REPO / "bench" / "lab-bench.yaml"
 
 
 def plaintext_twin(text: str) -> str:
-    """The bench lab's inventory without its security: ``kafka.security``, ``kafka.zookeeper_security`` and
-    ``monitoring.auth`` (each an indented block) removed, the rest byte for byte."""
+    """The bench lab's inventory without its security: ``kafka.security``, ``kafka.zookeeper_security``,
+    ``conftool.tls`` and ``monitoring.auth`` (each an indented block) removed and etcd on http, the rest byte
+    for byte."""
     out, skip = [], None
     for line in text.splitlines(keepends=True):
         indent = len(line) - len(line.lstrip(" "))
@@ -48,10 +50,10 @@ def plaintext_twin(text: str) -> str:
                 skip = None
             else:
                 continue
-        if re.match(r"\s*(security|zookeeper_security|auth):", line) and indent > 0:
+        if re.match(r"\s*(security|zookeeper_security|auth|tls):", line) and indent > 0:
             skip = indent
             continue
-        out.append(line)
+        out.append(line.replace("etcd: https://", "etcd: http://"))
     return "".join(out)
 
 

@@ -390,7 +390,8 @@ class Environment:
                     raise ConfigError(f"{self.cluster.name} has no discovery.etcd to keep its run lock in "
                                       f"({self.cluster.source})", hint="add discovery: {etcd: http://HOST:2379}")
                 sites = {site.name: self.site(dc).lock for dc, site in self.cluster.sites.items()}
-                self._lock = SiteLocks(EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout), sites)
+                self._lock = SiteLocks(EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout,
+                                                       tls=self.cluster.etcd_tls), sites)
             elif self.cluster.zookeeper:
                 from kafkaops.systems.zookeeper import ZooKeeperLockBackend
 
@@ -399,7 +400,7 @@ class Environment:
             elif self.cluster.etcd:
                 from kafkaops.systems.etcd import EtcdLockBackend
 
-                self._lock = EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout)
+                self._lock = EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout, tls=self.cluster.etcd_tls)
             else:
                 from kafkaops.engine.lock import FileLockBackend
 

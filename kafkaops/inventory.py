@@ -37,6 +37,7 @@ from kafkaops.model import (
     Service,
     SshEndpoint,
     SwitchedService,
+    TlsFiles,
     ZooKeeperSecurity,
     fill_template,
     template_fields,
@@ -300,6 +301,22 @@ def _kafka_security(r: _Reader | None) -> KafkaSecurity:
                          username=sasl.text("username"), password=Secret(file=file, env=env))
 
 
+def _tls_files(r: _Reader | None) -> TlsFiles | None:
+    """``conftool.tls``: kafkaops' own TLS to etcd (a CA, and a client certificate and key for mutual TLS).
+    conftool reads its own configuration for the same server, as in production."""
+    if r is None:
+        return None
+    r.allow("ca_file", "cert_file", "key_file")
+    files: dict[str, Any] = {k: r.text(k, required=k == "ca_file") for k in ("ca_file", "cert_file", "key_file")}
+    if bool(files["cert_file"]) != bool(files["key_file"]):
+        raise r.doc.error(r.key("cert_file" if files["key_file"] else "key_file"),
+                          "mutual TLS needs both cert_file and key_file")
+    for k, path in files.items():
+        if path is not None:
+            _check_file(r, k, path, secret=k == "key_file")
+    return TlsFiles(**files)
+
+
 def _zookeeper_security(r: _Reader | None) -> ZooKeeperSecurity | None:
     """``kafka.zookeeper_security``: TLS to ZooKeeper's secure port (``ca_file``, and a client certificate
     for mutual TLS) and kafkaops' identity there (``digest``: ZooKeeper's built-in scheme, with which the lock
@@ -477,7 +494,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     conftool = top.sub("conftool", required=False)
     pool_weight = 10
     if conftool is not None:
-        conftool.allow("etcd", "config", "weight")
+        conftool.allow("etcd", "config", "weight", "tls")
         pool_weight = conftool.integer("weight", 10)
         if pool_weight <= 0:
             raise doc.error("conftool.weight", f"expected a positive weight, got {pool_weight}")
@@ -553,6 +570,7 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
         monitoring=_monitoring(top.sub("monitoring", required=False)),
         kafka_security=_kafka_security(kafka.sub("security", required=False)),
         zookeeper_security=zookeeper_security,
+        etcd_tls=_tls_files(conftool.sub("tls", required=False)) if conftool else None,
     )
 
 
@@ -754,7 +772,7 @@ def _load_sites(doc: _Doc, top: _Reader, path: Path) -> Cluster:
         raise doc.error("clusters", f"two sites are the same cluster ({', '.join(names)})")
     discovery = top.sub("discovery")
     assert discovery is not None
-    discovery.allow("etcd", "config")
+    discovery.allow("etcd", "config", "tls")
     switched: dict[str, SwitchedService] = {}
     sw = top.sub("switchover", required=False)
     for name in (sw.data if sw is not None else {}):
@@ -773,6 +791,7 @@ def _load_sites(doc: _Doc, top: _Reader, path: Path) -> Cluster:
     return Cluster(
         name=top.text("sites") or "", bootstrap_servers="", hosts=(), source=str(path), environment=environment,
         etcd=discovery.text("etcd"), conftool_config=discovery.text("config"), sites=sites, switched=switched,
+        etcd_tls=_tls_files(discovery.sub("tls", required=False)),
     )
 
 

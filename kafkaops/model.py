@@ -253,6 +253,16 @@ class HttpAuth:
 
 
 @dataclass(frozen=True)
+class TlsFiles:
+    """A TLS client's files: the CA the server's certificate chains to, and a client certificate and key
+    (mutual TLS) — for etcd (inventory ``conftool.tls``)."""
+
+    ca_file: str
+    cert_file: str | None = None
+    key_file: str | None = None
+
+
+@dataclass(frozen=True)
 class ZooKeeperSecurity:
     """How kafkaops connects to a cluster's ZooKeeper (inventory ``kafka.zookeeper_security``): TLS to its
     secure client port, and who kafkaops is there (ZooKeeper's ``digest`` scheme). An identity also guards
@@ -326,6 +336,9 @@ class Cluster:
     kafka_security: KafkaSecurity = PLAINTEXT
     # How kafkaops connects to ZooKeeper (inventory ``kafka.zookeeper_security``); None: open.
     zookeeper_security: ZooKeeperSecurity | None = None
+    # kafkaops' own TLS to etcd (inventory ``conftool.tls``: the lock of a cluster without ZooKeeper);
+    # conftool itself reads its own configuration (``conftool.config``), as in production.
+    etcd_tls: TlsFiles | None = None
 
     @property
     def kafka(self) -> KafkaEndpoint:

@@ -323,7 +323,7 @@ def labdeploy_script(spec: LabSpec) -> str:
 def conftool_config(spec: LabSpec, etcdrc: Path, cache: Path) -> str:
     return f"""driver: etcd
 hosts:
-  - http://{spec.etcd_address}:{spec.etcd_port}
+  - {spec.etcd_scheme}://{spec.etcd_address}:{spec.etcd_port}
 namespace: /conftool
 api_version: v1
 pools_path: pools
@@ -335,4 +335,10 @@ driver_options:
 
 
 def etcdrc(spec: LabSpec) -> str:
-    return f"host: {spec.etcd_address}\nport: {spec.etcd_port}\nprotocol: http\nallow_reconnect: false\n"
+    """python-etcd's settings, as conftool reads them (its etcdrc): over TLS with kafkaops' client
+    certificate (one file holding certificate and key: python-etcd takes a path or a tuple, and YAML has no
+    tuples) when the lab's etcd wants one."""
+    text = f"host: {spec.etcd_address}\nport: {spec.etcd_port}\nprotocol: {spec.etcd_scheme}\nallow_reconnect: false\n"
+    if spec.etcd_cert_file:
+        text += f"ca_cert: {security.ca_file(spec)}\ncert: {security.etcd_client_pem(spec)}\n"
+    return text

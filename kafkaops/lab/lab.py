@@ -247,11 +247,12 @@ def _start_zookeeper(spec: LabSpec) -> int:
 
 
 def _start_etcd(spec: LabSpec) -> int:
-    a, p = spec.etcd_address, spec.etcd_port
+    a, p, scheme = spec.etcd_address, spec.etcd_port, spec.etcd_scheme
     argv = ["etcd", "--name", "lab", "--data-dir", str(Path(spec.lab_dir) / "etcd" / "data"),
-            "--listen-client-urls", f"http://{a}:{p}", "--advertise-client-urls", f"http://{a}:{p}",
+            "--listen-client-urls", f"{scheme}://{a}:{p}", "--advertise-client-urls", f"{scheme}://{a}:{p}",
             "--listen-peer-urls", f"http://{a}:{p + 1}", "--initial-advertise-peer-urls", f"http://{a}:{p + 1}",
-            "--initial-cluster", f"lab=http://{a}:{p + 1}", "--enable-v2=true", "--log-level", "warn"]
+            "--initial-cluster", f"lab=http://{a}:{p + 1}", "--enable-v2=true", "--log-level", "warn",
+            *security.etcd_server_args(spec)]
     return procs.spawn(argv, log=_log_dir(spec) / "etcd.log", pidfile=_run_dir(spec) / "etcd.pid",
                        env=_global_env(spec), group=procs.identity_gid(spec.etcd_address))
 

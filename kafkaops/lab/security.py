@@ -90,11 +90,41 @@ def _private(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+def _certificate(spec: LabSpec, name: str, subject: str, san: str, key: Path, cert: Path) -> None:
+    """A key and a certificate for ``san`` signed by the lab CA (server and client use)."""
+    d = tls_dir(spec)
+    csr, ext = d / f"{name}.csr", d / f"{name}.ext"
+    ext.write_text(f"subjectAltName={san}\nextendedKeyUsage=serverAuth,clientAuth\n")
+    key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key),
+             "-out", str(csr), "-subj", f"/CN={subject}")
+    key.chmod(0o600)
+    _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca_file(spec)), "-CAkey", str(d / "ca.key"),
+             "-CAcreateserial", "-out", str(cert), "-days", str(_VALID_DAYS), "-extfile", str(ext))
+    for tmp in (csr, ext):
+        tmp.unlink()
+
+
+def etcd_client_pem(spec: LabSpec) -> Path:
+    """kafkaops' etcd client certificate and key in one 0600 file, as conftool's etcdrc names it."""
+    return tls_dir(spec) / "etcd-client-combined.pem"
+
+
+def etcd_server_args(spec: LabSpec) -> list[str]:
+    """etcd's flags for TLS with client certificates required (none on a plain-http lab)."""
+    if not spec.etcd_cert_file:
+        return []
+    d = tls_dir(spec)
+    return ["--cert-file", str(d / "etcd-server.pem"), "--key-file", str(d / "etcd-server.key"),
+            "--client-cert-auth", "--trusted-ca-file", str(ca_file(spec))]
+
+
 def prepare(spec: LabSpec) -> None:
-    """The CA, each broker's keystore, and every user's password file (before the brokers start)."""
+    """The CA, each broker's keystore, etcd's certificates, and every user's password file (before
+    anything starts)."""
     if spec.zookeeper_password_file:
         _private(Path(spec.zookeeper_password_file), secrets.token_urlsafe(24) + "\n")
-    if not spec.secured:
+    if not spec.needs_ca:
         return
     d = tls_dir(spec)
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -102,6 +132,14 @@ def prepare(spec: LabSpec) -> None:
     ca.parent.mkdir(parents=True, exist_ok=True)
     _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
              str(ca_key), "-out", str(ca), "-days", str(_VALID_DAYS), "-subj", f"/CN=kafkaops lab CA {spec.cluster}")
+    if spec.etcd_cert_file:
+        _certificate(spec, "etcd-server", spec.etcd_address, f"IP:{spec.etcd_address}", d / "etcd-server.key",
+                     d / "etcd-server.pem")
+        client_key, client_cert = Path(spec.etcd_key_file), Path(spec.etcd_cert_file)
+        _certificate(spec, "etcd-client", "kafkaops", "DNS:kafkaops", client_key, client_cert)
+        _private(etcd_client_pem(spec), client_cert.read_text() + client_key.read_text())
+    if not spec.secured:
+        return
     for user in USERS:
         _private(password_file(spec, user), secrets.token_urlsafe(24) + "\n")
     store_password = password_file(spec, "broker").read_text().strip()

@@ -76,6 +76,19 @@ class LabSpec:
     #: kafkaops' ZooKeeper identity (inventory ``kafka.zookeeper_security.digest``): its password file, which
     #: ``lab up`` fills; ZooKeeper's digest scheme needs nothing of the server.
     zookeeper_password_file: str = ""
+    #: etcd over TLS with client certificates (inventory ``conftool.tls``): kafkaops' client certificate and
+    #: key, which ``lab up`` makes (signed by the lab CA) where the inventory says; empty: plain http.
+    etcd_cert_file: str = ""
+    etcd_key_file: str = ""
+
+    @property
+    def etcd_scheme(self) -> str:
+        return "https" if self.etcd_cert_file else "http"
+
+    @property
+    def needs_ca(self) -> bool:
+        """The lab makes a CA: for the brokers' certificates, or etcd's."""
+        return self.secured or bool(self.etcd_cert_file)
 
     @property
     def secured(self) -> bool:
@@ -151,7 +164,7 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         raise LabError(f"{cluster.source}: a lab inventory needs kafka.zookeeper (ZooKeeper mode) or "
                        "controllers: (KRaft mode)")
     zk_address, zk_port = _split(cluster.zookeeper, "kafka.zookeeper") if cluster.zookeeper else ("", 0)
-    etcd_address, etcd_port = _split(cluster.etcd.removeprefix("http://"), "conftool.etcd")
+    etcd_address, etcd_port = _split(cluster.etcd.removeprefix("http://").removeprefix("https://"), "conftool.etcd")
     vip_address, vip_port = "", 0
     hosts = []
     brokers = dict(_split(hp, "bootstrap server") for hp in cluster.bootstrap_servers.split(","))
@@ -202,7 +215,18 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         **_security(cluster),
         **_monitoring_auth(cluster),
         **_zookeeper_identity(cluster),
+        **_etcd_tls(cluster),
     )
+
+
+def _etcd_tls(cluster: Cluster) -> dict[str, str]:
+    tls = cluster.etcd_tls
+    if tls is None:
+        return {}
+    if not (cluster.etcd or "").startswith("https://") or not tls.cert_file or not tls.key_file:
+        raise LabError(f"{cluster.source}: a lab's conftool.tls is a client certificate and key for an "
+                       "https:// conftool.etcd (lab up makes them, with etcd's, signed by the lab CA)")
+    return {"etcd_cert_file": tls.cert_file, "etcd_key_file": tls.key_file}
 
 
 def _zookeeper_identity(cluster: Cluster) -> dict[str, str]:

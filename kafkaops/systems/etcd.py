@@ -31,7 +31,8 @@ import re
 from typing import Any
 
 from kafkaops.engine.lock import LockInfo, held_error
-from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.errors import AuthError, ConfigError, UnreachableError
+from kafkaops.model import TlsFiles
 
 _HINT = "check etcd is up and conftool.etcd in the inventory (this cluster's lock lives there)"
 
@@ -71,13 +72,15 @@ class EtcdLockBackend:
         timeout: Seconds per request.
     """
 
-    def __init__(self, url: str, *, root: str = "/kafkaops/locks", timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, root: str = "/kafkaops/locks", timeout: float = 10.0,
+                 tls: TlsFiles | None = None) -> None:
         self.urls = [u.strip().rstrip("/") for u in url.split(",") if u.strip()]
         if not self.urls:
             raise ConfigError("no etcd URL for the cluster lock", hint="set conftool.etcd in the inventory")
         self.url = ",".join(self.urls)
         self.root = root.rstrip("/")
         self.timeout = timeout
+        self.tls = tls
         self._session: Any = None
 
     def close(self) -> None:
@@ -102,10 +105,18 @@ class EtcdLockBackend:
 
         if self._session is None:
             self._session = requests.Session()
+            if self.tls is not None:  # the site's CA, and kafkaops' client certificate where etcd wants one
+                self._session.verify = self.tls.ca_file
+                if self.tls.cert_file:
+                    self._session.cert = (self.tls.cert_file, self.tls.key_file)
         failures = []
         for base in self.urls:
             try:
                 resp = self._session.post(f"{base}/v3/kv/{endpoint}", json=body, timeout=self.timeout)
+            except requests.exceptions.SSLError as exc:  # a certificate refused either way: waiting will not help
+                raise AuthError(f"etcd at {base}: TLS refused ({_reason(exc, self.timeout)}: "
+                                f"{str(exc)[-160:]})", hint="check conftool.tls (ca_file, cert_file, key_file) in "
+                                "the inventory") from None
             except requests.RequestException as exc:
                 failures.append(f"{base}: {_reason(exc, self.timeout)}")
                 continue
