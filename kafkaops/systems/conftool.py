@@ -251,16 +251,58 @@ def _conftool_config(config_path: str) -> dict[str, Any]:
         raise ConfigError(f"cannot read conftool config {config_path}: {exc.strerror}") from exc
 
 
+def etcd_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The python-etcd settings conftool itself would use for this configuration: ``/etc/etcd/etcdrc``, then
+    ``~/.etcdrc``, then the configuration's ``driver_options.etcd_config_file`` (or ``/etc/conftool/etcdrc``),
+    each YAML, later files winning — conftool's own order (``conftool/drivers/etcd.py``). Read here so the
+    fast read below speaks to etcd exactly as conftool does (its CA, its client certificate, its user)."""
+    import os
+
+    import yaml
+
+    options = cfg.get("driver_options") or {}
+    files = ["/etc/etcd/etcdrc", os.path.expanduser("~/.etcdrc"),
+             str(options.get("etcd_config_file") or "/etc/conftool/etcdrc")]
+    out: dict[str, Any] = {}
+    for path in files:
+        try:
+            with open(path) as f:
+                data = yaml.safe_load(f)
+        except OSError:
+            continue
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"cannot parse conftool's etcd settings {path}: {exc}") from None
+        if isinstance(data, Mapping):
+            out.update(data)
+    return out
+
+
 def _etcd_read(cfg: Mapping[str, Any], *parts: str, timeout: float) -> list[dict[str, Any]]:
-    """The child nodes of conftool's key ``<namespace>/<api_version>/<parts...>`` over etcd's v2 API."""
+    """The child nodes of conftool's key ``<namespace>/<api_version>/<parts...>`` over etcd's v2 API, with
+    the TLS and credentials conftool's etcd settings give (:func:`etcd_settings`)."""
+    import base64
     import json
+    import ssl
     import urllib.error
     import urllib.request
 
     base = (cfg.get("hosts") or ["http://localhost:2379"])[0].rstrip("/")
     path = "/".join(p.strip("/") for p in (cfg.get("namespace", "/conftool"), cfg.get("api_version", "v1"), *parts))
+    settings = etcd_settings(cfg)
+    context = None
+    if base.startswith("https://"):
+        context = ssl.create_default_context(cafile=settings.get("ca_cert"))
+        cert = settings.get("cert")
+        if isinstance(cert, list | tuple) and len(cert) == 2:
+            context.load_cert_chain(str(cert[0]), str(cert[1]))
+        elif cert:
+            context.load_cert_chain(str(cert))
+    request = urllib.request.Request(f"{base}/v2/keys/{path}?recursive=true")
+    if settings.get("username"):
+        token = base64.b64encode(f"{settings['username']}:{settings.get('password', '')}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
     try:
-        with urllib.request.urlopen(f"{base}/v2/keys/{path}?recursive=true", timeout=timeout) as resp:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
             nodes: list[dict[str, Any]] = json.load(resp).get("node", {}).get("nodes", [])
             return nodes
     except urllib.error.HTTPError as exc:
