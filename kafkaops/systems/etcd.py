@@ -104,7 +104,9 @@ class EtcdLockBackend:
         import requests
 
         if self._session is None:
-            self._session = requests.Session()
+            from kafkaops.systems.http_auth import pinned_session
+
+            self._session = pinned_session()
             if self.tls is not None:  # the site's CA, and kafkaops' client certificate where etcd wants one
                 self._session.verify = self.tls.ca_file
                 if self.tls.cert_file:

@@ -27,11 +27,26 @@ def _reveal(secret: Secret, system: str, what: str) -> str:
                           hint="check monitoring.auth in the inventory") from None
 
 
-def session(auth: HttpAuth | None, system: str) -> Any:
-    """A ``requests`` session that authenticates as ``auth`` says (none: a plain session)."""
+def pinned_session() -> Any:
+    """A ``requests`` session whose own ``verify`` (the inventory's CA) is the one used.
+
+    A plain session loses it to the environment: ``requests`` lets ``REQUESTS_CA_BUNDLE`` or
+    ``CURL_CA_BUNDLE`` — set on many admin hosts, and on this lab's — override a session's ``verify``
+    (psf/requests#3829), so the site's CA was silently replaced by the system's and every https request to a
+    privately signed server failed. Passing ``verify`` with each request is what takes precedence."""
     import requests
 
-    s = requests.Session()
+    class Pinned(requests.Session):
+        def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("verify", self.verify)
+            return super().request(method, url, *args, **kwargs)
+
+    return Pinned()
+
+
+def session(auth: HttpAuth | None, system: str) -> Any:
+    """A ``requests`` session that authenticates as ``auth`` says (none: a plain session)."""
+    s = pinned_session()
     if auth is None:
         return s
     if auth.ca_file:

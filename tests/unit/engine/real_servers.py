@@ -122,8 +122,9 @@ def start_zookeeper(directory: Path) -> Server:
     return server
 
 
-def start_etcd(directory: Path) -> Server:
-    """Debian's ``etcd`` on 127.0.0.1:<free port> (client) and another free port (peer)."""
+def start_etcd(directory: Path, tls: Path | None = None) -> Server:
+    """Debian's ``etcd`` on 127.0.0.1:<free port> (client) and another free port (peer); with ``tls`` (a
+    directory holding ``ca.pem``, ``server.pem``, ``server.key``), on https requiring client certificates."""
     if os.environ.get("KAFKAOPS_TEST_NO_SERVERS"):
         pytest.skip("KAFKAOPS_TEST_NO_SERVERS is set")
     etcd = shutil.which("etcd")
@@ -131,7 +132,9 @@ def start_etcd(directory: Path) -> Server:
     assert etcd is not None
     directory.mkdir(parents=True, exist_ok=True)
     client, peer = free_port(), free_port()
-    url = f"http://{ADDRESS}:{client}"
+    url = f"{'https' if tls else 'http'}://{ADDRESS}:{client}"
+    secure = (["--cert-file", str(tls / "server.pem"), "--key-file", str(tls / "server.key"), "--client-cert-auth",
+               "--trusted-ca-file", str(tls / "ca.pem")] if tls else [])
     log = directory / "etcd.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -139,15 +142,17 @@ def start_etcd(directory: Path) -> Server:
              "--listen-client-urls", url, "--advertise-client-urls", url,
              "--listen-peer-urls", f"http://{ADDRESS}:{peer}",
              "--initial-advertise-peer-urls", f"http://{ADDRESS}:{peer}",
-             "--initial-cluster", f"locktest=http://{ADDRESS}:{peer}", "--log-level", "warn"],
+             "--initial-cluster", f"locktest=http://{ADDRESS}:{peer}", "--log-level", "warn", *secure],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     server = Server("etcd", url, proc, log)
 
     def healthy() -> bool:
         import requests
 
+        auth = ({"verify": str(tls / "ca.pem"), "cert": (str(tls / "client.pem"), str(tls / "client.key"))}
+                if tls else {})
         try:
-            return requests.get(f"{url}/health", timeout=1).json().get("health") == "true"
+            return requests.get(f"{url}/health", timeout=1, **auth).json().get("health") == "true"
         except (requests.RequestException, ValueError):
             return False
 
