@@ -20,8 +20,8 @@ as an unknown host, so the operator knows what to add. ``@revoked`` keys are ref
 
 from __future__ import annotations
 
-import fnmatch
 import os
+import re
 from dataclasses import dataclass
 
 USER_DEFAULTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
@@ -71,12 +71,19 @@ def host_names(hostname: str, port: int) -> tuple[str, ...]:
     return (hostname,) if port == 22 else (f"[{hostname}]:{port}",)
 
 
+def _glob(pattern: str) -> re.Pattern[str]:
+    """An OpenSSH pattern: ``*`` and ``?`` are wildcards, everything else literal — ``[host]:port`` too (a
+    shell glob would read the brackets as a character class)."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + r"\Z")
+
+
 def _patterns_match(patterns: str, names: tuple[str, ...]) -> bool:
     """OpenSSH's comma-separated patterns (``*``/``?`` globs, ``!`` negation) against any of ``names``."""
     matched = False
     for pattern in patterns.split(","):
         negated = pattern.startswith("!")
-        if any(fnmatch.fnmatchcase(n, pattern.lstrip("!")) for n in names):
+        glob = _glob(pattern.lstrip("!"))
+        if any(glob.match(n) for n in names):
             if negated:
                 return False
             matched = True
