@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from kafkaops.errors import LabError
@@ -146,7 +146,10 @@ class LabSpec:
             raise LabError(f"no lab at {path.parent}", hint="run `kafkaops lab up` first") from exc
         data["hosts"] = tuple(LabHostSpec(**h) for h in data["hosts"])
         data["deploy"] = LabHostSpec(**data["deploy"]) if data.get("deploy") else None
-        return cls(**data)
+        # A lab started by another version of kafkaops may record fields this one does not know: `lab down`
+        # must still stop it (its pids are in the run directory, not in these fields).
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def _split(hostport: str, what: str) -> tuple[str, int]:
