@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 USER_DEFAULTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
 GLOBAL_DEFAULTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
@@ -107,14 +108,40 @@ def marker_lines(files: tuple[str, ...], marker: str, names: tuple[str, ...]) ->
     return found
 
 
+def load_plain_keys(keys: Any, path: str) -> None:
+    """Add ``path``'s plain host keys to ``keys`` (a ``paramiko.HostKeys``). Marker lines (``@cert-authority``,
+    ``@revoked``) are skipped here — :func:`marker_lines` reads them — as are lines paramiko cannot parse:
+    its own loader raises on a marker line (base64 of the key type), which would make one CA line in
+    Puppet's file refuse every host."""
+    import binascii
+
+    from paramiko.hostkeys import HostKeyEntry
+    from paramiko.ssh_exception import SSHException
+
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().splitlines()
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "@")):
+            continue
+        try:
+            entry = HostKeyEntry.from_line(line, number)
+        except (SSHException, binascii.Error, ValueError):
+            continue
+        if entry is not None and entry.key is not None:
+            for name in entry.hostnames:
+                keys.add(name, entry.key.get_name(), entry.key)
+
+
 def verified_by(files: TrustFiles, names: tuple[str, ...]) -> str | None:
     """The first file (in OpenSSH's order) holding a plain key for any of ``names``, or None."""
     import paramiko
 
     for path in files.existing:
+        keys = paramiko.HostKeys()
         try:
-            keys = paramiko.HostKeys(path)
-        except (OSError, paramiko.SSHException):
+            load_plain_keys(keys, path)
+        except OSError:
             continue
         if any(keys.lookup(n) for n in names):
             return path

@@ -26,7 +26,7 @@ from typing import Any
 from kafkaops.errors import ConfigError, HostKeyError, UnreachableError, WaitTimeout
 from kafkaops.model import SshEndpoint
 from kafkaops.systems.guard import write
-from kafkaops.systems.known_hosts import TrustFiles, host_names, marker_lines, trust_files
+from kafkaops.systems.known_hosts import TrustFiles, host_names, load_plain_keys, marker_lines, trust_files
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class SshClient:
             raise HostKeyError(f"the host key of {self._where(t)} is marked @revoked in {revoked[0]}",
                                hint="the host must be re-keyed; never remove the @revoked line to get in")
         for path in files:
-            client.get_host_keys().load(path)
+            load_plain_keys(client.get_host_keys(), path)
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
         sock = self._proxy_sock(t) if t.proxy_jump else None
         try:

@@ -87,10 +87,13 @@ def test_bad_credentials_are_one_line_naming_the_cluster_never_the_secret(
 
 
 def _raw(cluster: Cluster, key: str) -> str:
-    """The inventory's own text for ``key`` (with its ``${KAFKAOPS_LAB_DIR:-...}``), for replacing it."""
+    """The inventory's own text for ``kafka.security``'s ``key`` (with its ``${KAFKAOPS_LAB_DIR:-...}``), for
+    replacing it: the Kafka CA and kafkaops' Kafka password, not ZooKeeper's or Alertmanager's."""
     import re
 
-    m = re.search(rf"{key}: (\S+)", Path(cluster.source).read_text())
+    text = Path(cluster.source).read_text()
+    block = text[text.index("  security:\n"):text.index("\nconftool:")]
+    m = re.search(rf"{key}: (\S+)", block)
     assert m
     return m.group(1)
 

@@ -54,3 +54,18 @@ def test_the_first_file_holding_the_key_is_the_one_that_verifies(tmp_path: Path)
     user.write_text(f"kafka1001.eqiad.wmnet {pub}\n")
     assert verified_by(files, ("kafka1001.eqiad.wmnet",)) == str(user)
     assert verified_by(files, ("kafka1002.eqiad.wmnet",)) is None
+
+
+def test_a_marker_line_does_not_hide_the_plain_keys_beside_it(tmp_path: Path) -> None:
+    """paramiko's own loader raises on an @cert-authority line: one CA line in Puppet's file would refuse
+    every host. The plain keys around it are still read."""
+    import paramiko
+
+    from kafkaops.systems.known_hosts import load_plain_keys
+
+    pub = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+    f = tmp_path / "ssh_known_hosts"
+    f.write_text(f"@cert-authority *.eqiad.wmnet {pub}\nkafka1001.eqiad.wmnet {pub}\ngarbage line here\n")
+    keys = paramiko.HostKeys()
+    load_plain_keys(keys, str(f))
+    assert keys.lookup("kafka1001.eqiad.wmnet") is not None and keys.lookup("kafka1002.eqiad.wmnet") is None
