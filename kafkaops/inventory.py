@@ -259,16 +259,10 @@ def _kafka_security(r: _Reader | None) -> KafkaSecurity:
     if protocol not in KAFKA_PROTOCOLS:
         raise r.doc.error(r.key("protocol"), f"unknown protocol {protocol!r} (known: {', '.join(KAFKA_PROTOCOLS)})")
     tls, sasl_on = protocol in ("SSL", "SASL_SSL"), protocol.startswith("SASL_")
-    files: dict[str, Any] = {k: r.text(k, required=False) for k in ("ca_file", "cert_file", "key_file")}
+    files = _tls_keys(r)
     if not tls and any(files.values()):
         raise r.doc.error(r.key(next(k for k, v in files.items() if v)),
                           f"a {protocol} connection uses no TLS files: remove it, or use SSL or SASL_SSL")
-    if bool(files["cert_file"]) != bool(files["key_file"]):
-        raise r.doc.error(r.key("cert_file" if files["key_file"] else "key_file"),
-                          "mutual TLS needs both cert_file and key_file")
-    for k, path in files.items():
-        if path is not None:
-            _check_file(r, k, path, secret=k == "key_file")
     sasl = r.sub("sasl", required=False)
     if sasl_on != (sasl is not None):
         raise r.doc.error(r.key("sasl" if sasl is not None else "protocol"),
@@ -276,9 +270,7 @@ def _kafka_security(r: _Reader | None) -> KafkaSecurity:
                           f"(mechanism, username, password_file or password_env)")
     if sasl is None:
         return KafkaSecurity(protocol=protocol, **files)
-    if sasl.has("password"):
-        raise r.doc.error(sasl.key("password"), "a password is never written in an inventory: put it in a file "
-                          "only kafkaops' user can read (password_file) or in the environment (password_env)")
+    password = _secret(sasl, "password", required=True)
     sasl.allow("mechanism", "username", "password_file", "password_env")
     mechanism = (sasl.text("mechanism") or "").upper()
     if mechanism not in SASL_MECHANISMS:
@@ -289,16 +281,22 @@ def _kafka_security(r: _Reader | None) -> KafkaSecurity:
     if mechanism == "PLAIN" and not tls:
         raise r.doc.error(sasl.key("mechanism"), "PLAIN over SASL_PLAINTEXT sends the password in clear text: "
                           "use SASL_SSL, or a SCRAM mechanism")
-    file, env = sasl.text("password_file", required=False), sasl.text("password_env", required=False)
-    if (file is None) == (env is None):
-        raise r.doc.error(sasl.key("password_file"), "name the password by exactly one of password_file "
-                          "or password_env")
-    if file is not None:
-        _check_file(sasl, "password_file", file, secret=True)
-    elif not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env or ""):
-        raise r.doc.error(sasl.key("password_env"), f"{env!r} is not an environment variable name")
     return KafkaSecurity(protocol=protocol, **files, sasl_mechanism=mechanism,
-                         username=sasl.text("username"), password=Secret(file=file, env=env))
+                         username=sasl.text("username"), password=password)
+
+
+def _tls_keys(r: _Reader, *, ca_required: bool = False) -> dict[str, Any]:
+    """A TLS client's ``ca_file``, ``cert_file`` and ``key_file`` (each absolute; the key only its owner
+    reads; certificate and key both or neither), as keyword arguments of the security it belongs to."""
+    files: dict[str, Any] = {k: r.text(k, required=ca_required and k == "ca_file")
+                             for k in ("ca_file", "cert_file", "key_file")}
+    if bool(files["cert_file"]) != bool(files["key_file"]):
+        raise r.doc.error(r.key("cert_file" if files["key_file"] else "key_file"),
+                          "mutual TLS needs both cert_file and key_file")
+    for k, path in files.items():
+        if path is not None:
+            _check_file(r, k, path, secret=k == "key_file")
+    return files
 
 
 def _tls_files(r: _Reader | None) -> TlsFiles | None:
@@ -307,14 +305,7 @@ def _tls_files(r: _Reader | None) -> TlsFiles | None:
     if r is None:
         return None
     r.allow("ca_file", "cert_file", "key_file")
-    files: dict[str, Any] = {k: r.text(k, required=k == "ca_file") for k in ("ca_file", "cert_file", "key_file")}
-    if bool(files["cert_file"]) != bool(files["key_file"]):
-        raise r.doc.error(r.key("cert_file" if files["key_file"] else "key_file"),
-                          "mutual TLS needs both cert_file and key_file")
-    for k, path in files.items():
-        if path is not None:
-            _check_file(r, k, path, secret=k == "key_file")
-    return TlsFiles(**files)
+    return TlsFiles(**_tls_keys(r, ca_required=True))
 
 
 def _zookeeper_security(r: _Reader | None) -> ZooKeeperSecurity | None:
@@ -325,27 +316,16 @@ def _zookeeper_security(r: _Reader | None) -> ZooKeeperSecurity | None:
     if r is None:
         return None
     r.allow("ca_file", "cert_file", "key_file", "digest")
-    files: dict[str, Any] = {k: r.text(k, required=False) for k in ("ca_file", "cert_file", "key_file")}
-    if bool(files["cert_file"]) != bool(files["key_file"]):
-        raise r.doc.error(r.key("cert_file" if files["key_file"] else "key_file"),
-                          "mutual TLS needs both cert_file and key_file")
+    files = _tls_keys(r)
     if files["cert_file"] and not files["ca_file"]:
         raise r.doc.error(r.key("ca_file"), "a client certificate is for TLS: give the ca_file ZooKeeper's "
                           "certificate chains to")
-    for k, path in files.items():
-        if path is not None:
-            _check_file(r, k, path, secret=k == "key_file")
     digest = r.sub("digest", required=False)
     username, password = None, None
     if digest is not None:
-        if digest.has("password"):
-            raise r.doc.error(digest.key("password"), "a password is never written in an inventory: use "
-                              "password_file (mode 0600) or password_env")
+        password = _secret(digest, "password", required=True)
         digest.allow("username", "password_file", "password_env")
         username = digest.text("username")
-        password = _secret(digest, "password")
-        if password is None:
-            raise r.doc.error(digest.key("password_file"), "name the password by password_file or password_env")
     if not files["ca_file"] and digest is None:
         raise r.doc.error(r.key("ca_file"), "give ca_file (TLS) and/or digest (who kafkaops is to ZooKeeper)")
     return ZooKeeperSecurity(**files, username=username, password=password)
@@ -702,16 +682,11 @@ def _http_auth(r: _Reader | None) -> HttpAuth | None:
     secret named by file or environment variable (docs/inventory.md, Monitoring)."""
     if r is None:
         return None
-    r.allow("ca_file", "username", "password_file", "password_env", "bearer_token_file", "bearer_token_env",
-            "password", "bearer_token")
-    for inline in ("password", "bearer_token"):
-        if r.has(inline):
-            raise r.doc.error(r.key(inline), f"a {inline.replace('_', ' ')} is never written in an inventory: "
-                              f"use {inline}_file (mode 0600) or {inline}_env")
+    password, token = _secret(r, "password"), _secret(r, "bearer_token")
+    r.allow("ca_file", "username", "password_file", "password_env", "bearer_token_file", "bearer_token_env")
     ca = r.text("ca_file", required=False)
     if ca is not None:
         _check_file(r, "ca_file", ca, secret=False)
-    password, token = _secret(r, "password"), _secret(r, "bearer_token")
     username = r.text("username", required=False)
     if password is not None and token is not None:
         raise r.doc.error(r.key("bearer_token_file"), "give basic auth (username, password) or a bearer token, "
@@ -722,13 +697,20 @@ def _http_auth(r: _Reader | None) -> HttpAuth | None:
     return HttpAuth(ca_file=ca, username=username, password=password, token=token)
 
 
-def _secret(r: _Reader, name: str) -> Secret | None:
+def _secret(r: _Reader, name: str, *, required: bool = False) -> Secret | None:
     """A secret named ``NAME_file`` (checked: absolute, only its owner reads it) or ``NAME_env``; None if
-    neither is given."""
+    neither is given (an error if ``required``). Never the secret itself: an inventory is reviewed,
+    committed and copied, and a secret written in it leaks with it."""
+    what = name.replace("_", " ")
+    if r.has(name):
+        raise r.doc.error(r.key(name), f"a {what} is never written in an inventory: put it in a file only "
+                          f"kafkaops' user can read ({name}_file) or in the environment ({name}_env)")
     file, env = r.text(f"{name}_file", required=False), r.text(f"{name}_env", required=False)
+    if required and file is None and env is None:
+        raise r.doc.error(r.key(f"{name}_file"), f"name the {what} by exactly one of {name}_file or {name}_env")
     if file is not None and env is not None:
-        raise r.doc.error(r.key(f"{name}_file"), f"name the {name.replace('_', ' ')} by one of {name}_file "
-                          f"or {name}_env, not both")
+        raise r.doc.error(r.key(f"{name}_file"), f"name the {what} by exactly one of {name}_file or {name}_env, "
+                          "not both")
     if file is not None:
         _check_file(r, f"{name}_file", file, secret=True)
         return Secret(file=file)

@@ -12,19 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkaops.errors import AuthError, ConfigError
+from kafkaops.errors import AuthError
 from kafkaops.model import HttpAuth, Secret
+from kafkaops.systems.credentials import reveal
 
 
 def _reveal(secret: Secret, system: str, what: str) -> str:
-    try:
-        return secret.reveal().strip()
-    except KeyError:
-        raise ConfigError(f"{system}: the {what} variable ${secret.env} is not set",
-                          hint="export it, or name a file in monitoring.auth") from None
-    except OSError as exc:
-        raise ConfigError(f"{system}: cannot read the {what} {secret.where}: {exc.strerror}",
-                          hint="check monitoring.auth in the inventory") from None
+    return reveal(secret, system, what, "check monitoring.auth in the inventory")
 
 
 def pinned_session() -> Any:

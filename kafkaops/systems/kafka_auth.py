@@ -24,6 +24,7 @@ from typing import Any
 
 from kafkaops.errors import AuthError, ConfigError
 from kafkaops.model import KafkaEndpoint, KafkaSecurity
+from kafkaops.systems.credentials import reveal
 
 #: The JAAS login module of each SASL mechanism, as Kafka's Java clients name it.
 _LOGIN_MODULES = {
@@ -43,14 +44,8 @@ def password(security: KafkaSecurity, cluster: str) -> str:
     if secret is None:
         raise ConfigError(f"cluster {cluster}: kafka.security.sasl has no password_file or password_env",
                           hint="name where kafkaops' Kafka password lives")
-    try:
-        return secret.reveal()
-    except KeyError:
-        raise ConfigError(f"cluster {cluster}: Kafka password variable ${secret.env} is not set",
-                          hint="export it, or use kafka.security.sasl.password_file") from None
-    except OSError as exc:
-        raise ConfigError(f"cluster {cluster}: cannot read the Kafka password {secret.where}: {exc.strerror}",
-                          hint="check the file and that kafkaops runs as the user who may read it") from None
+    return reveal(secret, f"cluster {cluster}", "Kafka password", "check kafka.security.sasl in the inventory, "
+                  "and that kafkaops runs as the user who may read it")
 
 
 def check_files(endpoint: KafkaEndpoint) -> None:

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from kafkaops.engine.lock import LockInfo, held_error
 from kafkaops.errors import CheckFailed, ConfigError, UnreachableError
 from kafkaops.model import Cluster, ZooKeeperSecurity
+from kafkaops.systems.credentials import reveal
 from kafkaops.systems.guard import write
 
 T = TypeVar("T")
@@ -92,14 +93,7 @@ def _why(lines: list[str]) -> str:
 
 def _password(sec: ZooKeeperSecurity, hosts: str) -> str:
     assert sec.password is not None
-    try:
-        return sec.password.reveal().strip()
-    except KeyError:
-        raise ConfigError(f"ZooKeeper {hosts}: the password variable ${sec.password.env} is not set",
-                          hint="export it, or use kafka.zookeeper_security.digest.password_file") from None
-    except OSError as exc:
-        raise ConfigError(f"ZooKeeper {hosts}: cannot read the password {sec.password.where}: {exc.strerror}",
-                          hint="check kafka.zookeeper_security in the inventory") from None
+    return reveal(sec.password, f"ZooKeeper {hosts}", "password", "check kafka.zookeeper_security in the inventory")
 
 
 class ZooKeeper:

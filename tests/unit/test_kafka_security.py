@@ -145,7 +145,7 @@ def test_a_missing_or_exposed_file_is_refused_before_any_client_is_built(secrets
 
 def test_an_unset_password_variable_is_named_not_guessed(secrets_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KAFKAOPS_TEST_PW", raising=False)
-    with pytest.raises(ConfigError, match=r"cluster main: Kafka password variable \$KAFKAOPS_TEST_PW is not set"):
+    with pytest.raises(ConfigError, match=r"cluster main: the Kafka password variable \$KAFKAOPS_TEST_PW is not set"):
         librdkafka_config(_endpoint(secrets_dir, password=Secret(env="KAFKAOPS_TEST_PW")))
     monkeypatch.setenv("KAFKAOPS_TEST_PW", "from-env")
     assert librdkafka_config(_endpoint(secrets_dir, password=Secret(env="KAFKAOPS_TEST_PW")))["sasl.password"] == \

@@ -96,7 +96,8 @@ def test_the_lab_names_its_zookeeper_identity_by_file(monkeypatch: pytest.Monkey
 @pytest.mark.parametrize(("block", "expected"), [
     ("  zookeeper_security: {}\n", r"give ca_file \(TLS\) and/or digest"),
     ("  zookeeper_security: {digest: {username: k, password: x}}\n", r"a password is never written"),
-    ("  zookeeper_security: {digest: {username: k}}\n", r"name the password by password_file or password_env"),
+    ("  zookeeper_security: {digest: {username: k}}\n",
+     r"name the password by exactly one of password_file or password_env"),
     ("  zookeeper_security: {cert_file: /etc/c.pem, key_file: /etc/k.pem}\n", r"give the ca_file"),
     ("  zookeeper_security: {sasl: {}}\n", r"unknown key"),
 ])
