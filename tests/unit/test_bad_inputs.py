@@ -102,6 +102,16 @@ CASES = [
          "hosts: expected a mapping, got list", inventory="hosts-list.yaml"),
     Case("inventory-unknown-key", ("status", "lab"), CONFIG, "hosts.kafka1001.rak: unknown key",
          inventory="unknown-key.yaml"),
+    # secured clusters (issue 43): secrets by file or variable, files only their owner reads
+    Case("inventory-inline-kafka-password", ("status", "lab"), CONFIG,
+         "kafka.security.sasl.password: a password is never written in an inventory",
+         inventory="inline-password.yaml"),
+    Case("inventory-world-readable-secret", ("status", "lab"), CONFIG, "may be read by other users (mode 0644)",
+         inventory="exposed-secret.yaml"),
+    Case("inventory-missing-secret", ("status", "lab"), CONFIG,
+         "kafka.security.sasl.password_file", inventory="absent-secret.yaml"),
+    Case("inventory-gssapi", ("status", "lab"), CONFIG, "unknown SASL mechanism 'GSSAPI'",
+         inventory="gssapi.yaml"),
     Case("inventory-missing-key", ("rolling-reboot", "lab", "--dry-run"), CONFIG,
          "hosts.kafka1002.broker_id: missing required key", inventory="missing-key.yaml"),
     Case("inventory-missing-template", ("restart", "kafka1001", "--dry-run"), CONFIG,
@@ -384,6 +394,10 @@ def _inventories(world: Path) -> None:
     base = (REPO / "inventory" / "lab.yaml").read_text().replace("127.0.10.", CLOSED_NET)
     assert "127.0.10." not in base
     zk_identity = base[base.index("  zookeeper_security:"):base.index("  # Secured as production")]
+    kafka_password = "${KAFKAOPS_LAB_DIR:-~/.local/state/kafkaops/lab}/secrets/kafkaops.password"
+    exposed = world / "exposed.password"
+    exposed.write_text("pw\n")
+    exposed.chmod(0o644)
     kraft = _variant(_variant(base, "  zookeeper: 127.0.47.10:2181\n", ""), zk_identity, "")
     files = {
         "closed.yaml": base,
@@ -406,6 +420,11 @@ def _inventories(world: Path) -> None:
         "kraft.yaml": kraft + _CONTROLLERS,
         "empty.yaml": "",
         "stale.yaml": base,
+        "inline-password.yaml": _variant(base, f"password_file: {kafka_password}", "password: hunter2"),
+        "exposed-secret.yaml": _variant(base, f"password_file: {kafka_password}", f"password_file: {exposed}"),
+        "absent-secret.yaml": _variant(base, f"password_file: {kafka_password}",
+                                       f"password_file: {world / 'absent.password'}"),
+        "gssapi.yaml": _variant(base, "mechanism: SCRAM-SHA-512", "mechanism: GSSAPI"),
     }
     codfw = (base.replace(CLOSED_NET, "127.0.48.").replace("dc: eqiad", "dc: codfw")
              .replace("cluster: lab\n", "cluster: lab-codfw\n").replace("kafka100", "kafka200"))
