@@ -232,3 +232,23 @@ def test_a_ca_file_that_is_not_pem_is_one_line_not_a_traceback(secrets_dir: Path
     (secrets_dir / "ca.pem").write_text("not a certificate\n")
     with pytest.raises(ConfigError, match=r"cluster main: the Kafka client refused kafka\.security: .*ca\.location"):
         KafkaAdmin(_endpoint(secrets_dir), timeout=1, attempts=1)
+
+
+def test_a_missing_acl_is_a_refusal_naming_the_principal_not_an_outage(secrets_dir: Path) -> None:
+    """A request refused by the brokers' authorizer (CLUSTER_AUTHORIZATION_FAILED on an election, say) is
+    exit 14 naming the principal to grant; a timeout stays an outage (None: the caller says "did not answer")."""
+    from types import SimpleNamespace
+
+    from kafkaops.systems.kafka_auth import classify
+
+    def kafka_error(name: str, text: str) -> Exception:
+        return Exception(SimpleNamespace(name=lambda: name, str=lambda: text))
+
+    endpoint = _endpoint(secrets_dir)
+    refused = classify(endpoint, "elect_leaders",
+                       kafka_error("CLUSTER_AUTHORIZATION_FAILED", "Cluster authorization failed"))
+    assert refused is not None and refused.exit_code == 14
+    assert str(refused).startswith("cluster main: Kafka (SASL_SSL, as User:kafkaops) refused elect_leaders: "
+                                   "not authorized on the cluster")
+    assert "grant User:kafkaops the ACL named above" in str(refused)
+    assert classify(endpoint, "ListOffsets", kafka_error("_TIMED_OUT", "Local: Timed out")) is None
