@@ -13,13 +13,14 @@ makes the operator copy keys around. So, as ``ssh(1)``:
 every one that exists is read. A key found nowhere, or different from the one recorded, is refused
 (exit 5) naming the files read.
 
-Host *certificates* (``@cert-authority`` lines) are recognised but not verified: paramiko cannot check a
-host certificate (its issue 771). A host trusted only through a CA is refused with that said, rather than
-as an unknown host, so the operator knows what to add. ``@revoked`` keys are refused.
+A host with no plain key in any of them but matched by a ``@cert-authority`` line is trusted through its
+host certificate (:mod:`kafkaops.systems.host_certificates`). ``@revoked`` keys are refused.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -78,7 +79,7 @@ def _glob(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + r"\Z")
 
 
-def _patterns_match(patterns: str, names: tuple[str, ...]) -> bool:
+def patterns_match(patterns: str, names: tuple[str, ...]) -> bool:
     """OpenSSH's comma-separated patterns (``*``/``?`` globs, ``!`` negation) against any of ``names``."""
     matched = False
     for pattern in patterns.split(","):
@@ -91,8 +92,18 @@ def _patterns_match(patterns: str, names: tuple[str, ...]) -> bool:
     return matched
 
 
-def marker_lines(files: tuple[str, ...], marker: str, names: tuple[str, ...]) -> list[str]:
-    """The files holding a ``@cert-authority``/``@revoked`` (``marker``) line whose patterns match ``names``."""
+@dataclass(frozen=True)
+class MarkedKey:
+    """A key on a ``@cert-authority`` or ``@revoked`` line: ``type base64``, and where it was read."""
+
+    key: str
+    path: str
+    line: int
+
+
+def marked_keys(files: tuple[str, ...], marker: str, names: tuple[str, ...]) -> list[MarkedKey]:
+    """The keys of the ``marker`` (``@cert-authority``/``@revoked``) lines of ``files`` whose patterns match
+    one of ``names``, in OpenSSH's file order."""
     found = []
     for path in files:
         try:
@@ -100,17 +111,47 @@ def marker_lines(files: tuple[str, ...], marker: str, names: tuple[str, ...]) ->
                 lines = f.read().splitlines()
         except OSError:
             continue
-        for line in lines:
+        for number, line in enumerate(lines, 1):
             fields = line.split()
-            if len(fields) >= 3 and fields[0] == marker and _patterns_match(fields[1], names):
-                found.append(path)
-                break
+            if len(fields) >= 4 and fields[0] == marker and patterns_match(fields[1], names):
+                found.append(MarkedKey(f"{fields[2]} {fields[3]}", path, number))
     return found
+
+
+def fingerprint(key_blob: bytes) -> str:
+    """``ssh-keygen -l``'s SHA256 fingerprint of a public key blob."""
+    return "SHA256:" + base64.b64encode(hashlib.sha256(key_blob).digest()).decode().rstrip("=")
+
+
+@dataclass(frozen=True)
+class CertAuthority:
+    """One ``@cert-authority`` line: the CA's public key (``type base64``) and where it was read."""
+
+    key: str
+    path: str
+    line: int
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(base64.b64decode(self.key.split()[1]))
+
+    def __str__(self) -> str:
+        return f"host CA {self.fingerprint} ({self.path}:{self.line})"
+
+
+def cert_authorities(files: tuple[str, ...], names: tuple[str, ...]) -> list[CertAuthority]:
+    """Every ``@cert-authority`` line of ``files`` whose patterns match one of ``names``, in file order."""
+    return [CertAuthority(m.key, m.path, m.line) for m in marked_keys(files, "@cert-authority", names)]
+
+
+def revoked_keys(files: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]:
+    """The keys (``type base64``) that ``@revoked`` lines matching ``names`` refuse, each with its place."""
+    return {m.key: f"{m.path}:{m.line}" for m in marked_keys(files, "@revoked", names)}
 
 
 def load_plain_keys(keys: Any, path: str) -> None:
     """Add ``path``'s plain host keys to ``keys`` (a ``paramiko.HostKeys``). Marker lines (``@cert-authority``,
-    ``@revoked``) are skipped here — :func:`marker_lines` reads them — as are lines paramiko cannot parse:
+    ``@revoked``) are skipped here — :func:`marked_keys` reads them — as are lines paramiko cannot parse:
     its own loader raises on a marker line (base64 of the key type), which would make one CA line in
     Puppet's file refuse every host."""
     import binascii
@@ -134,7 +175,8 @@ def load_plain_keys(keys: Any, path: str) -> None:
 
 
 def verified_by(files: TrustFiles, names: tuple[str, ...]) -> str | None:
-    """The first file (in OpenSSH's order) holding a plain key for any of ``names``, or None."""
+    """What a connection to ``names`` will be verified by: the first file (in OpenSSH's order) holding a
+    plain key for one of them, else the first host CA trusted for them (its fingerprint and line), or None."""
     import paramiko
 
     for path in files.existing:
@@ -145,4 +187,5 @@ def verified_by(files: TrustFiles, names: tuple[str, ...]) -> str | None:
             continue
         if any(keys.lookup(n) for n in names):
             return path
-    return None
+    cas = cert_authorities(files.existing, names)
+    return str(cas[0]) if cas else None

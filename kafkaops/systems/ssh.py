@@ -21,12 +21,21 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from kafkaops.errors import ConfigError, HostKeyError, UnreachableError, WaitTimeout
 from kafkaops.model import SshEndpoint
 from kafkaops.systems.guard import write
-from kafkaops.systems.known_hosts import TrustFiles, host_names, load_plain_keys, marker_lines, trust_files
+from kafkaops.systems.host_certificates import CERTIFICATE_ALGORITHMS, CertificateRefused, check_host_certificate
+from kafkaops.systems.known_hosts import (
+    CertAuthority,
+    TrustFiles,
+    cert_authorities,
+    host_names,
+    load_plain_keys,
+    revoked_keys,
+    trust_files,
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,61 @@ def _resolve(endpoint: SshEndpoint, config_path: str) -> _Target:
     )
 
 
+def _drop_revoked(keys: Any, names: tuple[str, ...], revoked: dict[str, str]) -> list[Any] | None:
+    """Remove from ``keys`` (a ``paramiko.HostKeys``) the keys of ``names`` that are ``@revoked``; return
+    the ones left, or None when none was recorded at all. A revoked key is never accepted, even where it
+    is also recorded as the host's (as ssh(1): the old key of a re-keyed host often stays in some file)."""
+    found: list[Any] = []
+    kept: list[Any] = []
+    for name in names:
+        entries = keys.lookup(name)
+        if entries is None:
+            continue
+        for key in list(entries.values()):
+            found.append(key)
+            if f"{key.get_name()} {key.get_base64()}" in revoked:
+                del entries[key.get_name()]
+            else:
+                kept.append(key)
+    return kept if found else None
+
+
+def _certificate_first(sock: Any, disabled_algorithms: Any = None) -> Any:
+    """A paramiko transport asking for the server's host *certificate* first (for a host trusted through a
+    CA): a server offers its certificate only when the client lists a certificate algorithm before the
+    plain ones, as ssh(1) does for a host it has a ``@cert-authority`` line for."""
+    import paramiko
+
+    transport = paramiko.Transport(sock, disabled_algorithms=disabled_algorithms)
+    options = transport.get_security_options()
+    options.key_types = [*CERTIFICATE_ALGORITHMS, *(k for k in options.key_types if k not in CERTIFICATE_ALGORITHMS)]
+    return transport
+
+
+class _CertificatePolicy:
+    """paramiko's hook for a host key found in no known-hosts file: accept it only as a host certificate
+    :func:`~kafkaops.systems.host_certificates.check_host_certificate` verifies (paramiko has already
+    checked that the server holds the certified key). Anything else is :class:`HostKeyError`."""
+
+    def __init__(self, where: str, hostname: str, cas: list[CertAuthority], revoked: dict[str, str]) -> None:
+        self.where, self.hostname, self.cas, self.revoked = where, hostname, cas, revoked
+        self.verified_by: CertAuthority | None = None
+
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        blob = getattr(key, "public_blob", None)
+        trusted = ", ".join(str(ca) for ca in self.cas)
+        try:
+            if blob is None:
+                raise CertificateRefused(f"it presented a bare {key.get_name()} key, not a host certificate")
+            self.verified_by = check_host_certificate(blob.key_type, blob.key_blob, hostname=self.hostname,
+                                                      authorities=self.cas, revoked=self.revoked)
+        except CertificateRefused as exc:
+            raise HostKeyError(f"{self.where} is trusted only through {trusted}, and {exc}: possible "
+                               "impersonation, refusing to connect",
+                               hint="have the host's key signed by the CA for this name (ssh-keygen -s ... -h "
+                                    f"-n {self.hostname}), or verify and add its key to known_hosts") from None
+
+
 class SshClient:
     """One SSH connection to one host, opened lazily and re-opened after a reboot.
 
@@ -110,21 +174,28 @@ class SshClient:
             raise HostKeyError(f"no known_hosts file for {self._where(t)} (looked for {t.known_hosts.shown()})",
                                hint="set ssh.known_hosts in the inventory, or add the host's key first")
         names = host_names(t.hostname, t.port)
-        revoked = marker_lines(files, "@revoked", names)
-        if revoked:
-            raise HostKeyError(f"the host key of {self._where(t)} is marked @revoked in {revoked[0]}",
-                               hint="the host must be re-keyed; never remove the @revoked line to get in")
+        revoked = revoked_keys(files, names)
         for path in files:
             load_plain_keys(client.get_host_keys(), path)
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        recorded = _drop_revoked(client.get_host_keys(), names, revoked)
+        if recorded is not None and not recorded:
+            raise HostKeyError(f"every host key recorded for {self._where(t)} is marked @revoked "
+                               f"({', '.join(sorted(set(revoked.values())))})",
+                               hint="the host must be re-keyed; never remove the @revoked line to get in")
+        cas = [] if recorded else cert_authorities(files, names)
+        certificate = _CertificatePolicy(self._where(t), t.hostname, cas, revoked)
+        client.set_missing_host_key_policy(cast(Any, certificate) if cas else paramiko.RejectPolicy())
         sock = self._proxy_sock(t) if t.proxy_jump else None
         try:
             client.connect(
                 t.hostname, port=t.port, username=t.user, key_filename=list(t.key_files) or None,  # type: ignore[arg-type]  # paramiko accepts a list
                 timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
                 auth_timeout=self.connect_timeout, allow_agent=not t.key_files, look_for_keys=not t.key_files,
-                sock=sock,
+                sock=sock, transport_factory=cast(Any, _certificate_first) if cas else None,
             )
+        except HostKeyError:
+            client.close()
+            raise
         except paramiko.BadHostKeyException as exc:
             raise HostKeyError(f"host key of {self._where(t)} does not match {', '.join(files)}: possible "
                                "impersonation, refusing to connect",
@@ -141,14 +212,9 @@ class SshClient:
                               hint="check ssh.user and ssh.key_file (or your agent)") from exc
         except paramiko.SSHException as exc:
             if "not found in known_hosts" in str(exc):
-                cas = marker_lines(files, "@cert-authority", names)
-                if cas:
-                    raise HostKeyError(f"{self._where(t)} is trusted in {cas[0]} only through a host certificate "
-                                       "(@cert-authority), which kafkaops' SSH client (paramiko) cannot verify",
-                                       hint="add the host's own key to a known_hosts file as well "
-                                            "(ssh-keyscan, verified)") from exc
                 raise HostKeyError(f"{self._where(t)} is not in {', '.join(files)}; refusing to trust it blindly",
-                                   hint="add its verified key to known_hosts") from exc
+                                   hint="add its verified key, or a @cert-authority line for its host CA, to "
+                                        "known_hosts") from exc
             raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}") from exc
         except (TimeoutError, OSError, EOFError) as exc:
             raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}",

@@ -9,7 +9,7 @@ from pathlib import Path
 from kafkaops.systems.known_hosts import (
     GLOBAL_DEFAULTS,
     host_names,
-    marker_lines,
+    marked_keys,
     trust_files,
     verified_by,
 )
@@ -38,10 +38,11 @@ def test_markers_match_openssh_patterns_with_negation(tmp_path: Path) -> None:
     f = tmp_path / "known"
     f.write_text("# fleet CA\n@cert-authority *.eqiad.wmnet,!bastion*.eqiad.wmnet ssh-ed25519 AAAAC3Nza\n"
                  "@revoked [10.0.0.9]:2222 ssh-ed25519 AAAAC3Nzb\n")
-    assert marker_lines((str(f),), "@cert-authority", ("kafka1001.eqiad.wmnet",)) == [str(f)]
-    assert marker_lines((str(f),), "@cert-authority", ("bastion1.eqiad.wmnet",)) == []
-    assert marker_lines((str(f),), "@cert-authority", ("kafka1001.codfw.wmnet",)) == []
-    assert marker_lines((str(f),), "@revoked", ("[10.0.0.9]:2222",)) == [str(f)]
+    ca = [(m.key, m.path, m.line) for m in marked_keys((str(f),), "@cert-authority", ("kafka1001.eqiad.wmnet",))]
+    assert ca == [("ssh-ed25519 AAAAC3Nza", str(f), 2)]
+    assert marked_keys((str(f),), "@cert-authority", ("bastion1.eqiad.wmnet",)) == []
+    assert marked_keys((str(f),), "@cert-authority", ("kafka1001.codfw.wmnet",)) == []
+    assert [m.key for m in marked_keys((str(f),), "@revoked", ("[10.0.0.9]:2222",))] == ["ssh-ed25519 AAAAC3Nzb"]
 
 
 def test_the_first_file_holding_the_key_is_the_one_that_verifies(tmp_path: Path) -> None:

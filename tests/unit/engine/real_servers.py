@@ -230,3 +230,47 @@ class DroppingProxy:
             except OSError:
                 pass
             c.close()
+
+
+def start_sshd(directory: Path, host_key: Path, *, certificate: Path | None = None,
+               authorized_keys: Path) -> Server:
+    """OpenSSH's ``sshd`` on 127.0.0.1:<free port> with ``host_key`` (and its host ``certificate``), letting in
+    the keys of ``authorized_keys`` as root. It re-reads its host keys for each connection (sshd re-executes
+    itself per connection), so a test may swap the certificate between connections."""
+    if os.environ.get("KAFKAOPS_TEST_NO_SERVERS"):
+        pytest.skip("KAFKAOPS_TEST_NO_SERVERS is set")
+    sshd = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
+    _require("sshd", sshd is not None)
+    assert sshd is not None
+    directory.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    config = directory / "sshd_config"
+    config.write_text(f"""ListenAddress {ADDRESS}:{port}
+HostKey {host_key}
+{f"HostCertificate {certificate}" if certificate else ""}
+PidFile {directory / "sshd.pid"}
+AuthorizedKeysFile {authorized_keys}
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+StrictModes no
+LogLevel ERROR
+SetEnv SHLVL=1
+""")
+    log = directory / "sshd.log"
+    # -D: stay in the foreground, so the process we hold is the server and stop() stops it.
+    proc = subprocess.Popen([sshd, "-D", "-f", str(config), "-E", str(log)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    server = Server("sshd", f"{ADDRESS}:{port}", proc, log)
+
+    def listening() -> bool:
+        try:
+            with socket.create_connection((ADDRESS, port), timeout=1) as s:
+                return s.recv(4).startswith(b"SSH-")
+        except OSError:
+            return False
+
+    _wait(server, listening, timeout=20)
+    return server
