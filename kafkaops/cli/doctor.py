@@ -167,7 +167,7 @@ def _ssh_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
             return Result(f"known hosts {cluster.name}", False, f"no key for {', '.join(missing)} in "
                           f"{', '.join(sorted(looked))} (an unknown key is refused: add the hosts' keys first)")
         return Result(f"known hosts {cluster.name}", True,
-                      f"every host's key, verified by {', '.join(sorted(verifying))}")
+                      f"every host, verified by {', '.join(sorted(verifying))}")
 
     return [config, *[partial(known, c) for c in clusters]]
 

@@ -169,7 +169,11 @@ def _prepare(spec: LabSpec) -> None:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kafkaops-lab", "-f",
                     str(ssh / "id_ed25519")], check=True)
     (ssh / "authorized_keys").write_text((ssh / "id_ed25519.pub").read_text())
-    known = []
+    # The hosts' keys are signed by the lab's host CA, and the admin side trusts the CA alone (one
+    # @cert-authority line, no host key): as a Puppet-managed fleet is trusted from its admin hosts.
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kafkaops-lab-host-ca", "-f",
+                    str(ssh / "host_ca")], check=True)
+    names = []
     for h in (*spec.hosts, *([spec.deploy] if spec.deploy else [])):
         d = host_dirs(h.name, base)
         for path in (d.run, d.log, d.bin, d.etc, *(() if h is spec.deploy else (d.kafka_data, d.release))):
@@ -178,8 +182,10 @@ def _prepare(spec: LabSpec) -> None:
             security.prepare(spec)  # the CA, keystores and passwords every server.properties names
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.fqdn, "-f",
                         str(d.etc / "ssh_host_ed25519_key")], check=True)
-        key_type, key = (d.etc / "ssh_host_ed25519_key.pub").read_text().split()[:2]
-        known.append(f"[{h.address}]:{h.ssh_port},[{h.fqdn}]:{h.ssh_port} {key_type} {key}")
+        subprocess.run(["ssh-keygen", "-q", "-s", str(ssh / "host_ca"), "-I", h.fqdn, "-h", "-n",
+                        f"{h.address},{h.fqdn}", "-V", "-5m:+52w", str(d.etc / "ssh_host_ed25519_key.pub")],
+                       check=True)
+        names += [f"[{h.address}]:{h.ssh_port}", f"[{h.fqdn}]:{h.ssh_port}"]
         (d.etc / "sshd_config").write_text(configs.sshd_config(spec, h, d, ssh / "authorized_keys"))
         if h is spec.deploy:
             script = d.bin / "labdeploy"
@@ -202,7 +208,8 @@ def _prepare(spec: LabSpec) -> None:
             script = d.bin / tool
             script.write_text(configs.kafka_tool_script(spec, main_class, d))
             script.chmod(0o755)
-    (ssh / "known_hosts").write_text("\n".join(known) + "\n")
+    ca_key = " ".join((ssh / "host_ca.pub").read_text().split()[:2])
+    (ssh / "known_hosts").write_text(f"@cert-authority {','.join(names)} {ca_key}\n")
     (base / "zookeeper" / "zoo.cfg").write_text(configs.zoo_cfg(spec, base / "zookeeper"))
     (base / "conftool" / "etcdrc").write_text(configs.etcdrc(spec))
     monitoring.prepare(spec)

@@ -102,21 +102,34 @@ def test_depool_with_confctl_stops_new_connections(lab_cluster: Cluster) -> None
 
 
 def test_ssh_checks_host_keys(lab_cluster: Cluster, tmp_path: Path) -> None:
+    """The lab's hosts are trusted through the lab's host CA alone (no host key is recorded): each is let
+    in by its certificate. A host holding another host's key, or a CA nobody trusts, is an impersonation."""
     for host in lab_cluster.hosts:
         result = SshClient(host.ssh, name=host.name).run("echo $KAFKAOPS_LAB_HOST; hostctl boot-id")
         name, boot_id = result.stdout.split()
         assert name == host.name and boot_id == LabHost.named(host.name).boot_id()
     h1, h2 = lab_cluster.hosts[0], lab_cluster.hosts[1]
     assert h1.ssh.known_hosts
-    # kafka1001's known_hosts line, but holding kafka1002's key: an impersonation.
     lines = Path(h1.ssh.known_hosts).read_text().splitlines()
-    key_of_2 = next(line for line in lines if line.startswith(f"[{h2.address}]")).split(" ", 1)[1]
-    wrong = tmp_path / "known_hosts"
-    wrong.write_text(f"[{h1.address}]:{h1.ssh.port} {key_of_2}\n")
+    assert len(lines) == 1 and lines[0].startswith("@cert-authority ")
     from dataclasses import replace
 
+    from kafkaops.lab.paths import host_dirs
+
+    # kafka1001's line, but holding kafka1002's key: an impersonation, whatever CA signed the key it shows.
+    key_of_2 = " ".join((host_dirs(h2.name).etc / "ssh_host_ed25519_key.pub").read_text().split()[:2])
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"[{h1.address}]:{h1.ssh.port} {key_of_2}\n")
     with pytest.raises(HostKeyError, match="does not match"):
         SshClient(replace(h1.ssh, known_hosts=str(wrong)), name=h1.name).run("true")
+    # The lab's line, with another CA's key: the host's certificate proves nothing.
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other_ca")], check=True)
+    other_ca = " ".join((tmp_path / "other_ca.pub").read_text().split()[:2])
+    wrong.write_text(" ".join(lines[0].split()[:2]) + f" {other_ca}\n")
+    with pytest.raises(HostKeyError, match=r"and its certificate 'kafka1001\S*' is signed by SHA256:\S+, which no "
+                                           r"@cert-authority line for this host names") as refused:
+        SshClient(replace(h1.ssh, known_hosts=str(wrong)), name=h1.name).run("true")
+    assert refused.value.exit_code == 5
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
     with pytest.raises(HostKeyError, match="not in"):

@@ -176,21 +176,22 @@ def test_a_reboot_with_the_post_check_under_load_leaves_the_password_nowhere(poo
     assert not holding, f"a password is in {holding}"
 
 
-def test_ssh_trusts_the_files_openssh_reads_and_says_what_it_cannot_verify(lab_cluster: Cluster,
-                                                                           tmp_path: Path) -> None:
-    """A host's key only in ssh_config's GlobalKnownHostsFile (Puppet's /etc/ssh/ssh_known_hosts): trusted,
-    as by ssh(1). Trusted only through a @cert-authority line: refused (exit 5) saying why — paramiko cannot
-    verify host certificates. @revoked: refused. No file at all: refused naming every file looked for."""
+def test_ssh_trusts_the_files_openssh_reads_and_the_lab_ca_that_signed_the_hosts(lab_cluster: Cluster,
+                                                                               tmp_path: Path) -> None:
+    """The lab's CA line only in ssh_config's GlobalKnownHostsFile (Puppet's /etc/ssh/ssh_known_hosts): the
+    hosts are trusted by their certificates, as by ssh(1), and doctor names the CA. The CA @revoked: refused.
+    No file at all: refused naming every file looked for."""
     from dataclasses import replace
 
     from kafkaops.errors import HostKeyError
+    from kafkaops.systems.known_hosts import host_names, trust_files, verified_by
     from kafkaops.systems.ssh import SshClient
 
     host = lab_cluster.hosts[0]
     assert host.ssh.known_hosts
-    lab_known = Path(host.ssh.known_hosts).read_text()
-    line = next(line for line in lab_known.splitlines() if f"[{host.address}]:" in line)
-    key = " ".join(line.split()[1:3])
+    line = Path(host.ssh.known_hosts).read_text().splitlines()[0]
+    assert line.startswith("@cert-authority ")
+    ca_key = " ".join(line.split()[2:4])
     config = tmp_path / "ssh_config"
     empty_user = tmp_path / "user_known_hosts"
 
@@ -202,15 +203,14 @@ def test_ssh_trusts_the_files_openssh_reads_and_says_what_it_cannot_verify(lab_c
     global_file = tmp_path / "ssh_known_hosts"
     global_file.write_text(line + "\n")
     assert client(global_file).run("echo ok").stdout.strip() == "ok"
+    files = trust_files(None, {"globalknownhostsfile": str(global_file), "userknownhostsfile": str(empty_user)})
+    assert (verified_by(files, host_names(host.address, host.ssh.port or 22)) or "").startswith(
+        "host CA SHA256:")
 
-    global_file.write_text(f"@cert-authority *.lab.local,[{host.address}]:* {key}\n")
-    with pytest.raises(HostKeyError, match=r"only through a host certificate \(@cert-authority\)") as refused:
+    global_file.write_text(line + "\n" + f"@revoked * {ca_key}\n")
+    with pytest.raises(HostKeyError, match=r"its CA's key is marked @revoked") as refused:
         client(global_file).run("echo ok")
     assert refused.value.exit_code == 5
-
-    global_file.write_text(line + "\n" + f"@revoked [{host.address}]:{host.ssh.port} {key}\n")
-    with pytest.raises(HostKeyError, match=r"marked @revoked"):
-        client(global_file).run("echo ok")
 
     global_file.unlink()
     with pytest.raises(HostKeyError, match=rf"no known_hosts file .* \(looked for {empty_user}, {global_file}\)"):
