@@ -121,6 +121,9 @@ def test_a_reboot_silences_its_host_and_pages_no_one(loaded: Cluster, spec: LabS
     assert f"silence {silence['id']}" in shown.stdout and "(ended)" in shown.stdout, shown.stdout + shown.stderr
 
 
+# A long scenario (bench/long_scenarios.py): the suite's page without a silence is
+# test_monitoring_lab.py::test_broker_down_pages_and_a_silence_of_its_host_does_not.
+@pytest.mark.long
 def test_the_same_reboot_without_the_silence_pages(loaded: Cluster, spec: LabSpec, home: Path,
                                                    tmp_path: Path) -> None:
     wait_for("the lab quiet before the reboot", lambda: _quiet(spec))
@@ -173,6 +176,10 @@ def test_without_roll_alerts_a_reboot_pages_from_a_peer_although_its_host_is_sil
     # Its host's silence held what is labelled with the host itself.
     assert monitoring.paged(Path(spec.lab_dir), instance_prefix=_fqdn(loaded, host) + ":", since=since) == []
 
+# A long scenario (bench/long_scenarios.py, two whole rolls): the suite's short version of a gate holding a
+# roll until resumed is test_metrics_gate_on_lab.py (a real Prometheus); every suite roll passes alerts.gate
+# against the real Alertmanager, and what it sees firing is tested on one (tests/unit/test_roll_alert_steps.py).
+@pytest.mark.long
 def test_an_alert_mid_roll_holds_the_next_host_and_resume_finishes(loaded: Cluster, spec: LabSpec, home: Path,
                                                                    tmp_path: Path) -> None:
     wait_for("the lab quiet before the roll", lambda: _quiet(spec))

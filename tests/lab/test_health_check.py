@@ -188,7 +188,8 @@ def _broker_setting(cluster: Cluster, name: str) -> str | None:
     return None if entry is None else entry.value
 
 
-@pytest.mark.parametrize("policy", ["compact,delete", "delete"])
+# compact,delete is a long scenario (bench/long_scenarios.py); the suite keeps delete, the same judgement.
+@pytest.mark.parametrize("policy", [pytest.param("compact,delete", marks=pytest.mark.long), "delete"])
 def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) -> None:
     """Tiny retention.ms and segment.ms: the broker removes every segment between the baseline and the
     check (records produced after the baseline too), the log start moves past the baseline's end, and

@@ -68,7 +68,9 @@ def test_killed_at_a_journal_boundary_the_resume_ends_whole_and_does_nothing_twi
     assert data["preferred_leader_ratio"] == 1.0, data
 
 
-@pytest.mark.parametrize("kind", ["traffic.wait_zero_syns", "kafka.wait_stable"])
+# The SYN window's kill point is a long scenario (bench/long_scenarios.py); bench/kill_sweep.py kills at
+# every point, and the suite keeps the stability wait's.
+@pytest.mark.parametrize("kind", [pytest.param("traffic.wait_zero_syns", marks=pytest.mark.long), "kafka.wait_stable"])
 def test_killed_inside_the_overlap_of_a_roll_the_resume_stops_each_broker_once(
         lab: Cluster, home: Path, kind: str) -> None:
     """The second host's SYN window and stability wait overlap the window after the first host (issue 14):
