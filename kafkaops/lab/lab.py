@@ -25,6 +25,8 @@ from kafkaops.model import Cluster
 
 #: Topics that exist when the lab comes up: the runbook's EventBus streams in both DCs (for the
 #: eqiad/codfw parity check) and the load generator's topic.
+#: The prefixes of the eventbus' topics (its events name ``<dc>.<stream>``): a replay writes there.
+SERVICE_PREFIXES = ("eqiad.", "codfw.")
 LAB_TOPICS = (
     ("eqiad.mediawiki.revision-create", 6),
     ("eqiad.mediawiki.page-delete", 3),
@@ -335,7 +337,7 @@ def _brokers_alive(hosts: list[LabHost]) -> bool:
 def _create_topics(spec: LabSpec) -> None:
     from kafkaops.lab.kafka import LabKafka, TopicSpec
 
-    admin = LabKafka(security.endpoint(spec), timeout=15)
+    admin = LabKafka(security.endpoint(spec, "broker"), timeout=15)  # the super user: kafkaops may not create
     replicas = min(3, len(spec.brokers))  # a site of the two-site lab has two brokers
     admin.create_topics([TopicSpec(name, partitions, replicas) for name, partitions in LAB_TOPICS])
     # Leave every partition led by its preferred replica, the state maintenance must restore.
@@ -377,7 +379,8 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
         progress("waiting for the brokers to register")
         kafkas = [h for h in hosts if "kafka" in h.enabled_units]  # a migration lab's controllers wait
         _wait("Kafka brokers", lambda: _brokers_alive(kafkas) and _brokers_registered(spec), 90)
-        progress("creating topics")
+        progress("granting ACLs, creating topics")
+        security.grant_acls(spec, SERVICE_PREFIXES)
         _create_topics(spec)
         if spec.vip_address:
             _start_balancer(spec)

@@ -21,6 +21,8 @@ from kafkaops.model import Cluster, KafkaEndpoint
 from kafkaops.systems.kafka_auth import librdkafka_config
 
 LOAD_TOPIC = "lab.load"
+#: The load checker's consumer groups start so (one per run): the lab grants the load user this prefix.
+GROUP_PREFIX = "kafkaops-load-"
 
 
 @dataclass
@@ -56,7 +58,7 @@ class _Reader(threading.Thread):
         self.lock = threading.Lock()  # the producer's thread reads ``seen`` while this one adds to it
         self.stop = threading.Event()
         self.consumer = Consumer({
-            **librdkafka_config(endpoint), "group.id": f"kafkaops-load-{run_id}",
+            **librdkafka_config(endpoint), "group.id": f"{GROUP_PREFIX}{run_id}",
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 2,
             "isolation.level": "read_committed",
         })

@@ -13,6 +13,12 @@ At ``lab up``, before any broker starts:
 * the users' SCRAM credentials written to ZooKeeper (``/config/users/NAME``) as Kafka's ``kafka-configs
   --zookeeper`` writes them, computed here with ``scramp``: no password on any command line.
 
+The brokers run ``AclAuthorizer`` with ``User:broker`` as the only super user, and nothing is allowed
+without an ACL. Once they are up, :func:`grant_acls` gives ``kafkaops`` exactly what
+:mod:`kafkaops.policy.kafka_acls` says it needs, and the eventbus and the load generator their topics and
+groups. The lab's own set-up (topics, test data) runs as ``broker`` (:func:`admin_endpoint`), so every test
+runs kafkaops with its least privilege.
+
 Nothing here is imported by the product: the lab is one more user of the inventory's ``kafka.security``.
 """
 
@@ -29,6 +35,8 @@ from kafkaops.errors import LabError
 from kafkaops.lab.paths import lab_dir
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 from kafkaops.model import Cluster, KafkaEndpoint, KafkaSecurity, Secret
+from kafkaops.policy import kafka_acls as acls
+from kafkaops.policy.kafka_acls import Acl
 
 MECHANISM = "SCRAM-SHA-512"
 #: The lab's SCRAM users: the brokers (inter-broker), kafkaops, the eventbus service, the load generator.
@@ -75,6 +83,12 @@ def user_endpoint(cluster: Cluster, user: str) -> KafkaEndpoint:
         return base
     secret = Secret(file=str(lab_dir(cluster.name) / "secrets" / f"{user}.password"))
     return replace(base, security=replace(sec, username=user, password=secret))
+
+
+def admin_endpoint(cluster: Cluster) -> KafkaEndpoint:
+    """A lab cluster's brokers as the lab's super user (``broker``): for the lab's and its tests' own set-up
+    (creating topics, writing or deleting test data), never for kafkaops."""
+    return user_endpoint(cluster, "broker")
 
 
 def _openssl(*args: str) -> None:
@@ -191,6 +205,53 @@ def create_users(spec: LabSpec) -> None:
         zk.close()
 
 
+def grants(service_prefixes: tuple[str, ...]) -> dict[str, list[Acl]]:
+    """Every lab user's ACLs: kafkaops' least privilege, the eventbus' service topics, the load's topic and
+    groups. ``broker`` is the super user and needs none."""
+    from kafkaops.lab.load import GROUP_PREFIX, LOAD_TOPIC
+
+    eventbus = [acls.topic(op, p, "PREFIXED") for p in service_prefixes for op in ("WRITE", "DESCRIBE")]
+    load = [*(acls.topic(op, LOAD_TOPIC) for op in ("WRITE", "READ", "DESCRIBE")),
+            *(Acl(op, "GROUP", GROUP_PREFIX, "PREFIXED") for op in ("READ", "DESCRIBE"))]
+    return {"kafkaops": acls.required(service_prefixes), "eventbus": eventbus, "load": load}
+
+
+def grant_acls(spec: LabSpec, service_prefixes: tuple[str, ...]) -> None:
+    """Create every :func:`grants` ACL, as the super user; each creation is confirmed by the controller."""
+    if not spec.secured or spec.kraft:
+        return
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    from kafkaops.systems.kafka_auth import build, librdkafka_config
+
+    superuser = endpoint(spec, "broker")
+    admin = build(AdminClient, {**librdkafka_config(superuser), "log_level": 2}, superuser)
+    # librdkafka names Kafka's CLUSTER resource BROKER (the same protocol code, 4).
+    restype = {"CLUSTER": "BROKER"}
+    bindings = [AclBinding(ResourceType[restype.get(a.resource, a.resource)], a.name, ResourcePatternType[a.pattern],
+                           f"User:{user}", "*", AclOperation[a.operation], AclPermissionType.ALLOW)
+                for user, wanted in grants(service_prefixes).items() for a in wanted]
+    for binding, future in admin.create_acls(bindings, request_timeout=30).items():
+        try:
+            future.result(timeout=60)
+        except Exception as exc:
+            raise LabError(f"the lab could not grant {binding}: {exc}",
+                           hint="see the brokers' logs; `kafkaops lab down` and up again") from exc
+
+
+AUTHORIZER = """authorizer.class.name=kafka.security.authorizer.AclAuthorizer
+super.users=User:broker
+allow.everyone.if.no.acl.found=false
+"""
+
+
 def listener_properties(spec: LabSpec, h: LabHostSpec) -> str:
     """A ZooKeeper-mode broker's listener: SASL_SSL for clients and brokers alike."""
     if not spec.secured:
@@ -210,4 +271,4 @@ ssl.keystore.location={keystore(spec, h)}
 ssl.keystore.password={broker_password}
 ssl.truststore.type=PEM
 ssl.truststore.location={ca_file(spec)}
-"""
+""" + AUTHORIZER

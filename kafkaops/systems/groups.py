@@ -9,12 +9,14 @@ an offset, and many offsets hold no record a consumer is given.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError, UnreachableError
 from kafkaops.model import KafkaEndpoint
+from kafkaops.policy import kafka_acls as acls
+from kafkaops.policy.kafka_acls import Acl
 from kafkaops.policy.record_identity import RecordId, record_id
 from kafkaops.systems.guard import write
 from kafkaops.systems.kafka_auth import RefusalWatch, build, classify, librdkafka_config
@@ -50,8 +52,8 @@ class ConsumerGroups:
                                 "log_level": 2, "error_cb": self._refusals}
         self._admin = build(AdminClient, conf, endpoint)
 
-    def _unreachable(self, what: str, exc: BaseException) -> KafkaOpsError:
-        refusal = classify(self.endpoint, what, exc)
+    def _unreachable(self, what: str, exc: BaseException, needs: Sequence[Acl] = ()) -> KafkaOpsError:
+        refusal = classify(self.endpoint, what, exc, needs)
         if refusal is not None:
             return refusal
         self._refusals.check(self.endpoint, what, self._admin)
@@ -63,7 +65,7 @@ class ConsumerGroups:
             desc = self._admin.describe_consumer_groups([group], request_timeout=self.timeout)[group].result(
                 timeout=self.timeout + 5)
         except Exception as exc:
-            raise self._unreachable(f"DescribeGroups({group})", exc) from exc
+            raise self._unreachable(f"DescribeGroups({group})", exc, [acls.group("DESCRIBE", group)]) from exc
         state = getattr(desc.state, "name", str(desc.state)).upper()
         members = tuple(f"{m.client_id}@{m.host}" for m in desc.members or ())
         return GroupState(group, state, members)
@@ -77,7 +79,8 @@ class ConsumerGroups:
                                                           request_timeout=self.timeout)[group]
             answer = fut.result(timeout=self.timeout + 5)
         except Exception as exc:
-            raise self._unreachable(f"OffsetFetch({group})", exc) from exc
+            raise self._unreachable(f"OffsetFetch({group})", exc,
+                                     [acls.group("DESCRIBE", group), acls.topic("DESCRIBE")]) from exc
         return {(tp.topic, tp.partition): int(tp.offset) for tp in answer.topic_partitions or ()
                 if tp.offset is not None and tp.offset >= 0}
 
@@ -92,7 +95,8 @@ class ConsumerGroups:
             answer = self._admin.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group].result(
                 timeout=self.timeout + 5)
         except Exception as exc:
-            raise self._unreachable(f"OffsetCommit({group})", exc) from exc
+            raise self._unreachable(f"OffsetCommit({group})", exc,
+                                    [acls.group("READ", group), acls.topic("READ")]) from exc
         failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in answer.topic_partitions or () if tp.error]
         if failed:
             raise UnreachableError(f"Kafka at {self.bootstrap} refused offsets of {group}: {'; '.join(failed[:3])}",
@@ -187,7 +191,7 @@ class ConsumerGroups:
                     if parsed is not None and parsed[0] == group:
                         out[(parsed[1], parsed[2])] = parsed[3]
         except Exception as exc:
-            raise self._unreachable(f"a read of {topic}", exc) from exc
+            raise self._unreachable(f"a read of {topic}", exc, [acls.topic("READ", topic)]) from exc
         return out
 
 

@@ -30,6 +30,8 @@ from typing import Any
 
 from kafkaops.errors import AuthError, KafkaOpsError, UnreachableError
 from kafkaops.model import Cluster, ClusterSnapshot, KafkaEndpoint, PartitionState, TopicConfig
+from kafkaops.policy import kafka_acls as acls
+from kafkaops.policy.kafka_acls import Acl
 from kafkaops.systems.guard import write
 from kafkaops.systems.kafka_auth import RefusalWatch, build, classify, librdkafka_config
 from kafkaops.systems.kafka_wire import open_connection, read_frame, remaining
@@ -98,10 +100,10 @@ class KafkaAdmin:
         }
         return build(AdminClient, conf, self.endpoint)
 
-    def _unreachable(self, what: str, exc: BaseException) -> KafkaOpsError:
+    def _unreachable(self, what: str, exc: BaseException, needs: Sequence[Acl] = ()) -> KafkaOpsError:
         """The error of a request that failed: a refusal (credentials, TLS, ACL) when the brokers refused
         who kafkaops is, never retried; else "did not answer", which a run retries."""
-        refusal = classify(self.endpoint, what, exc)
+        refusal = classify(self.endpoint, what, exc, needs)
         if refusal is not None:
             return refusal
         try:
@@ -111,13 +113,13 @@ class KafkaAdmin:
         return UnreachableError(f"Kafka at {self.bootstrap} did not answer {what}: {str(exc) or type(exc).__name__}",
                                 hint="check the brokers are up and bootstrap_servers in the inventory")
 
-    def _result(self, future: Any, what: str, timeout: float | None = None) -> Any:
+    def _result(self, future: Any, what: str, timeout: float | None = None, needs: Sequence[Acl] = ()) -> Any:
         try:
             return future.result(timeout=timeout or self.timeout)
         except KafkaOpsError:
             raise
         except Exception as exc:
-            raise self._unreachable(what, exc) from exc
+            raise self._unreachable(what, exc, needs) from exc
 
     def metadata(self, attempts: int | None = None) -> Any:
         """Cluster metadata (brokers, controller id, topics); retried briefly, since a broker bounce
@@ -127,7 +129,7 @@ class KafkaAdmin:
             try:
                 return self._admin.list_topics(timeout=self.timeout)
             except Exception as exc:
-                error = self._unreachable("a metadata request", exc)
+                error = self._unreachable("a metadata request", exc, [acls.topic("DESCRIBE")])
                 if attempt == tries - 1 or isinstance(error, AuthError):
                     raise error from exc
                 time.sleep(1.0)
@@ -152,7 +154,8 @@ class KafkaAdmin:
         futures = self._admin.describe_configs(resources, request_timeout=self.timeout)
         out: dict[str, TopicConfig] = {}
         for res, fut in futures.items():
-            entries = self._result(fut, f"describe_configs({res.name})")
+            entries = self._result(fut, f"describe_configs({res.name})",
+                                   needs=[acls.topic("DESCRIBE_CONFIGS", res.name)])
             out[res.name] = TopicConfig(
                 name=res.name,
                 min_insync_replicas=int(entries["min.insync.replicas"].value),
@@ -211,7 +214,7 @@ class KafkaAdmin:
                 break
             except Exception as exc:
                 if fresh or "_TIMED_OUT" not in str(exc):
-                    raise self._unreachable("elect_leaders", exc) from exc
+                    raise self._unreachable("elect_leaders", exc, [acls.cluster("ALTER")]) from exc
                 # Right after the controller moved (its broker restarted), librdkafka can keep sending the
                 # election to a connection that never answers: measured on the stretch lab, 10 s lost and
                 # a step retry. A new client asks the cluster afresh who the controller is.
@@ -237,7 +240,7 @@ class KafkaAdmin:
             futures = self._admin.list_offsets({TopicPartition(t, p): spec for (t, p), spec in request.items()},
                                                request_timeout=self.timeout)
         except Exception as exc:
-            raise self._unreachable("ListOffsets", exc) from exc
+            raise self._unreachable("ListOffsets", exc, [acls.topic("DESCRIBE")]) from exc
         out: dict[TopicPartitionKey, int | None] = {}
         deadline = time.monotonic() + self.timeout + 5
         for tp, fut in futures.items():
@@ -323,7 +326,7 @@ class KafkaAdmin:
         try:
             futures = self._admin.list_offsets(specs, request_timeout=self.timeout)
         except Exception as exc:
-            raise self._unreachable("ListOffsets", exc) from exc
+            raise self._unreachable("ListOffsets", exc, [acls.topic("DESCRIBE")]) from exc
         out: dict[TopicPartitionKey, tuple[int, int] | None] = {}
         deadline = time.monotonic() + self.timeout + 5
         for tp, fut in futures.items():
@@ -382,7 +385,8 @@ class KafkaAdmin:
         for resources in requests:
             futures = self._admin.incremental_alter_configs(resources, request_timeout=self.timeout)
             for res, fut in futures.items():
-                self._result(fut, f"altering the configs of {res.restype.name.lower()} {res.name}")
+                self._result(fut, f"altering the configs of {res.restype.name.lower()} {res.name}",
+                             needs=[_config_acl("ALTER_CONFIGS", res)])
 
     def dynamic_configs(self, *, brokers: Iterable[int] = (), topics: Iterable[str] = (),
                         names: Sequence[str]) -> dict[str, dict[str, str]]:
@@ -419,7 +423,8 @@ class KafkaAdmin:
         out: dict[Any, Any] = {}
         for resources in requests:
             for res, fut in self._admin.describe_configs(resources, request_timeout=self.timeout).items():
-                out[res] = self._result(fut, f"describing the configs of {res.restype.name.lower()} {res.name}")
+                out[res] = self._result(fut, f"describing the configs of {res.restype.name.lower()} {res.name}",
+                                        needs=[_config_acl("DESCRIBE_CONFIGS", res)])
         return out
 
     def partition_sizes(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
@@ -513,3 +518,11 @@ def describe_log_dirs(endpoint: KafkaEndpoint, host: str, port: int, partitions:
                 if not error and not future:
                     out[(topic, partition)] = out.get((topic, partition), 0) + size_bytes
     return out
+
+
+def _config_acl(operation: str, resource: Any) -> Acl:
+    """The ACL a DescribeConfigs/AlterConfigs of ``resource`` (a ``ConfigResource``) needs: a broker's
+    configs are the cluster's, a topic's its own."""
+    from confluent_kafka.admin import ResourceType
+
+    return acls.cluster(operation) if resource.restype == ResourceType.BROKER else acls.topic(operation, resource.name)

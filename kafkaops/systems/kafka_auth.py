@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import os
 import ssl
+from collections.abc import Sequence
 from typing import Any
 
 from kafkaops.errors import AuthError, ConfigError
 from kafkaops.model import KafkaEndpoint, KafkaSecurity
+from kafkaops.policy.kafka_acls import Acl, lacking
 from kafkaops.systems.credentials import reveal
 
 #: The JAAS login module of each SASL mechanism, as Kafka's Java clients name it.
@@ -234,30 +236,35 @@ class RefusalWatch:
             raise refused(endpoint, what, self.refusal)
 
 
-def refused(endpoint: KafkaEndpoint, what: str, detail: str) -> AuthError:
-    """The one-line error of a refusal by ``endpoint``'s brokers while doing ``what``."""
+def refused(endpoint: KafkaEndpoint, what: str, detail: str, lacks: Acl | None = None) -> AuthError:
+    """The one-line error of a refusal by ``endpoint``'s brokers while doing ``what``; ``lacks``: the ACL an
+    authorizer's refusal says is missing."""
     sec = endpoint.security
-    return AuthError(f"cluster {endpoint.name}: Kafka ({sec.protocol}, as {sec.principal}) refused {what}: {detail}",
-                     hint=_hint(detail, sec))
+    needs = f" (it needs {lacks})" if lacks else ""
+    return AuthError(f"cluster {endpoint.name}: Kafka ({sec.protocol}, as {sec.principal}) refused {what}: "
+                     f"{detail}{needs}", hint=_hint(detail, sec, lacks))
 
 
-def _hint(detail: str, sec: KafkaSecurity) -> str:
+def _hint(detail: str, sec: KafkaSecurity, lacks: Acl | None = None) -> str:
     lowered = detail.lower()
     if "certificate verify failed" in lowered or ("ssl" in lowered and "verify" in lowered):
         return (f"the brokers' certificate does not verify against {sec.ca_file or 'the system CAs'} "
                 "(wrong CA, expired, or issued for another name): fix kafka.security.ca_file or the certificate")
     if "authoriz" in lowered:
-        return f"grant {sec.principal} the ACL named above (docs/security.md lists what each command needs)"
+        return (f"grant {sec.principal} {lacks or 'the ACL named above'} (docs/security.md lists what each command "
+                "needs)")
     if "authentication" in lowered or "sasl" in lowered:
         where = sec.password.where if sec.password else "the inventory"
         return f"check kafka.security.sasl (mechanism {sec.sasl_mechanism}, user {sec.username}, password in {where})"
     return "check kafka.security in the inventory"
 
 
-def classify(endpoint: KafkaEndpoint, what: str, exc: BaseException) -> AuthError | None:
-    """An :class:`AuthError` when ``exc`` (a confluent-kafka exception) is a refusal, else None."""
+def classify(endpoint: KafkaEndpoint, what: str, exc: BaseException, needs: Sequence[Acl] = ()) -> AuthError | None:
+    """An :class:`AuthError` when ``exc`` (a confluent-kafka exception) is a refusal, else None. ``needs``:
+    the ACLs the request needs (:mod:`kafkaops.policy.kafka_acls`), so an authorizer's refusal names the one
+    it lacked."""
     err: Any = exc.args[0] if exc.args else None
     name = err.name() if hasattr(err, "name") else ""
     if name in REFUSED:
-        return refused(endpoint, what, f"{REFUSED[name]}: {err.str()}")
+        return refused(endpoint, what, f"{REFUSED[name]}: {err.str()}", lacking(name, needs))
     return None

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError, UnreachableError
 from kafkaops.model import KafkaEndpoint
+from kafkaops.policy import kafka_acls as acls
+from kafkaops.policy.kafka_acls import Acl
 from kafkaops.systems.kafka_auth import RefusalWatch, build, classify, librdkafka_config
 
 TopicPartitionKey = tuple[str, int]
@@ -72,8 +74,8 @@ class RecordReader:
     def __exit__(self, *_exc: object) -> None:
         self._consumer.close()
 
-    def _unreachable(self, what: str, exc: BaseException | str) -> KafkaOpsError:
-        refusal = classify(self.endpoint, what, exc) if isinstance(exc, BaseException) else None
+    def _unreachable(self, what: str, exc: BaseException | str, needs: Sequence[Acl] = ()) -> KafkaOpsError:
+        refusal = classify(self.endpoint, what, exc, needs) if isinstance(exc, BaseException) else None
         if refusal is not None:
             return refusal
         self._refusals.check(self.endpoint, what, self._admin)
@@ -98,7 +100,8 @@ class RecordReader:
                 answers[name] = {(tp.topic, tp.partition): int(f.result(timeout=self.timeout + 5).offset)
                                  for tp, f in futures.items()}
             except Exception as exc:
-                raise self._unreachable(f"ListOffsets ({name}) of {len(keys)} partition(s)", exc) from exc
+                raise self._unreachable(f"ListOffsets ({name}) of {len(keys)} partition(s)", exc,
+                                        [acls.topic("DESCRIBE", keys[0][0])]) from exc
         return {k: Bounds(answers["start"][k], answers["stable"][k], answers["end"][k]) for k in keys}
 
     def metadata(self, topic: str) -> Any:
@@ -121,7 +124,8 @@ class RecordReader:
             found = {(tp.topic, tp.partition): int(f.result(timeout=self.timeout + 5).offset)
                      for tp, f in futures.items()}
         except Exception as exc:
-            raise self._unreachable(f"ListOffsets (by timestamp) of {len(keys)} partition(s)", exc) from exc
+            raise self._unreachable(f"ListOffsets (by timestamp) of {len(keys)} partition(s)", exc,
+                                    [acls.topic("DESCRIBE", keys[0][0])]) from exc
         return {k: found[k] if found[k] >= 0 else bounds[k].stable for k in keys}
 
     def _position(self, topic: str, partition: int) -> int:

@@ -105,8 +105,10 @@ def test_sigkill_mid_roll_then_resume(healthy_lab: Cluster, home: Path) -> None:
 def test_reboot_refuses_when_a_topic_cannot_lose_a_replica(healthy_lab: Cluster, home: Path) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from kafkaops.lab.security import admin_endpoint
+
     cluster = healthy_lab
-    admin = AdminClient({**librdkafka_config(cluster.kafka)})
+    admin = AdminClient({**librdkafka_config(admin_endpoint(cluster))})  # kafkaops may not create topics
     name = f"lab.strict-{random.randrange(10**6)}"
     fut = admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=2,
                                         config={"min.insync.replicas": "2"})])[name]

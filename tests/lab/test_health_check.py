@@ -26,6 +26,7 @@ import pytest
 from kafkaops.health.check import CheckResult, run_post_check
 from kafkaops.health.metadata import Finding, OffsetsSnapshot
 from kafkaops.lab.kafka import ProduceRecord
+from kafkaops.lab.security import admin_endpoint  # the tests' own data is the lab's super user's to write
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka_auth import librdkafka_config
 
@@ -45,7 +46,7 @@ def _create(cluster: Cluster, *names: str, partitions: int = 3) -> None:
     from kafkaops.lab.kafka import LabKafka as KafkaAdmin
     from kafkaops.lab.kafka import TopicSpec
 
-    admin = KafkaAdmin(cluster.kafka, timeout=15)
+    admin = KafkaAdmin(admin_endpoint(cluster), timeout=15)
     admin.create_topics([TopicSpec(n, partitions, 3) for n in names])
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -66,7 +67,7 @@ def _event(i: int, ts_ms: int | None = None) -> str:
 def _produce(cluster: Cluster, topic: str, records: list[ProduceRecord]) -> int:
     from kafkaops.lab.kafka import LabKafka as KafkaAdmin
 
-    return KafkaAdmin(cluster.kafka, timeout=15).produce(topic, records)
+    return KafkaAdmin(admin_endpoint(cluster), timeout=15).produce(topic, records)
 
 
 def _snapshot(cluster: Cluster) -> OffsetsSnapshot:
@@ -137,7 +138,7 @@ def test_deleted_records_are_flagged(lab_cluster: Cluster) -> None:
     baseline = _snapshot(lab_cluster)
     end = {p.partition: p.log_end_offset for p in baseline.partitions if p.topic == topic}
     assert end == {0: 100, 1: 100, 2: 100}
-    low = KafkaAdmin(lab_cluster.kafka, timeout=15).delete_records({(topic, 1): 100})
+    low = KafkaAdmin(admin_endpoint(lab_cluster), timeout=15).delete_records({(topic, 1): 100})
     assert low[(topic, 1)] == 100
 
     result = run_post_check(lab_cluster, baseline, topics_regex=_topic_rx(uid))
@@ -162,7 +163,7 @@ def test_delete_records_to_the_middle_is_loss_naming_partition_and_offsets(lab_c
     probes = {p.partition: p.probe for p in baseline.partitions if p.topic == topic}
     assert all(pr is not None and pr.edge is not None and pr.edge[0] == 0 for pr in probes.values()), probes
     assert baseline.retention[topic].retention_ms == 7 * 24 * 3600 * 1000  # the lab broker's 168 h
-    low = KafkaAdmin(lab_cluster.kafka, timeout=15).delete_records({(topic, 2): 50})
+    low = KafkaAdmin(admin_endpoint(lab_cluster), timeout=15).delete_records({(topic, 2): 50})
     assert low[(topic, 2)] == 50
     _produce(lab_cluster, topic, [ProduceRecord(f"after{i}", partition=i % 3) for i in range(30)])
 
@@ -182,7 +183,7 @@ def _broker_setting(cluster: Cluster, name: str) -> str | None:
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
     broker = str(cluster.hosts[0].broker_id)
-    admin = AdminClient({**librdkafka_config(cluster.kafka), "log_level": 2})
+    admin = AdminClient({**librdkafka_config(admin_endpoint(cluster)), "log_level": 2})
     (fut,) = admin.describe_configs([ConfigResource(ResourceType.BROKER, broker)], request_timeout=15).values()
     entry = fut.result(timeout=20).get(name)
     return None if entry is None else entry.value
@@ -209,7 +210,7 @@ def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) 
 
     uid = _uid()
     topic = f"kotest-{uid}.retained"
-    admin = KafkaAdmin(lab_cluster.kafka, timeout=15)
+    admin = KafkaAdmin(admin_endpoint(lab_cluster), timeout=15)
     # retention.ms 12 s: longer than the topic's creation and three bursts take on a loaded 2-core machine (at
     # 5 s the broker once removed the first segment before the baseline was taken: CI, 2026-11-26).
     admin.create_topics([TopicSpec(topic, 1, 3, (("cleanup.policy", policy), ("retention.ms", "12000"),
@@ -248,7 +249,7 @@ def test_size_retention_is_not_loss_and_delete_records_under_it_is(lab_cluster: 
 
     uid = _uid()
     topic = f"kotest-{uid}.sized"
-    admin = KafkaAdmin(lab_cluster.kafka, timeout=15)
+    admin = KafkaAdmin(admin_endpoint(lab_cluster), timeout=15)
     admin.create_topics([TopicSpec(topic, 1, 3, (("cleanup.policy", "compact,delete"), ("retention.bytes", "3000"),
                                                  ("segment.bytes", "1000")))])
     _create(lab_cluster, topic, partitions=1)
@@ -298,7 +299,7 @@ def test_stopped_broker_is_flagged_as_urp(lab_cluster: Cluster) -> None:
     _create(lab_cluster, topic)
     _produce(lab_cluster, topic, [ProduceRecord(f"r{i}", partition=i % 3) for i in range(60)])
     baseline = _snapshot(lab_cluster)
-    admin = KafkaAdmin(lab_cluster.kafka, timeout=15)
+    admin = KafkaAdmin(admin_endpoint(lab_cluster), timeout=15)
     host = LabHost.named("kafka1003")
     assert host.stop("kafka")
     try:
@@ -401,7 +402,7 @@ def _stage_for_readers(cluster: Cluster, uid: str) -> tuple[OffsetsSnapshot, Off
     order, events, plain = f"kotest-{uid}.order", f"eqiad.kotest-{uid}.json", f"kotest-{uid}.plain"
     compacted = f"kotest-{uid}.compacted"
     _create(cluster, order, events, plain)
-    admin = KafkaAdmin(cluster.kafka, timeout=15)
+    admin = KafkaAdmin(admin_endpoint(cluster), timeout=15)
     admin.create_topics([TopicSpec(compacted, 3, 3, (("cleanup.policy", "compact"),))])
     _create(cluster, compacted)
     _produce(cluster, plain, [ProduceRecord(f"p{i}", partition=i % 3) for i in range(120)])

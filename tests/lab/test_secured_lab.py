@@ -48,6 +48,81 @@ def test_the_brokers_refuse_a_plaintext_client(lab_cluster: Cluster) -> None:
     assert KafkaAdmin.look(lab_cluster).metadata().brokers  # the same brokers, with the inventory's security
 
 
+def _acl_admin(cluster: Cluster) -> object:
+    from confluent_kafka.admin import AdminClient
+
+    from kafkaops.lab.security import admin_endpoint
+    from kafkaops.systems.kafka_auth import librdkafka_config
+
+    return AdminClient({**librdkafka_config(admin_endpoint(cluster)), "log_level": 2})
+
+
+def _kafkaops_acls(admin: object) -> set[tuple[str, str, str, str]]:
+    """The ALLOW ACLs the brokers hold for User:kafkaops, as (operation, resource, name, pattern)."""
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    wanted = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:kafkaops", None,
+                              AclOperation.ANY, AclPermissionType.ANY)
+    found = admin.describe_acls(wanted, request_timeout=30).result(timeout=60)  # type: ignore[attr-defined]
+    assert all(b.permission_type == AclPermissionType.ALLOW for b in found)
+    # librdkafka calls the CLUSTER resource BROKER (the same protocol code).
+    return {(b.operation.name, {"BROKER": "CLUSTER"}.get(b.restype.name, b.restype.name), b.name,
+             b.resource_pattern_type.name) for b in found}
+
+
+def test_the_brokers_grant_kafkaops_exactly_its_least_privilege(lab_cluster: Cluster) -> None:
+    """What the brokers' authorizer holds for kafkaops is docs/security.md's table (the policy module), no
+    more: every other lab test runs kafkaops under exactly these ACLs."""
+    from kafkaops.lab.lab import SERVICE_PREFIXES
+    from kafkaops.policy.kafka_acls import required
+
+    expected = {(a.operation, a.resource, a.name, a.pattern) for a in required(SERVICE_PREFIXES)}
+    assert _kafkaops_acls(_acl_admin(lab_cluster)) == expected
+
+
+def test_a_missing_acl_is_refused_naming_the_acl_and_changing_nothing(lab_cluster: Cluster, home: Path) -> None:
+    """Without ALTER on the cluster, the election is refused by the brokers' authorizer: exit 14 (never
+    retried as an outage), naming the principal and the ACL to grant. A dry-run plan needs no ALTER."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    admin = _acl_admin(lab_cluster)
+    alter = AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:kafkaops", "*",
+                       AclOperation.ALTER, AclPermissionType.ALLOW)
+    as_filter = AclBindingFilter(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL,
+                                 "User:kafkaops", "*", AclOperation.ALTER, AclPermissionType.ALLOW)
+    before = _kafkaops_acls(admin)
+    admin.delete_acls([as_filter], request_timeout=30)[as_filter].result(timeout=60)  # type: ignore[attr-defined]
+    try:
+        time.sleep(2)  # the other brokers learn the change from ZooKeeper
+        with pytest.raises(AuthError) as refused:
+            KafkaAdmin(lab_cluster.kafka, timeout=10, attempts=1).elect_preferred_leaders()
+        text = str(refused.value)
+        assert refused.value.exit_code == 14
+        assert text.startswith("cluster lab: Kafka (SASL_SSL, as User:kafkaops) refused elect_leaders: "
+                               "not authorized on the cluster"), text
+        assert "(it needs ALTER on Cluster:kafka-cluster)" in text and "grant User:kafkaops ALTER on Cluster" in text
+        plan = kafkaops(home, lab_cluster, "reboot", lab_cluster.hosts[0].name, "--dry-run")
+        assert plan.returncode == 0, plan.stdout + plan.stderr
+    finally:
+        admin.create_acls([alter], request_timeout=30)[alter].result(timeout=60)  # type: ignore[attr-defined]
+    assert _kafkaops_acls(admin) == before
+
+
 @pytest.mark.parametrize(("what", "change", "code", "said"), [
     ("wrong password", "password_file", 14, r"refused a metadata request: authentication failed"),
     ("unknown CA", "ca_file", 14, r"refused a metadata request: TLS handshake failed"),

@@ -252,3 +252,28 @@ def test_a_missing_acl_is_a_refusal_naming_the_principal_not_an_outage(secrets_d
                                    "not authorized on the cluster")
     assert "grant User:kafkaops the ACL named above" in str(refused)
     assert classify(endpoint, "ListOffsets", kafka_error("_TIMED_OUT", "Local: Timed out")) is None
+
+
+def test_a_refusal_by_the_authorizer_names_the_acl_the_request_lacked(secrets_dir: Path) -> None:
+    """The request says what it needs; the error says which resource the authorizer refused: the message
+    names the one ACL to grant (a group's, not the topic's, when the group was refused)."""
+    from types import SimpleNamespace
+
+    from kafkaops.policy import kafka_acls as acls
+    from kafkaops.systems.kafka_auth import classify
+
+    def kafka_error(name: str) -> Exception:
+        return Exception(SimpleNamespace(name=lambda: name, str=lambda: name.replace("_", " ").lower()))
+
+    endpoint = _endpoint(secrets_dir)
+    needs = [acls.group("READ", "eventbus-consumers"), acls.topic("READ")]
+    group = classify(endpoint, "OffsetCommit(eventbus-consumers)", kafka_error("GROUP_AUTHORIZATION_FAILED"), needs)
+    assert group is not None and group.exit_code == 14
+    assert str(group).startswith("cluster main: Kafka (SASL_SSL, as User:kafkaops) refused "
+                                 "OffsetCommit(eventbus-consumers): not authorized on a consumer group: ")
+    assert "(it needs READ on Group:eventbus-consumers)" in str(group)
+    assert "grant User:kafkaops READ on Group:eventbus-consumers (docs/security.md" in str(group)
+    topic = classify(endpoint, "OffsetCommit(eventbus-consumers)", kafka_error("TOPIC_AUTHORIZATION_FAILED"), needs)
+    assert topic is not None and "(it needs READ on Topic:*)" in str(topic)
+    elect = classify(endpoint, "elect_leaders", kafka_error("CLUSTER_AUTHORIZATION_FAILED"), [acls.cluster("ALTER")])
+    assert elect is not None and "(it needs ALTER on Cluster:kafka-cluster)" in str(elect)
