@@ -243,7 +243,7 @@ syncLimit=5
 maxClientCnxns=0
 4lw.commands.whitelist=*
 admin.enableServer=false
-"""
+""" + security.zookeeper_tls_properties(spec)
 
 
 def sshd_config(spec: LabSpec, h: LabHostSpec, dirs: HostDirs, authorized_keys: Path) -> str:

@@ -145,6 +145,8 @@ def _preflight(spec: LabSpec) -> None:
     wanted = [(spec.etcd_address, spec.etcd_port, "etcd"), (spec.etcd_address, spec.etcd_port + 1, "etcd peer")]
     if not spec.kraft:
         wanted.append((spec.zk_address, spec.zk_port, "ZooKeeper"))
+        if spec.zk_secure_port:
+            wanted.append((spec.zk_address, spec.zk_secure_port, "ZooKeeper (TLS)"))
     if spec.vip_address:
         wanted.append((spec.vip_address, spec.vip_port, "VIP"))
     for h in spec.hosts:

@@ -124,6 +124,24 @@ def etcd_client_pem(spec: LabSpec) -> Path:
     return tls_dir(spec) / "etcd-client-combined.pem"
 
 
+def zookeeper_tls_properties(spec: LabSpec) -> str:
+    """zoo.cfg's TLS port for kafkaops (Netty, client certificates of the lab CA required; the keystore's
+    password read from a 0600 file, never written in zoo.cfg); "" without one."""
+    if not spec.zk_secure_port:
+        return ""
+    d = tls_dir(spec)
+    return f"""secureClientPort={spec.zk_secure_port}
+secureClientPortAddress={spec.zk_address}
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location={d / "zookeeper.p12"}
+ssl.keyStore.passwordPath={d / "zookeeper-keystore.password"}
+ssl.keyStore.type=PKCS12
+ssl.trustStore.location={ca_file(spec)}
+ssl.trustStore.type=PEM
+ssl.clientAuth=need
+"""
+
+
 def etcd_server_args(spec: LabSpec) -> list[str]:
     """etcd's flags for TLS with client certificates required (none on a plain-http lab)."""
     if not spec.etcd_cert_file:
@@ -152,6 +170,14 @@ def prepare(spec: LabSpec) -> None:
         client_key, client_cert = Path(spec.etcd_key_file), Path(spec.etcd_cert_file)
         _certificate(spec, "etcd-client", "kafkaops", "DNS:kafkaops", client_key, client_cert)
         _private(etcd_client_pem(spec), client_cert.read_text() + client_key.read_text())
+    if spec.zk_secure_port:
+        key, cert, zk_store = d / "zookeeper.key", d / "zookeeper.pem", d / "zookeeper-keystore.password"
+        _certificate(spec, "zookeeper", spec.zk_address, f"IP:{spec.zk_address}", key, cert)
+        _private(zk_store, secrets.token_urlsafe(24))
+        _openssl("pkcs12", "-export", "-in", str(cert), "-inkey", str(key), "-out", str(d / "zookeeper.p12"),
+                 "-name", "zookeeper", "-passout", f"file:{zk_store}")
+        _certificate(spec, "zookeeper-client", "kafkaops", "DNS:kafkaops", Path(spec.zookeeper_key_file),
+                     Path(spec.zookeeper_cert_file))
     if not spec.secured:
         return
     for user in USERS:

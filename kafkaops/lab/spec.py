@@ -76,6 +76,13 @@ class LabSpec:
     #: kafkaops' ZooKeeper identity (inventory ``kafka.zookeeper_security.digest``): its password file, which
     #: ``lab up`` fills; ZooKeeper's digest scheme needs nothing of the server.
     zookeeper_password_file: str = ""
+    #: ZooKeeper's TLS port for kafkaops (inventory ``kafka.zookeeper_security`` with a CA: the inventory's
+    #: ``kafka.zookeeper`` names it), client certificates required; kafkaops' certificate and key, which
+    #: ``lab up`` makes where the inventory says. The brokers and the lab itself use the plaintext port
+    #: just below it (``zk_port``). 0: no TLS port.
+    zk_secure_port: int = 0
+    zookeeper_cert_file: str = ""
+    zookeeper_key_file: str = ""
     #: etcd over TLS with client certificates (inventory ``conftool.tls``): kafkaops' client certificate and
     #: key, which ``lab up`` makes (signed by the lab CA) where the inventory says; empty: plain http.
     etcd_cert_file: str = ""
@@ -87,8 +94,8 @@ class LabSpec:
 
     @property
     def needs_ca(self) -> bool:
-        """The lab makes a CA: for the brokers' certificates, or etcd's."""
-        return self.secured or bool(self.etcd_cert_file)
+        """The lab makes a CA: for the brokers' certificates, etcd's or ZooKeeper's."""
+        return self.secured or bool(self.etcd_cert_file) or bool(self.zk_secure_port)
 
     @property
     def secured(self) -> bool:
@@ -206,9 +213,13 @@ def from_inventory(cluster: Cluster) -> LabSpec:
     if taken & {prometheus, alertmanager, receiver}:
         raise LabError(f"{cluster.source}: the lab's monitoring needs {prometheus}, {alertmanager} and {receiver}",
                        hint=f"keep .{', .'.join(map(str, MONITORING_HOSTS))} of {subnet}.0/24 free of lab hosts")
+    zk_cert, zk_key = _zookeeper_tls(cluster)
+    zk_secure_port = zk_port if zk_cert else 0
     return LabSpec(
         cluster=cluster.name, lab_dir=str(paths.lab_dir(cluster.name)), python=sys.executable, java=java,
-        kafka_jars=str(paths.kafka_jars(kraft=cluster.kraft)), zk_address=zk_address, zk_port=zk_port,
+        kafka_jars=str(paths.kafka_jars(kraft=cluster.kraft)), zk_address=zk_address,
+        zk_port=zk_port - 1 if zk_secure_port else zk_port, zk_secure_port=zk_secure_port,
+        zookeeper_cert_file=zk_cert, zookeeper_key_file=zk_key,
         etcd_address=etcd_address, etcd_port=etcd_port, conftool_config=cluster.conftool_config,
         bootstrap_servers=cluster.bootstrap_servers, vip_address=vip_address, vip_port=vip_port,
         hosts=tuple(hosts), deploy=deploy, mode=_mode(cluster),
@@ -234,12 +245,25 @@ def _etcd_tls(cluster: Cluster) -> dict[str, str]:
 
 def _zookeeper_identity(cluster: Cluster) -> dict[str, str]:
     sec = cluster.zookeeper_security
-    if sec is None:
+    if sec is None or not sec.authenticated:
         return {}
-    if sec.tls or not sec.authenticated or sec.password is None or sec.password.file is None:
-        raise LabError(f"{cluster.source}: a lab's kafka.zookeeper_security is a digest identity with a "
-                       "password_file (lab up makes the password; the lab's ZooKeeper has no TLS port)")
+    if sec.password is None or sec.password.file is None:
+        raise LabError(f"{cluster.source}: a lab's kafka.zookeeper_security digest identity has a "
+                       "password_file (lab up makes the password)")
     return {"zookeeper_password_file": sec.password.file}
+
+
+def _zookeeper_tls(cluster: Cluster) -> tuple[str, str]:
+    """kafkaops' ZooKeeper client certificate and key, or ("", ""): the inventory's ZooKeeper port is then
+    the TLS one kafkaops uses, and the brokers get the one below it."""
+    sec = cluster.zookeeper_security
+    if sec is None or not sec.tls:
+        return "", ""
+    if not sec.cert_file or not sec.key_file:
+        raise LabError(f"{cluster.source}: a lab's kafka.zookeeper_security TLS names a client certificate and "
+                       "key (lab up makes them, with ZooKeeper's, signed by the lab CA; client certificates are "
+                       "required)")
+    return sec.cert_file, sec.key_file
 
 
 def _security(cluster: Cluster) -> dict[str, str]:

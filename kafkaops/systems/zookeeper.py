@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kafkaops.engine.lock import LockInfo, held_error
-from kafkaops.errors import CheckFailed, ConfigError, UnreachableError
+from kafkaops.errors import AuthError, CheckFailed, ConfigError, UnreachableError
 from kafkaops.model import Cluster, ZooKeeperSecurity
 from kafkaops.systems.credentials import reveal
 from kafkaops.systems.guard import write
@@ -88,6 +88,15 @@ def _why(lines: list[str]) -> str:
     for text in reversed(lines):
         if "Connection dropped" in text or "Cannot resolve" in text:
             return text.rsplit(": ", 1)[-1].strip().lower() if "Connection dropped" in text else text
+    return ""
+
+
+def _tls_refusal(lines: list[str]) -> str:
+    """What kazoo logged when the TLS handshake failed (a certificate refused either way), or "": a refusal
+    that waiting cannot heal, unlike a ZooKeeper that is down."""
+    for text in reversed(lines):
+        if "Connection dropped" in text and ("SSL" in text or "certificate" in text.lower()):
+            return text.split("socket connection error: ", 1)[-1].strip()
     return ""
 
 
@@ -183,7 +192,16 @@ class ZooKeeper:
                     break
         if not client.connected:
             _stop(client)
-            why = _why(_kazoo_log.since(mark))
+            logged = _kazoo_log.since(mark)
+            refusal = _tls_refusal(logged) if self.security is not None and self.security.tls else ""
+            if refusal:
+                sec = self.security
+                assert sec is not None
+                raise AuthError(f"ZooKeeper at {self.hosts} refused TLS: {refusal}",
+                                hint=f"check kafka.zookeeper_security: the CA ({sec.ca_file}) must have signed "
+                                     "ZooKeeper's certificate, and ZooKeeper's trust store kafkaops' "
+                                     f"({sec.cert_file or 'no client certificate given'})")
+            why = _why(logged)
             raise UnreachableError(
                 f"ZooKeeper at {self.hosts} did not answer"
                 + (f" ({why})" if why else f" within {self.timeout:g}s"),

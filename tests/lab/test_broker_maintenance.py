@@ -168,7 +168,7 @@ def test_held_lock_refuses(healthy_lab: Cluster, home: Path) -> None:
 
 
 def test_dry_run_markdown_shows_live_impact_and_changes_nothing(healthy_lab: Cluster, home: Path) -> None:
-    from kazoo.client import KazooClient
+    from kafkaops.systems.zookeeper import ZooKeeper
 
     cluster = healthy_lab
     boot = LabHost.named("kafka1002").boot_id()
@@ -191,13 +191,8 @@ def test_dry_run_markdown_shows_live_impact_and_changes_nothing(healthy_lab: Clu
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())
     assert not (home / "audit.log").exists() or not (home / "audit.log").read_text().strip()
     assert cluster.zookeeper
-    zk = KazooClient(hosts=cluster.zookeeper)
-    zk.start(timeout=15)
-    try:
-        assert zk.exists("/kafkaops/locks/lab") is None
-    finally:
-        zk.stop()
-        zk.close()
+    with ZooKeeper.for_cluster(cluster, timeout=15) as zk:  # the inventory's TLS and identity
+        assert zk.client.exists("/kafkaops/locks/lab") is None
 
 
 def test_saved_plan_applies_when_unchanged_and_is_refused_when_stale(healthy_lab: Cluster, home: Path,

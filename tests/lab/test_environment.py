@@ -40,15 +40,15 @@ def _bare_env(home: Path) -> dict[str, str]:
 
 def test_inventory_on_the_subcommand_decides_the_lock_held_for_the_whole_run(
         pooled_lab: Cluster, home: Path, tmp_path: Path) -> None:
-    from kazoo.client import KazooClient
+    from kafkaops.systems.zookeeper import ZooKeeper
 
     cluster = pooled_lab
     assert cluster.zookeeper
     inventory = str(Path(cluster.source).resolve())
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    zk = KazooClient(hosts=cluster.zookeeper)
-    zk.start(timeout=15)
+    session = ZooKeeper.for_cluster(cluster, timeout=15).open()  # the inventory's TLS and identity
+    zk = session.client
     try:
         log = open(tmp_path / "run.log", "w")  # noqa: SIM115 - a file, never an unread pipe
         proc = subprocess.Popen(
@@ -78,8 +78,7 @@ def test_inventory_on_the_subcommand_decides_the_lock_held_for_the_whole_run(
         assert started["environment"]["lock"].startswith(f"ZooKeeper {cluster.zookeeper}")
         assert not (Path.home() / ".local" / "state" / "kafkaops" / "locks" / "lab.lock").exists()
     finally:
-        zk.stop()
-        zk.close()
+        session.close()
 
 
 def test_resume_refuses_a_changed_bootstrap_and_accepts_it_explicitly(

@@ -116,19 +116,14 @@ def _controller(cluster: Cluster) -> int | None:
 def _move_controller(cluster: Cluster, broker: int) -> None:
     """Re-run the controller election (delete ``/controller``) until ``broker`` wins: the election is a race
     between the brokers, so this takes a few tries at most."""
-    from kazoo.client import KazooClient
+    from kafkaops.systems.zookeeper import ZooKeeper
 
     deadline = time.monotonic() + 120
     while _controller(cluster) != broker:
         assert time.monotonic() < deadline, f"could not make broker {broker} the controller"
-        zk = KazooClient(hosts=cluster.zookeeper, timeout=10)
-        zk.start(timeout=10)
-        try:
-            if zk.exists("/controller"):
-                zk.delete("/controller")
-        finally:
-            zk.stop()
-            zk.close()
+        with ZooKeeper.for_cluster(cluster) as session:  # the inventory's TLS and identity
+            if session.client.exists("/controller"):
+                session.client.delete("/controller")
         time.sleep(2)
 
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.lab
 
 def test_zookeeper_sees_three_brokers_and_a_controller(lab_cluster: Cluster) -> None:
     assert lab_cluster.zookeeper
-    with ZooKeeper(lab_cluster.zookeeper) as zk:
+    with ZooKeeper.for_cluster(lab_cluster) as zk:
         assert zk.registered_brokers() == [1001, 1002, 1003]
         assert zk.controller() in (1001, 1002, 1003)
         reg = zk.broker_registration(1002)

@@ -79,8 +79,33 @@ def _wait(server: Server, ready: Callable[[], bool], timeout: float = 60.0) -> N
     pytest.fail(f"{server.name} did not start on {server.address}:\n{tail}", pytrace=False)
 
 
-def start_zookeeper(directory: Path) -> Server:
-    """``org.apache.zookeeper.server.ZooKeeperServerMain`` on 127.0.0.1:<free port>, data in ``directory``."""
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def make_pki(d: Path) -> Path:
+    """In ``d``: a CA (``ca.pem``), a server and a client certificate for 127.0.0.1 signed by it (``server.pem``
+    / ``.key``, ``client.pem`` / ``.key``), and the server's as a PKCS#12 keystore (``server.p12``, password
+    ``changeit``) for the Java servers."""
+    d.mkdir(parents=True, exist_ok=True)
+    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes")
+    _openssl("req", "-x509", *ec, "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"), "-days", "2",
+             "-subj", "/CN=test CA")
+    for name in ("server", "client"):
+        (d / f"{name}.ext").write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n")
+        _openssl("req", *ec, "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"), "-subj", f"/CN={name}")
+        _openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
+                 "-CAcreateserial", "-out", str(d / f"{name}.pem"), "-days", "2", "-extfile", str(d / f"{name}.ext"))
+    (d / "client.key").chmod(0o600)
+    _openssl("pkcs12", "-export", "-in", str(d / "server.pem"), "-inkey", str(d / "server.key"), "-out",
+             str(d / "server.p12"), "-passout", "pass:changeit", "-name", "server")
+    return d
+
+
+def start_zookeeper(directory: Path, tls: Path | None = None) -> Server:
+    """``org.apache.zookeeper.server.ZooKeeperServerMain`` on 127.0.0.1:<free port>, data in ``directory``. With
+    ``tls`` (a :func:`make_pki` directory), a second port on TLS requiring client certificates signed by its
+    CA (Netty, as production's secure ZooKeepers run), and the server's address is that port's."""
     from kafkaops.lab.paths import kafka_jars
 
     if os.environ.get("KAFKAOPS_TEST_NO_SERVERS"):
@@ -92,9 +117,15 @@ def start_zookeeper(directory: Path) -> Server:
     assert java is not None
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
+    secure_port = free_port() if tls else None
+    secure = (f"secureClientPort={secure_port}\nsecureClientPortAddress={ADDRESS}\n"
+              "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+              f"ssl.keyStore.location={tls / 'server.p12'}\nssl.keyStore.password=changeit\nssl.keyStore.type=PKCS12\n"
+              f"ssl.trustStore.location={tls / 'ca.pem'}\nssl.trustStore.type=PEM\nssl.clientAuth=need\n"
+              if tls else "")
     (directory / "zoo.cfg").write_text(
         f"dataDir={directory / 'data'}\nclientPort={port}\nclientPortAddress={ADDRESS}\ntickTime=500\n"
-        "maxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+        "maxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\n" + secure)
     (directory / "log4j.properties").write_text(
         "log4j.rootLogger=WARN, file\nlog4j.appender.file=org.apache.log4j.FileAppender\n"
         f"log4j.appender.file.File={directory / 'zookeeper.log'}\n"
@@ -107,7 +138,7 @@ def start_zookeeper(directory: Path) -> Server:
              f"-Dlog4j.configuration=file:{directory / 'log4j.properties'}", "-cp", f"{jars}/*",
              "org.apache.zookeeper.server.ZooKeeperServerMain", str(directory / "zoo.cfg")],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    server = Server("ZooKeeper", f"{ADDRESS}:{port}", proc, log)
+    server = Server("ZooKeeper", f"{ADDRESS}:{secure_port or port}", proc, log)
 
     def serving() -> bool:
         # `ruok` says imok before the server accepts sessions; `srvr` names the mode only once it does.

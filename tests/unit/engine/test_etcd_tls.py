@@ -4,12 +4,11 @@ or with a CA that did not sign etcd's, it is refused at once (exit 14), never "e
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from real_servers import Server, start_etcd
+from real_servers import Server, make_pki, start_etcd
 
 from kafkaops.engine.lock import lock_info
 from kafkaops.errors import AuthError
@@ -17,28 +16,9 @@ from kafkaops.model import TlsFiles
 from kafkaops.systems.etcd import EtcdLockBackend
 
 
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
-def _make_pki(d: Path) -> Path:
-    """A CA, etcd's certificate for 127.0.0.1, and a client certificate, all signed by the CA."""
-    d.mkdir(parents=True, exist_ok=True)
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes")
-    _openssl("req", "-x509", *ec, "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"), "-days", "2",
-             "-subj", "/CN=test CA")
-    for name in ("server", "client"):
-        (d / f"{name}.ext").write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n")
-        _openssl("req", *ec, "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"), "-subj", f"/CN={name}")
-        _openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
-                 "-CAcreateserial", "-out", str(d / f"{name}.pem"), "-days", "2", "-extfile", str(d / f"{name}.ext"))
-    (d / "client.key").chmod(0o600)
-    return d
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _make_pki(tmp_path_factory.mktemp("pki"))
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +46,7 @@ def test_a_refused_certificate_is_exit_14_at_once(etcd: Server, pki: Path, tmp_p
     if which == "no client certificate":
         tls = TlsFiles(ca_file=str(pki / "ca.pem"))
     else:
-        other = _make_pki(tmp_path / "other")
+        other = make_pki(tmp_path / "other")
         tls = TlsFiles(ca_file=str(other / "ca.pem"), cert_file=str(pki / "client.pem"),
                        key_file=str(pki / "client.key"))
     with pytest.raises(AuthError, match=r"etcd at https://127\.0\.0\.1:\d+: TLS refused") as refused:

@@ -87,10 +87,18 @@ def _inventory(tmp_path: Path, block: str) -> Path:
     return path
 
 
-def test_the_lab_names_its_zookeeper_identity_by_file(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_lab_names_its_zookeeper_tls_and_identity_by_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAFKAOPS_LAB_DIR", "/srv/labdir")
-    assert load_inventory(REPO / "inventory" / "lab.yaml").zookeeper_security == ZooKeeperSecurity(
+    cluster = load_inventory(REPO / "inventory" / "lab.yaml")
+    assert cluster.zookeeper_security == ZooKeeperSecurity(
+        ca_file="/srv/labdir/tls/ca.pem", cert_file="/srv/labdir/tls/kafkaops-zookeeper.pem",
+        key_file="/srv/labdir/tls/kafkaops-zookeeper.key",
         username="kafkaops", password=Secret(file="/srv/labdir/secrets/zookeeper.password"))
+    from kafkaops.lab.spec import from_inventory
+
+    spec = from_inventory(cluster)  # kafkaops on the TLS port the inventory names, the brokers just below
+    assert (spec.zk_secure_port, spec.zk_port) == (2182, 2181)
+    assert spec.zookeeper_cert_file == "/srv/labdir/tls/kafkaops-zookeeper.pem"
 
 
 @pytest.mark.parametrize(("block", "expected"), [
