@@ -16,13 +16,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafkaops.errors import UnreachableError
-from kafkaops.lab.security import user_endpoint
+from kafkaops.lab.security import LOAD_GROUP_PREFIX, LOAD_TOPIC, user_endpoint
 from kafkaops.model import Cluster, KafkaEndpoint
 from kafkaops.systems.kafka_auth import librdkafka_config
-
-LOAD_TOPIC = "lab.load"
-#: The load checker's consumer groups start so (one per run): the lab grants the load user this prefix.
-GROUP_PREFIX = "kafkaops-load-"
 
 
 @dataclass
@@ -58,7 +54,7 @@ class _Reader(threading.Thread):
         self.lock = threading.Lock()  # the producer's thread reads ``seen`` while this one adds to it
         self.stop = threading.Event()
         self.consumer = Consumer({
-            **librdkafka_config(endpoint), "group.id": f"{GROUP_PREFIX}{run_id}",
+            **librdkafka_config(endpoint), "group.id": f"{LOAD_GROUP_PREFIX}{run_id}",
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 2,
             "isolation.level": "read_committed",
         })

@@ -39,6 +39,9 @@ from kafkaops.policy import kafka_acls as acls
 from kafkaops.policy.kafka_acls import Acl
 
 MECHANISM = "SCRAM-SHA-512"
+#: The load generator's topic, and the prefix of its checker's consumer groups (one per run).
+LOAD_TOPIC = "lab.load"
+LOAD_GROUP_PREFIX = "kafkaops-load-"
 #: The lab's SCRAM users: the brokers (inter-broker), kafkaops, the eventbus service, the load generator.
 USERS = ("broker", "kafkaops", "eventbus", "load")
 _ITERATIONS = 4096
@@ -234,11 +237,9 @@ def create_users(spec: LabSpec) -> None:
 def grants(service_prefixes: tuple[str, ...]) -> dict[str, list[Acl]]:
     """Every lab user's ACLs: kafkaops' least privilege, the eventbus' service topics, the load's topic and
     groups. ``broker`` is the super user and needs none."""
-    from kafkaops.lab.load import GROUP_PREFIX, LOAD_TOPIC
-
     eventbus = [acls.topic(op, p, "PREFIXED") for p in service_prefixes for op in ("WRITE", "DESCRIBE")]
     load = [*(acls.topic(op, LOAD_TOPIC) for op in ("WRITE", "READ", "DESCRIBE")),
-            *(Acl(op, "GROUP", GROUP_PREFIX, "PREFIXED") for op in ("READ", "DESCRIBE"))]
+            *(Acl(op, "GROUP", LOAD_GROUP_PREFIX, "PREFIXED") for op in ("READ", "DESCRIBE"))]
     return {"kafkaops": acls.required(service_prefixes), "eventbus": eventbus, "load": load}
 
 

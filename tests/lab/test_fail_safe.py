@@ -101,8 +101,8 @@ def _broken_inventory(cluster: Cluster, tmp_path: Path, old: str, new: str) -> P
 
 
 @pytest.mark.parametrize(("what", "old", "new", "code", "said"), [
-    ("ZooKeeper address", "zookeeper: 127.0.10.10:2181", "zookeeper: 127.0.10.10:2999", 4, "ZooKeeper"),
-    ("ZooKeeper chroot", "zookeeper: 127.0.10.10:2181", "zookeeper: 127.0.10.10:2181/nochroot", 3,
+    ("ZooKeeper address", "zookeeper: 127.0.10.10:2182", "zookeeper: 127.0.10.10:2999", 4, "ZooKeeper"),
+    ("ZooKeeper chroot", "zookeeper: 127.0.10.10:2182", "zookeeper: 127.0.10.10:2182/nochroot", 3,
      "/brokers/ids"),
     ("SSH to the target", "    broker_id: 1001\n", "    broker_id: 1001\n    ssh: {port: 2999}\n", 4, "ssh kafka1001"),
 ])

@@ -92,7 +92,7 @@ CASES = [
     Case("lab-host-reboot-unknown-no-lab", ("lab", "host", "reboot", "nosuch1001"), LAB, "no lab at"),
     Case("lab-host-crash-no-lab", ("lab", "host", "crash", "kafka1001"), LAB, "no lab at"),
     # --- malformed inventories ---------------------------------------------------------------------------
-    Case("inventory-bad-indentation", ("status", "lab"), CONFIG, "bad-indent.yaml:9: invalid YAML",
+    Case("inventory-bad-indentation", ("status", "lab"), CONFIG, "bad-indent.yaml:10: invalid YAML",
          inventory="bad-indent.yaml"),
     Case("inventory-tab-indentation", ("reboot", "kafka1001", "--dry-run"), CONFIG, "invalid YAML",
          inventory="tabs.yaml"),
@@ -178,9 +178,9 @@ CASES = [
     Case("runs-unlock-missing-reason", ("runs", "unlock", "lab", "--force"), USAGE, "--reason"),
     Case("runs-unlock-blank-reason", ("runs", "unlock", "lab", "--force", "--reason", " "), USAGE, "--reason"),
     # apply's --reason overrides the plan's: blank is "not given" (the plan's reviewed reason), as missing.
-    Case("apply-missing-reason", ("apply", "{world}/plan.json"), UNREACHABLE, "ZooKeeper at 127.0.47.10:2181"),
+    Case("apply-missing-reason", ("apply", "{world}/plan.json"), UNREACHABLE, "ZooKeeper at 127.0.47.10:2182"),
     Case("apply-blank-reason", ("apply", "{world}/plan.json", "--reason", " "), UNREACHABLE,
-         "ZooKeeper at 127.0.47.10:2181"),
+         "ZooKeeper at 127.0.47.10:2182"),
     # --- negative and absurd numbers and durations ---------------------------------------------------
     Case("reboot-syn-window-negative", ("reboot", "kafka1001", "--dry-run", "--syn-window", "-1s"), USAGE,
          "'-1s' is not a duration"),
@@ -398,7 +398,7 @@ def _inventories(world: Path) -> None:
     exposed = world / "exposed.password"
     exposed.write_text("pw\n")
     exposed.chmod(0o644)
-    kraft = _variant(_variant(base, "  zookeeper: 127.0.47.10:2181\n", ""), zk_identity, "")
+    kraft = _variant(_variant(base, "  zookeeper: 127.0.47.10:2182\n", ""), zk_identity, "")
     files = {
         "closed.yaml": base,
         "bad-indent.yaml": _variant(base, "  zookeeper: ", "   zookeeper: "),

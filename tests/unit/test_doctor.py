@@ -43,7 +43,7 @@ def test_each_check_is_one_line_and_a_failure_exits_9(tmp_path: Path, listener: 
     inventories.mkdir(parents=True)
     text = (REPO / "inventory" / "lab.yaml").read_text()
     text = text.replace("127.0.10.1:9092,127.0.10.2:9092,127.0.10.3:9092", f"127.0.0.1:{listener}")
-    text = text.replace("zookeeper: 127.0.10.10:2181", "zookeeper: 127.0.0.1:9")  # discard: refused
+    text = text.replace("zookeeper: 127.0.10.10:2182", "zookeeper: 127.0.0.1:9")  # discard: refused
     (inventories / "site.yaml").write_text(text)
     table = _doctor(tmp_path)
     assert table.returncode == 9, table.stderr
