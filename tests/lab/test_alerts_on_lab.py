@@ -231,6 +231,10 @@ def test_an_alert_mid_roll_holds_the_next_host_and_resume_finishes(loaded: Clust
     assert all(s["status"]["state"] == "expired" for s in silences), silences
 
 
+# A long scenario (bench/long_scenarios.py): the suite's short version is the engine's renewal on resume
+# (tests/unit/engine/test_step_effects.py) and the step's renewal of a lapsed silence
+# (tests/unit/test_alert_steps.py::test_a_renewal_makes_a_lapsed_silence_again, an in-memory Alertmanager).
+@pytest.mark.long
 def test_a_silence_that_lapsed_mid_run_is_made_again_before_the_broker_stops(loaded: Cluster, spec: LabSpec,
                                                                              home: Path) -> None:
     """Issue 41.2: a silence ends at its bound; a run paused past it resumed past ``alerts.silence`` (a

@@ -165,6 +165,10 @@ def _zookeeper_registrations(stop: threading.Event, seen: list[tuple[float, int]
         zk.close()
 
 
+# A long scenario (bench/long_scenarios.py): the suite's short version is the chaos roll
+# (tests/lab/test_chaos_soak.py), which crashes a host the run is not working on and resumes to every
+# invariant; the gates that hold the next stop are the broker-cut test's (also long) and the unit tests'.
+@pytest.mark.long
 def test_a_host_crashed_just_before_the_next_stop_holds_that_stop_until_its_broker_is_back(
         pooled_lab: Cluster, home: Path) -> None:
     """The race the chaos soak found (issue 32): a host rolled already crashes a moment before the run stops
