@@ -376,13 +376,13 @@ def up(cluster: Cluster, progress: Progress = _noop) -> float:
         if zk_pid is not None:
             _wait("ZooKeeper", lambda: _zk_ok(spec), 60, zk_pid)
             security.create_users(spec)
+            security.write_acls(spec, SERVICE_PREFIXES)
         for host in hosts:
             host.power_on(wait=False)
         progress("waiting for the brokers to register")
         kafkas = [h for h in hosts if "kafka" in h.enabled_units]  # a migration lab's controllers wait
         _wait("Kafka brokers", lambda: _brokers_alive(kafkas) and _brokers_registered(spec), 90)
-        progress("granting ACLs, creating topics")
-        security.grant_acls(spec, SERVICE_PREFIXES)
+        progress("creating topics")
         _create_topics(spec)
         if spec.vip_address:
             _start_balancer(spec)

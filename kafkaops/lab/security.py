@@ -14,7 +14,7 @@ At ``lab up``, before any broker starts:
   --zookeeper`` writes them, computed here with ``scramp``: no password on any command line.
 
 The brokers run ``AclAuthorizer`` with ``User:broker`` as the only super user, and nothing is allowed
-without an ACL. Once they are up, :func:`grant_acls` gives ``kafkaops`` exactly what
+without an ACL. Before they start, :func:`write_acls` gives ``kafkaops`` exactly what
 :mod:`kafkaops.policy.kafka_acls` says it needs, and the eventbus and the load generator their topics and
 groups. The lab's own set-up (topics, test data) runs as ``broker`` (:func:`admin_endpoint`), so every test
 runs kafkaops with its least privilege.
@@ -243,34 +243,34 @@ def grants(service_prefixes: tuple[str, ...]) -> dict[str, list[Acl]]:
     return {"kafkaops": acls.required(service_prefixes), "eventbus": eventbus, "load": load}
 
 
-def grant_acls(spec: LabSpec, service_prefixes: tuple[str, ...]) -> None:
-    """Create every :func:`grants` ACL, as the super user; each creation is confirmed by the controller."""
+def write_acls(spec: LabSpec, service_prefixes: tuple[str, ...]) -> None:
+    """Every :func:`grants` ACL written to ZooKeeper as ``AclAuthorizer`` stores them (``/kafka-acl/<Type>/<name>``,
+    prefixed ones under ``/kafka-acl-extended/prefixed``), before the first broker starts: every broker loads
+    them at start-up. Granted through the Admin API once the brokers run, they reach each broker's cache a
+    moment later, and a client refused in that moment can stay broken (an idempotent producer refused its
+    producer id is dead: the eventbus' was)."""
     if not spec.secured or spec.kraft:
         return
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        ResourcePatternType,
-        ResourceType,
-    )
+    from kazoo.client import KazooClient
 
-    from kafkaops.systems.kafka_auth import build, librdkafka_config
-
-    superuser = endpoint(spec, "broker")
-    admin = build(AdminClient, {**librdkafka_config(superuser), "log_level": 2}, superuser)
-    # librdkafka names Kafka's CLUSTER resource BROKER (the same protocol code, 4).
-    restype = {"CLUSTER": "BROKER"}
-    bindings = [AclBinding(ResourceType[restype.get(a.resource, a.resource)], a.name, ResourcePatternType[a.pattern],
-                           f"User:{user}", "*", AclOperation[a.operation], AclPermissionType.ALLOW)
-                for user, wanted in grants(service_prefixes).items() for a in wanted]
-    for binding, future in admin.create_acls(bindings, request_timeout=30).items():
-        try:
-            future.result(timeout=60)
-        except Exception as exc:
-            raise LabError(f"the lab could not grant {binding}: {exc}",
-                           hint="see the brokers' logs; `kafkaops lab down` and up again") from exc
+    operation = {"DESCRIBE": "Describe", "READ": "Read", "WRITE": "Write", "ALTER": "Alter",
+                 "DESCRIBE_CONFIGS": "DescribeConfigs", "ALTER_CONFIGS": "AlterConfigs"}
+    resource = {"TOPIC": "Topic", "GROUP": "Group", "CLUSTER": "Cluster"}
+    znodes: dict[str, list[dict[str, str]]] = {}
+    for user, wanted in grants(service_prefixes).items():
+        for acl in wanted:
+            root = "/kafka-acl" if acl.pattern == "LITERAL" else "/kafka-acl-extended/prefixed"
+            znodes.setdefault(f"{root}/{resource[acl.resource]}/{acl.name}", []).append(
+                {"principal": f"User:{user}", "permissionType": "Allow", "host": "*",
+                 "operation": operation[acl.operation]})
+    zk = KazooClient(hosts=spec.zk_connect, timeout=10)
+    zk.start(timeout=15)
+    try:
+        for path, entries in sorted(znodes.items()):
+            zk.create(path, json.dumps({"version": 1, "acls": entries}).encode(), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
 
 
 AUTHORIZER = """authorizer.class.name=kafka.security.authorizer.AclAuthorizer

@@ -140,8 +140,10 @@ def test_bad_credentials_are_one_line_naming_the_cluster_never_the_secret(
     fake.chmod(0o644 if change == "mode" else 0o600)
     if change == "ca_file":
         ca = lab_cluster.kafka_security.ca_file or ""
-        inventory = _inventory_with(tmp_path, lab_cluster, f"ca_file: {_raw(lab_cluster, 'ca_file')}",
-                                    "ca_file: /etc/ssl/certs/ca-certificates.crt")
+        # kafka.security's CA (ZooKeeper's, above it, is the same file: its line is left alone)
+        inventory = _inventory_with(tmp_path, lab_cluster,
+                                    f"protocol: SASL_SSL\n    ca_file: {_raw(lab_cluster, 'ca_file')}",
+                                    "protocol: SASL_SSL\n    ca_file: /etc/ssl/certs/ca-certificates.crt")
         assert ca
     elif change == "missing":
         inventory = _inventory_with(tmp_path, lab_cluster, f"password_file: {_raw(lab_cluster, 'password_file')}",
