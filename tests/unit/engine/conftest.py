@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from engine_fakes import World, register_test_kinds
+from real_servers import make_pki
 
 from kafkaops.engine import step as step_mod
 from kafkaops.engine.audit import AuditLog, MemorySink
@@ -52,3 +53,9 @@ def make_runner(home: Path, audit_sink: MemorySink) -> Callable[..., Runner]:
         return Runner(**kw)
 
     return make
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA with a server and a client certificate for 127.0.0.1 (:func:`real_servers.make_pki`), per module."""
+    return make_pki(tmp_path_factory.mktemp("pki"))

@@ -17,11 +17,6 @@ from kafkaops.systems.etcd import EtcdLockBackend
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
 def etcd(tmp_path_factory: pytest.TempPathFactory, pki: Path) -> Iterator[Server]:
     server = start_etcd(tmp_path_factory.mktemp("etcd"), tls=pki)
     try:

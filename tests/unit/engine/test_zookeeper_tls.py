@@ -19,11 +19,6 @@ from kafkaops.systems.zookeeper import ZooKeeperLockBackend
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory, pki: Path) -> Iterator[Server]:
     server = start_zookeeper(tmp_path_factory.mktemp("zookeeper"), tls=pki)
     try:
