@@ -124,12 +124,8 @@ def fingerprint(key_blob: bytes) -> str:
 
 
 @dataclass(frozen=True)
-class CertAuthority:
+class CertAuthority(MarkedKey):
     """One ``@cert-authority`` line: the CA's public key (``type base64``) and where it was read."""
-
-    key: str
-    path: str
-    line: int
 
     @property
     def fingerprint(self) -> str:

@@ -120,7 +120,6 @@ class _CertificatePolicy:
 
     def __init__(self, where: str, hostname: str, cas: list[CertAuthority], revoked: dict[str, str]) -> None:
         self.where, self.hostname, self.cas, self.revoked = where, hostname, cas, revoked
-        self.verified_by: CertAuthority | None = None
 
     def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
         blob = getattr(key, "public_blob", None)
@@ -128,8 +127,8 @@ class _CertificatePolicy:
         try:
             if blob is None:
                 raise CertificateRefused(f"it presented a bare {key.get_name()} key, not a host certificate")
-            self.verified_by = check_host_certificate(blob.key_type, blob.key_blob, hostname=self.hostname,
-                                                      authorities=self.cas, revoked=self.revoked)
+            check_host_certificate(blob.key_type, blob.key_blob, hostname=self.hostname, authorities=self.cas,
+                                   revoked=self.revoked)
         except CertificateRefused as exc:
             raise HostKeyError(f"{self.where} is trusted only through {trusted}, and {exc}: possible "
                                "impersonation, refusing to connect",
