@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab import configs, monitoring, procs
+from kafkaops.lab import configs, monitoring, procs, security
 from kafkaops.lab.paths import HostDirs, host_dirs
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 
@@ -118,7 +118,7 @@ class LabHost:
             raise LabError(str(exc), hint=f"phases: {', '.join(configs.PHASES)}") from exc
         path = self.dirs.etc / "server.properties"
         changed = not path.exists() or path.read_text() != text
-        path.write_text(text)
+        security.write_private(path, text)
         (self.dirs.etc / "kafka-phase").write_text(phase + "\n")
         if changed:
             self.record("kafka-config", phase=phase)

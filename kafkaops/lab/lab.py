@@ -199,7 +199,8 @@ def _prepare(spec: LabSpec) -> None:
 
             seed_releases(base)
             continue
-        (d.etc / "server.properties").write_text(configs.server_properties(spec, h, d))
+        # A secured broker's server.properties holds its password and its keystore's: owner-only.
+        security.write_private(d.etc / "server.properties", configs.server_properties(spec, h, d))
         if spec.kraft or spec.migration:  # a migration lab's node may be upgraded to Kafka 4 (log4j2)
             (d.etc / "log4j2.properties").write_text(configs.log4j2_properties(d))
             (d.etc / "tools-log4j2.properties").write_text(configs.tools_log4j2_properties())

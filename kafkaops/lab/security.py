@@ -42,6 +42,9 @@ MECHANISM = "SCRAM-SHA-512"
 #: The load generator's topic, and the prefix of its checker's consumer groups (one per run).
 LOAD_TOPIC = "lab.load"
 LOAD_GROUP_PREFIX = "kafkaops-load-"
+#: The two-site lab's switched service's consumer group (inventory/lab-sites.yaml ``consumer_groups``): the
+#: switchover's load (:mod:`kafkaops.lab.switch_load`) reads the service's topics in it as ``load``.
+SWITCHED_GROUP = "lab-switchover"
 #: The lab's SCRAM users: the brokers (inter-broker), kafkaops, the eventbus service, the load generator.
 USERS = ("broker", "kafkaops", "eventbus", "load")
 _ITERATIONS = 4096
@@ -100,7 +103,9 @@ def _openssl(*args: str) -> None:
         raise LabError(f"openssl {args[0]} failed: {done.stderr.strip()[-300:]}")
 
 
-def _private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
+    """``text`` in ``path``, readable by its owner only (0600) from its first byte: a file that holds a
+    password or a key (server.properties, MirrorMaker's config, the lab's secrets)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     path.touch(mode=0o600)
     path.chmod(0o600)
@@ -158,7 +163,7 @@ def prepare(spec: LabSpec) -> None:
     """The CA, each broker's keystore, etcd's certificates, and every user's password file (before
     anything starts)."""
     if spec.zookeeper_password_file:
-        _private(Path(spec.zookeeper_password_file), secrets.token_urlsafe(24) + "\n")
+        write_private(Path(spec.zookeeper_password_file), secrets.token_urlsafe(24) + "\n")
     if not spec.needs_ca:
         return
     d = tls_dir(spec)
@@ -172,11 +177,11 @@ def prepare(spec: LabSpec) -> None:
                      d / "etcd-server.pem")
         client_key, client_cert = Path(spec.etcd_key_file), Path(spec.etcd_cert_file)
         _certificate(spec, "etcd-client", "kafkaops", "DNS:kafkaops", client_key, client_cert)
-        _private(etcd_client_pem(spec), client_cert.read_text() + client_key.read_text())
+        write_private(etcd_client_pem(spec), client_cert.read_text() + client_key.read_text())
     if spec.zk_secure_port:
         key, cert, zk_store = d / "zookeeper.key", d / "zookeeper.pem", d / "zookeeper-keystore.password"
         _certificate(spec, "zookeeper", spec.zk_address, f"IP:{spec.zk_address}", key, cert)
-        _private(zk_store, secrets.token_urlsafe(24))
+        write_private(zk_store, secrets.token_urlsafe(24))
         _openssl("pkcs12", "-export", "-in", str(cert), "-inkey", str(key), "-out", str(d / "zookeeper.p12"),
                  "-name", "zookeeper", "-passout", f"file:{zk_store}")
         _certificate(spec, "zookeeper-client", "kafkaops", "DNS:kafkaops", Path(spec.zookeeper_key_file),
@@ -184,7 +189,7 @@ def prepare(spec: LabSpec) -> None:
     if not spec.secured:
         return
     for user in USERS:
-        _private(password_file(spec, user), secrets.token_urlsafe(24) + "\n")
+        write_private(password_file(spec, user), secrets.token_urlsafe(24) + "\n")
     store_password = password_file(spec, "broker").read_text().strip()
     for h in spec.brokers:
         key, csr, cert = d / f"{h.name}.key", d / f"{h.name}.csr", d / f"{h.name}.pem"
@@ -236,10 +241,13 @@ def create_users(spec: LabSpec) -> None:
 
 def grants(service_prefixes: tuple[str, ...]) -> dict[str, list[Acl]]:
     """Every lab user's ACLs: kafkaops' least privilege, the eventbus' service topics, the load's topic and
-    groups. ``broker`` is the super user and needs none."""
+    groups, and the switched service's topics and consumer group on the two-site lab. ``broker`` is the
+    super user and needs none."""
     eventbus = [acls.topic(op, p, "PREFIXED") for p in service_prefixes for op in ("WRITE", "DESCRIBE")]
     load = [*(acls.topic(op, LOAD_TOPIC) for op in ("WRITE", "READ", "DESCRIBE")),
-            *(Acl(op, "GROUP", LOAD_GROUP_PREFIX, "PREFIXED") for op in ("READ", "DESCRIBE"))]
+            *(Acl(op, "GROUP", LOAD_GROUP_PREFIX, "PREFIXED") for op in ("READ", "DESCRIBE")),
+            *(acls.topic("READ", p, "PREFIXED") for p in service_prefixes),
+            *(acls.group(op, SWITCHED_GROUP) for op in ("READ", "DESCRIBE"))]
     return {"kafkaops": acls.required(service_prefixes), "eventbus": eventbus, "load": load}
 
 

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kafkaops.errors import KafkaOpsError, LabError
-from kafkaops.lab import lab, paths, procs
+from kafkaops.lab import lab, paths, procs, security
 from kafkaops.model import Cluster
-from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops.systems.kafka_auth import java_properties, librdkafka_config, properties_text
 
 Progress = Callable[[str], None]
 
@@ -57,7 +57,14 @@ def is_sites_lab(base: Path) -> bool:
 
 def mirror_properties(sites: Cluster) -> str:
     """MirrorMaker 2's dedicated-mode config: each site's ``<dc>.*`` topics to every other site, names
-    unchanged, offsets committed every second (what the switchover's lag reads), nothing else synced."""
+    unchanged, offsets committed every second (what the switchover's lag reads), nothing else synced.
+
+    On secured sites MirrorMaker reaches each one as that site's super user (``broker``), trusting that
+    site's own CA (``<dc>.security.protocol``, ``<dc>.sasl.jaas.config``, ...: MirrorMaker gives a cluster's
+    settings to every client it makes for it). Its passwords are references to :func:`mirror_secrets`, never
+    the passwords themselves: MirrorMaker keeps its connectors' configs in a topic. Production
+    grants MirrorMaker a principal of its own (topics, groups, transactional ids, its internal topics);
+    the lab does not model MirrorMaker's least privilege, only kafkaops'."""
     dcs = list(sites.sites)
     replicas = min(len(s.hosts) for s in sites.sites.values())
     lines = [f"clusters = {', '.join(dcs)}"]
@@ -89,7 +96,29 @@ def mirror_properties(sites: Cluster) -> str:
         *(f"{dc}.consumer.isolation.level = read_committed" for dc in dcs),
         "tasks.max = 2",
     ]
-    return "\n".join(lines) + "\n"
+    secured = {f"{dc}.{key}": value for dc, site in sites.sites.items()
+               for key, value in java_properties(security.admin_endpoint(site)).items()}
+    if not secured:
+        return "\n".join(lines) + "\n"
+    # The passwords stay in a 0600 file of their own, named by reference (Kafka's FileConfigProvider): MirrorMaker
+    # stores its connectors' configs in a topic of each site, and a password written here would be in it.
+    secret_keys = sorted(k for k in secured if k.endswith(".sasl.jaas.config"))
+    references = {k: f"${{file:{mirror_secrets(sites)}:{k}}}" for k in secret_keys}
+    shown = {**secured, **references, "config.providers": "file",
+             "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider"}
+    return "\n".join(lines) + "\n" + properties_text(shown)
+
+
+def mirror_secrets(sites: Cluster) -> Path:
+    """The file MirrorMaker's passwords live in (0600), read by its config provider when a client starts."""
+    return sites_dir(sites) / "secrets" / "mm2.properties"
+
+
+def mirror_secret_properties(sites: Cluster) -> str:
+    """Each site's ``<dc>.sasl.jaas.config``, the one thing in MirrorMaker's config that is a secret."""
+    return properties_text({f"{dc}.{key}": value for dc, site in sites.sites.items()
+                            for key, value in java_properties(security.admin_endpoint(site)).items()
+                            if key == "sasl.jaas.config"})
 
 
 def _ensure_topics(sites: Cluster) -> None:
@@ -97,7 +126,7 @@ def _ensure_topics(sites: Cluster) -> None:
     from kafkaops.lab.kafka import LabKafka, TopicSpec
 
     for site in sites.sites.values():
-        admin = LabKafka(site.kafka, timeout=15)
+        admin = LabKafka(security.admin_endpoint(site), timeout=15)
         replicas = min(3, len(site.hosts))
         admin.create_topics([TopicSpec(f"{dc}.test.event", STREAM_PARTITIONS, replicas) for dc in sites.sites])
 
@@ -108,7 +137,7 @@ def _seed_history(sites: Cluster) -> None:
     from confluent_kafka import Producer
 
     for dc, site in sites.sites.items():
-        producer = Producer({**librdkafka_config(site.kafka), "acks": "all"})
+        producer = Producer({**librdkafka_config(security.admin_endpoint(site)), "acks": "all"})
         for origin in sites.sites:
             if origin == dc:
                 continue
@@ -142,7 +171,8 @@ def _start_mirror(sites: Cluster, base: Path) -> int:
     if not any(jars.glob("connect-mirror-*.jar")):
         raise LabError(f"MirrorMaker 2 jars (connect-mirror) are not in {jars}",
                        hint="run scripts/install.sh (resolves them from Maven Central)")
-    (base / "mm2.properties").write_text(mirror_properties(sites))
+    security.write_private(mirror_secrets(sites), mirror_secret_properties(sites))
+    security.write_private(base / "mm2.properties", mirror_properties(sites))
     (base / "log4j.properties").write_text(
         "log4j.rootLogger=WARN, stdout\nlog4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
         "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
@@ -164,7 +194,8 @@ def _wait_mirroring(sites: Cluster, base: Path, timeout: float = 120.0) -> None:
 
     from kafkaops.systems.mirror import MirrorLag
 
-    marker = {dc: Producer({**librdkafka_config(s.kafka), "acks": "all"}) for dc, s in sites.sites.items()}
+    marker = {dc: Producer({**librdkafka_config(security.admin_endpoint(s)), "acks": "all"})
+              for dc, s in sites.sites.items()}
     for dc, producer in marker.items():
         for partition in range(STREAM_PARTITIONS):
             producer.produce(f"{dc}.test.event", json.dumps({"marker": dc}).encode(), partition=partition)

@@ -8,7 +8,8 @@ clients follow DNS discovery.
 * The **consumer** reads both sites' streams (``eqiad.test.event``, ``codfw.test.event``) in one group at
   the active site, committing after each batch. When its site is depooled it commits and leaves the
   group; it joins again where the record points next, from the group's committed offsets there —
-  which only a translation put there.
+  which only a translation put there. On secured sites it reads as the lab's ``load`` user, which may
+  read the service's topics and commit in its group, nothing more (:func:`kafkaops.lab.security.grants`).
 
 The report says what a switchover cost them: ids lost (produced, never consumed), read twice, and
 records that were none of the producer's (the mirror copies' own history: read only when a group
@@ -26,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError
+from kafkaops.lab.security import user_endpoint
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka_auth import librdkafka_config
 
@@ -146,7 +148,7 @@ class SwitchLoad:
                 if site is None:
                     time.sleep(0.05)
                     continue
-                consumer = Consumer({**librdkafka_config(self.sites.site(site).kafka),
+                consumer = Consumer({**librdkafka_config(user_endpoint(self.sites.site(site), "load")),
                                      "group.id": self.group, "enable.auto.commit": False,
                                      "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
                                      "log_level": 2})

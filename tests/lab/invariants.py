@@ -1,6 +1,7 @@
 """Independent witnesses for maintenance runs: they watch the lab without going through kafkaops.
 
 - ``PoolWatch`` polls conftool's etcd keys and records the most hosts ever depooled at once.
+- ``ArgvWatch`` samples every process's command line and records those holding a secret.
 - ``SynWatch`` runs its own tcpdump on ``lo`` and records every new SYN to a service port with its time,
   so a test can prove no client connection reached a host between its SYN gate and its repool.
 """
@@ -48,6 +49,44 @@ class PoolWatch:
 
 
 _LINE = re.compile(r"^(\d+\.\d+) IP (\d+\.\d+\.\d+\.\d+)\.\d+ > (\d+\.\d+\.\d+\.\d+)\.(\d+):")
+
+
+class ArgvWatch:
+    """Every process's command line (``/proc/PID/cmdline``), sampled every 50 ms while the block runs; the
+    pids of those that held one of ``secrets`` in :attr:`seen`."""
+
+    def __init__(self, secrets: list[bytes]) -> None:
+        assert secrets and all(len(s) >= 16 for s in secrets), "short or no secrets would match anything"
+        self.secrets = secrets
+        self.seen: list[str] = []
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for proc in Path("/proc").iterdir():
+                if proc.name.isdigit():
+                    try:
+                        if any(s in (proc / "cmdline").read_bytes() for s in self.secrets):
+                            self.seen.append(proc.name)
+                    except OSError:
+                        pass
+            self.samples += 1
+            time.sleep(0.05)
+
+    def __enter__(self) -> ArgvWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def holding_secrets(files: list[Path], secrets: list[bytes]) -> list[str]:
+    """The files among ``files`` that contain any of ``secrets``."""
+    return [str(f) for f in files if any(s in f.read_bytes() for s in secrets)]
 
 
 class SynWatch:

@@ -26,7 +26,9 @@ import pytest
 from harness import kafkaops, wait_for
 
 from kafkaops.lab import sites as sites_lab
+from kafkaops.lab.security import admin_endpoint
 from kafkaops.model import Cluster, KafkaEndpoint
+from kafkaops.systems.kafka_auth import librdkafka_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -35,14 +37,16 @@ IDS = 4000
 OWN_HISTORY = 25  # records of codfw's own per partition, before any mirrored one
 
 
-def _bootstrap(sites: Cluster, dc: str) -> str:
-    return sites.sites[dc].bootstrap_servers
+def _site(sites: Cluster, dc: str) -> KafkaEndpoint:
+    """A site's brokers as the lab's super user: this test's own clients create topics, write, read, delete
+    records and commit in groups of their own (kafkaops runs as itself, with its least privilege)."""
+    return admin_endpoint(sites.site(dc))
 
 
-def _ends(bootstrap: str, topic: str) -> list[int]:
+def _ends(bootstrap: KafkaEndpoint, topic: str) -> list[int]:
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4()}", "log_level": 2})
+    c = Consumer({**librdkafka_config(bootstrap), "group.id": f"probe-{uuid.uuid4()}", "log_level": 2})
     try:
         return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)]
     finally:
@@ -57,9 +61,9 @@ def topic(sites: Cluster) -> str:
 
     name = f"eqiad.exact-{uuid.uuid4().hex[:8]}"
     for dc in ("eqiad", "codfw"):
-        admin = AdminClient({"bootstrap.servers": _bootstrap(sites, dc)})
+        admin = AdminClient(librdkafka_config(_site(sites, dc)))
         admin.create_topics([NewTopic(name, PARTITIONS, 2)])[name].result(30)
-    producer = Producer({"bootstrap.servers": _bootstrap(sites, "codfw"), "acks": "all"})
+    producer = Producer({**librdkafka_config(_site(sites, "codfw")), "acks": "all"})
     for p in range(PARTITIONS):
         for i in range(OWN_HISTORY):
             producer.produce(name, json.dumps({"own": i}).encode(), partition=p,
@@ -72,7 +76,7 @@ def _produce(sites: Cluster, topic: str, ids: range, partition: int | None = Non
     """``ids`` on eqiad, keyed by id, a few ms apart (the issue's 4,000 over ~5 s): many share a millisecond."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": _bootstrap(sites, "eqiad"), "acks": "all", "linger.ms": 5,
+    producer = Producer({**librdkafka_config(_site(sites, "eqiad")), "acks": "all", "linger.ms": 5,
                          "enable.idempotence": True})
     for n in ids:
         producer.produce(topic, json.dumps({"id": n}).encode(), key=str(n).encode(),
@@ -83,11 +87,11 @@ def _produce(sites: Cluster, topic: str, ids: range, partition: int | None = Non
     assert producer.flush(60) == 0
 
 
-def _read(bootstrap: str, topic: str, partition: int, start: int, stop: int) -> list[int]:
+def _read(bootstrap: KafkaEndpoint, topic: str, partition: int, start: int, stop: int) -> list[int]:
     """The ids at offsets ``start``..``stop - 1`` of one partition."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4()}", "log_level": 2,
+    c = Consumer({**librdkafka_config(bootstrap), "group.id": f"reader-{uuid.uuid4()}", "log_level": 2,
                   "enable.auto.commit": False})
     read: list[int] = []
     try:
@@ -105,30 +109,30 @@ def _read(bootstrap: str, topic: str, partition: int, start: int, stop: int) -> 
     return read
 
 
-def _commit(bootstrap: str, topic: str, group: str, offsets: list[int]) -> None:
+def _commit(bootstrap: KafkaEndpoint, topic: str, group: str, offsets: list[int]) -> None:
     """``group``'s position on each partition, as a consumer commits it after reading up to there."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(librdkafka_config(bootstrap))
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in enumerate(offsets)])
     admin.alter_consumer_group_offsets([request])[group].result(30)
 
 
-def _read_from_committed(bootstrap: str, topic: str, group: str) -> list[Any]:
+def _read_from_committed(bootstrap: KafkaEndpoint, topic: str, group: str) -> list[Any]:
     """Read every partition to its end from ``group``'s committed offsets (a consumer resuming on codfw), to
     the reader's position: MirrorMaker writes codfw in transactions, so a partition ends on a commit marker."""
     from confluent_kafka import Consumer, TopicPartition
 
     from kafkaops.systems.records import RecordReader
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 2})
+    c = Consumer({**librdkafka_config(bootstrap), "group.id": group, "log_level": 2})
     try:
         committed = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
     finally:
         c.close()
     out: list[Any] = []
-    with RecordReader(KafkaEndpoint(bootstrap), timeout=60) as reader:
+    with RecordReader(bootstrap, timeout=60) as reader:
         bounds = reader.bounds((topic, p) for p in range(PARTITIONS))
         for tp in committed:
             assert tp.offset >= 0, f"{group} has no committed offset on {tp}"
@@ -138,7 +142,7 @@ def _read_from_committed(bootstrap: str, topic: str, group: str) -> list[Any]:
 
 
 def _mirrored(sites: Cluster, topic: str, produced_per_partition: list[int]) -> bool:
-    ends = _ends(_bootstrap(sites, "codfw"), topic)
+    ends = _ends(_site(sites, "codfw"), topic)
     return all(e >= OWN_HISTORY + n for e, n in zip(ends, produced_per_partition, strict=True))
 
 
@@ -167,19 +171,19 @@ def _moves(home: Path, group: str) -> list[dict[str, Any]]:
 
 def test_the_group_resumes_on_codfw_exactly_where_it_stopped(sites: Cluster, topic: str, tmp_path: Path) -> None:
     _produce(sites, topic, range(IDS))
-    ends = _ends(_bootstrap(sites, "eqiad"), topic)
+    ends = _ends(_site(sites, "eqiad"), topic)
     assert sum(ends) == IDS
     group = f"exact-{uuid.uuid4().hex[:6]}"
     upto = [e * 6 // 10 for e in ends]
-    consumed = [n for p, stop in enumerate(upto) for n in _read(_bootstrap(sites, "eqiad"), topic, p, 0, stop)]
-    _commit(_bootstrap(sites, "eqiad"), topic, group, upto)
+    consumed = [n for p, stop in enumerate(upto) for n in _read(_site(sites, "eqiad"), topic, p, 0, stop)]
+    _commit(_site(sites, "eqiad"), topic, group, upto)
     wait_for("MirrorMaker to mirror the ids to codfw", lambda: _mirrored(sites, topic, ends))
 
     plan = _translate(tmp_path, sites, group, "--topics", topic)
     moves = _moves(tmp_path, group)
     assert [m["method"] for m in moves] == ["exact"] * PARTITIONS, moves
     assert plan.count(", exact (") == PARTITIONS and "0 duplicates" in plan, plan[-3000:]
-    read = _read_from_committed(_bootstrap(sites, "codfw"), topic, group)
+    read = _read_from_committed(_site(sites, "codfw"), topic, group)
     assert "own" not in read, "read codfw's own records: wrong offsets"
     assert sorted(read) == sorted(set(range(IDS)) - set(consumed)), "lost or read again"
     assert len(read) == len(set(read)) == IDS - len(consumed)  # 0 duplicates
@@ -192,15 +196,15 @@ def test_a_deleted_head_or_a_lagging_mirror_falls_back_to_the_margin_and_loses_n
     from confluent_kafka.admin import AdminClient
 
     _produce(sites, topic, range(IDS))
-    ends = _ends(_bootstrap(sites, "eqiad"), topic)
+    ends = _ends(_site(sites, "eqiad"), topic)
     wait_for("MirrorMaker to mirror the ids to codfw", lambda: _mirrored(sites, topic, ends))
     group = f"fallback-{uuid.uuid4().hex[:6]}"
-    eqiad = _bootstrap(sites, "eqiad")
+    eqiad = _site(sites, "eqiad")
     upto = [e * 6 // 10 for e in ends]
     consumed = [n for p in (1, 2) for n in _read(eqiad, topic, p, 0, upto[p])]
     # Partition 0: every record up to the group's position deleted on eqiad (what it read is gone).
     consumed += _read(eqiad, topic, 0, 0, upto[0])
-    admin = AdminClient({"bootstrap.servers": eqiad})
+    admin = AdminClient(librdkafka_config(eqiad))
     [fut] = admin.delete_records([TopicPartition(topic, 0, upto[0])]).values()
     fut.result(30)
     # Partition 1: the group reads on, past what MirrorMaker (stopped) has copied.
@@ -221,7 +225,7 @@ def test_a_deleted_head_or_a_lagging_mirror_falls_back_to_the_margin_and_loses_n
     assert moves[2]["method"] == "exact", moves[2]
     assert plan.count("by the margin (not exact: ") == 2 and plan.count(", exact (") == 1, plan[-3000:]
     wait_for("MirrorMaker to catch up", lambda: _mirrored(sites, topic, new_ends))
-    read = _read_from_committed(_bootstrap(sites, "codfw"), topic, group)
+    read = _read_from_committed(_site(sites, "codfw"), topic, group)
     produced = set(range(IDS + 300))
     unread = produced - set(consumed)
     assert not unread - set(read), f"lost: {sorted(unread - set(read))[:20]}"
@@ -238,12 +242,13 @@ def _caught_up(sites: Cluster, topic: str) -> bool:
     return all(p.lag == 0 for p in MirrorLag(sites, "eqiad", "codfw").partitions() if p.topic == topic)
 
 
-def _transactional_load(bootstrap: str, topic: str, stop: threading.Event, ids: dict[str, list[int]]) -> None:
+def _transactional_load(bootstrap: KafkaEndpoint, topic: str, stop: threading.Event,
+                        ids: dict[str, list[int]]) -> None:
     """A transactional producer, as a stream processor writes: 20 ids per transaction, every fifth aborted
     (after its records reached the log), until ``stop``. ``ids["committed"]``/``ids["aborted"]``."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"load-{topic}", "linger.ms": 5,
+    producer = Producer({**librdkafka_config(bootstrap), "transactional.id": f"load-{topic}", "linger.ms": 5,
                          "log_level": 2})
     producer.init_transactions(30)
     n = 0
@@ -271,13 +276,13 @@ def test_a_transactional_topic_under_load_translates_with_nothing_lost(sites: Cl
     on codfw); on the code before the fix each of its reads waited for an offset never delivered."""
     from confluent_kafka import Consumer
 
-    eqiad = _bootstrap(sites, "eqiad")
+    eqiad = _site(sites, "eqiad")
     ids: dict[str, list[int]] = {"committed": [], "aborted": []}
     stop = threading.Event()
     load = threading.Thread(target=_transactional_load, args=(eqiad, topic, stop, ids), daemon=True)
     load.start()
     group = f"txn-{uuid.uuid4().hex[:6]}"
-    consumer = Consumer({"bootstrap.servers": eqiad, "group.id": group, "enable.auto.commit": False,
+    consumer = Consumer({**librdkafka_config(eqiad), "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed", "log_level": 2})
     consumed: list[int] = []
     try:
@@ -299,14 +304,17 @@ def test_a_transactional_topic_under_load_translates_with_nothing_lost(sites: Cl
     moves = _moves(tmp_path, group)
     wait_for("MirrorMaker to mirror every committed transaction (lag counted in records)",
              lambda: _caught_up(sites, topic))
-    read = _read_from_committed(_bootstrap(sites, "codfw"), topic, group)
+    read = _read_from_committed(_site(sites, "codfw"), topic, group)
     unread = set(ids["committed"]) - set(consumed)
     assert "own" not in read, "read codfw's own records: wrong offsets"
     assert not unread - set(read), f"lost: {sorted(unread - set(read))[:20]}"
     assert not set(read) & set(ids["aborted"]), "an aborted transaction was mirrored"
     again = [n for n in read if n in set(consumed)]
     assert len(again) <= sum(m["duplicates"] for m in moves), (len(again), moves)
-    assert "0 duplicates" in plan or any(m["method"] == "margin" for m in moves), plan[-2000:]
+    # The dry-run observed the mirror a moment before the run did: it may say "by the margin" (the mirror
+    # behind the producer then) where the run found every record and went exact. Either is an honest plan;
+    # what the run promised is checked above against what was read again (0 for an exact partition).
+    assert "0 duplicates" in plan or "by the margin" in plan, plan[-2000:]
     print(f"transactional: {len(ids['committed'])} committed, {len(ids['aborted'])} aborted, {len(consumed)} "
           f"read on eqiad, {len(read)} on codfw, 0 lost, {len(again)} read again; "
           f"methods {[m['method'] for m in moves]}")
@@ -321,9 +329,9 @@ def test_a_replayed_event_with_the_targets_head_deleted_falls_back_to_the_margin
     from confluent_kafka import Producer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    eqiad, codfw = _bootstrap(sites, "eqiad"), _bootstrap(sites, "codfw")
+    eqiad, codfw = _site(sites, "eqiad"), _site(sites, "codfw")
     base = int(time.time() * 1000) - 600_000
-    producer = Producer({"bootstrap.servers": eqiad, "acks": "all", "enable.idempotence": True, "log_level": 2})
+    producer = Producer({**librdkafka_config(eqiad), "acks": "all", "enable.idempotence": True, "log_level": 2})
     for i in [*range(300), 197, 198, 199]:
         producer.produce(topic, json.dumps({"id": i}).encode(), key=str(i).encode(), partition=0,
                          timestamp=base + 1000 * i)
@@ -333,11 +341,11 @@ def test_a_replayed_event_with_the_targets_head_deleted_falls_back_to_the_margin
     _commit(eqiad, topic, group, [200, 0, 0])
     from kafkaops.systems.records import RecordReader
 
-    with RecordReader(KafkaEndpoint(codfw), timeout=30) as reader:
+    with RecordReader(codfw, timeout=30) as reader:
         stable = reader.bounds([(topic, 0)])[(topic, 0)].stable
         copy = next(r.offset for r in reader.read(topic, 0, 0, stable)[0]
                     if json.loads(r.value or b"{}").get("id") == 199)
-    admin = AdminClient({"bootstrap.servers": codfw})  # held: a client collected never answers its futures
+    admin = AdminClient(librdkafka_config(codfw))  # held: a client collected never answers its futures
     [fut] = admin.delete_records([TopicPartition(topic, 0, copy + 1)]).values()
     fut.result(30)
     plan = _translate(tmp_path, sites, group, "--topics", topic)

@@ -24,10 +24,11 @@ from typing import Any
 
 import pytest
 from harness import kafkaops, output, spawn
-from invariants import journal, kill_after_step, live_journal
+from invariants import ArgvWatch, holding_secrets, journal, kill_after_step, live_journal
 
+from kafkaops.lab.paths import lab_dir
 from kafkaops.lab.switch_load import SwitchLoad
-from kafkaops.model import Cluster
+from kafkaops.model import Cluster, KafkaEndpoint
 from kafkaops.systems.kafka_auth import librdkafka_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
@@ -85,21 +86,54 @@ def test_switchover_planned_then_applied_under_load_loses_nothing(sites: Cluster
     move (the plan must not go stale on them), then the same invariants."""
     src, dst = _active(sites)
     plan = tmp_path / "switchover.json"
-    with SwitchLoad(sites) as load:
+    passwords = _passwords(sites)
+    with ArgvWatch(passwords) as argv, SwitchLoad(sites) as load:
         time.sleep(6)
         r = kafkaops(tmp_path, sites, "switchover", "eventbus", "--from", src, "--to", dst, "--dry-run",
                      "--save-plan", str(plan), "-r", "lab test", "-o", "markdown")
         assert r.returncode == 0, r.stderr[-3000:]
         assert "zero loss" in r.stdout and "duplicates: at most" in r.stdout, r.stdout[-3000:]
+        (tmp_path / "plan.md").write_text(r.stdout + r.stderr)
         time.sleep(5)  # positions and lags move under the load meanwhile
         r = kafkaops(tmp_path, sites, "apply", str(plan), timeout=600)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        (tmp_path / "apply.out").write_text(r.stdout + r.stderr)
         time.sleep(6)
         load.finish()
     run_id = next(line.split()[1] for line in r.stderr.splitlines() + r.stdout.splitlines()
                   if line.startswith("run ") and "finished" in line)
     report = _check(sites, load, src, dst, _translated_bound(tmp_path, run_id))
     print(f"switchover {src}->{dst}: {report}")
+    # Secured sites (SASL_SSL, SCRAM, ACLs): no password of either site in the plan, the journal, the audit,
+    # the output, the labs' logs (MirrorMaker's too), nor on any process's command line during the run.
+    assert argv.samples > 10 and not argv.seen, f"a password was on the command line of process(es) {argv.seen}"
+    artifacts = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "journal.jsonl" for p in artifacts) and plan in artifacts, artifacts
+    logs = [p for site in (sites, *sites.sites.values()) for p in lab_dir(site.name).rglob("*.log")]
+    assert len(logs) >= 10, logs
+    holding = holding_secrets([*artifacts, *logs], passwords)
+    assert not holding, f"a password is in {holding}"
+
+
+def _passwords(sites: Cluster) -> list[bytes]:
+    """Every site's lab passwords (kafkaops', the brokers', the eventbus', the load's)."""
+    found = [p.read_text().strip().encode() for site in sites.sites.values()
+             for p in sorted((lab_dir(site.name) / "secrets").glob("*.password"))]
+    assert len(found) >= 8, "the sites are not secured"
+    return found
+
+
+def test_each_site_refuses_a_plaintext_client(sites: Cluster) -> None:
+    """The two-site lab is secured as the default lab is: each site's brokers refuse a plaintext client
+    and answer the inventory's SASL_SSL one."""
+    from kafkaops.errors import UnreachableError
+    from kafkaops.systems.kafka import KafkaAdmin
+
+    for site in sites.sites.values():
+        assert site.kafka_security.protocol == "SASL_SSL"
+        with pytest.raises(UnreachableError):
+            KafkaAdmin(KafkaEndpoint(site.bootstrap_servers, cluster=site.name), timeout=3, attempts=1).metadata()
+        assert KafkaAdmin.look(site).metadata().brokers
 
 
 def _lock_holders(sites: Cluster) -> dict[str, str | None]:
@@ -200,13 +234,14 @@ def test_translate_refuses_a_partition_the_target_topic_does_not_have(sites: Clu
     its regex): the group's position in partition 2 has nowhere to go, so the translation is refused."""
     from kafkaops.lab.kafka import LabKafka as KafkaAdmin
     from kafkaops.lab.kafka import TopicSpec
+    from kafkaops.lab.security import admin_endpoint
     from kafkaops.systems.groups import ConsumerGroups
 
     src, dst = _active(sites)
     source, target = sites.site(src), sites.site(dst)
     topic, group = "lab.narrow", "lab-translate-narrow"
-    KafkaAdmin(source.kafka).create_topics([TopicSpec(topic, 3, 1)])
-    KafkaAdmin(target.kafka).create_topics([TopicSpec(topic, 1, 1)])
+    KafkaAdmin(admin_endpoint(source)).create_topics([TopicSpec(topic, 3, 1)])
+    KafkaAdmin(admin_endpoint(target)).create_topics([TopicSpec(topic, 1, 1)])
     ConsumerGroups(source.kafka).set_offsets(group, {(topic, 0): 0, (topic, 2): 0})
     before = ConsumerGroups(target.kafka).committed(group)
     r = kafkaops(tmp_path, sites, "offsets", "translate", group, "--from", src, "--to", dst, "--topics",

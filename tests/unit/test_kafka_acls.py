@@ -42,3 +42,18 @@ def test_the_docs_table_is_the_module() -> None:
     documented = {name: sorted(a.strip(" `") for a in cell.split("<br>")) for name, cell in rows}
     expected = {u.name: sorted(str(a) for a in u.acls) for u in uses(("<service prefix>",))}
     assert documented == expected
+
+
+def test_the_two_site_labs_load_may_read_the_switched_group_the_inventory_names() -> None:
+    """The switchover's load consumes as ``load`` in the group the sites inventory switches: the lab grants
+    that group by name, so the two must agree (a renamed group would leave the load refused)."""
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab.lab import SERVICE_PREFIXES
+    from kafkaops.lab.security import SWITCHED_GROUP, grants
+
+    sites = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-sites.yaml")
+    assert [g for s in sites.switched.values() for g in s.consumer_groups] == [SWITCHED_GROUP]
+    load = grants(SERVICE_PREFIXES)["load"]
+    assert {acls.group("READ", SWITCHED_GROUP), acls.group("DESCRIBE", SWITCHED_GROUP)} <= set(load)
+    assert {acls.topic("READ", p, "PREFIXED") for p in SERVICE_PREFIXES} <= set(load)
+    assert not any(a.operation == "WRITE" and a.name.startswith(SERVICE_PREFIXES) for a in load)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.facts.mirror import lag_of, offsets_topic, parse_offsets_records
+from kafkaops.lab.paths import lab_dir_env
 
 # Records as MirrorMaker 3.9 wrote them to mm2-offsets.eqiad.internal on codfw (the lab, November 2026).
 KEY0 = b'["MirrorSourceConnector",{"cluster":"eqiad","partition":0,"topic":"eqiad.test.event"}]'
@@ -55,9 +58,27 @@ def test_an_unreadable_source_partition_is_an_error() -> None:
         lag_of({("eqiad.test.event", 0): (None, 12)}, {})
 
 
-def test_the_lab_mirrors_each_sites_prefix_flushing_per_target() -> None:
-    from pathlib import Path
+@pytest.fixture
+def site_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
+    """Each site's lab directory holding its CA and its users' 0600 password files, as ``lab up`` writes
+    them; the brokers' passwords, by site."""
+    passwords = {}
+    for site in ("lab-eqiad", "lab-codfw"):
+        base = tmp_path / site
+        (base / "tls").mkdir(parents=True)
+        (base / "tls" / "ca.pem").write_text(Path("/etc/ssl/certs/ca-certificates.crt").read_text())
+        (base / "secrets").mkdir(mode=0o700)
+        for user in ("kafkaops", "broker"):
+            secret = base / "secrets" / f"{user}.password"
+            secret.write_text(f"{site}-{user}-password-0123456789\n")
+            secret.chmod(0o600)
+        passwords[site] = f"{site}-broker-password-0123456789"
+        monkeypatch.setenv(lab_dir_env(site), str(base))
+    monkeypatch.setenv(lab_dir_env("lab-sites"), str(tmp_path / "lab-sites"))
+    return passwords
 
+
+def test_the_lab_mirrors_each_sites_prefix_flushing_per_target(site_secrets: dict[str, str]) -> None:
     from kafkaops.inventory import load_inventory
     from kafkaops.lab.sites import mirror_properties
 
@@ -69,3 +90,20 @@ def test_the_lab_mirrors_each_sites_prefix_flushing_per_target() -> None:
     assert {"eqiad.offset.flush.interval.ms = 1000", "codfw.offset.flush.interval.ms = 1000"} <= lines
     assert "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy" in lines
     assert "sync.group.offsets.enabled = false" in lines
+
+
+def test_mirrormaker_reaches_secured_sites_with_their_passwords_by_reference(site_secrets: dict[str, str]) -> None:
+    """Each site over SASL_SSL as its super user, trusting its own CA; the passwords only in the 0600 secrets
+    file, named by reference: MirrorMaker stores its connectors' configs in a topic of each site."""
+    from kafkaops.inventory import load_inventory
+    from kafkaops.lab.sites import mirror_properties, mirror_secret_properties, mirror_secrets
+
+    sites = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-sites.yaml")
+    text, secrets = mirror_properties(sites), mirror_secret_properties(sites)
+    assert not any(password in text for password in site_secrets.values())
+    for dc, site in (("eqiad", "lab-eqiad"), ("codfw", "lab-codfw")):
+        assert f"{dc}.security.protocol=SASL_SSL" in text
+        assert f"{dc}.ssl.truststore.location={sites.site(dc).kafka_security.ca_file}" in text
+        assert f"{dc}.sasl.jaas.config=${{file:{mirror_secrets(sites)}:{dc}.sasl.jaas.config}}" in text
+        assert f'username="broker" password="{site_secrets[site]}"' in secrets
+    assert "config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider" in text
