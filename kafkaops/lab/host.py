@@ -180,13 +180,36 @@ class LabHost:
                 raise LabError(f"{self.host.name}: storage already formatted for cluster {found.get('cluster.id')}",
                                hint="a node is formatted once, with the cluster's own id")
             return False
-        done = subprocess.run([str(self.dirs.bin / "kafka-storage"), "format", "-t", cluster_id, "-c",
-                               str(self.dirs.etc / "server.properties")], capture_output=True, text=True, timeout=120)
+        argv = [str(self.dirs.bin / "kafka-storage"), "format", "-t", cluster_id, "-c",
+                str(self.dirs.etc / "server.properties")]
+        if self.spec.secured and self.spec.migration:
+            argv = self._format_with_kafkaops_scram(argv)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        finally:
+            (self.dirs.etc / "kafka-storage.args").unlink(missing_ok=True)
         if done.returncode != 0:
             raise LabError(f"{self.host.name}: kafka-storage format failed: {(done.stderr or done.stdout)[-300:]}")
         self.record("kafka-format", cluster_id=cluster_id)
         monitoring.provisioned(self.spec, [h for h in self.spec.controllers if LabHost(self.spec, h).provisioned])
         return True
+
+    def _format_with_kafkaops_scram(self, argv: list[str]) -> list[str]:
+        """The format as one JVM reading its main class and arguments from a 0600 argument file (``java
+        @FILE``), with ``--add-scram`` for kafkaops: its password never on a command line. The secured
+        migration lab's controllers check kafkaops' SCRAM credential before any is migrated from ZooKeeper
+        (:func:`kafkaops.lab.security.controller_channel`)."""
+        jars_file = self.dirs.etc / "kafka-jars"
+        jars = jars_file.read_text().strip() if jars_file.exists() else str(self.spec.kafka_jars)
+        argfile = self.dirs.etc / "kafka-storage.args"
+
+        def quoted(arg: str) -> str:
+            return "'" + arg.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+        args = [configs.KRAFT_TOOLS["kafka-storage"], *argv[1:], "--add-scram",
+                security.format_scram_argument(self.spec)]
+        security.write_private(argfile, " ".join(quoted(a) for a in args) + "\n")
+        return [self.spec.java, "-Xmx256m", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{jars}/*", f"@{argfile}"]
 
     def deprovision(self) -> bool:
         """Remove a migration lab controller's storage (Kafka's revert "deprovisions the quorum"): True if

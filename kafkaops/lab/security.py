@@ -191,7 +191,7 @@ def prepare(spec: LabSpec) -> None:
     for user in USERS:
         write_private(password_file(spec, user), secrets.token_urlsafe(24) + "\n")
     store_password = password_file(spec, "broker").read_text().strip()
-    for h in spec.brokers:
+    for h in (*spec.brokers, *spec.controllers):
         key, csr, cert = d / f"{h.name}.key", d / f"{h.name}.csr", d / f"{h.name}.pem"
         ext = d / f"{h.name}.ext"
         ext.write_text(f"subjectAltName=DNS:{h.fqdn},IP:{h.address}\nextendedKeyUsage=serverAuth,clientAuth\n")
@@ -281,14 +281,36 @@ def write_acls(spec: LabSpec, service_prefixes: tuple[str, ...]) -> None:
         zk.close()
 
 
-AUTHORIZER = """authorizer.class.name=kafka.security.authorizer.AclAuthorizer
-super.users=User:broker
+#: ZooKeeper mode's authorizer (ACLs in ZooKeeper) and KRaft's (ACLs in the metadata log, KIP-801).
+ZK_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+KRAFT_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def authorizer(name: str, super_users: tuple[str, ...] = ("broker",)) -> str:
+    """An authorizer with ``super_users`` and nothing allowed without an ACL."""
+    return f"""authorizer.class.name={name}
+super.users={";".join(f"User:{u}" for u in super_users)}
 allow.everyone.if.no.acl.found=false
 """
 
 
-def listener_properties(spec: LabSpec, h: LabHostSpec) -> str:
-    """A ZooKeeper-mode broker's listener: SASL_SSL for clients and brokers alike."""
+def _scram_jaas(user: str, password: str) -> str:
+    return f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" password="{password}";'
+
+
+def tls_store_properties(spec: LabSpec, h: LabHostSpec) -> str:
+    """The node's keystore (its certificate) and the lab CA as truststore: for every listener it serves and
+    every connection it makes."""
+    return f"""ssl.keystore.type=PKCS12
+ssl.keystore.location={keystore(spec, h)}
+ssl.keystore.password={password_file(spec, "broker").read_text().strip()}
+ssl.truststore.type=PEM
+ssl.truststore.location={ca_file(spec)}
+"""
+
+
+def listener_properties(spec: LabSpec, h: LabHostSpec, authorizer_class: str = ZK_AUTHORIZER) -> str:
+    """A broker's listener: SASL_SSL for clients and brokers alike (SCRAM), with ``authorizer_class``."""
     if not spec.secured:
         return f"""listeners=PLAINTEXT://{h.address}:{h.kafka_port}
 advertised.listeners=PLAINTEXT://{h.address}:{h.kafka_port}
@@ -299,11 +321,67 @@ advertised.listeners=SASL_SSL://{h.address}:{h.kafka_port}
 security.inter.broker.protocol=SASL_SSL
 sasl.enabled.mechanisms={MECHANISM}
 sasl.mechanism.inter.broker.protocol={MECHANISM}
-listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule \\
-  required username="broker" password="{broker_password}";
-ssl.keystore.type=PKCS12
-ssl.keystore.location={keystore(spec, h)}
-ssl.keystore.password={broker_password}
-ssl.truststore.type=PEM
-ssl.truststore.location={ca_file(spec)}
-""" + AUTHORIZER
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={_scram_jaas("broker", broker_password)}
+""" + tls_store_properties(spec, h) + authorizer(authorizer_class)
+
+
+def broker_listener_name(spec: LabSpec) -> str:
+    return "SASL_SSL" if spec.secured else "PLAINTEXT"
+
+
+def controller_channel(spec: LabSpec) -> str:
+    """The controller listener's security on a secured migration lab, on both its ends (a controller serves it,
+    a broker calls it): SASL_SSL, SASL PLAIN between the nodes as ``broker``, SCRAM-SHA-512 for kafkaops'
+    tools (``kafka-metadata-quorum``, ``kafka-features`` with ``--bootstrap-controller``).
+
+    Why PLAIN between the nodes: a controller checks SCRAM against the credentials in its metadata log,
+    which holds none until the migration copies ZooKeeper's, and the nodes must talk before that. kafkaops'
+    own SCRAM credential is put in the controllers' log when their storage is formatted (KIP-900,
+    :meth:`kafkaops.lab.host.LabHost.format_storage`), so its tools authenticate as it does everywhere."""
+    if not spec.secured:
+        return ""
+    pw = password_file(spec, "broker").read_text().strip()
+    return f"""sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.sasl.enabled.mechanisms=PLAIN,{MECHANISM}
+listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \
+  required username="broker" password="{pw}" user_broker="{pw}";
+listener.name.controller.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule \\
+  required;
+"""
+
+
+def protocol_map(spec: LabSpec) -> str:
+    """``listener.security.protocol.map`` of a node that has (or calls) a controller listener."""
+    proto = broker_listener_name(spec)
+    return f"listener.security.protocol.map={proto}:{proto},CONTROLLER:{proto}\n"
+
+
+def controller_security(spec: LabSpec, h: LabHostSpec) -> str:
+    """A secured migration lab's controller: its TLS stores, the controller channel, KRaft's authorizer with
+    ``kafkaops`` a super user of the controllers (they hold no ACL until the migration copies ZooKeeper's,
+    and kafkaops asks them DescribeQuorum, which needs DESCRIBE on the cluster, before that: docs/security.md).
+    """
+    if not spec.secured:
+        return ""
+    return (tls_store_properties(spec, h) + controller_channel(spec)
+            + authorizer(KRAFT_AUTHORIZER, ("broker", "kafkaops")))
+
+
+def controller_to_brokers(spec: LabSpec) -> str:
+    """How a migrating controller reaches the ZooKeeper-mode brokers (it sends them metadata): their listener,
+    as ``broker`` with SCRAM on a secured lab."""
+    if not spec.secured:
+        return "inter.broker.listener.name=PLAINTEXT\n"
+    pw = password_file(spec, "broker").read_text().strip()
+    return f"""inter.broker.listener.name=SASL_SSL
+sasl.enabled.mechanisms={MECHANISM}
+sasl.mechanism.inter.broker.protocol={MECHANISM}
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={_scram_jaas("broker", pw)}
+"""
+
+
+def format_scram_argument(spec: LabSpec) -> str:
+    """``kafka-storage format``'s ``--add-scram`` value for kafkaops (its password inside: given to the JVM in
+    a 0600 argument file, never on a command line)."""
+    pw = password_file(spec, "kafkaops").read_text().strip()
+    return f'{MECHANISM}=[name=kafkaops,password="{pw}"]'

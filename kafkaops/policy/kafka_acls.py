@@ -10,7 +10,8 @@ Why each one (Kafka's authorization rules, KIP-11 and the protocol's per-API tab
 
 * every command observes: Metadata and ListOffsets need DESCRIBE on the topics; DescribeConfigs needs
   DESCRIBE_CONFIGS on the topics (min.insync.replicas judges a stop's impact) and on the cluster (a
-  broker's settings: rack, throttles); DescribeLogDirs needs DESCRIBE on the cluster. A topic that is not
+  broker's settings: rack, throttles); DescribeLogDirs and DescribeAcls (the migration's ACL comparison)
+  need DESCRIBE on the cluster. A topic that is not
   DESCRIBE-able is *left out* of the metadata without an error, so a gate would judge the cluster without
   it. This is why DESCRIBE is on every topic (``*``), not on a list;
 * elections (the pre-flight's restore, ``verify_leaders``): ALTER on the cluster;

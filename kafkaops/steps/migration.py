@@ -24,6 +24,7 @@ from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal, UnreachableError
 from kafkaops.health.nodes import CLUSTER_ID, NODE_PHASES, configured_phase, kafka_running, storage_id
 from kafkaops.model import CONTROLLER, Host
+from kafkaops.policy.acl_migration import compare
 from kafkaops.policy.migration import (
     NO_RETURN,
     PHASES,
@@ -238,6 +239,44 @@ class PhaseGate(StepBase):
                 "to ZooKeeper")
         return Noop(f"migration gate passes: phase {d['phase']}; this run: {d['stage']} (to {d['end']}); {back}. "
                     f"Phases: {d['line']}")
+
+
+class AclsMatch(StepBase):
+    """Refuse the point of no return unless the ACLs the cluster serves from KRaft are the ones ZooKeeper holds,
+    entry by entry (:mod:`kafkaops.policy.acl_migration`: why, and which two stores).
+
+    Read where the finalize stage starts: every broker then runs in KRaft mode and answers DescribeAcls from the
+    metadata log, while ZooKeeper still holds what the ZooKeeper-mode brokers enforced (the controllers' dual
+    writes keep it current). Both read, per controller, each time."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        with env.zookeeper() as zk:
+            held = zk.kafka_acls() if zk is not None else []
+        served = env.kafka.acls()
+        diff = compare(held, served or [])
+        data = {"zookeeper": len(held), "kraft": None if served is None else len(served),
+                "missing": [str(e) for e in diff.missing], "extra": [str(e) for e in diff.extra],
+                "described": diff.describe()}
+        kraft = "no authorizer" if served is None else f"{len(served)} ACL(s)"
+        return Observation(data, summary=f"ACLs: ZooKeeper {len(held)}, KRaft {kraft}")
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if d["kraft"] is None and not d["zookeeper"]:
+            return Noop("no authorizer and no ACL in ZooKeeper: no ACL to compare")
+        if d["kraft"] is None:
+            raise SafetyRefusal(f"ZooKeeper holds {d['zookeeper']} ACL(s) but the KRaft brokers run no authorizer: "
+                                "after the migration every client could do anything",
+                                hint="configure the brokers' KRaft phase with authorizer.class.name=org.apache."
+                                     "kafka.metadata.authorizer.StandardAuthorizer and the same super.users, roll "
+                                     "them again (the brokers-kraft stage), then finalize")
+        if d["missing"] or d["extra"]:
+            raise SafetyRefusal(f"the ACLs in KRaft are not ZooKeeper's: {d['described']}",
+                                hint="until the finalize stage ZooKeeper still holds the ACLs: compare with "
+                                     "`kafka-acls --list` on a ZooKeeper-mode broker's view, fix the KRaft side "
+                                     "(kafka-acls --add/--remove), then run migrate-to-kraft again")
+        return Noop(f"the ACLs in KRaft are ZooKeeper's: {d['described']}")
 
 
 # --- a node's configuration ---------------------------------------------------------------------------------
@@ -741,6 +780,7 @@ register_step("migration.phase_gate", PhaseGate, [
     STAGE, Param("mode", "str", default="", help="a broker stage: the configuration its roll writes (checked to be "
                                                  "the stage's)"),
 ], check=_check_gate, effect="read-only")
+register_step("migration.acls_match", AclsMatch, [], effect="read-only")
 register_step("migration.configure", Configure, [
     Param("phase", "str", required=True, help="the node's configuration phase: zk, migration or kraft"),
 ], check=_check_phase, effect="disruptive",

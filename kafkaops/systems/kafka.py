@@ -31,6 +31,7 @@ from typing import Any
 from kafkaops.errors import AuthError, KafkaOpsError, UnreachableError
 from kafkaops.model import Cluster, ClusterSnapshot, KafkaEndpoint, PartitionState, TopicConfig
 from kafkaops.policy import kafka_acls as acls
+from kafkaops.policy.acl_migration import AclEntry
 from kafkaops.policy.kafka_acls import Acl
 from kafkaops.systems.guard import write
 from kafkaops.systems.kafka_auth import RefusalWatch, build, classify, librdkafka_config
@@ -411,6 +412,36 @@ class KafkaAdmin:
             out[int(res.name)] = {n: str(found[n].value) for n in names
                                   if n in found and found[n].value not in (None, "")}
         return out
+
+    def acls(self) -> list[AclEntry] | None:
+        """Every ACL the cluster serves (DescribeAcls with a match-all filter, read-only); None when it runs no
+        authorizer (``SECURITY_DISABLED``): there are no ACLs to read, which is not an error."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import (
+            AclBindingFilter,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        # None matches any name, principal and host (the Admin API's filter; the type stubs say str).
+        match_all = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,  # type: ignore[arg-type]
+                                     AclOperation.ANY, AclPermissionType.ANY)
+        future = self._admin.describe_acls(match_all, request_timeout=self.timeout)
+        try:
+            bindings = future.result(timeout=self.timeout)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if isinstance(error, KafkaError) and error.code() == KafkaError.SECURITY_DISABLED:
+                return None
+            raise self._unreachable("a DescribeAcls request", exc, [acls.cluster("DESCRIBE")]) from exc
+        except Exception as exc:
+            raise self._unreachable("a DescribeAcls request", exc, [acls.cluster("DESCRIBE")]) from exc
+        # librdkafka names Kafka's CLUSTER resource type (4) BROKER.
+        return sorted(AclEntry("CLUSTER" if b.restype.name == "BROKER" else b.restype.name, b.name,
+                               b.resource_pattern_type.name, b.principal, b.host, b.operation.name,
+                               b.permission_type.name) for b in bindings)
 
     def _describe_configs(self, brokers: Iterable[int], topics: Iterable[str]) -> dict[Any, Any]:
         """DescribeConfigs of brokers and topics: one request per broker (librdkafka sends a broker's

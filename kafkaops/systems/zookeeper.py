@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from kafkaops.engine.lock import LockInfo, held_error
 from kafkaops.errors import AuthError, CheckFailed, ConfigError, UnreachableError
 from kafkaops.model import Cluster, ZooKeeperSecurity
+from kafkaops.policy.acl_migration import AclEntry
 from kafkaops.systems.credentials import reveal
 from kafkaops.systems.guard import write
 
@@ -403,6 +404,38 @@ class ZooKeeper:
                 done.append(f"/controller_epoch {raise_to[0]} -> {raise_to[1]}")
             done.append(path)
         return done
+
+    def kafka_acls(self) -> list[AclEntry]:
+        """Every ACL ZooKeeper-mode brokers enforce: ``AclAuthorizer``'s store, ``/kafka-acl/<Type>/<name>``
+        (literal) and ``/kafka-acl-extended/prefixed/<Type>/<name>`` (prefixed); read-only.
+
+        Raises:
+            CheckFailed: A znode is not what AclAuthorizer writes.
+        """
+        from kazoo.exceptions import NoNodeError
+
+        from kafkaops.policy.acl_migration import from_znode
+
+        def children(path: str) -> list[str]:
+            try:
+                return sorted(self.call(f"a listing of {path}", lambda zk: zk.get_children(path)))
+            except NoNodeError:
+                return []
+
+        out: list[AclEntry] = []
+        for root, pattern in (("/kafka-acl", "LITERAL"), ("/kafka-acl-extended/prefixed", "PREFIXED")):
+            for resource in children(root):
+                for name in children(f"{root}/{resource}"):
+                    path = f"{root}/{resource}/{name}"
+                    record = self._json(path)
+                    if record is None:
+                        continue  # deleted meanwhile: no ACL left there
+                    try:
+                        out += from_znode(resource, name, pattern, record)
+                    except ValueError as exc:
+                        raise CheckFailed(f"ZooKeeper {self.hosts}: {path}: {exc}", hint="the ACLs in ZooKeeper "
+                                          "are not what Kafka's AclAuthorizer writes") from exc
+        return sorted(out)
 
     def _json(self, path: str) -> dict[str, Any] | None:
         from kazoo.exceptions import NoNodeError

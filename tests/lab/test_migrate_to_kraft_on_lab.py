@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from harness import Load, kafkaops, output, pristine_migration_lab, spawn
-from invariants import live_journal, only_run, read_live
+from invariants import journal, live_journal, only_run, read_live
 
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.spec import LabSpec
@@ -105,10 +105,20 @@ def test_migrate_to_kraft_provisions_the_controllers_then_plans_the_broker_roll(
 # --- the long scenario: every stage, killed and resumed, under load ------------------------------------------
 
 
-def _tool(spec: LabSpec, main: str, *args: str) -> str:
-    """One of Kafka's own command-line tools (the lab's 3.9 jars), its output."""
-    done = subprocess.run(["java", "-Xmx256m", "-Dlog4j.configuration=file:/dev/null", "-cp",
-                           f"{spec.kafka_jars}/*", main, *args], capture_output=True, text=True, timeout=180)
+def _tool(spec: LabSpec, cluster: Cluster, main: str, *args: str) -> str:
+    """One of Kafka's own command-line tools (the lab's 3.9 jars), its output; on a secured lab as the lab's
+    super user, through a 0600 ``--command-config`` removed after."""
+    import tempfile
+
+    from kafkaops.lab.security import admin_endpoint
+    from kafkaops.systems.kafka_auth import java_properties, properties_text
+
+    with tempfile.TemporaryDirectory() as private:
+        config = Path(private) / "admin.properties"
+        config.write_text(properties_text(java_properties(admin_endpoint(cluster))))
+        done = subprocess.run(["java", "-Xmx256m", "-Dlog4j.configuration=file:/dev/null", "-cp",
+                               f"{spec.kafka_jars}/*", main, *args, "--command-config", str(config)],
+                              capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -119,7 +129,7 @@ def _metadata(spec: LabSpec, cluster: Cluster) -> dict[str, Any]:
     topic's dynamic configs. The load's own consumer offsets topic is left out (created while it runs)."""
     server = cluster.bootstrap_servers.split(",")[0]
     topics: dict[str, Any] = {}
-    for line in _tool(spec, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", server,
+    for line in _tool(spec, cluster, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", server,
                       "--describe", "--exclude-internal").splitlines():
         fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
         if "Topic" not in fields:
@@ -131,13 +141,23 @@ def _metadata(spec: LabSpec, cluster: Cluster) -> dict[str, Any]:
             entry.update({k: fields.get(k) for k in ("TopicId", "PartitionCount", "ReplicationFactor", "Configs")})
     configs: dict[str, list[str]] = {}
     topic = ""
-    for line in _tool(spec, "kafka.admin.ConfigCommand", "--bootstrap-server", server, "--describe",
+    for line in _tool(spec, cluster, "kafka.admin.ConfigCommand", "--bootstrap-server", server, "--describe",
                       "--entity-type", "topics").splitlines():
         if line.startswith("Dynamic configs for topic "):
             topic = line.removeprefix("Dynamic configs for topic ").removesuffix(" are:")
         if not topic.startswith("__"):  # internal topics: created by the load's own consumer group meanwhile
             configs.setdefault(topic, []).append(line.strip())
-    return {"topics": topics, "dynamic_configs": configs}
+    # Every ACL, as Kafka's own kafka-acls lists them (ZooKeeper's before, KRaft's after): each entry under
+    # its resource pattern, as a set (the order within a resource is the authorizer's).
+    acls: set[str] = set()
+    pattern = ""
+    for line in _tool(spec, cluster, "kafka.admin.AclCommand", "--bootstrap-server", server, "--list").splitlines():
+        if line.startswith("Current ACLs for resource"):
+            pattern = line.split("`")[1] if "`" in line else line
+        elif line.strip().startswith("(principal="):
+            acls.add(f"{pattern} {line.strip()}")
+    assert acls, "kafka-acls listed no ACL: the migration lab runs no authorizer"
+    return {"topics": topics, "dynamic_configs": configs, "acls": sorted(acls)}
 
 
 def _kill_when(proc: subprocess.Popen[str], until: Callable[[], bool], what: str) -> str:
@@ -226,6 +246,10 @@ def test_migrate_to_kraft_killed_in_each_stage_resumes_to_the_end_under_load(mig
         time.sleep(10)  # the cluster goes on without it, under the load
     # past the point of no return: neither the finalize run's rollback nor a revert changes anything
     finalize_run = only_run(tmp_path / "stage4")
+    # before it, the finalize compared the ACLs the KRaft brokers served with ZooKeeper's: the same, every one
+    compared = [r["reason"] for r in journal(tmp_path / "stage4", finalize_run)
+                if r.get("type") == "step_skipped" and r.get("kind") == "migration.acls_match"]
+    assert compared and all(f"the same {len(before['acls'])} ACL(s)" in c for c in compared), compared
     refused = kafkaops(tmp_path / "stage4", migration, "runs", "abort", finalize_run, "--rollback", "--reason", "late")
     assert refused.returncode == SAFETY_REFUSAL and "Kafka documents no way back" in refused.stderr, refused.stderr
     revert = kafkaops(tmp_path / "after", migration, "migrate-to-kraft", migration.name, "--revert", "--yes",

@@ -31,12 +31,21 @@ from kafkaops.systems.zookeeper import ZooKeeper
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
-def _quorum_leader(spec: LabSpec) -> int | None:
-    """The quorum's leader by Kafka's own tool, asked of every controller; None without an answer."""
+def _quorum_leader(spec: LabSpec, cluster: Cluster) -> int | None:
+    """The quorum's leader by Kafka's own tool, asked of every controller as kafkaops (SCRAM, a 0600
+    ``--command-config`` removed after); None without an answer."""
+    import tempfile
+
+    from kafkaops.systems.kafka_auth import java_properties, properties_text
+
     first = LabHost(spec, spec.controllers[0])
-    done = subprocess.run([str(first.dirs.bin / "kafka-metadata-quorum"), "--bootstrap-controller",
-                           ",".join(f"{c.address}:{c.kafka_port}" for c in spec.controllers), "describe", "--status"],
-                          capture_output=True, text=True, timeout=60)
+    with tempfile.TemporaryDirectory() as private:
+        config = Path(private) / "client.properties"
+        config.write_text(properties_text(java_properties(cluster.kafka)))
+        done = subprocess.run([str(first.dirs.bin / "kafka-metadata-quorum"), "--bootstrap-controller",
+                               ",".join(f"{c.address}:{c.kafka_port}" for c in spec.controllers),
+                               "--command-config", str(config), "describe", "--status"],
+                              capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         return None
     leader = parse_status(done.stdout).leader_id
@@ -103,7 +112,7 @@ def test_kafkas_documented_migration_walks_through_under_load(migration: Cluster
             if h.host.role == "broker":
                 _wait(f"{h.host.name} back in every ISR", lambda: _whole(migration))
             else:
-                _wait(f"the quorum with {h.host.name}", lambda: _quorum_leader(spec) is not None)
+                _wait(f"the quorum with {h.host.name}", lambda: _quorum_leader(spec, migration) is not None)
 
     with Load(migration, rate=100, http_rate=4) as load:
         t = time.monotonic()
@@ -113,7 +122,7 @@ def test_kafkas_documented_migration_walks_through_under_load(migration: Cluster
         for h in controllers:
             assert h.format_storage(cluster_id) is True
             h.start("kafka", wait=False)
-        _wait("a KRaft quorum", lambda: _quorum_leader(spec) is not None)
+        _wait("a KRaft quorum", lambda: _quorum_leader(spec, migration) is not None)
         timings["provision controllers"] = time.monotonic() - t
 
         t = time.monotonic()

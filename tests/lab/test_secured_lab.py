@@ -57,23 +57,14 @@ def _acl_admin(cluster: Cluster) -> object:
     return AdminClient({**librdkafka_config(admin_endpoint(cluster)), "log_level": 2})
 
 
-def _kafkaops_acls(admin: object) -> set[tuple[str, str, str, str]]:
-    """The ALLOW ACLs the brokers hold for User:kafkaops, as (operation, resource, name, pattern)."""
-    from confluent_kafka.admin import (
-        AclBindingFilter,
-        AclOperation,
-        AclPermissionType,
-        ResourcePatternType,
-        ResourceType,
-    )
+def _kafkaops_acls(cluster: Cluster) -> set[tuple[str, str, str, str]]:
+    """The ALLOW ACLs the brokers hold for User:kafkaops, as (operation, resource, name, pattern), read by
+    kafkaops itself (DescribeAcls: DESCRIBE on the cluster, which it has)."""
+    from kafkaops.systems.kafka import KafkaAdmin
 
-    wanted = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:kafkaops", None,
-                              AclOperation.ANY, AclPermissionType.ANY)
-    found = admin.describe_acls(wanted, request_timeout=30).result(timeout=60)  # type: ignore[attr-defined]
-    assert all(b.permission_type == AclPermissionType.ALLOW for b in found)
-    # librdkafka calls the CLUSTER resource BROKER (the same protocol code).
-    return {(b.operation.name, {"BROKER": "CLUSTER"}.get(b.restype.name, b.restype.name), b.name,
-             b.resource_pattern_type.name) for b in found}
+    found = [a for a in KafkaAdmin.for_cluster(cluster).acls() or [] if a.principal == "User:kafkaops"]
+    assert found and all(a.permission == "ALLOW" and a.host == "*" for a in found)
+    return {(a.operation, a.resource, a.name, a.pattern) for a in found}
 
 
 def test_the_brokers_grant_kafkaops_exactly_its_least_privilege(lab_cluster: Cluster) -> None:
@@ -83,7 +74,25 @@ def test_the_brokers_grant_kafkaops_exactly_its_least_privilege(lab_cluster: Clu
     from kafkaops.policy.kafka_acls import required
 
     expected = {(a.operation, a.resource, a.name, a.pattern) for a in required(SERVICE_PREFIXES)}
-    assert _kafkaops_acls(_acl_admin(lab_cluster)) == expected
+    assert _kafkaops_acls(lab_cluster) == expected
+
+
+def test_the_acls_the_brokers_serve_are_the_ones_in_zookeeper(lab_cluster: Cluster) -> None:
+    """The two readers the migration's ACL comparison uses, against a real AclAuthorizer: what the brokers
+    answer to DescribeAcls and what kafkaops reads from ZooKeeper's ``/kafka-acl*`` are the same entries (in
+    ZooKeeper mode both come from ZooKeeper; after a migration the brokers' come from KRaft)."""
+    from kafkaops.policy.acl_migration import compare
+    from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops.systems.zookeeper import ZooKeeper
+
+    served = KafkaAdmin.for_cluster(lab_cluster).acls()
+    with ZooKeeper.for_cluster(lab_cluster) as zk:
+        held = zk.kafka_acls()
+    assert served is not None and len(served) >= 20
+    assert {a.principal for a in held} == {"User:kafkaops", "User:eventbus", "User:load"}
+    assert {a.pattern for a in held} == {"LITERAL", "PREFIXED"}
+    diff = compare(held, served)
+    assert diff.same, diff.describe()
 
 
 def test_a_missing_acl_is_refused_naming_the_acl_and_changing_nothing(lab_cluster: Cluster, home: Path) -> None:
@@ -105,7 +114,7 @@ def test_a_missing_acl_is_refused_naming_the_acl_and_changing_nothing(lab_cluste
                        AclOperation.ALTER, AclPermissionType.ALLOW)
     as_filter = AclBindingFilter(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL,
                                  "User:kafkaops", "*", AclOperation.ALTER, AclPermissionType.ALLOW)
-    before = _kafkaops_acls(admin)
+    before = _kafkaops_acls(lab_cluster)
     admin.delete_acls([as_filter], request_timeout=30)[as_filter].result(timeout=60)  # type: ignore[attr-defined]
     try:
         time.sleep(2)  # the other brokers learn the change from ZooKeeper
@@ -120,7 +129,7 @@ def test_a_missing_acl_is_refused_naming_the_acl_and_changing_nothing(lab_cluste
         assert plan.returncode == 0, plan.stdout + plan.stderr
     finally:
         admin.create_acls([alter], request_timeout=30)[alter].result(timeout=60)  # type: ignore[attr-defined]
-    assert _kafkaops_acls(admin) == before
+    assert _kafkaops_acls(lab_cluster) == before
 
 
 @pytest.mark.parametrize(("what", "change", "code", "said"), [

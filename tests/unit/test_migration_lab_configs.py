@@ -3,6 +3,8 @@ as the operations guide writes it, from ``inventory/lab-migration.yaml``."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,15 +12,32 @@ import pytest
 from kafkaops.errors import ConfigError
 from kafkaops.inventory import load_inventory
 from kafkaops.lab import configs
-from kafkaops.lab.paths import host_dirs
+from kafkaops.lab.paths import host_dirs, lab_dir_env
 from kafkaops.lab.spec import LabSpec, from_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def spec() -> LabSpec:
-    return from_inventory(load_inventory(REPO / "inventory" / "lab-migration.yaml"))
+def spec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabSpec]:
+    """The migration lab's spec, its lab directory holding the passwords ``lab up`` writes (a secured
+    node's configuration names them)."""
+    base = tmp_path_factory.mktemp("lab-migration")
+    (base / "secrets").mkdir(mode=0o700)
+    for user in ("broker", "kafkaops"):
+        secret = base / "secrets" / f"{user}.password"
+        secret.write_text(f"{user}-password-0123456789\n")
+        secret.chmod(0o600)
+    env = lab_dir_env("lab-migration")
+    before = os.environ.get(env)
+    os.environ[env] = str(base)
+    try:
+        yield from_inventory(load_inventory(REPO / "inventory" / "lab-migration.yaml"))
+    finally:
+        if before is None:
+            del os.environ[env]
+        else:
+            os.environ[env] = before
 
 
 def _props(spec: LabSpec, name: str, phase: str) -> dict[str, str]:
@@ -44,7 +63,10 @@ def test_a_broker_goes_from_zookeeper_to_migration_to_kraft_keeping_its_id(spec:
     mig = _props(spec, "kafka-mig1001", "migration")
     assert mig["zookeeper.metadata.migration.enable"] == "true" and mig["broker.id"] == "1001"
     assert mig["controller.quorum.voters"] == spec.quorum_voters and mig["controller.listener.names"] == "CONTROLLER"
-    assert "CONTROLLER:PLAINTEXT" in mig["listener.security.protocol.map"]
+    # Secured (docs/security.md): the controller listener is SASL_SSL too, PLAIN between the nodes.
+    assert mig["listener.security.protocol.map"] == "SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL"
+    assert mig["sasl.mechanism.controller.protocol"] == "PLAIN"
+    assert zk["authorizer.class.name"].endswith("AclAuthorizer")
     assert mig["zookeeper.connect"] == spec.zk_connect and mig["inter.broker.protocol.version"] == "3.9"
 
     kraft = _props(spec, "kafka-mig1001", "kraft")
@@ -52,13 +74,22 @@ def test_a_broker_goes_from_zookeeper_to_migration_to_kraft_keeping_its_id(spec:
     assert not {"broker.id", "zookeeper.connect", "zookeeper.metadata.migration.enable",
                 "inter.broker.protocol.version"} & set(kraft)
     assert kraft["log.dirs"] == zk["log.dirs"]  # the same data: the partitions stay where they are
+    # KRaft's authorizer, reading the ACLs the migration copied; the same super user as before.
+    assert kraft["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert kraft["super.users"] == zk["super.users"] == "User:broker"
+    assert kraft["security.inter.broker.protocol"] == "SASL_SSL" and "inter.broker.listener.name" not in kraft
 
 
 def test_a_controller_writes_to_zookeeper_until_finalized_and_has_no_zookeeper_phase(spec: LabSpec) -> None:
     mig = _props(spec, "kafka-mctl3002", "migration")
     assert mig["process.roles"] == "controller" and mig["node.id"] == "3002"
     assert mig["zookeeper.metadata.migration.enable"] == "true" and mig["zookeeper.connect"] == spec.zk_connect
-    assert mig["inter.broker.listener.name"] == "PLAINTEXT"  # it sends the ZooKeeper brokers their RPCs
+    assert mig["inter.broker.listener.name"] == "SASL_SSL"  # it sends the ZooKeeper brokers their RPCs
+    # No ACL is in the metadata log until the migration copies ZooKeeper's: kafkaops asks the controllers
+    # DescribeQuorum before that, as a super user of the controllers only.
+    assert mig["super.users"] == "User:broker;User:kafkaops"
+    assert mig["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert mig["listener.name.controller.sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-512"
     final = _props(spec, "kafka-mctl3002", "kraft")
     assert not {k for k in final if k.startswith("zookeeper.")}, final
     with pytest.raises(ValueError, match="no 'zk' configuration for a controller"):

@@ -85,6 +85,7 @@ EXPECTED: dict[str, str] = {
     "migration.deprovision": "disruptive",
     "migration.format": "disruptive",
     "migration.phase_gate": "read-only",
+    "migration.acls_match": "read-only",
     "migration.release_zookeeper": "disruptive",
     "migration.start_controller": "change",
     "migration.stop_controller": "disruptive",
