@@ -163,7 +163,7 @@ def features(env: Environment, args: str, *, change: bool = False) -> str:
     one answers: the quorum is asked, not a member."""
     failures = []
     for node in env.cluster.controllers:
-        command, stdin = command_config.wrap(env.cluster.kafka, f"{env.command(node, 'kafka_features')} {args}")
+        command, stdin = command_config.wrap(env.cluster.kafka, env.command(node, "kafka_features"), subcommand=args)
         try:
             result = (env.change(node, command, timeout=120, check=False, stdin=stdin) if change
                       else env.run(node, command, timeout=120, check=False, stdin=stdin))

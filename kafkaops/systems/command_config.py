@@ -24,16 +24,23 @@ from kafkaops.systems.kafka_auth import java_properties, properties_text
 FILE = '"$d/client.properties"'
 
 
-def wrap(endpoint: KafkaEndpoint, command: str, stdin: bytes | None = None) -> tuple[str, bytes | None]:
+def wrap(endpoint: KafkaEndpoint, command: str, stdin: bytes | None = None, *,
+         subcommand: str = "") -> tuple[str, bytes | None]:
     """``command`` (a rendered tool invocation) and its standard input, with the cluster's client settings
-    given through a private ``--command-config`` file when the cluster has any."""
+    given through a private ``--command-config`` file when the cluster has any.
+
+    ``subcommand``: the words that follow the tool's own options (``describe``, ``upgrade --metadata 4.1``).
+    Tools built on argparse4j (``kafka-features``, ``kafka-metadata-quorum``) take ``--command-config``
+    only before their subcommand ("unrecognized arguments" after it); joptsimple ones
+    (``kafka-reassign-partitions``) anywhere."""
     props = java_properties(endpoint)
+    tail = f" {subcommand}" if subcommand else ""
     if not props:
-        return command, stdin
+        return command + tail, stdin
     text = properties_text(props).encode()
     cleanup = """trap 'rm -rf "$d"' EXIT && trap 'rm -rf "$d"; exit 129' HUP INT TERM"""
     wrapped = (f"umask 077 && d=$(mktemp -d) && {cleanup} && "
-               f"dd bs=1 count={len(text)} of={FILE} 2>/dev/null && {command} --command-config {FILE}")
+               f"dd bs=1 count={len(text)} of={FILE} 2>/dev/null && {command} --command-config {FILE}{tail}")
     return wrapped, text + (stdin or b"")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from harness import Load, kafkaops, output, pristine_migration_lab, spawn
-from invariants import journal, live_journal, only_run, read_live
+from invariants import ArgvWatch, holding_secrets, journal, live_journal, only_run, read_live
 
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.spec import LabSpec
@@ -215,7 +215,9 @@ def test_migrate_to_kraft_killed_in_each_stage_resumes_to_the_end_under_load(mig
              (("kafka.stop_broker", 3, "step_applied"), ()),
              (("kraft.start_controller", 2, "step_applying"), ("--confirmed", "finalize-migration"))]
     timings = {}
-    with Load(migration, rate=100, http_rate=4) as load:
+    lab = Path(spec.lab_dir)
+    passwords = [p.read_text().strip().encode() for p in sorted((lab / "secrets").glob("*.password"))]
+    with ArgvWatch(passwords) as argv, Load(migration, rate=100, http_rate=4) as load:
         for n, (point, extra) in enumerate(kills, start=1):
             t = time.monotonic()
             run_id = _kill_at(tmp_path / f"stage{n}", migration, point, *extra)
@@ -262,6 +264,15 @@ def test_migrate_to_kraft_killed_in_each_stage_resumes_to_the_end_under_load(mig
     assert report.lost == 0 and report.duplicated == 0, report
     after = _metadata(spec, migration)
     assert after == before
+    # secured (SASL_SSL, SCRAM, ACLs; the controllers too): no password of the lab on a command line while it
+    # ran (the controllers' format takes kafkaops' from a 0600 argument file), in any journal, plan or output
+    # of the runs, or in a log of the lab (the brokers' and controllers' server.properties hold theirs, 0600)
+    assert argv.samples > 100 and not argv.seen, f"a password was on the command line of process(es) {argv.seen}"
+    artifacts = [p for p in tmp_path.rglob("*") if p.is_file()]
+    logs = [p for p in lab.rglob("*.log") if p.is_file()]
+    assert len(artifacts) >= 10 and len(logs) >= 20, (artifacts, logs)
+    holding = holding_secrets([*artifacts, *logs], passwords)
+    assert not holding, f"a password is in {holding}"
 
 
 def _zookeeper_mode(spec: LabSpec, cluster: Cluster) -> None:

@@ -277,3 +277,20 @@ def test_a_refusal_by_the_authorizer_names_the_acl_the_request_lacked(secrets_di
     assert topic is not None and "(it needs READ on Topic:*)" in str(topic)
     elect = classify(endpoint, "elect_leaders", kafka_error("CLUSTER_AUTHORIZATION_FAILED"), [acls.cluster("ALTER")])
     assert elect is not None and "(it needs ALTER on Cluster:kafka-cluster)" in str(elect)
+
+
+def test_a_subcommand_follows_the_command_config(secrets_dir: Path, tmp_path: Path) -> None:
+    """argparse4j tools (``kafka-features``, ``kafka-metadata-quorum``) refuse ``--command-config`` after
+    their subcommand ("unrecognized arguments", found on the secured migration lab): it goes before it."""
+    tool = tmp_path / "tool"
+    seen = tmp_path / "seen"
+    tool.write_text(f'#!/bin/sh\necho "$*" > {seen}\n')
+    tool.chmod(0o755)
+    command, stdin = command_config.wrap(_endpoint(secrets_dir), f"{tool} --bootstrap-controller c:9093",
+                                         subcommand="upgrade --metadata 4.1")
+    subprocess.run(["sh", "-c", command], input=stdin, check=True, timeout=30)
+    words = seen.read_text().split()
+    assert words[:2] == ["--bootstrap-controller", "c:9093"] and words[2] == "--command-config"
+    assert words[4:] == ["upgrade", "--metadata", "4.1"]
+    assert command_config.wrap(KafkaEndpoint("b:9092"), "kafka-features", subcommand="describe") == \
+        ("kafka-features describe", None)
