@@ -321,11 +321,10 @@ def _stopped_second_controller(home: Path) -> str | None:
 
 
 @pytest.mark.long
-# kill_revert=True fails today, honestly (issue 42.2, not fixed yet): found 2026-11-27
-# (long-scenarios-2026-11-27-5.json), the revert killed with two of three controllers stopped and resumed left
-# the brokers' elected controller at epoch 5 while the partition states carried controller_epoch 6 from
-# dual-write; its state changes were refused ('Leader and isr path written by another controller') and the
-# brokers' roll waited out kafka.verify_not_leader. A long scenario: the suite does not run it.
+# kill_revert=True found issue 42.2 on 2026-11-27 (long-scenarios-2026-11-27-5.json): the revert killed with two
+# of three controllers stopped and resumed left the brokers' elected controller at epoch 5 while the partition
+# states carried controller_epoch 6 from dual-write. Passes since the fix (docs/migration.md; on the secured
+# migration lab, long-scenarios-2026-11-28-3.json). A long scenario: the suite does not run it.
 @pytest.mark.parametrize("kill_revert", [False, True], ids=["revert", "revert-killed"])
 def test_abort_rollback_of_a_migration_returns_the_cluster_to_zookeeper_mode_under_load(migration: Cluster,
                                                                                        tmp_path: Path,
