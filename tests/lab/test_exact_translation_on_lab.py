@@ -60,7 +60,10 @@ def topic(sites: Cluster) -> str:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     name = f"eqiad.exact-{uuid.uuid4().hex[:8]}"
-    for dc in ("eqiad", "codfw"):
+    # codfw first: MirrorMaker creates the mirror of an eqiad.* topic it finds (every 5 s), so created on eqiad
+    # first the copy could exist before this test's create on codfw (TOPIC_ALREADY_EXISTS: seen in CI once
+    # the sites were secured and each admin client's TLS and SCRAM handshakes widened that window).
+    for dc in ("codfw", "eqiad"):
         admin = AdminClient(librdkafka_config(_site(sites, dc)))
         admin.create_topics([NewTopic(name, PARTITIONS, 2)])[name].result(30)
     producer = Producer({**librdkafka_config(_site(sites, "codfw")), "acks": "all"})
