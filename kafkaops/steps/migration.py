@@ -265,9 +265,10 @@ class AclsMatch(StepBase):
         d = obs.data
         if d["kraft"] is None and not d["zookeeper"]:
             return Noop("no authorizer and no ACL in ZooKeeper: no ACL to compare")
-        if d["kraft"] is None:
-            raise SafetyRefusal(f"ZooKeeper holds {d['zookeeper']} ACL(s) but the KRaft brokers run no authorizer: "
-                                "after the migration every client could do anything",
+        if not d["kraft"] and d["zookeeper"]:
+            # No authorizer answers SECURITY_DISABLED, or (Kafka 4.3 KRaft brokers on the lab) an empty list.
+            raise SafetyRefusal(f"ZooKeeper holds {d['zookeeper']} ACL(s) but the KRaft brokers serve none (no "
+                                "authorizer?): after the migration every client could do anything",
                                 hint="configure the brokers' KRaft phase with authorizer.class.name=org.apache."
                                      "kafka.metadata.authorizer.StandardAuthorizer and the same super.users, roll "
                                      "them again (the brokers-kraft stage), then finalize")
