@@ -37,6 +37,7 @@ roll. A roll takes three to five minutes here. CI runs two rolls (tests/lab/test
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import random
 import re
@@ -95,6 +96,12 @@ def _kafkaops(home: Path, *args: str, log: Path, admin: bool = True) -> subproce
                             text=True, env=env, start_new_session=True, group=net.ADMIN_GID if admin else None)
 
 
+def _clock() -> str:
+    """Wall-clock time to the millisecond, to line the soak's injections up with the registrations and the
+    run's journal."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
 class Registrations:
     """The fewest brokers ZooKeeper had registered at once, sampled every 0.2 s by a session of its own."""
 
@@ -103,6 +110,7 @@ class Registrations:
         self.now: int | None = None  # the latest sample
         self.fewest: int | None = None
         self.when = ""
+        self.changes: list[tuple[str, list[int]]] = []  # (time, broker ids) at each change: a failure's story
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -113,7 +121,10 @@ class Registrations:
         zk.start(timeout=10)
         try:
             while not self.stop.is_set():
-                n = self.now = len(zk.get_children("/brokers/ids"))
+                ids = sorted(int(i) for i in zk.get_children("/brokers/ids"))
+                if not self.changes or self.changes[-1][1] != ids:
+                    self.changes.append((_clock(), ids))
+                n = self.now = len(ids)
                 if self.fewest is None or n < self.fewest:
                     self.fewest, self.when = n, raw_result.now()
                 time.sleep(0.2)
@@ -194,7 +205,7 @@ def drive(proc: subprocess.Popen[str], home: Path, chaos: Chaos, spec: Any, clus
         records = _journal(home)
         if not chaos.fault_done and records and _trigger(roll.fault, records):
             chaos.sides = _inject(roll.fault, spec, cluster, records, work)
-            roll.injected.append(f"{roll.fault} at record {len(records)}")
+            roll.injected.append(f"{roll.fault} at record {len(records)} ({_clock()})")
             chaos.heal_at, chaos.fault_done = time.monotonic() + FAULT_SECONDS, True
         if chaos.heal_at is not None and time.monotonic() >= chaos.heal_at:
             for a, b in chaos.sides:
@@ -214,10 +225,10 @@ def drive(proc: subprocess.Popen[str], home: Path, chaos: Chaos, spec: Any, clus
             victim.power_off(clean=False)
             chaos.crash = threading.Thread(target=_boot_after, args=(victim, 3.0), daemon=True)
             chaos.crash.start()
-            roll.injected.append(f"crash of {victim.host.name} after {len(finished)} host(s)")
+            roll.injected.append(f"crash of {victim.host.name} after {len(finished)} host(s) ({_clock()})")
         if not chaos.killed and len(records) >= roll.kill_after_records:
             os.killpg(proc.pid, signal.SIGKILL)
-            roll.injected.append(f"SIGKILL at record {len(records)}")
+            roll.injected.append(f"SIGKILL at record {len(records)} ({_clock()})")
             chaos.killed = True
         time.sleep(0.05)
     proc.wait(60)
@@ -369,7 +380,7 @@ def soak(cluster: Any, rolls: int, seed: int, work: Path, result: dict[str, Any]
                                              "duplicated": r.duplicated, "http_sent": r.http_sent,
                                              "http_failed": r.http_failed}
     result["fewest_registered"] = {"brokers": registrations.fewest, "at": registrations.when,
-                                   "floor": len(cluster.hosts) - 1}
+                                   "floor": len(cluster.hosts) - 1, "changes": registrations.changes}
     return done
 
 
