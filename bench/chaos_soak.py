@@ -111,6 +111,11 @@ class Registrations:
         self.fewest: int | None = None
         self.when = ""
         self.changes: list[tuple[str, list[int]]] = []  # (time, broker ids) at each change: a failure's story
+        #: The slowest answer ZooKeeper gave this watcher (seconds, when), and ZooKeeper's own counters
+        #: (mntr) at the start and the end: a ZooKeeper that stalls longer than the brokers' session
+        #: timeout (a slow fsync on a shared disk) expires every broker's session at once, which is no roll's doing.
+        self.slowest: tuple[float, str] = (0.0, "")
+        self.zookeeper: dict[str, dict[str, int]] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -119,18 +124,32 @@ class Registrations:
 
         zk = KazooClient(hosts=self.zk_connect, timeout=10)
         zk.start(timeout=10)
+        self.zookeeper["start"] = _counters(zk)
         try:
             while not self.stop.is_set():
+                asked = time.monotonic()
                 ids = sorted(int(i) for i in zk.get_children("/brokers/ids"))
+                if time.monotonic() - asked > self.slowest[0]:
+                    self.slowest = (round(time.monotonic() - asked, 3), _clock())
                 if not self.changes or self.changes[-1][1] != ids:
                     self.changes.append((_clock(), ids))
                 n = self.now = len(ids)
                 if self.fewest is None or n < self.fewest:
                     self.fewest, self.when = n, raw_result.now()
                 time.sleep(0.2)
+            self.zookeeper["end"] = _counters(zk)
         finally:
             zk.stop()
             zk.close()
+
+
+#: ZooKeeper's counters (``mntr``) that tell a stalled server from a roll taking brokers down.
+_COUNTERS = ("zk_max_latency", "zk_max_fsynctime", "zk_stale_sessions_expired")
+
+
+def _counters(zk: Any) -> dict[str, int]:
+    found = dict(line.split("\t", 1) for line in str(zk.command(b"mntr")).splitlines() if "\t" in line)
+    return {k: int(float(found[k])) for k in _COUNTERS if k in found}
 
 
 def _trigger(fault: str, records: list[dict[str, Any]]) -> bool:
@@ -380,7 +399,9 @@ def soak(cluster: Any, rolls: int, seed: int, work: Path, result: dict[str, Any]
                                              "duplicated": r.duplicated, "http_sent": r.http_sent,
                                              "http_failed": r.http_failed}
     result["fewest_registered"] = {"brokers": registrations.fewest, "at": registrations.when,
-                                   "floor": len(cluster.hosts) - 1, "changes": registrations.changes}
+                                   "floor": len(cluster.hosts) - 1, "changes": registrations.changes,
+                                   "slowest_zookeeper_answer": registrations.slowest,
+                                   "zookeeper": registrations.zookeeper}
     return done
 
 

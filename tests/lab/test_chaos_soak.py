@@ -61,5 +61,7 @@ def test_a_chaotic_roll_resumes_to_every_invariant(pooled_lab: Cluster, tmp_path
                    for p in sorted(tmp_path.glob("roll-*/runs/*/journal.jsonl")) for r in _records(p)
                    if r["type"] in _STORY and (r["type"] != "step_applying" or r.get("kind") in _TAKES_DOWN)]
         pytest.fail(f"{fewest['brokers']} broker(s) registered at {fewest['at']} (floor {fewest['floor']})\n"
-                    f"registrations: {fewest['changes']}\ninjected: {rolls[0].injected}\njournal: {journal}")
+                    f"registrations: {fewest['changes']}\nslowest ZooKeeper answer (s, at): "
+                    f"{fewest['slowest_zookeeper_answer']}; ZooKeeper counters: {fewest['zookeeper']}\n"
+                    f"injected: {rolls[0].injected}\njournal: {journal}")
     sys.modules.pop("chaos_soak", None)
