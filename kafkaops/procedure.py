@@ -9,7 +9,7 @@ aliases) asks the same of the product, whatever its command line looked like: :f
    parsed again (:mod:`kafkaops.catalog`);
 2. resolves TARGET in the inventory: a host (never a KRaft controller node: its procedure is the
    rolling restart with a quorum gate) or a cluster;
-3. runs the runbook's hooks (:func:`kafkaops.steps.selectors.prepare`: checks, target selection,
+3. runs the runbook's hooks (:func:`kafkaops.queries.selectors.prepare`: checks, target selection,
    parameters resolved from the systems) in a dry-run environment;
 4. checks the batch spec, orders the hosts (controller last) and cuts the batches, binds the runbook and
    plans it in the same dry-run environment (:func:`plan_run`, also used by the commands that build their
@@ -88,7 +88,7 @@ class Planned:
 
     def checkpoints(self) -> list[tuple[str, str]]:
         """The manual checkpoints the plan asks for, (name, text): each must be confirmed before the start."""
-        from kafkaops.steps.operator import pending_checkpoints
+        from kafkaops.queries.checkpoints import pending_checkpoints
 
         return pending_checkpoints(self.plan.steps)
 
@@ -100,7 +100,7 @@ def check(runbook: Runbook) -> None:
         ConfigError: Naming the file, line and the fix.
     """
     from kafkaops.engine.runbook import check_step_kinds
-    from kafkaops.steps.selectors import check_refs
+    from kafkaops.queries.selectors import check_refs
 
     check_step_kinds(runbook)
     check_refs(runbook)
@@ -137,7 +137,7 @@ def plan(request: Request) -> Planned:
     """
     from kafkaops.catalog import load_plugins
     from kafkaops.lookup import environment
-    from kafkaops.steps.selectors import Invocation, prepare
+    from kafkaops.queries.selectors import Invocation, prepare
 
     rb = request.runbook
     load_plugins()  # the step kinds, and the hooks beside them
@@ -194,7 +194,7 @@ def roll_order(env: Environment, hosts: list[Host], order: str) -> tuple[list[Ho
     if env.cluster.migrating:
         # A migration's controllers may not form a quorum yet: the run's own gate says so, with the phase
         # (this order only decides which one goes last).
-        from kafkaops.steps.migration import quorum_leader
+        from kafkaops.queries.migration import quorum_leader
 
         return kraft_order(hosts, quorum_leader(env))
     leader = judge(env.quorum().replication()).leader_id if has_controller_nodes(hosts) else None

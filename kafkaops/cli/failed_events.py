@@ -134,7 +134,7 @@ def list_failed_events(target: str, *, service: str | None, since: str | None, t
     """Read, parse, select and group each host's failed events; render them. Returns the exit code."""
     from kafkaops.facts.failed_events import group, parse_failed_events, select
     from kafkaops.lookup import environment
-    from kafkaops.steps.failed_events import read_failed_log
+    from kafkaops.queries.failed_events import read_failed_log
 
     since_s, pattern = parse_since(since), parse_topic(topic)
     cluster, hosts, name = resolve_target(target, inventory, service)

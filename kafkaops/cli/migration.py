@@ -58,7 +58,7 @@ def migrate_cmd(
     from kafkaops.cli.render import nothing_to_do
     from kafkaops.lookup import find_cluster
     from kafkaops.policy.migration import STAGES, next_stage
-    from kafkaops.steps.migration import judge_phase
+    from kafkaops.queries.migration import judge_phase
 
     _require_reason(reason, dry_run)  # before any system is asked
     load_plugins()
@@ -99,7 +99,7 @@ class StageOptions:
 
 def _view(cluster: str, inventory: Path | None) -> MigrationView:
     from kafkaops.lookup import environment, find_cluster
-    from kafkaops.steps.migration import migration_view
+    from kafkaops.queries.migration import migration_view
 
     env = environment(find_cluster(cluster, inventory), dry_run=True)
     try:
@@ -157,7 +157,7 @@ def refuse_past_no_return(env: Environment, run_id: str) -> None:
     is being finalized (a controller runs without ZooKeeper: Kafka documents no way back)."""
     from kafkaops.errors import SafetyRefusal
     from kafkaops.policy.migration import can_revert
-    from kafkaops.steps.migration import judge_phase, migration_view
+    from kafkaops.queries.migration import judge_phase, migration_view
 
     current = judge_phase(migration_view(env))
     if not can_revert(current):

@@ -277,7 +277,7 @@ def plan_cmd(
                           highlight=False)
         return
     from kafkaops.cli.procedures import run_runbook
-    from kafkaops.steps.placement import assignment_param
+    from kafkaops.placement.assignment import assignment_param
 
     params = {"assignment": assignment_param({tp: plan.target[tp] for tp in plan.changed}), "throttle": rate,
               "batch_size": batch_size}

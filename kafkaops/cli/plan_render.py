@@ -107,7 +107,7 @@ def render_plan_text(plan: Plan, width: int = 80) -> str:
 #: what the legend calls it), in the order they are substituted (the FQDN before the name it contains).
 _PLACEHOLDERS = (("{fqdn}", "fqdn", "FQDN"), ("{host}", "name", "name"), ("{address}", "address", "address"),
                  ("{broker}", "broker_id", "broker id"))
-#: An observation's provenance (steps/projection.py): which earlier steps a prediction comes from.
+#: An observation's provenance (stepkit/projection.py): which earlier steps a prediction comes from.
 _PROVENANCE = re.compile(r" \(projected: after [^()]*(?:\([^()]*\)[^()]*)*\)$")
 
 _Line = tuple[str, str]  # (what: head | $ | impact | observed, text)

@@ -2,7 +2,7 @@
 
 A procedure is data: its runbook YAML declares the steps *and* the command line — each parameter's
 type, default, choices, help and flag, what TARGET names (a host or a cluster), positional arguments,
-and the named hooks (:mod:`kafkaops.steps.selectors`) that pick the targets and fill parameters the
+and the named hooks (:mod:`kafkaops.queries.selectors`) that pick the targets and fill parameters the
 operator did not give. From that declaration this module builds, at start-up and only for the command
 being run:
 
@@ -475,7 +475,7 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
     lookup, the runbook's hooks, the plan), then the plan shown, confirmed and run (:func:`_show_and_run`).
     """
     from kafkaops import procedure
-    from kafkaops.steps.selectors import InvalidParameter, NothingToDo
+    from kafkaops.queries.selectors import InvalidParameter, NothingToDo
     from kafkaops.templates import check_values
 
     _require_reason(reason, dry_run)

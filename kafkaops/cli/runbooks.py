@@ -41,7 +41,7 @@ def check_command(rb: Any) -> None:
     from kafkaops.cli.builtin import COMMAND_MODULES
     from kafkaops.cli.procedures import build_command
     from kafkaops.errors import ConfigError
-    from kafkaops.steps.selectors import check_refs
+    from kafkaops.queries.selectors import check_refs
 
     check_refs(rb)
     build_command(rb, alias=rb.command.alias)
@@ -161,7 +161,7 @@ def _benign_kafka_errors(rb: Any) -> list[dict[str, str]]:
     reads what each name ignores, and why."""
     if not any(s.kind == "logs.scan_kafka" for s in rb.steps):
         return []
-    from kafkaops.steps.logs import BATCH_PEER_NAME, BATCH_PEER_PATTERN, BENIGN_KAFKA_ERRORS
+    from kafkaops.facts.log_lines import BATCH_PEER_NAME, BATCH_PEER_PATTERN, BENIGN_KAFKA_ERRORS
 
     rows = [{"name": b.name, "pattern": b.pattern, "why": b.why} for b in BENIGN_KAFKA_ERRORS]
     rows.append({"name": f"{BATCH_PEER_NAME}:ID", "pattern": f"{BATCH_PEER_PATTERN}ID ",
@@ -222,7 +222,7 @@ def hooks_cmd(
     from kafkaops.catalog import load_plugins
 
     load_plugins()
-    from kafkaops.steps.selectors import hooks
+    from kafkaops.queries.selectors import hooks
 
     rows: list[dict[str, Any]] = [{"name": h.name, "kind": h.kind, "reads": dict(h.roles), "summary": h.summary}
             for h in sorted(hooks().values(), key=lambda h: ("check", "select", "resolve").index(h.kind))]

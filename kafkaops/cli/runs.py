@@ -487,7 +487,7 @@ def apply_cmd(
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.plan import load_plan
     from kafkaops.environment import Environment
-    from kafkaops.steps.operator import pending_checkpoints
+    from kafkaops.queries.checkpoints import pending_checkpoints
 
     load_plugins()
     plan = load_plan(plan_file)

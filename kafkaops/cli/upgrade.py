@@ -43,7 +43,7 @@ def upgrade_cmd(
     from kafkaops.cli.render import nothing_to_do
     from kafkaops.facts.features import parse_features, release_of
     from kafkaops.lookup import environment, find_cluster
-    from kafkaops.steps.upgrade import check_version, features, versions
+    from kafkaops.queries.versions import check_version, features, versions
 
     problem = check_version(to)
     if problem:

@@ -3,8 +3,9 @@
 Each module holds the kinds of one prefix and is named after it — ``kafka.stop_broker`` is in
 ``kafka.py``, ``env.reachable`` in ``env.py``, ``operator.confirm`` in ``operator.py`` — so a kind named
 in a runbook, a plan or a journal leads straight to its code (tests/unit/test_step_modules.py holds
-every registered kind to it). ``common``, ``selectors``, ``projection`` and ``deploy_host`` hold no
-kinds: what the steps share. Steps talk to systems only through the run's
+every registered kind to it). This package holds step kinds only, and only the catalog imports them:
+what kinds share is in :mod:`kafkaops.queries` (questions asked of the cluster) and :mod:`kafkaops.stepkit`
+(what a kind is written with). Steps talk to systems only through the run's
 :class:`~kafkaops.environment.Environment`; client libraries are imported lazily by the adapters.
 """
 

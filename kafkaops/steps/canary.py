@@ -19,7 +19,7 @@ import time
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, Interrupted
-from kafkaops.steps.common import environment, names
+from kafkaops.stepkit.common import environment, names
 
 CONFIRMED = "canary_confirmed"
 PAUSED = "canary_paused"

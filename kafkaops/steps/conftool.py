@@ -14,8 +14,8 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, SafetyRefusal
 from kafkaops.model import BROKER, Host
-from kafkaops.steps.common import environment, target_host
-from kafkaops.steps.projection import fact_key, pool_key, projected_fact, provenance
+from kafkaops.stepkit.common import environment, target_host
+from kafkaops.stepkit.projection import fact_key, pool_key, projected_fact, provenance
 
 
 def _tags(host: Host, service: str | None) -> dict[str, str]:

@@ -28,8 +28,7 @@ from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param,
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, SafetyRefusal, WaitTimeout
 from kafkaops.model import Host
-from kafkaops.steps.common import environment, names, target_host, wait
-from kafkaops.steps.deploy_host import (
+from kafkaops.queries.deploy_host import (
     checked_out_revision,
     deploy_before_key,
     deploy_command,
@@ -38,8 +37,9 @@ from kafkaops.steps.deploy_host import (
     rollback_hint,
     ships_rev,
 )
-from kafkaops.steps.projection import pool_key, provenance, served_key, service_key
-from kafkaops.steps.service import check_health, health_url, host_time, service_of, since_key
+from kafkaops.queries.service import check_health, health_url, host_time, service_of, since_key
+from kafkaops.stepkit.common import environment, names, target_host, wait
+from kafkaops.stepkit.projection import pool_key, provenance, served_key, service_key
 
 # --- pure helpers (unit-tested) -----------------------------------------------------------------------
 

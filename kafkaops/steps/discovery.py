@@ -15,27 +15,17 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, SafetyRefusal
-from kafkaops.steps.common import environment
-from kafkaops.steps.projection import provenance
-from kafkaops.steps.sites import lock_owner, site_health, switched
+from kafkaops.queries.sites import discovery_key, lock_owner, projected_states, site_health, switched
+from kafkaops.stepkit.common import environment
+from kafkaops.stepkit.projection import provenance
 
 
 def _fact(record: str, dc: str) -> str:
     return f"discovery_before/{record}/{dc}"
 
 
-def _key(record: str, dc: str) -> str:
-    return f"discovery/{record}/{dc}"
-
-
 def _confctl(record: str, dc: str, pooled: bool) -> str:
     return f"confctl --object-type discovery select 'dnsdisc={record},name={dc}' set/pooled={str(pooled).lower()}"
-
-
-def projected_states(ctx: RunContext, record: str) -> dict[str, bool]:
-    """DC -> pooled for ``record``, as the steps planned before leave it (live in a real run)."""
-    live = environment(ctx).discovery.states(record)
-    return {dc: bool(ctx.projected.get(_key(record, dc), p)) for dc, p in live.items()}
 
 
 class SetDiscovery(StepBase):
@@ -73,7 +63,7 @@ class SetDiscovery(StepBase):
                       data={"record": d["record"], "site": d["site"]})
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
-        return {_key(action.data["record"], action.data["site"]): self.pooled}
+        return {discovery_key(action.data["record"], action.data["site"]): self.pooled}
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
@@ -108,7 +98,7 @@ class Depool(SetDiscovery):
         env = environment(ctx)
         record, dc = str(action.data["record"]), str(action.data["site"])
         others = {d: p for d, p in projected_states(ctx, record).items() if d != dc}
-        seen = provenance(ctx, [_key(record, d) for d in others])
+        seen = provenance(ctx, [discovery_key(record, d) for d in others])
         pooled = sorted(d for d, p in others.items() if p)
         if pooled:
             return f"{record}/{', '.join(pooled)} stays pooled{seen}: clients go there"

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import ConfigError, HostKeyError, KafkaOpsError, UnreachableError
-from kafkaops.steps.common import environment, target_host
+from kafkaops.stepkit.common import environment, target_host
 
 SYSTEMS = ("kafka", "zookeeper", "conftool", "ssh", "deploy_host", "spark")
 #: Checked unless a runbook says otherwise: what a broker maintenance touches.

@@ -18,7 +18,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.policy.cluster_health import cluster_health
-from kafkaops.steps.common import environment, names, wait
+from kafkaops.stepkit.common import environment, names, wait
 
 _BASELINE = "baseline_snapshot"
 

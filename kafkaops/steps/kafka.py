@@ -7,7 +7,7 @@ has not caught up must not let the run proceed. Waits are gates on observed stat
 Why one module of ~950 lines: it holds every ``kafka.*`` step kind (eleven of them), and a kind lives in
 the module named after its prefix (a runbook, plan or journal says ``kafka.stop_broker``; a maintainer
 opens this file, tests/unit/test_step_modules.py). The decisions are not here — the gates are
-:mod:`kafkaops.policy`, the unit watch :mod:`kafkaops.steps.broker_unit` — each kind is its observe, plan,
+:mod:`kafkaops.policy`, the unit watch :mod:`kafkaops.stepkit.broker_unit` — each kind is its observe, plan,
 apply and verify. The gates that judge leadership (``kafka.preflight``, ``kafka.verify_leaders``) may change
 it: another broker's preferred leadership, lost through nothing the run did, is elected back through one
 helper (:func:`restore_preferred_leadership`) under one rule
@@ -37,9 +37,10 @@ from kafkaops.policy.leaders import (
 from kafkaops.policy.preflight import PreflightResult, preflight
 from kafkaops.policy.snapshot_scan import partition_name
 from kafkaops.policy.stop_impact import cross_dc_impact, partitions_not_in_isr, stop_impact
-from kafkaops.steps.broker_unit import UnitWatch
-from kafkaops.steps.common import environment, names, target_host, wait
-from kafkaops.steps.projection import (
+from kafkaops.queries.brokers import cluster_snapshot, registered_brokers, stop_keeps_min_isr
+from kafkaops.stepkit.broker_unit import UnitWatch
+from kafkaops.stepkit.common import environment, names, target_host, wait
+from kafkaops.stepkit.projection import (
     CLUSTER_ELECTED,
     ELECTED,
     IN_SYNC,
@@ -47,8 +48,6 @@ from kafkaops.steps.projection import (
     STOPPED,
     broker_key,
     broker_keys,
-    project_registered,
-    project_snapshot,
     provenance,
 )
 
@@ -56,16 +55,6 @@ from kafkaops.steps.projection import (
 #: :func:`kafkaops.engine.wait.wait_until`): a metadata request costs milliseconds, a late poll costs the
 #: whole roll up to an interval each time a broker leaves, returns or an election lands.
 FAST_POLL = 0.1
-
-
-def _snapshot(ctx: RunContext, *, configs: bool = False) -> ClusterSnapshot:
-    """Leaders/ISR always; topic configs (min ISR) only where a decision needs them. While planning, the
-    cluster as the steps planned before will have left it (:mod:`kafkaops.steps.projection`)."""
-    return project_snapshot(environment(ctx).snapshot(with_configs=configs), ctx)
-
-
-def _registered(ctx: RunContext) -> list[int]:
-    return project_registered(environment(ctx).registered_brokers(), ctx)
 
 
 def _state(snap: ClusterSnapshot, broker: int) -> dict[str, Any]:
@@ -172,7 +161,7 @@ class Preflight(StepBase):
     def _judge(self, ctx: RunContext) -> tuple[ClusterSnapshot, PreflightResult, LeadershipRestore]:
         """The gates' verdict and the election the leadership rule allows, on one fresh snapshot."""
         host = target_host(ctx)
-        snap = _snapshot(ctx, configs=True)
+        snap = cluster_snapshot(ctx, configs=True)
         exempt = _earlier_brokers(ctx)
         limit = int(self.params["max_leader_imbalance"])
         result = preflight(snap, host.broker_id, allow_urp=bool(self.params["allow_urp"]),
@@ -251,27 +240,13 @@ class Preflight(StepBase):
         ctx.progress(f"  {ctx.target}: pre-flight gates pass after the election; {_spread_text(after.spread)}")
 
 
-def stop_keeps_min_isr(ctx: RunContext, broker: int, doing: str) -> str:
-    """Refuse ``doing`` (which takes ``broker`` down) when, on a snapshot taken now, it would take a
-    partition offline or below min ISR; else say so. The precondition of every step that takes a broker down."""
-    impact = stop_impact(_snapshot(ctx, configs=True), broker)
-    hurt = [partition_name(p) for p in (*impact.goes_offline, *impact.below_min_isr)]
-    if hurt:
-        from kafkaops.errors import SafetyRefusal
-
-        raise SafetyRefusal(f"{doing} now would take {len(hurt)} partition(s) offline or below "
-                            f"min.insync.replicas: {names(hurt)}",
-                            hint="wait until their ISR is complete again, then resume the run")
-    return f"{doing} keeps every partition online and at min ISR ({len(impact.loses_isr_replica)} lose a replica)"
-
-
 class StopBroker(StepBase):
     """Stop the Kafka broker and wait until the cluster no longer has it registered."""
 
     def observe(self, ctx: RunContext) -> Observation:
         env = environment(ctx)
         host = target_host(ctx)
-        snap = _snapshot(ctx, configs=True)
+        snap = cluster_snapshot(ctx, configs=True)
         if ctx.projected.get(broker_key(host.broker_id)) == STOPPED:
             active = False
         else:
@@ -338,7 +313,7 @@ class StopBroker(StepBase):
         timeout = float(self.params["timeout"])
         facts = ctx.facts
         sent = f"kafka_stop_sent/{host.name}"
-        if host.broker_id not in _registered(ctx):
+        if host.broker_id not in registered_brokers(ctx):
             if facts.get(sent) is not None:
                 # Resumed mid-stop: this run sent the stop and the broker has already left the cluster; its
                 # process is still shutting down. Wait for it to exit, never stop it a second time.
@@ -361,12 +336,12 @@ class StopBroker(StepBase):
 
     def verify(self, ctx: RunContext) -> None:
         host = target_host(ctx)
-        if host.broker_id in _registered(ctx):
+        if host.broker_id in registered_brokers(ctx):
             raise CheckFailed(f"broker {host.broker_id} is still registered after its stop")
 
 
 def _unregistered(ctx: RunContext, host: Host) -> tuple[bool, str]:
-    registered = _registered(ctx)
+    registered = registered_brokers(ctx)
     return host.broker_id not in registered, f"registered brokers {registered}"
 
 
@@ -376,7 +351,7 @@ class StartBroker(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         env = environment(ctx)
         host = target_host(ctx)
-        registered = host.broker_id in _registered(ctx)
+        registered = host.broker_id in registered_brokers(ctx)
         return Observation({"host": host.name, "broker": host.broker_id, "registered": registered,
                             "command": env.command(host, "kafka_start")},
                            summary=f"broker {host.broker_id} {'registered' if registered else 'not registered'}"
@@ -397,7 +372,7 @@ class StartBroker(StepBase):
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
         env.change(host, env.command(host, "kafka_start"), timeout=timeout)
-        wait(ctx, lambda: (host.broker_id in _registered(ctx), "registered?"),
+        wait(ctx, lambda: (host.broker_id in registered_brokers(ctx), "registered?"),
              what=f"broker {host.broker_id} registered", timeout=timeout, fast=FAST_POLL)
 
 
@@ -406,7 +381,7 @@ class _BrokerStateStep(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
-        state = _state(_snapshot(ctx), host.broker_id)
+        state = _state(cluster_snapshot(ctx), host.broker_id)
         return Observation({"host": host.name, "broker": host.broker_id, "state": state},
                            summary=f"broker {host.broker_id}: {_lead_summary(state)}"
                                    + provenance(ctx, broker_keys(ctx)))
@@ -431,7 +406,7 @@ class VerifyNotLeader(_BrokerStateStep):
         host = target_host(ctx)
 
         def gone() -> tuple[bool, str]:
-            s = _state(_snapshot(ctx), host.broker_id)
+            s = _state(cluster_snapshot(ctx), host.broker_id)
             in_isr = s["hosted"] - len(s["out_of_isr"])
             return not s["leads"] and in_isr == 0, f"leads {len(s['leads'])}, in {in_isr} ISRs"
 
@@ -468,7 +443,7 @@ class WaitInSync(_BrokerStateStep):
         unit = UnitWatch(ctx, host)
 
         def in_sync() -> tuple[bool, str]:
-            snap = _snapshot(ctx)
+            snap = cluster_snapshot(ctx)
             if host.broker_id not in snap.brokers:
                 return False, f"not registered yet ({unit.check()})"
             missing = partitions_not_in_isr(snap, host.broker_id)
@@ -541,7 +516,7 @@ class PreferredElection(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
-        snap = _snapshot(ctx)
+        snap = cluster_snapshot(ctx)
         mode = _election_mode(self, ctx)
         broker = None if mode in _WHOLE else host.broker_id
         electable, blocked = election_candidates(snap, broker)
@@ -628,7 +603,7 @@ class VerifyLeaders(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
         mode = _election_mode(self, ctx)
-        snap = _snapshot(ctx)
+        snap = cluster_snapshot(ctx)
         pending, spread = self._check(snap, host.broker_id, mode)
         data = {"broker": host.broker_id, "host": host.name, "mode": mode, "pending": pending,
                 "over": [b.describe() for b in spread.over()],
@@ -676,7 +651,7 @@ class VerifyLeaders(StepBase):
         deadline = time.monotonic() + timeout
 
         def led() -> tuple[bool, str]:
-            pending, spread = self._check(_snapshot(ctx), host.broker_id, mode)
+            pending, spread = self._check(cluster_snapshot(ctx), host.broker_id, mode)
             mine = [b for b in spread.over() if b.broker_id == host.broker_id]
             return not pending and not mine, f"{len(pending)} pending; {_spread_text(spread)}"
 
@@ -692,7 +667,7 @@ class VerifyLeaders(StepBase):
         name = {h.broker_id: h.name for h in environment(ctx).cluster.hosts}
 
         def now() -> LeadershipRestore:
-            return leadership_to_restore(_snapshot(ctx, configs=True), exempt=[host.broker_id],
+            return leadership_to_restore(cluster_snapshot(ctx, configs=True), exempt=[host.broker_id],
                                          max_imbalance=limit, expected=expected)
 
         if not now().needed:
@@ -743,7 +718,7 @@ class WaitHealthy(StepBase):
     next broker stops: the next host's depool and SYN window run inside the window, not after it."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        summary = cluster_health(_snapshot(ctx, configs=True))
+        summary = cluster_health(cluster_snapshot(ctx, configs=True))
         return Observation({"urp": len(summary.under_replicated), "offline": len(summary.offline)},
                            summary=f"{len(summary.under_replicated)} URP, {len(summary.offline)} offline")
 
@@ -757,7 +732,7 @@ class WaitHealthy(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
 
         def healthy() -> tuple[bool, str]:
-            s = cluster_health(_snapshot(ctx, configs=True))
+            s = cluster_health(cluster_snapshot(ctx, configs=True))
             return s.healthy, f"{len(s.under_replicated)} URP, {len(s.offline)} offline"
 
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]),
@@ -816,7 +791,7 @@ class RestoreBroker(StepBase):
     def observe(self, ctx: RunContext) -> Observation:
         env = environment(ctx)
         host = target_host(ctx)
-        state = _state(_snapshot(ctx), host.broker_id)
+        state = _state(cluster_snapshot(ctx), host.broker_id)
         return Observation({"host": host.name, "broker": host.broker_id, "state": state,
                             "command": env.command(host, "kafka_start")},
                            summary=f"broker {host.broker_id}: {_lead_summary(state)}")
@@ -838,11 +813,11 @@ class RestoreBroker(StepBase):
         env = environment(ctx)
         host = target_host(ctx)
         timeout = float(self.params["timeout"])
-        if host.broker_id not in _registered(ctx):
+        if host.broker_id not in registered_brokers(ctx):
             env.change(host, env.command(host, "kafka_start"), timeout=min(timeout, 300.0))
 
         def in_sync() -> tuple[bool, str]:
-            snap = _snapshot(ctx)
+            snap = cluster_snapshot(ctx)
             if host.broker_id not in snap.brokers:
                 return False, "not registered yet (starting, or recovering its logs)"
             missing = partitions_not_in_isr(snap, host.broker_id)
@@ -857,7 +832,7 @@ class ClusterWhole(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         env = environment(ctx)
-        snap = _snapshot(ctx, configs=True)
+        snap = cluster_snapshot(ctx, configs=True)
         health = cluster_health(snap)
         expected = sorted(h.broker_id for h in env.cluster.hosts)
         pending = [[p.topic, p.partition] for p in leaders_not_preferred(snap, None)]
@@ -883,7 +858,7 @@ class ClusterWhole(StepBase):
         expected = sorted(h.broker_id for h in env.cluster.hosts)
 
         def whole() -> tuple[bool, str]:
-            snap = _snapshot(ctx, configs=True)
+            snap = cluster_snapshot(ctx, configs=True)
             health = cluster_health(snap)
             missing = [b for b in expected if b not in snap.brokers]
             return (not missing and health.healthy,
@@ -891,7 +866,7 @@ class ClusterWhole(StepBase):
 
         wait(ctx, whole, what="every broker registered and in sync", timeout=float(self.params["timeout"]),
              interval=1.0)
-        pending = [(p.topic, p.partition) for p in leaders_not_preferred(_snapshot(ctx), None)]
+        pending = [(p.topic, p.partition) for p in leaders_not_preferred(cluster_snapshot(ctx), None)]
         if pending:
             failed = env.kafka.elect_preferred_leaders(pending)
             if failed:
@@ -899,7 +874,7 @@ class ClusterWhole(StepBase):
                                   f"{next(iter(failed.values()))}")
 
     def verify(self, ctx: RunContext) -> None:
-        pending = leaders_not_preferred(_snapshot(ctx), None)
+        pending = leaders_not_preferred(cluster_snapshot(ctx), None)
         if pending:
             raise CheckFailed(f"{len(pending)} partition(s) still off their preferred leader")
 

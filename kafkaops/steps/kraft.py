@@ -17,8 +17,8 @@ from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param,
 from kafkaops.errors import SafetyRefusal
 from kafkaops.model import CONTROLLER, Host
 from kafkaops.policy.quorum import QuorumView, judge, leader_clock, majority, restart_refusals
-from kafkaops.steps.common import environment, target_host, wait
-from kafkaops.steps.projection import STARTED, STOPPED, controller_key, provenance
+from kafkaops.stepkit.common import environment, target_host, wait
+from kafkaops.stepkit.projection import STARTED, STOPPED, controller_key, provenance
 
 
 def _started_fact(host: Host) -> str:

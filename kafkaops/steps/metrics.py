@@ -34,7 +34,7 @@ from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, reg
 from kafkaops.environment import Environment
 from kafkaops.errors import UnreachableError, WaitTimeout
 from kafkaops.policy.metric_gates import GateReading, judge, summary, worst
-from kafkaops.steps.common import StableObservation, environment, wait
+from kafkaops.stepkit.common import StableObservation, environment, wait
 
 #: The run's fact holding the baseline: ``{"at": epoch seconds, "values": {gate: value or None}}``.
 BASELINE_FACT = "metrics_baseline"

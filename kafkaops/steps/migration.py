@@ -21,7 +21,7 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.environment import Environment
-from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal, UnreachableError
+from kafkaops.errors import CheckFailed, SafetyRefusal
 from kafkaops.health.nodes import CLUSTER_ID, NODE_PHASES, configured_phase, kafka_running, storage_id
 from kafkaops.model import CONTROLLER, Host
 from kafkaops.policy.acl_migration import compare
@@ -33,13 +33,13 @@ from kafkaops.policy.migration import (
     Stage,
     can_revert,
     controller_fencing,
-    phase,
     revert_order_problem,
     stage,
     stage_reached,
 )
-from kafkaops.steps.common import NodeSettingStep, environment, first_line, target_host, wait
-from kafkaops.steps.projection import provenance
+from kafkaops.queries.migration import judge_phase, migration_view
+from kafkaops.stepkit.common import NodeSettingStep, environment, first_line, target_host, wait
+from kafkaops.stepkit.projection import provenance
 
 #: The Kafka release that bridges the migration: the only one whose brokers and controllers speak both.
 BRIDGE = "3.9"
@@ -54,58 +54,6 @@ def _stopped_key(node: int) -> str:
 def _running_now(ctx: RunContext, env: Environment, host: Host) -> bool:
     """The controller runs — unless an earlier step of the plan being made stops it."""
     return not ctx.projected.get(_stopped_key(host.broker_id)) and kafka_running(env, host)
-
-
-def quorum_leader(env: Environment) -> int | None:
-    """The KRaft quorum's leader, or None while there is no quorum (no controller answers, or none leads)."""
-    from kafkaops.policy.quorum import judge
-
-    try:
-        return judge(env.quorum().replication()).leader_id
-    except KafkaOpsError:
-        return None
-
-
-def migration_view(env: Environment) -> MigrationView:
-    """Everything the phase is judged from, read now: each broker's and each provisioned controller's
-    configuration phase (over SSH), ZooKeeper's ``/controller`` and ``/migration``, the quorum's leader.
-    ZooKeeper unreachable is an error, unless a controller already runs without it (finalizing, finalized:
-    judged from the nodes alone — ZooKeeper may have been stopped, as the guide's last step says).
-
-    Raises:
-        ConfigError: The cluster is not being migrated (no ``kafka.migration: to-kraft``) or lists no
-            controllers.
-    """
-    cluster = env.cluster
-    if not cluster.migrating or not cluster.controllers:
-        raise ConfigError(f"{cluster.name} is not being migrated to KRaft",
-                          hint=f"in {cluster.source}: kafka.migration: to-kraft, and the quorum under controllers: "
-                               "(docs/migration.md)")
-    brokers = {h.broker_id: configured_phase(env, h) for h in cluster.hosts}
-    provisioned = [c for c in cluster.controllers if storage_id(env, c) is not None]
-    controllers = {c.broker_id: configured_phase(env, c) for c in provisioned}
-    try:
-        with env.zookeeper() as zk:
-            record = zk.controller_record() if zk is not None else None
-            migration = zk.migration_record() if zk is not None else None
-    except UnreachableError:
-        # Once a controller runs without ZooKeeper the phase is judged from the nodes alone, and ZooKeeper may
-        # be gone (the guide's last step stops it). Before that, what ZooKeeper holds decides the phase.
-        if "kraft" not in controllers.values():
-            raise
-        record = migration = None
-    # Fewer than a majority of the voters provisioned cannot have elected a leader: not asked (each ask of a
-    # quorum that is not there waits out kafka-metadata-quorum's timeouts, node after node).
-    leader = quorum_leader(env) if len(provisioned) > len(cluster.controllers) // 2 else None
-    return MigrationView(brokers, controllers, record, migration, leader)
-
-
-def judge_phase(view: MigrationView) -> str:
-    """:func:`~kafkaops.policy.migration.phase`, a view no migration can produce refused as a check."""
-    try:
-        return phase(view)
-    except ValueError as exc:
-        raise CheckFailed(f"the cluster is in no phase of a migration: {exc}") from None
 
 
 def phases_line(current: str, this: Stage) -> str:

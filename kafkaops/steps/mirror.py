@@ -11,7 +11,7 @@ from __future__ import annotations
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
-from kafkaops.steps.common import StableObservation, environment, names, wait
+from kafkaops.stepkit.common import StableObservation, environment, names, wait
 
 
 class WaitCaughtUp(StepBase):

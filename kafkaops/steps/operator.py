@@ -24,15 +24,14 @@ does not ask again. A dry-run projects it, so the plan of a roll shows the quest
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kafkaops.engine.context import RunContext
-from kafkaops.engine.plan import PlannedStep
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, NotConfirmed
+from kafkaops.queries.checkpoints import KIND
 
-KIND = "operator.confirm"
 #: The run's facts: checkpoint name -> {operator, at, via, text}.
 FACTS_KEY = "checkpoints"
 
@@ -128,17 +127,6 @@ class ConfirmCheckpoint(StepBase):
             return  # nothing to confirm (the plan said so)
         if facts is not None and not (facts.get(FACTS_KEY) or {}).get(name):
             raise CheckFailed(f"checkpoint {name} was not recorded as confirmed")
-
-
-def pending_checkpoints(steps: Iterable[PlannedStep]) -> list[tuple[str, str]]:
-    """The checkpoints a plan will ask for (name, text), in order, each once: what the CLI must have
-    confirmed before it starts the run (so an unconfirmed one refuses before any lock or change)."""
-    out: dict[str, str] = {}
-    for s in steps:
-        if s.kind == KIND and s.action is not None:
-            data = s.action.get("data") or {}
-            out.setdefault(str(data.get("checkpoint")), str(data.get("text")))
-    return list(out.items())
 
 
 register_step(KIND, ConfirmCheckpoint, [

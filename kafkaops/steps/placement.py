@@ -30,44 +30,20 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal
+from kafkaops.errors import CheckFailed, SafetyRefusal
+from kafkaops.placement.assignment import target_assignment
 from kafkaops.placement.estimate import human_bytes
 from kafkaops.placement.layout import TopicPartition
 from kafkaops.placement.planner import batches
 from kafkaops.policy.cluster_health import cluster_health
-from kafkaops.steps.common import environment, names, wait
-from kafkaops.steps.projection import broker_key, project_registered, provenance
+from kafkaops.stepkit.common import environment, names, wait
+from kafkaops.stepkit.projection import broker_key, project_registered, provenance
 
 #: The dynamic configs a throttle consists of: set before a batch, deleted at the end.
 RATE_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 REPLICA_CONFIGS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 #: The run fact holding the replica lists of the batch in flight before it moved, for a cancel.
 ORIGINALS = "placement.in_flight_originals"
-
-
-def target_assignment(value: Any) -> dict[TopicPartition, tuple[int, ...]]:
-    """The ``assignment`` parameter — ``[[topic, partition, [replicas]], ...]`` — as a mapping.
-
-    Raises:
-        ConfigError: Another shape (a hand-edited plan or a bad ``--param``).
-    """
-    out: dict[TopicPartition, tuple[int, ...]] = {}
-    for item in value or ():
-        if not (isinstance(item, (list, tuple)) and len(item) == 3 and isinstance(item[0], str)
-                and isinstance(item[1], int) and isinstance(item[2], (list, tuple)) and item[2]
-                and all(isinstance(b, int) and not isinstance(b, bool) for b in item[2])):
-            raise ConfigError(f"placement assignment: malformed entry {str(item)[:80]!r}",
-                              hint="entries are [topic, partition, [broker ids]]; make the plan with "
-                                   "`kafkaops placement plan`")
-        out[(item[0], item[1])] = tuple(item[2])
-    if not out:
-        raise ConfigError("placement assignment is empty", hint="make the plan with `kafkaops placement plan`")
-    return out
-
-
-def assignment_param(assignment: Mapping[TopicPartition, Sequence[int]]) -> list[list[Any]]:
-    """The inverse of :func:`target_assignment`, sorted: what a plan carries."""
-    return [[t, p, list(r)] for (t, p), r in sorted(assignment.items())]
 
 
 def _current(ctx: RunContext, tps: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, ...]]:

@@ -42,8 +42,8 @@ from kafkaops.engine.step import (
     register_step,
 )
 from kafkaops.errors import CheckFailed
-from kafkaops.steps.alerts import DEFAULT_MARGIN, clock, end_when_quiet, ending_observation, silence_bound
-from kafkaops.steps.common import environment
+from kafkaops.queries.silences import DEFAULT_MARGIN, clock, end_when_quiet, ending_observation, silence_bound
+from kafkaops.stepkit.common import environment
 from kafkaops.systems.alertmanager import Matcher, Silence, run_prefix, silence_comment, utc
 
 #: The step that ends the roll's silence (and so the end of the steps its bound covers).

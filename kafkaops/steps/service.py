@@ -27,146 +27,34 @@ that runs no service has nothing to check: the step is a no-op saying so.
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.environment import Environment
-from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal, WaitTimeout
-from kafkaops.facts.clock import parse_epoch_seconds
+from kafkaops.errors import CheckFailed, SafetyRefusal, WaitTimeout
+from kafkaops.facts.log_lines import LogErrorsFound, describe_matches, find_error_lines
 from kafkaops.facts.systemd import parse_main_pid, parse_unit_activity
 from kafkaops.model import BROKER, Host, Service
-from kafkaops.steps.common import environment, target_host, wait
-from kafkaops.steps.deploy_host import rollback_hint
-from kafkaops.steps.projection import fact_key, pool_key, provenance, service_key
+from kafkaops.queries.deploy_host import rollback_hint
+from kafkaops.queries.service import (
+    check_health,
+    disruption_key,
+    health_url,
+    host_time,
+    scan_start,
+    service_of,
+    services_to_check,
+    since_key,
+)
+from kafkaops.stepkit.common import environment, target_host, wait
+from kafkaops.stepkit.projection import fact_key, pool_key, provenance, service_key
 
 # --- pure helpers (unit-tested) -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LogMatch:
-    """One log line that matched an error pattern.
-
-    Attributes:
-        number: 1-based line number in the scanned output.
-        pattern: The first pattern it matched (as written in the inventory).
-        line: The line, without its newline.
-        cause: The entry's exception, when the line after it is one (a stack trace's head): the ERROR line of
-            a Kafka request handler names the request, the line after it says what went wrong.
-    """
-
-    number: int
-    pattern: str
-    line: str
-    cause: str = ""
-
-
-def compile_patterns(patterns: Iterable[str], what: str) -> list[tuple[str, re.Pattern[str]]]:
-    """``patterns`` compiled, each with its text.
-
-    Raises:
-        ConfigError: One is not a valid regular expression (named with ``what``: "error", "ignore").
-    """
-    out = []
-    for p in patterns:
-        try:
-            out.append((p, re.compile(p)))
-        except re.error as exc:
-            raise ConfigError(f"{what} pattern {p!r} is not a valid regular expression: {exc}") from exc
-    return out
-
-
-def find_error_lines(lines: Iterable[str], patterns: Sequence[str]) -> list[LogMatch]:
-    """Every line matching any of ``patterns`` (regular expressions, searched anywhere in the line).
-
-    Raises:
-        ConfigError: A pattern is not a valid regular expression.
-    """
-    compiled = compile_patterns(patterns, "error")
-    out: list[LogMatch] = []
-    for number, raw in enumerate(lines, start=1):
-        line = raw.rstrip("\r\n")
-        for pattern, rx in compiled:
-            if rx.search(line):
-                out.append(LogMatch(number, pattern, line))
-                break
-    return out
-
-
-def describe_matches(matches: Sequence[LogMatch], *, limit: int = 10, width: int = 300) -> str:
-    """The matched lines for an error message: pattern and line, the first ``limit`` of them."""
-    shown = [f"    [{m.pattern}] {m.line[:width]}" + (f"\n      caused by: {m.cause[:width]}" if m.cause else "")
-             for m in matches[:limit]]
-    if len(matches) > limit:
-        shown.append(f"    ... and {len(matches) - limit} more")
-    return "\n".join(shown)
-
-
 # --- shared with the deploy steps ----------------------------------------------------------------------
-
-
-def service_of(host: Host, name: str) -> Service:
-    """The inventory's service ``name`` on ``host``."""
-    service = host.service(name)
-    if service is None:
-        raise ConfigError(f"{host.name} has no service {name!r}",
-                          hint=f"its services: {', '.join(s.name for s in host.services) or 'none'}")
-    return service
-
-
-def health_url(host: Host, service: Service) -> str:
-    if not service.health_path:
-        raise ConfigError(f"service {service.name} has no health_path in the inventory",
-                          hint="add services.<name>.health_path, e.g. /_info")
-    return f"http://{host.address}:{service.port}{service.health_path}"
-
-
-def check_health(host: Host, service: Service) -> Any:
-    """GET the service's health path on ``host`` itself (see :mod:`kafkaops.systems.http`)."""
-    from kafkaops.systems.http import get_json
-
-    return get_json(health_url(host, service))
-
-
-def host_time(env: Environment, host: Host) -> int:
-    """The host's clock (epoch seconds): log lines are stamped by it, not by ours."""
-    out = env.run(host, "date +%s", timeout=20).stdout
-    return parse_epoch_seconds(out, host=host.name, command="date +%s").seconds
-
-
-def since_key(host: Host, service: str) -> str:
-    """Fact: the host time just before this run restarted (or deployed) ``service``."""
-    return f"service_since/{host.name}/{service}"
-
-
-def disruption_name(host: str) -> str:
-    """Fact name: the host's clock just before this run started disrupting ``host`` (stopping its broker,
-    rebooting it). Log checks after the maintenance read from there (see ``logs.mark_start``)."""
-    return f"disruption_since/{host}"
-
-
-def disruption_key(host: Host) -> str:
-    return disruption_name(host.name)
-
-
-def services_to_check(host: Host, name: str) -> list[Service]:
-    """The service ``name`` of ``host``, or every service it runs when ``name`` is empty."""
-    if name:
-        return [service_of(host, name)]
-    return list(host.services)
-
-
-def scan_start(facts: Any, host: Host, service: str) -> int | None:
-    """Where a scan of ``service``'s log on ``host`` starts: this run's restart or deploy of the service,
-    else the start of this run's disruption of the host (the broker stop or reboot), else None."""
-    start = facts.get(since_key(host, service))
-    if start is None:
-        start = facts.get(disruption_key(host))
-    return int(start) if start is not None else None
 
 
 def _pid_key(host: Host, service: str) -> str:
@@ -358,12 +246,6 @@ class VerifyHealth(StepBase):
 
 
 # --- log scan ----------------------------------------------------------------------------------------------
-
-
-class LogErrorsFound(CheckFailed):
-    """The service logged lines matching its error patterns. Not retried: the lines will still be there."""
-
-    retryable = False
 
 
 def _when(start: int | None, default: str) -> str:

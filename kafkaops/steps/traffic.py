@@ -15,7 +15,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.model import BROKER, Host
-from kafkaops.steps.common import environment, target_host
+from kafkaops.stepkit.common import environment, target_host
 
 
 def _service(step: StepBase, host: Host) -> tuple[int, str | None]:
@@ -128,7 +128,7 @@ class WaitZeroSynsAtSite(StepBase):
     def _where(self, ctx: RunContext) -> tuple[Any, tuple[Host, ...], int, str]:
         """The site's environment, the hosts behind its VIP (the ones running the service), port and VIP."""
         from kafkaops.errors import ConfigError
-        from kafkaops.steps.sites import switched
+        from kafkaops.queries.sites import switched
 
         env = environment(ctx)
         service = switched(env, str(self.params["service"]))

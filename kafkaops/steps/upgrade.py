@@ -14,7 +14,6 @@ no running JVM has its jars replaced under it — and checks what the node then 
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -22,51 +21,18 @@ from typing import Any
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.environment import Environment
-from kafkaops.errors import CheckFailed, KafkaOpsError, SafetyRefusal
+from kafkaops.errors import CheckFailed, SafetyRefusal
 from kafkaops.facts.features import parse_features, parse_mapping_level, release_of
 from kafkaops.health.nodes import kafka_running
 from kafkaops.model import Host
-from kafkaops.steps.common import NodeSettingStep, environment, first_line, names, target_host
-from kafkaops.steps.migration import judge_phase, migration_view
-from kafkaops.steps.projection import STOPPED, broker_key, controller_key, provenance
-from kafkaops.systems import command_config
-
-_VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
-
-
-
-def check_version(value: Any) -> str | None:
-    """Why ``value`` is not a Kafka release (``4.3.1``), or None."""
-    if not isinstance(value, str) or not _VERSION.match(value):
-        return f"{value!r} is not a Kafka release version (MAJOR.MINOR.PATCH, e.g. 4.3.1)"
-    return None
+from kafkaops.queries.migration import judge_phase, migration_view
+from kafkaops.queries.versions import behind, check_version, features, installed_version, versions
+from kafkaops.stepkit.common import NodeSettingStep, environment, names, target_host
+from kafkaops.stepkit.projection import STOPPED, broker_key, controller_key, provenance
 
 
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
-
-
-def installed_version(env: Environment, host: Host) -> str:
-    """The Kafka release installed on ``host`` (``kafka_version``), checked to be one: input, not trusted."""
-    out = first_line(env.run(host, env.command(host, "kafka_version"), timeout=60).stdout)
-    if check_version(out):
-        raise CheckFailed(f"{host.name}: kafka_version printed {out[:40]!r}, not a Kafka release version")
-    return out
-
-
-def nodes(env: Environment) -> list[Host]:
-    """Every node of the cluster: the KRaft controllers, then the brokers."""
-    return list(env.cluster.controllers) + list(env.cluster.hosts)
-
-
-def versions(env: Environment) -> dict[str, str]:
-    """Each node's installed Kafka release, by node name."""
-    return {h.name: installed_version(env, h) for h in nodes(env)}
-
-
-def behind(installed: Mapping[str, str], want: str) -> list[str]:
-    """The nodes (by name, sorted) whose installed release is not ``want``."""
-    return sorted(n for n, v in installed.items() if v != want)
 
 
 def _not_on_release(left: list[str], want: str, level: str) -> SafetyRefusal:
@@ -156,25 +122,6 @@ class Install(NodeSettingStep):
                       rollback=f"install {d['now']} again (kafka_install) and restart the node: the metadata "
                                "version is unchanged until the separate bump",
                       data={"was": d["now"]})
-
-
-def features(env: Environment, args: str, *, change: bool = False) -> str:
-    """``kafka_features`` (Kafka's ``kafka-features``) with ``args``, asked of the controllers in turn until
-    one answers: the quorum is asked, not a member."""
-    failures = []
-    for node in env.cluster.controllers:
-        command, stdin = command_config.wrap(env.cluster.kafka, env.command(node, "kafka_features"), subcommand=args)
-        try:
-            result = (env.change(node, command, timeout=120, check=False, stdin=stdin) if change
-                      else env.run(node, command, timeout=120, check=False, stdin=stdin))
-        except KafkaOpsError as exc:
-            failures.append(f"{node.name}: {exc.message}")
-            continue
-        if result.exit_code == 0:
-            return result.stdout
-        failures.append(f"{node.name}: exit {result.exit_code} {first_line(result.stderr or result.stdout)[:120]}")
-    raise CheckFailed(f"no controller answered kafka-features {args.split()[0]}: " + "; ".join(failures),
-                      hint="check the controllers are up and the inventory's kafka_features template")
 
 
 class MetadataVersion(StepBase):

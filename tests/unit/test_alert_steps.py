@@ -14,7 +14,8 @@ from kafkaops.engine.binding import BoundStep
 from kafkaops.engine.context import RunContext
 from kafkaops.environment import Environment
 from kafkaops.inventory import load_inventory
-from kafkaops.steps.alerts import DEFAULT_MARGIN, Gate, SilenceHost, Unsilence, silence_bound
+from kafkaops.queries.silences import DEFAULT_MARGIN, silence_bound
+from kafkaops.steps.alerts import Gate, SilenceHost, Unsilence
 from kafkaops.systems.alertmanager import Matcher, Silence, _alert, _quote, _silence, parse_time, silence_comment, utc
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,8 @@ from typing import Any
 
 import kafkaops.steps  # noqa: F401 - registers the step kinds
 from kafkaops.engine.step import Action, Observation, get_step_kind
-from kafkaops.steps.logs import BATCH_PEER_PATTERN, BENIGN_KAFKA_ERRORS, benign_name
+from kafkaops.facts.log_lines import BATCH_PEER_PATTERN, BENIGN_KAFKA_ERRORS
+from kafkaops.steps.logs import benign_name
 
 
 def _scan_plan(ignore: list[str]) -> Any:

@@ -17,8 +17,8 @@ from kafkaops.errors import UnreachableError
 from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.facts.systemd import parse_unit_activity, parse_unit_log
 from kafkaops.inventory import load_inventory
-from kafkaops.steps import broker_unit
-from kafkaops.steps.broker_unit import BrokerNotRunning, UnitWatch
+from kafkaops.stepkit import broker_unit
+from kafkaops.stepkit.broker_unit import BrokerNotRunning, UnitWatch
 from kafkaops.systems.ssh import CommandResult
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,10 +26,10 @@ from kafkaops.environment import Environment
 from kafkaops.errors import SafetyRefusal
 from kafkaops.facts.reassign import Reassigning
 from kafkaops.model import Host, PoolState, Service, SshEndpoint, SwitchedService
+from kafkaops.stepkit.projection import STOPPED, broker_key, pool_key
 from kafkaops.steps import deploy as deploy_steps
 from kafkaops.steps import discovery as discovery_steps
 from kafkaops.steps.placement import ORIGINALS
-from kafkaops.steps.projection import STOPPED, broker_key, pool_key
 from kafkaops.systems.groups import GroupState
 from kafkaops.systems.http import HttpCheck
 

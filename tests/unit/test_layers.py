@@ -26,7 +26,7 @@ from import_walk import PACKAGE, ROOT, Edge, all_edges, cycles, describe, edges,
 LAB = PACKAGE / "lab"
 
 LAYER_NAMES = {1: "foundation", 2: "facts, policy", 3: "engine", 4: "systems", 5: "environment", 6: "health",
-               7: "steps", 8: "procedure", 9: "cli", 10: "lab"}
+               7: "queries, stepkit", 8: "steps", 9: "procedure", 10: "cli", 11: "lab"}
 
 #: Where every module lives. ``pkg.*`` places a package and everything under it (a new module in a package
 #: is placed by its package); a bare name is that one module (a new module at the package root must be
@@ -56,16 +56,22 @@ LAYERS: dict[str, int] = {
     # 6 the Spark post-check (and the status it shares with `kafkaops status`). Below the steps: the
     #   health.* step kinds run it, it never runs a step.
     "kafkaops.health.*": 6,
-    # 7 the step kinds, and the selectors/hooks that pick targets.
-    "kafkaops.steps.*": 7,
-    # 8 the product's entries: one procedure command, the runbook catalog, the inventory lookup by name.
-    "kafkaops.procedure": 8,
-    "kafkaops.catalog": 8,
-    "kafkaops.lookup": 8,
-    # 9 the command line: parse, call one product function, render.
-    "kafkaops.cli.*": 9,
-    # 10 the lab: a user of the product, on the top floor.
-    "kafkaops.lab.*": 10,
+    # 7 what the step kinds, the procedure and the CLI share: the questions asked of a cluster through its
+    #   environment (a service's health, the migration's phase, the quorum's leader, a switched service,
+    #   the releases installed, the deploy host; the selectors and hooks that pick targets), and the kit a
+    #   step kind is written with (the run's environment, waits, projected facts, the broker unit watch).
+    "kafkaops.queries.*": 7,
+    "kafkaops.stepkit.*": 7,
+    # 8 the step kinds, one module per prefix; only the catalog imports one (test_only_the_catalog_imports_a_step_kind).
+    "kafkaops.steps.*": 8,
+    # 9 the product's entries: one procedure command, the runbook catalog, the inventory lookup by name.
+    "kafkaops.procedure": 9,
+    "kafkaops.catalog": 9,
+    "kafkaops.lookup": 9,
+    # 10 the command line: parse, call one product function, render.
+    "kafkaops.cli.*": 10,
+    # 11 the lab: a user of the product, on the top floor.
+    "kafkaops.lab.*": 11,
 }
 
 ENGINE = 3
@@ -181,6 +187,29 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
     assert found == [], "imports against the layers (docs/architecture.md):\n" + "\n".join(found)
 
 
+#: Who may import a step-kind module: the catalog loads them (through the package, which imports each).
+STEP_KIND_IMPORTERS = ("kafkaops.catalog", "kafkaops.steps")
+
+
+def step_kind_imports(found: Iterable[Edge]) -> list[str]:
+    """``file:line: A imports step kind B`` for each import of a step-kind module by anyone but the catalog."""
+    out: list[str] = []
+    for e in found:
+        if _placed_by(e.target, "kafkaops.steps.*") and e.target != "kafkaops.steps" \
+                and e.source not in STEP_KIND_IMPORTERS:
+            line = f"{e.where}: {e.source} imports step kind {e.target}"
+            if line not in out:
+                out.append(line)
+    return out
+
+
+def test_only_the_catalog_imports_a_step_kind() -> None:
+    """A step-kind module is a runbook's vocabulary, not a library: what two of them (or the CLI) share is a
+    query (kafkaops/queries/) or the step kit (kafkaops/stepkit/), so a kind can change without its users."""
+    found = step_kind_imports(all_edges())
+    assert found == [], "step kinds imported outside the catalog:\n" + "\n".join(found)
+
+
 def test_every_exception_is_still_used() -> None:
     """An exception nobody needs any more is a hole in the rules: delete it."""
     found = all_edges()
@@ -234,8 +263,8 @@ def test_the_rules_catch_an_upward_import_and_a_type_only_cycle() -> None:
                               "if TYPE_CHECKING:\n    from kafkaops.policy.quorum import QuorumView\n"),
     ]
     assert violations(found) == [
-        "kafkaops/steps/probe.py:3: kafkaops.steps.probe (layer 7) imports kafkaops.cli.common (layer 9)",
-        "kafkaops/systems/probe.py:4: kafkaops.systems.probe (layer 4) imports kafkaops.steps.probe (layer 7)"
+        "kafkaops/steps/probe.py:3: kafkaops.steps.probe (layer 8) imports kafkaops.cli.common (layer 10)",
+        "kafkaops/systems/probe.py:4: kafkaops.systems.probe (layer 4) imports kafkaops.steps.probe (layer 8)"
         "; type-only",
         "kafkaops/engine/probe.py:4: kafkaops.engine.probe (layer 3) imports kafkaops.policy.quorum (layer 2)"
         "; layer 3 (engine) imports only layers [1, 3]; type-only",
@@ -250,3 +279,22 @@ def test_the_rules_catch_an_upward_import_and_a_type_only_cycle() -> None:
                                   "    from confluent_kafka.admin import AdminClient\n") == [
         "kafkaops/engine/probe.py:2: kafkaops.engine.probe imports kazoo",
         "kafkaops/engine/probe.py:5: kafkaops.engine.probe imports confluent_kafka"]
+
+
+def test_the_step_kind_rule_catches_a_step_kind_imported_as_a_library() -> None:
+    """The CLI or another step kind importing a step-kind module is one line each; the catalog and the
+    package that registers the kinds are not."""
+    cli = ROOT / "kafkaops" / "cli" / "probe.py"  # never written: their sources are given
+    step = ROOT / "kafkaops" / "steps" / "probe.py"
+    catalog = ROOT / "kafkaops" / "catalog.py"
+    known = {**modules(), "kafkaops.cli.probe": cli, "kafkaops.steps.probe": step}
+    found = [
+        *edges(cli, known, "def f():\n    from kafkaops.steps.migration import PhaseGate\n"),
+        *edges(step, known, "from kafkaops.steps.kafka import StopBroker\n"
+                            "from kafkaops.queries.service import service_of\n"),
+        *edges(catalog, known, "import kafkaops.steps.kafka\n"),
+    ]
+    assert step_kind_imports(found) == [
+        "kafkaops/cli/probe.py:2: kafkaops.cli.probe imports step kind kafkaops.steps.migration",
+        "kafkaops/steps/probe.py:1: kafkaops.steps.probe imports step kind kafkaops.steps.kafka",
+    ]

@@ -22,7 +22,7 @@ from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
 from kafkaops.policy.cluster_health import cluster_health
 from kafkaops.policy.leaders import election_candidates, leader_spread
 from kafkaops.policy.preflight import preflight
-from kafkaops.steps.projection import CLUSTER_ELECTED, ELECTED, IN_SYNC, STOPPED, broker_key, project_snapshot
+from kafkaops.stepkit.projection import CLUSTER_ELECTED, ELECTED, IN_SYNC, STOPPED, broker_key, project_snapshot
 
 
 def P(topic: str, n: int, leader: int | None, replicas: tuple[int, ...], isr: tuple[int, ...] | None = None

@@ -28,7 +28,7 @@ from kafkaops.environment import Environment
 from kafkaops.errors import SafetyRefusal
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
 from kafkaops.policy.leaders import leader_spread, leadership_to_restore
-from kafkaops.steps.projection import ELECTED, broker_key, project_snapshot
+from kafkaops.stepkit.projection import ELECTED, broker_key, project_snapshot
 
 BROKERS = (1001, 1002, 1003)
 RINGS = ((1001, 1002, 1003), (1002, 1003, 1001), (1003, 1001, 1002))

@@ -174,7 +174,7 @@ class _Nodes:
 
 def test_a_finalized_migration_is_judged_without_zookeeper_and_an_earlier_phase_never_is() -> None:
     from kafkaops.errors import UnreachableError
-    from kafkaops.steps.migration import judge_phase, migration_view
+    from kafkaops.queries.migration import judge_phase, migration_view
 
     assert judge_phase(migration_view(_Nodes("kraft"))) == "finalized"  # type: ignore[arg-type]
     with pytest.raises(UnreachableError):  # dual-write or earlier: what ZooKeeper holds decides

@@ -15,7 +15,8 @@ import kafkaops.steps  # noqa: F401 - registers the step kinds
 from kafkaops.engine.step import Action, Noop, Observation, get_step_kind
 from kafkaops.errors import CheckFailed, SafetyRefusal
 from kafkaops.policy.migration import NO_RETURN, PHASES, STAGES, MigrationView, next_stage, stage
-from kafkaops.steps.migration import judge_phase, phases_line
+from kafkaops.queries.migration import judge_phase
+from kafkaops.steps.migration import phases_line
 
 
 def _step(kind: str, **params: Any) -> Any:

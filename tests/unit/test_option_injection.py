@@ -17,7 +17,7 @@ import pytest
 
 from kafkaops.errors import ConfigError
 from kafkaops.inventory import load_inventory
-from kafkaops.steps.deploy_host import check_message
+from kafkaops.queries.deploy_host import check_message
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "inventory").glob("*.example.yaml"))

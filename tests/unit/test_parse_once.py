@@ -29,7 +29,7 @@ def test_a_reboot_parses_its_runbook_once_and_loads_the_step_kinds_once(
     import kafkaops.steps as steps
     from kafkaops.cli.main import register
     from kafkaops.engine.runner import Runner
-    from kafkaops.steps import selectors
+    from kafkaops.queries import selectors
 
     # The lab inventory moved to unused loopback addresses: nothing here may reach a lab that is up.
     inventory = tmp_path / "inventory.yaml"

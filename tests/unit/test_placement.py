@@ -209,7 +209,7 @@ def test_placement_preflight_refuses_naming_the_problem(problem: str, value: lis
 
 @pytest.mark.parametrize("value", [[], [["t", "0", [1]]], [["t", 0, []]], [["t", 0, [True]]], [["t", 0]]])
 def test_a_malformed_assignment_parameter_is_refused(value: list) -> None:
-    from kafkaops.steps.placement import target_assignment
+    from kafkaops.placement.assignment import target_assignment
 
     with pytest.raises(ConfigError):
         target_assignment(value)

@@ -193,8 +193,8 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     canned, so nothing is asked of the lab."""
     import kafkaops.cli.procedures as procedures
     import kafkaops.procedure as procedure
-    import kafkaops.steps.deploy_host as deploy_host
-    import kafkaops.steps.service as service
+    import kafkaops.queries.deploy_host as deploy_host
+    import kafkaops.queries.service as service
 
     seen: dict[str, Any] = {}
 
@@ -216,7 +216,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     import dataclasses
 
     from kafkaops.catalog import load_plugins
-    from kafkaops.steps import selectors
+    from kafkaops.queries import selectors
 
     load_plugins()
     seen["checks"] = []
@@ -280,7 +280,7 @@ def test_rolling_deploy_skips_hosts_already_serving_the_revision(captured: dict[
 
 def test_rolling_deploy_with_nothing_to_deploy_says_so_and_plans_nothing(
         captured: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    import kafkaops.steps.service as service
+    import kafkaops.queries.service as service
 
     monkeypatch.setattr(service, "check_health", lambda host, svc: type(
         "Up", (), {"healthy": True, "revision": "r1", "line": lambda self: "HTTP 200"})())
@@ -293,7 +293,7 @@ def test_rolling_deploy_with_nothing_to_deploy_says_so_and_plans_nothing(
 # (owned by another helper during issue 30); strict, so the suite fails if one lands without the other.
 def test_nothing_to_deploy_is_json_with_output_json(captured: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """With -o json every outcome is JSON on stdout, "nothing to do" too (it was a line of prose on stderr)."""
-    import kafkaops.steps.service as service
+    import kafkaops.queries.service as service
 
     monkeypatch.setattr(service, "check_health", lambda host, svc: type(
         "Up", (), {"healthy": True, "revision": "r1", "line": lambda self: "HTTP 200"})())

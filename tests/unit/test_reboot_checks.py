@@ -19,12 +19,13 @@ from kafkaops.engine.run_facts import FACTS_FILE, RunFacts
 from kafkaops.engine.step import Action, Noop, Observation, get_step_kind
 from kafkaops.environment import Environment
 from kafkaops.errors import ConfigError, LabError
+from kafkaops.facts.log_lines import describe_matches
 from kafkaops.inventory import load_inventory
 from kafkaops.lab.host import KNOBS, LabHost
 from kafkaops.lab.hostctl import line_time, select_lines
+from kafkaops.queries.service import disruption_name
 from kafkaops.steps import logs
 from kafkaops.steps.logs import KafkaLogErrorsFound, scan_kafka_lines
-from kafkaops.steps.service import describe_matches, disruption_name
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "inventory" / "lab.yaml"

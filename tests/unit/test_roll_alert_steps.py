@@ -32,7 +32,8 @@ from kafkaops.environment import Environment
 from kafkaops.errors import WaitTimeout
 from kafkaops.inventory import load_inventory
 from kafkaops.model import Cluster
-from kafkaops.steps.alerts import Gate, SilenceHost, silence_bound
+from kafkaops.queries.silences import silence_bound
+from kafkaops.steps.alerts import Gate, SilenceHost
 from kafkaops.steps.roll_alerts import RELEASE, SilenceRoll, UnsilenceRoll, roll_key
 from kafkaops.systems.alertmanager import utc
 

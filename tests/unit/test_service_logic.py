@@ -11,12 +11,13 @@ from kafkaops.catalog import find_runbook
 from kafkaops.engine import Target, bind_runbook
 from kafkaops.engine.step import Action, Noop, Observation
 from kafkaops.errors import ConfigError, SafetyRefusal
+from kafkaops.facts.log_lines import describe_matches, find_error_lines
 from kafkaops.inventory import load_inventory
 from kafkaops.lab import deploy as labdeploy
+from kafkaops.queries.deploy_host import check_message, revision_matches
 from kafkaops.steps.canary import ConfirmCanary
 from kafkaops.steps.deploy import Deploy, Rollback, VerifyRevision
-from kafkaops.steps.deploy_host import check_message, revision_matches
-from kafkaops.steps.service import Restart, describe_matches, find_error_lines
+from kafkaops.steps.service import Restart
 from kafkaops.systems.http import HttpCheck, served_revision
 
 REPO = Path(__file__).resolve().parents[2]

@@ -184,7 +184,7 @@ def _stop_world(monkeypatch: pytest.MonkeyPatch, *, registered: bool, sent: bool
 
     monkeypatch.setattr(kafka_steps, "environment", lambda ctx: svc)
     monkeypatch.setattr(kafka_steps, "target_host", lambda ctx: host)
-    monkeypatch.setattr(kafka_steps, "_registered", lambda ctx: [3] if registered else [])
+    monkeypatch.setattr(kafka_steps, "registered_brokers", lambda ctx: [3] if registered else [])
     monkeypatch.setattr(kafka_steps, "_unregistered", lambda ctx, h: (True, "gone"))
     monkeypatch.setattr(kafka_steps, "wait", fake_wait)
     return did, SimpleNamespace(run_id="r", facts=facts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkaops.engine.context import Projection, RunContext
 from kafkaops.model import ClusterSnapshot, PartitionState
-from kafkaops.steps.projection import (
+from kafkaops.stepkit.projection import (
     CLUSTER_ELECTED,
     ELECTED,
     IN_SYNC,

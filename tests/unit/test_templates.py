@@ -134,7 +134,7 @@ def test_hostile_repos_are_refused(repo: str) -> None:
 def test_the_deploy_command_refuses_a_hostile_rollback_revision() -> None:
     """On rollback the revision comes from the target's own HTTP reply: it is input, validated."""
     from kafkaops.environment import Environment
-    from kafkaops.steps.deploy_host import deploy_command
+    from kafkaops.queries.deploy_host import deploy_command
 
     cluster = load_inventory(REPO / "inventory" / "lab.yaml")
     env = Environment(cluster, dry_run=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from kafkaops.engine.context import RunContext
-from kafkaops.steps.common import wait
+from kafkaops.stepkit.common import wait
 
 
 def test_one_line_per_change_of_state_and_a_live_status_per_poll() -> None:

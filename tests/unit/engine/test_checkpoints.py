@@ -23,6 +23,7 @@ from kafkaops.engine.journal import Journal
 from kafkaops.engine.runbook import parse_runbook
 from kafkaops.engine.runner import Runner
 from kafkaops.errors import NotConfirmed, RunFailed
+from kafkaops.queries.checkpoints import pending_checkpoints
 from kafkaops.steps import operator
 
 OP = "alice@admin1"
@@ -74,7 +75,7 @@ def test_the_plan_shows_the_checkpoint_once_for_the_whole_roll(make_runner: Call
     assert asks[0].action and asks[0].action["description"] == f"operator confirms: {TEXT}"
     assert "--confirmed changeprop" in asks[0].action["commands"][0]
     assert asks[1].noop_reason and "once for the run, at h1 step 1" in asks[1].noop_reason
-    assert operator.pending_checkpoints(plan.steps) == [("changeprop", TEXT)]
+    assert pending_checkpoints(plan.steps) == [("changeprop", TEXT)]
     assert "operator confirms: " + TEXT in plan.to_markdown()
 
 
@@ -143,7 +144,7 @@ def test_a_checkpoint_the_inventory_does_not_define_is_a_noop_saying_so(
     assert res.status == "finished" and res.skipped == 1
     plan = make_runner().dry_run(roll(("h1",)), env=cw, operator=OP)
     assert plan.steps[0].noop_reason == "the inventory defines no checkpoint 'changeprop': nothing to confirm"
-    assert operator.pending_checkpoints(plan.steps) == []
+    assert pending_checkpoints(plan.steps) == []
 
 
 def test_the_cli_check_refuses_without_confirmed_and_yes_is_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,7 +34,7 @@ from kafkaops.engine.step import (
 )
 from kafkaops.engine.wait import FakeClock
 from kafkaops.errors import Interrupted, LockHeldError, RunFailed
-from kafkaops.steps.common import wait
+from kafkaops.stepkit.common import wait
 from kafkaops.systems.guard import ReadOnlyViolation, write
 
 OP = "alice@admin1"

@@ -16,7 +16,7 @@ from kafkaops.errors import CheckFailed, UnreachableError, WaitTimeout
 from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.facts.systemd import UnitActivity, parse_system_state, parse_unit_activity, parse_unit_log
 from kafkaops.model import Host
-from kafkaops.steps.common import environment
+from kafkaops.stepkit.common import environment
 
 #: One question to the broker's host while it is not registered (connection, command and answer): a host
 #: still booting must not hold the wait's polls, or Ctrl-C, for the command default's minute.
@@ -125,7 +125,7 @@ class UnitWatch:
         return recovery.describe() if recovery else ""
 
     def _down(self, state: UnitActivity) -> BrokerNotRunning:
-        from kafkaops.steps.service import disruption_key
+        from kafkaops.queries.service import disruption_key
 
         host = self.host
         mark = self.ctx.facts.get(disruption_key(host))

@@ -213,7 +213,7 @@ def kafka_answers(inv: Invocation) -> None:
 @hook("check")
 def deploy_message_is_safe(inv: Invocation, *, message: str = "message") -> None:
     """The deploy message is one line of text, not empty (it goes to the deploy log and SAL)."""
-    from kafkaops.steps.deploy_host import check_message
+    from kafkaops.queries.deploy_host import check_message
 
     check_message(str(inv.param(message) or ""))
 
@@ -281,7 +281,7 @@ def being_migrated(inv: Invocation) -> None:
 @hook("select")
 def hosts_running_service(inv: Invocation, hosts: list[Host], *, service: str = "service") -> list[Host]:
     """The hosts that run the service (a named host that does not is refused)."""
-    from kafkaops.steps.service import service_of
+    from kafkaops.queries.service import service_of
 
     name = str(inv.param(service))
     if inv.target_kind == "host":
@@ -300,8 +300,8 @@ def hosts_running_service(inv: Invocation, hosts: list[Host], *, service: str = 
 def hosts_not_serving_revision(inv: Invocation, hosts: list[Host], *, service: str = "service",
                                rev: str = "rev") -> list[Host]:
     """Leave out the hosts that already serve the revision, healthy (a repeated deploy deploys nothing)."""
-    from kafkaops.steps.deploy_host import revision_matches
-    from kafkaops.steps.service import check_health, service_of
+    from kafkaops.queries.deploy_host import revision_matches
+    from kafkaops.queries.service import check_health, service_of
 
     name, wanted = str(inv.param(service)), str(inv.param(rev))
     todo = []
@@ -322,7 +322,7 @@ def hosts_not_serving_revision(inv: Invocation, hosts: list[Host], *, service: s
 @hook("resolve")
 def service_port(inv: Invocation, *, service: str = "service") -> int:
     """The service's port from the inventory (of the first target), for the SYN gate."""
-    from kafkaops.steps.service import service_of
+    from kafkaops.queries.service import service_of
 
     if not inv.hosts:
         raise ConfigError(f"runbook {inv.runbook.name}: service_port needs a host target")
@@ -341,7 +341,7 @@ def first_targets(inv: Invocation, *, count: str = "canary_count") -> list[str]:
 @hook("resolve")
 def deploy_host_checkout(inv: Invocation, *, repo: str = "repo") -> str:
     """What the deploy host has checked out (the inventory's deploy_revision command)."""
-    from kafkaops.steps.deploy_host import checked_out_revision, deploy_host
+    from kafkaops.queries.deploy_host import checked_out_revision, deploy_host
 
     rev = checked_out_revision(inv.env, str(inv.param(repo)))
     inv.say(f"revision {rev}: what {deploy_host(inv.env).name} has checked out")
