@@ -1,7 +1,7 @@
 """Where the runbooks are, each parsed at most once per process, and the step kinds they are checked against.
 
 Runbooks are found by name in the packaged ``kafkaops/runbooks/`` directory (a wheel's copy of the repo's
-``runbooks/``), or in ``$KAFKAOPS_RUNBOOKS`` (the CLI's ``--runbooks DIR``); never in the current directory.
+``runbooks/``), or in the CLI's ``--runbooks DIR``, else ``$KAFKAOPS_RUNBOOKS``; never in the current directory.
 
 One ``kafkaops reboot HOST`` parses ``reboot.yaml`` once: :func:`parsed` keeps each file's parse (or its
 error) for the process, so the command line built from it at start-up and the run that checks its steps
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kafkaops.engine.runbook import Runbook, check_step_kinds, load_runbook
 from kafkaops.errors import ConfigError
+from kafkaops.places import given
 
 _PLUGINS = ("kafkaops.steps",)
 _loaded_plugins: set[str] = set()
@@ -105,12 +106,14 @@ def packaged_runbooks() -> Path:
 
 
 def runbook_dirs() -> list[Path]:
-    """Where runbooks live: ``$KAFKAOPS_RUNBOOKS`` (``os.pathsep``-separated; the CLI's ``--runbooks DIR``
-    sets it), else the packaged ``runbooks/`` directory.
+    """Where runbooks live: the CLI's ``--runbooks DIR`` (:func:`kafkaops.places.given`), else
+    ``$KAFKAOPS_RUNBOOKS`` (``os.pathsep``-separated), else the packaged ``runbooks/`` directory.
 
     Never the current directory: a ``./runbooks`` copy (an old checkout, a colleague's edit without the
     pre-flight) would silently replace the reviewed procedure of the same name.
     """
+    if given().runbooks:
+        return list(given().runbooks)
     env = os.environ.get("KAFKAOPS_RUNBOOKS")
     if env:
         return [Path(p).expanduser() for p in env.split(os.pathsep) if p]

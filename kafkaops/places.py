@@ -38,6 +38,39 @@ INVENTORY_ENV = "KAFKAOPS_INVENTORY"
 DEFAULT_LOCK_DIR = "/var/lib/kafkaops/locks"
 
 
+@dataclass(frozen=True)
+class Given:
+    """What the command line's root options named for this process (``--inventory``, ``--runbooks``,
+    ``check --jars``): the CLI hands them over with :func:`use` before a command runs, and the lookups
+    below read them before the environment. Never written into ``os.environ``: a child process, a test,
+    or the next command of a long-lived process must not inherit one command's options.
+
+    Attributes:
+        inventory: ``--inventory FILE|DIR``, resolved.
+        runbooks: ``--runbooks DIR`` (repeatable: the first wins), resolved.
+        reader_jars: ``check --jars DIR``: where the post-check reader's ``kafka-clients`` jar is.
+    """
+
+    inventory: Path | None = None
+    runbooks: tuple[Path, ...] = ()
+    reader_jars: Path | None = None
+
+
+_given = Given()
+
+
+def use(given: Given) -> None:
+    """The command line's places for this process, replacing the previous command's (the CLI calls it
+    once per invocation, before the command runs)."""
+    global _given
+    _given = given
+
+
+def given() -> Given:
+    """What the command line named (all unset outside the CLI)."""
+    return _given
+
+
 def _xdg(variable: str, default: str) -> Path:
     value = os.environ.get(variable)
     return Path(value).expanduser() if value else Path(default).expanduser()
@@ -112,7 +145,9 @@ def _explicit(name: str, value: Path) -> Place:
 
 
 def inventory_places(inventory: Path | None = None) -> tuple[list[Place], Place | None]:
-    """Every place in search order, and the one in use (``None``: no inventory anywhere)."""
+    """Every place in search order, and the one in use (``None``: no inventory anywhere). ``inventory``
+    is a command's own option; else the root ``--inventory`` (:func:`given`)."""
+    inventory = inventory if inventory is not None else _given.inventory
     env = os.environ.get(INVENTORY_ENV)
     places = [Place("--inventory", inventory, ()) if inventory is None else _explicit("--inventory", inventory),
               Place(f"${INVENTORY_ENV}", None, ()) if not env else _explicit(f"${INVENTORY_ENV}", Path(env))]

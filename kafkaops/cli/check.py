@@ -90,11 +90,11 @@ def check(
     if jars is not None:
         if not jars.is_dir():
             raise ConfigError(f"{jars}: no such directory", hint="--jars names a directory holding kafka-clients-*.jar")
-        import os
+        from dataclasses import replace
 
-        from kafkaops.health.scan_jar import JARS_ENV
+        from kafkaops import places
 
-        os.environ[JARS_ENV] = str(jars.resolve())  # the scan (and its Spark JVM) reads it from there
+        places.use(replace(places.given(), reader_jars=jars.resolve()))  # the reader's jar is found there
     cluster = _cluster(cluster_name, inventory)
     base = OffsetsSnapshot.read(baseline) if baseline else None
     # A run's baseline.json has the URP samples of that run beside it: the chart shows the run.

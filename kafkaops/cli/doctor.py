@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -27,6 +25,8 @@ from urllib.parse import urlsplit
 import typer
 
 from kafkaops.cli.common import TableOrJson, console, print_json
+from kafkaops.systems.programs import version_line
+from kafkaops.systems.tcp import refusal
 
 #: Seconds each TCP check waits for an answer.
 CONNECT_TIMEOUT = 3.0
@@ -43,11 +43,10 @@ def _connect(endpoints: Iterable[tuple[str, int]]) -> tuple[bool, str]:
     """Does any of ``endpoints`` accept a TCP connection? (which one, or why none)"""
     errors = []
     for host, port in endpoints:
-        try:
-            with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT):
-                return True, f"{host}:{port} answers"
-        except OSError as exc:
-            errors.append(f"{host}:{port}: {exc.strerror or exc}")
+        why = refusal(host, port, CONNECT_TIMEOUT)
+        if why is None:
+            return True, f"{host}:{port} answers"
+        errors.append(f"{host}:{port}: {why}")
     return False, "; ".join(errors) or "no address"
 
 
@@ -204,16 +203,11 @@ def _etcd(cluster: Any) -> Result:
 
 def _runtime_checks() -> list[Callable[[], Result]]:
     def java() -> Result:
-        found = shutil.which("java")
+        found, answered, said = version_line("java")
         if not found:
             return Result("java", False, "no java on PATH (the post-check's Spark scan needs a JRE 17+: "
                           "apt-get install openjdk-17-jre-headless; --no-scan runs without)")
-        try:
-            out = subprocess.run([found, "-version"], capture_output=True, text=True, timeout=20)
-            first = (out.stderr or out.stdout).splitlines()[0] if (out.stderr or out.stdout) else "?"
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return Result("java", False, f"{found}: {exc}")
-        return Result("java", True, f"{found}: {first}")
+        return Result("java", answered, said)
 
     def spark() -> Result:
         from importlib.metadata import PackageNotFoundError, version

@@ -93,17 +93,18 @@ def _version(value: bool) -> None:
 
 
 def _runbooks(value: list[str] | None) -> list[str] | None:
-    """``--runbooks DIR``: where runbooks are read (``$KAFKAOPS_RUNBOOKS`` for this process and its
-    children), set while the root options are parsed so the command named after them is found there."""
-    if value:
-        from pathlib import Path
+    """``--runbooks DIR``: where runbooks are read (:func:`kafkaops.places.use`), set while the root
+    options are parsed (an eager option) so the command named after them is found there."""
+    from pathlib import Path
 
-        from kafkaops.errors import ConfigError
+    from kafkaops import places
 
-        for d in value:
-            if not Path(d).is_dir():
-                raise ConfigError(f"{d}: no such runbook directory", hint="check the --runbooks path")
-        os.environ["KAFKAOPS_RUNBOOKS"] = os.pathsep.join(str(Path(d).resolve()) for d in value)
+    for d in value or ():
+        if not Path(d).is_dir():
+            from kafkaops.errors import ConfigError
+
+            raise ConfigError(f"{d}: no such runbook directory", hint="check the --runbooks path")
+    places.use(places.Given(runbooks=tuple(Path(d).resolve() for d in value or ())))
     return value
 
 
@@ -121,14 +122,16 @@ def _root(
              "with kafkaops (repeatable: the first wins; else $KAFKAOPS_RUNBOOKS)."),
 ) -> None:
     """Kafka operators' runbooks as safe, resumable procedures."""
-    if inventory:
-        from pathlib import Path
+    from dataclasses import replace
+    from pathlib import Path
 
+    from kafkaops import places
+
+    if inventory and not Path(inventory).exists():
         from kafkaops.errors import ConfigError
 
-        if not Path(inventory).exists():
-            raise ConfigError(f"{inventory}: no such inventory file or directory", hint="check the --inventory path")
-        os.environ["KAFKAOPS_INVENTORY"] = str(Path(inventory).resolve())
+        raise ConfigError(f"{inventory}: no such inventory file or directory", hint="check the --inventory path")
+    places.use(replace(places.given(), inventory=Path(inventory).resolve() if inventory else None))
 
 
 _VALUED_ROOT_OPTIONS = ("--inventory", "-i", "--runbooks")

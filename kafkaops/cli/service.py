@@ -17,23 +17,21 @@ A bench is real load and real events (each 2xx is a record in ``<dc>.test.event`
 it refuses, without ``--yes``, a pooled host or the VIP (exit 6, one line); a depooled host needs no
 ``--yes``, nor does anything in an inventory marked ``environment: lab`` (the gate:
 :mod:`kafkaops.policy.bench`). Any failed or non-2xx request
-makes the exit code 9 after the report: a fast bench that drops requests is not a result.
+makes the exit code 9 after the report: a fast bench that drops requests is not a result. The load is
+sent by :class:`~kafkaops.systems.load_bench.LoadBench`, whose send is a guarded write.
 """
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from kafkaops.cli.common import TableOrJson, bar, console, print_json
-from kafkaops.errors import CheckFailed, ConfigError, UnreachableError
+from kafkaops.errors import CheckFailed, ConfigError
 from kafkaops.policy.bench import BenchTarget
+from kafkaops.systems.load_bench import LoadBench
 
 app = typer.Typer(help="Service checks beyond the runbooks: `service bench` (the runbook's throughput test).",
                   no_args_is_help=True, rich_markup_mode=None)
@@ -44,14 +42,6 @@ DEFAULT_EVENTS_PATH = "/v1/events"
 
 def _url(address: str, port: int, path: str) -> str:
     return f"http://{address}:{port}{path}"
-
-
-def _accepts(address: str, port: int, timeout: float = 2.0) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, list[BenchTarget], Any, list[str]]:
@@ -75,7 +65,7 @@ def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, li
     svc = hosts[0].service(service)
     assert svc is not None
     path = svc.events_path or DEFAULT_EVENTS_PATH
-    if is_cluster and svc.vip and _accepts(svc.vip, svc.port):
+    if is_cluster and svc.vip and LoadBench.accepts(svc.vip, svc.port):
         return cluster, [BenchTarget(f"VIP {svc.vip}", _url(svc.vip, svc.port, path), "vip")], svc, []
     notes = []
     if is_cluster:
@@ -102,29 +92,6 @@ def _refuse_production(cluster: Any, targets: list[BenchTarget], requests: int) 
     finally:
         for env in envs:
             env.close()
-
-
-def _run_ab(url: str, body: Path, requests: int, concurrency: int) -> Any:
-    from kafkaops.facts.ab import REQUEST_TIMEOUT, ab_command, parse_ab
-
-    argv = ab_command(url, str(body), requests=requests, concurrency=concurrency)
-    try:
-        # ab stops on its own after -n requests; a stalled one ends after -s seconds. The bound here is
-        # for an ab that never ends (a 10 req/s floor, plus the per-request timeout).
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=REQUEST_TIMEOUT + requests / 10 + 60)
-    except subprocess.TimeoutExpired:
-        raise UnreachableError(f"ab against {url} did not finish", hint="the service is too slow; try fewer "
-                               "--requests") from None
-    try:
-        report = parse_ab(done.stdout)
-    except ValueError as exc:
-        last = (done.stderr.strip().splitlines() or [""])[-1]
-        raise UnreachableError(f"{url}: {exc}" + (f" ({last})" if last and last not in str(exc) else ""),
-                               hint="is the service up on that address and port?") from None
-    if not report.answered:
-        raise UnreachableError(f"{url}: no request got an answer ({report.errors} failed: {report.failed_by}; "
-                               "Connection refused or reset)", hint="is the service up on that address and port?")
-    return report
 
 
 def _chart(name: str, report: Any, comparison: Any) -> Any:
@@ -183,36 +150,31 @@ def bench_cmd(
 ) -> None:
     """Throughput of SERVICE with the runbook's `ab -n 10000 -c 16 -T application/json -p test-event.json`:
     requests/s, failed and non-2xx counts, latency percentiles, and the inventory's baseline."""
-    from kafkaops.facts.ab import bench_event, bench_event_body
+    from kafkaops.facts.ab import bench_event
     from kafkaops.policy.throughput import Comparison
 
     if concurrency > requests:
         raise typer.BadParameter(f"{concurrency} requests at a time is more than the {requests} in all",
                                  param_hint="--concurrency")
-    if shutil.which("ab") is None:
-        raise ConfigError("ab (ApacheBench) is not installed on this machine",
-                          hint="apt-get install apache2-utils")
+    LoadBench.check_installed()
     cluster, targets, svc, notes = _resolve(target, service, inventory)
     if not yes:
         _refuse_production(cluster, targets, requests)
     event = bench_event()
+    load = LoadBench()
     results: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="kafkaops-bench-") as tmp:
-        body = Path(tmp) / "test-event.json"
-        body.write_bytes(bench_event_body(event))
-        for note in notes if output is TableOrJson.table else ():
-            console.print(note, highlight=False, markup=False, soft_wrap=True)
-        for t in targets:
-            if output is TableOrJson.table:
-                console.print(f"ab -n {requests} -c {concurrency} -T application/json -p test-event.json {t.url}",
-                              highlight=False, markup=False, soft_wrap=True)
-            report = _run_ab(t.url, body, requests, concurrency)
-            comparison = Comparison(report.requests_per_second, svc.baseline_rps, svc.baseline_note)
-            results.append({"target": t.name, "via": t.via, "url": t.url, "report": report,
-                            "comparison": comparison})
-            if output is TableOrJson.table:
-                console.print(_summary(t.name, t.url, report))
-                console.print(_chart(t.name, report, comparison))
+    for note in notes if output is TableOrJson.table else ():
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
+    for t in targets:
+        if output is TableOrJson.table:
+            console.print(f"ab -n {requests} -c {concurrency} -T application/json -p test-event.json {t.url}",
+                          highlight=False, markup=False, soft_wrap=True)
+        report = load.send(t.url, event, requests=requests, concurrency=concurrency)
+        comparison = Comparison(report.requests_per_second, svc.baseline_rps, svc.baseline_note)
+        results.append({"target": t.name, "via": t.via, "url": t.url, "report": report, "comparison": comparison})
+        if output is TableOrJson.table:
+            console.print(_summary(t.name, t.url, report))
+            console.print(_chart(t.name, report, comparison))
     if output is TableOrJson.json:
         print_json({"service": service, "cluster": cluster.name, "environment": cluster.environment,
                     "requests": requests, "concurrency": concurrency, "event": event, "notes": notes,

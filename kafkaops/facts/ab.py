@@ -25,6 +25,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kafkaops.facts.errors import MalformedAnswer, escaped
+
 #: The stream the test event goes to: the eventbus produces it to topic ``<dc>.test.event``, the topic
 #: the seed's ``kafka topic --describe`` lists (``test.event``) and the lab creates.
 TEST_STREAM = "test.event"
@@ -126,21 +128,23 @@ def _number(text: str, label: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def parse_ab(text: str) -> AbReport:
+def parse_ab(text: str, *, command: str | None = None) -> AbReport:
     """Parse ``ab``'s report (its stdout).
 
     Raises:
-        ValueError: ``text`` has no ``Requests per second`` line (``ab`` gave up: its last line says why,
-            e.g. ``apr_socket_recv: Connection refused (111)``), or a count is missing.
+        MalformedAnswer: ``text`` has no ``Requests per second`` line (``ab`` gave up: its last line says
+            why, e.g. ``apr_socket_recv: Connection refused (111)``), or a count is missing.
     """
     rps = _number(text, "Requests per second")
     if rps is None:
         last = next((line.strip() for line in reversed(text.strip().splitlines()) if line.strip()), "no output")
-        raise ValueError(f"ab did not report a result: {last.split('...')[-1]}")
+        raise MalformedAnswer(f"ab's report (ab did not report a result: {escaped(last.split('...')[-1])})",
+                              text, command=command)
     complete = _number(text, "Complete requests")
     failed = _number(text, "Failed requests")
     if complete is None or failed is None:
-        raise ValueError("ab's report has no 'Complete requests' / 'Failed requests' line")
+        raise MalformedAnswer("ab's report with 'Complete requests' and 'Failed requests' lines", text,
+                              command=command)
     by: dict[str, int] = {}
     m = re.search(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)", text)
     if m:

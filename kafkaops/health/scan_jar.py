@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkaops.errors import ConfigError, UnreachableError
-from kafkaops.places import cache_dir
+from kafkaops.places import cache_dir, given
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "KafkaRangeSource.java"
 #: The class Spark loads: ``spark.read.format(DATA_SOURCE)``.
@@ -87,10 +87,18 @@ def jar_path() -> Path:
 
 
 def reader_jars_dir() -> Path:
-    """Where the reader's ``kafka-clients`` is: ``$KAFKAOPS_READER_JARS`` (an air-gapped site's), else the
-    download cache ``$KAFKAOPS_CACHE/jars/reader``."""
+    """Where the reader's ``kafka-clients`` is: ``check --jars DIR`` or ``$KAFKAOPS_READER_JARS`` (an
+    air-gapped site's), else the download cache ``$KAFKAOPS_CACHE/jars/reader``."""
+    if (chosen := given().reader_jars) is not None:
+        return chosen
     named = os.environ.get(JARS_ENV)
     return Path(named).expanduser() if named else cache_dir() / "jars" / "reader"
+
+
+def _jars_named() -> bool:
+    """Whether the operator named the reader's jars (``check --jars``, ``$KAFKAOPS_READER_JARS``): then
+    the newest ``kafka-clients`` there is used and nothing is downloaded."""
+    return given().reader_jars is not None or bool(os.environ.get(JARS_ENV))
 
 
 _CLIENT_NAME = re.compile(r"kafka-clients-(\d+(?:\.\d+)*)\.jar")
@@ -148,7 +156,7 @@ def _kafka_clients() -> tuple[Path | None, str | None]:
         ConfigError: The cached pinned jar is there but its bytes are not the pinned ones.
     """
     directory = reader_jars_dir()
-    if os.environ.get(JARS_ENV):
+    if _jars_named():
         return _newest_client(directory)
     jar = directory / KAFKA_CLIENTS.file_name
     if not jar.is_file():
@@ -339,7 +347,7 @@ def build(*, force: bool = False) -> Path:
     target = jar_path()
     if target.is_file() and not force:
         return target
-    if not os.environ.get(JARS_ENV):
+    if not _jars_named():
         fetch()
     javac, jar = shutil.which("javac"), shutil.which("jar")
     if not javac or not jar:

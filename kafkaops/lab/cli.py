@@ -80,14 +80,15 @@ def _labs() -> list[Path]:
 
 
 def _default_inventory() -> Path:
-    """The lab's own ``lab.yaml``, unless the root ``kafkaops -i FILE`` named another lab inventory (it sets
-    ``$KAFKAOPS_INVENTORY``): the lab never searches the operator's inventory directories."""
+    """The lab's own ``lab.yaml``, unless the root ``kafkaops -i FILE`` (or ``$KAFKAOPS_INVENTORY``) named
+    another lab inventory: the lab never searches the operator's inventory directories."""
     import os
 
     from kafkaops.lab.inventories import lab_inventory
+    from kafkaops.places import INVENTORY_ENV, given
 
-    named = os.environ.get("KAFKAOPS_INVENTORY")
-    return Path(named) if named and Path(named).is_file() else lab_inventory()
+    named = given().inventory or (Path(os.environ[INVENTORY_ENV]) if os.environ.get(INVENTORY_ENV) else None)
+    return named if named is not None and named.is_file() else lab_inventory()
 
 
 def _layout_inventory(brokers: int | None, dcs: str | None) -> Path | None:

@@ -15,7 +15,6 @@ cluster or a stale inventory shows as brokers nobody expects. Either refuses wit
 from __future__ import annotations
 
 import functools
-import socket
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
@@ -24,6 +23,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import ConfigError, HostKeyError, KafkaOpsError, UnreachableError
 from kafkaops.stepkit.common import environment, target_host
+from kafkaops.systems.tcp import refusal
 
 SYSTEMS = ("kafka", "zookeeper", "conftool", "ssh", "deploy_host", "spark")
 #: Checked unless a runbook says otherwise: what a broker maintenance touches.
@@ -38,12 +38,11 @@ def _spark(master: str, timeout: float) -> str:
     url = urlparse(f"//{first}")
     if not url.hostname or not url.port:
         raise ConfigError(f"spark master {master!r} has no host:port", hint="write spark://HOST:PORT")
-    try:
-        with socket.create_connection((url.hostname, url.port), timeout=timeout):
-            return f"{master}: accepts connections"
-    except OSError as exc:
-        raise UnreachableError(f"Spark master {master} does not accept connections: {exc.strerror or exc}",
-                               hint="start it, or pass --spark-master local[2] (or --no-scan)") from exc
+    why = refusal(url.hostname, url.port, timeout)
+    if why is None:
+        return f"{master}: accepts connections"
+    raise UnreachableError(f"Spark master {master} does not accept connections: {why}",
+                           hint="start it, or pass --spark-master local[2] (or --no-scan)")
 
 
 class Reachable(StepBase):

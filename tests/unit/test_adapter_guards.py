@@ -43,6 +43,7 @@ EXPECTED_WRITES = {
     "EventPoster": {"post"},
     "Alertmanager": {"create_silence", "extend_silence", "expire_silence", "end_run_silences"},
     "ZooKeeper": {"delete_migration_state"},
+    "LoadBench": {"send"},  # `kafkaops service bench`: real load and real events on the service
 }
 
 
@@ -88,6 +89,13 @@ def _replay(env: Environment, index: int) -> Any:
     return replay_adapters(env)[index]
 
 
+def _load_bench(env: Environment) -> Any:
+    # Not a run's adapter: `kafkaops service bench` builds it itself, as here.
+    from kafkaops.systems.load_bench import LoadBench
+
+    return LoadBench(dry_run=env.dry_run)
+
+
 #: How the run's environment hands out each adapter (the same paths a run takes).
 BUILDERS: dict[str, Callable[[Environment], Any]] = {
     "KafkaAdmin": lambda env: env.kafka,
@@ -100,6 +108,7 @@ BUILDERS: dict[str, Callable[[Environment], Any]] = {
     "EventPoster": lambda env: _replay(env, 1),
     "Alertmanager": lambda env: env.alertmanager,
     "ZooKeeper": _zookeeper,
+    "LoadBench": _load_bench,
 }
 
 

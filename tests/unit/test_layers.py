@@ -298,3 +298,83 @@ def test_the_step_kind_rule_catches_a_step_kind_imported_as_a_library() -> None:
         "kafkaops/cli/probe.py:2: kafkaops.cli.probe imports step kind kafkaops.steps.migration",
         "kafkaops/steps/probe.py:1: kafkaops.steps.probe imports step kind kafkaops.steps.kafka",
     ]
+
+
+# --- the CLI reaches the world only through the product; parameters never travel through os.environ ---
+
+#: What the command line never imports: it parses, calls one product function and renders. A socket or a
+#: process started by the CLI is outside ``systems/`` and its ``@write`` guard (a bench's load, a probe).
+CLI_NEVER_IMPORTS = ("socket", "subprocess")
+
+#: The writes of ``os.environ`` the product keeps, each with why there is no other way.
+ENVIRON_WRITES: tuple[tuple[str, str], ...] = (
+    ("kafkaops/health/spark_job.py", "PySpark starts its JVM with this process's environment and no other "
+                                     "way to give it SPARK_LOCAL_IP (setdefault: an operator's own wins)"),
+)
+
+_ENVIRON_METHODS = ("setdefault", "update", "pop", "popitem", "clear", "__setitem__", "__delitem__")
+
+
+def cli_world_imports(path: Path, source: str | None = None) -> list[str]:
+    """``file:line: module imports socket`` for each import of :data:`CLI_NEVER_IMPORTS`."""
+    module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    return list(dict.fromkeys(f"{path.relative_to(ROOT)}:{imp.line}: {module} imports {imp.name.split('.')[0]}"
+                              for imp in imports(path, source) if imp.name.split(".")[0] in CLI_NEVER_IMPORTS))
+
+
+def environ_writes(path: Path, source: str | None = None) -> list[str]:
+    """``file:line: writes os.environ`` for each assignment, deletion or mutating call on ``os.environ``
+    (or ``environ`` imported from os), and each ``os.putenv``/``os.unsetenv``."""
+    import ast
+
+    tree = ast.parse(source if source is not None else path.read_text())
+
+    def is_environ(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name)
+                and node.value.id == "os") or (isinstance(node, ast.Name) and node.id == "environ")
+
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        hit = any(isinstance(t, ast.Subscript) and is_environ(t.value) for t in targets)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            f = node.func
+            hit = hit or (f.attr in _ENVIRON_METHODS and is_environ(f.value)) or (
+                f.attr in ("putenv", "unsetenv") and isinstance(f.value, ast.Name) and f.value.id == "os")
+        if hit:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: writes os.environ")
+    return found
+
+
+def test_the_cli_opens_no_socket_and_starts_no_process() -> None:
+    found = [hit for name, path in modules().items() if layer_of(name) == LAYERS["kafkaops.cli.*"]
+             for hit in cli_world_imports(path)]
+    assert found == [], ("the CLI reaches the world itself; an adapter in kafkaops/systems/ does it (a write "
+                         "guarded by @write):\n" + "\n".join(found))
+
+
+def test_nothing_in_the_product_writes_os_environ() -> None:
+    """Parameters are passed (the root options through :func:`kafkaops.places.use`), never through the
+    process environment, which every child and the next command of the process would inherit."""
+    allowed = {f for f, _ in ENVIRON_WRITES}
+    found = [hit for name, path in modules().items() if layer_of(name) != LAYERS["kafkaops.lab.*"]
+             for hit in environ_writes(path) if str(path.relative_to(ROOT)) not in allowed]
+    assert found == [], "the product writes os.environ:\n" + "\n".join(found)
+    unused = [f for f in allowed if not environ_writes(ROOT / f)]
+    assert unused == [], f"ENVIRON_WRITES lists files that no longer write it: {unused}"
+
+
+def test_the_world_rules_catch_each_kind_of_write_and_import() -> None:
+    probe = ROOT / "kafkaops" / "cli" / "probe.py"  # never written: its source is given
+    source = ("import os\nfrom os import environ\ndef f():\n    import subprocess\n"
+              "    os.environ['A'] = '1'\n    environ['B'] = '2'\n    os.environ.setdefault('C', '3')\n"
+              "    del os.environ['A']\n    os.putenv('D', '4')\n    os.environ.get('E')\n"
+              "from socket import create_connection\n")
+    assert sorted(cli_world_imports(probe, source)) == [
+        "kafkaops/cli/probe.py:11: kafkaops.cli.probe imports socket",
+        "kafkaops/cli/probe.py:4: kafkaops.cli.probe imports subprocess"]
+    assert sorted(int(h.split(":")[1]) for h in environ_writes(probe, source)) == [5, 6, 7, 8, 9]

@@ -20,6 +20,7 @@ import pytest
 from kafkaops.cli.common import bar
 from kafkaops.errors import SafetyRefusal
 from kafkaops.facts.ab import ab_command, bench_event, bench_event_body, parse_ab
+from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.inventory import load_inventory
 from kafkaops.policy.throughput import Comparison
 
@@ -52,10 +53,11 @@ def test_length_mismatches_are_shown_apart_from_errors() -> None:
 
 
 def test_ab_giving_up_says_why() -> None:
-    with pytest.raises(ValueError, match=r"ab did not report a result: apr_socket_recv: Connection refused \(111\)"):
+    refused = r"ab did not report a result: apr_socket_recv: Connection refused \(111\)"
+    with pytest.raises(MalformedAnswer, match=refused):
         parse_ab(fixture("connection-refused.txt"))
-    with pytest.raises(ValueError, match="no output"):
-        parse_ab("")
+    with pytest.raises(MalformedAnswer, match="no output"):
+        parse_ab("", command="ab http://127.0.10.1:8085/v1/events")
 
 
 def test_a_closed_port_is_no_throughput() -> None:
