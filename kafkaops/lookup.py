@@ -12,12 +12,15 @@ names its own).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaops.errors import ConfigError, UnknownHostError
 from kafkaops.inventory import load_inventory
 from kafkaops.model import Cluster, Host
 from kafkaops.places import inventory_files as inventory_files  # re-exported: the commands import it from here
+
+if TYPE_CHECKING:
+    from kafkaops.environment import Environment
 
 
 def _loaded(inventory: Path | None) -> list[Cluster]:
@@ -54,8 +57,9 @@ def find_host(name: str, inventory: Path | None = None) -> tuple[Cluster, Host]:
     return found[0]
 
 
-def environment(cluster: Cluster, **kwargs: Any) -> Any:
-    """The run environment of ``cluster`` (from the inventory file it was loaded from)."""
+def environment(cluster: Cluster, **kwargs: Any) -> Environment:
+    """The run environment of ``cluster`` (from the inventory file it was loaded from). Imported when
+    asked: ``kafkaops --help`` and the commands that never reach a system do not pay for it."""
     from kafkaops.environment import Environment
 
     return Environment(cluster, inventory=cluster.source, **kwargs)

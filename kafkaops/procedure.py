@@ -65,7 +65,7 @@ class Request:
     task: str | None = None
     confirm: Callable[[str], bool] | None = None
     say: Callable[[str], None] = print
-    status: Any = None
+    status: Callable[[str | None], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,8 @@ class Planned:
     runbook: Runbook
     bound: BoundRunbook
     plan: Plan
-    hosts: Sequence[Any]
-    env: Any
+    hosts: Sequence[Host]
+    env: Environment
     runner: Runner
     operator: str
     reason: str
@@ -135,6 +135,8 @@ def plan(request: Request) -> Planned:
         BadBatch: The batch spec does not parse (a usage error).
         ConfigError: The runbook, the inventory or a hook refuses.
     """
+    from functools import partial
+
     from kafkaops.catalog import load_plugins
     from kafkaops.lookup import environment
     from kafkaops.queries.selectors import Invocation, prepare
@@ -143,22 +145,16 @@ def plan(request: Request) -> Planned:
     load_plugins()  # the step kinds, and the hooks beside them
     check(rb)
     cluster, hosts = resolve(rb, request.target, request.inventory)
-    envs: list[Any] = []
-
-    def make_env() -> Any:
-        envs.append(environment(cluster, dry_run=True, confirm=request.confirm))
-        return envs[-1]
-
-    inv = Invocation(rb, cluster, hosts, request.params, environment=make_env, say=request.say)
+    # The dry-run environment is built when a hook first needs a system, and the plan is made in it.
+    inv = Invocation(rb, cluster, hosts, request.params, say=request.say,
+                     environment=partial(environment, cluster, dry_run=True, confirm=request.confirm))
     try:
         targets, params = prepare(inv)
-        plan_env = inv.env
-        envs.clear()  # plan_run owns it now
-        return plan_run(rb, cluster, targets, params, env=plan_env, reason=request.reason, task=request.task,
-                        say=request.say, status=request.status)
-    finally:
-        for e in envs:
-            e.close()
+    except BaseException:
+        inv.close()
+        raise
+    return plan_run(rb, cluster, targets, params, env=inv.env, reason=request.reason, task=request.task,
+                    say=request.say, status=request.status)
 
 
 def check_batch(params: Mapping[str, Any]) -> None:
@@ -212,9 +208,9 @@ def roll_batches(env: Environment, hosts: list[Host], spec: str, *,
     return cut(hosts, spec, snap, headroom=headroom)
 
 
-def plan_run(runbook: Runbook, cluster: Any, hosts: Sequence[Any], params: dict[str, Any], *, reason: str,
-             task: str | None, say: Callable[[str], None], status: Any = None,
-             confirm: Callable[[str], bool] | None = None, env: Any = None) -> Planned:
+def plan_run(runbook: Runbook, cluster: Cluster, hosts: Sequence[Host], params: dict[str, Any], *, reason: str,
+             task: str | None, say: Callable[[str], None], status: Callable[[str | None], None] | None = None,
+             confirm: Callable[[str], bool] | None = None, env: Environment | None = None) -> Planned:
     """Order and batch ``hosts``, bind ``runbook`` and plan it in a dry-run environment (``env``, which it
     closes, or a new one of ``cluster``'s inventory). The step kinds must be loaded.
 
@@ -226,14 +222,12 @@ def plan_run(runbook: Runbook, cluster: Any, hosts: Sequence[Any], params: dict[
     from kafkaops.engine.audit import current_operator
     from kafkaops.lookup import environment
 
-    plan_env = env
+    plan_env = env if env is not None else environment(cluster, dry_run=True, confirm=confirm)
     try:
         check_batch(params)
-        if plan_env is None:
-            plan_env = environment(cluster, dry_run=True, confirm=confirm)
         order = runbook.targets.order if runbook.targets else "inventory"
         ordered, notes = roll_order(plan_env, list(hosts), order)
-        batches: list[list[Any]] = []
+        batches: list[list[Host]] = []
         if runbook.rolling and str(params.get("batch", "1")) != "1":
             batches, more = roll_batches(plan_env, ordered, str(params["batch"]),
                                          headroom=int(params.get("isr_headroom") or 0))
@@ -244,8 +238,7 @@ def plan_run(runbook: Runbook, cluster: Any, hosts: Sequence[Any], params: dict[
         operator = current_operator()
         made = runner.dry_run(bound, env=plan_env, operator=operator, reason=reason, task=task, notes=tuple(notes))
     finally:
-        if plan_env is not None:
-            plan_env.close()
+        plan_env.close()
     return Planned(runbook=runbook, bound=bound, plan=made, hosts=ordered, env=plan_env, runner=runner,
                    operator=operator, reason=reason, task=task)
 
@@ -257,11 +250,9 @@ def start(planned: Planned, *, confirmed: dict[str, str], ask: Callable[[str], b
         confirmed: The plan's manual checkpoints, confirmed (name -> how), every one of them.
         ask: How a step asks a manual checkpoint's question during the run (None: nobody to ask).
     """
-    runner = planned.runner
-    runner.confirmed, runner.ask = confirmed, ask
     live = planned.env.live()
     try:
-        return runner.start(planned.bound, env=live, operator=planned.operator, reason=planned.reason,
-                            task=planned.task)
+        return planned.runner.start(planned.bound, env=live, operator=planned.operator, reason=planned.reason,
+                                    task=planned.task, confirmed=confirmed, ask=ask)
     finally:
         live.close()

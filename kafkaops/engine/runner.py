@@ -537,9 +537,15 @@ class Runner:
         task: str | None = None,
         run_id: str | None = None,
         plan_fingerprint: str | None = None,
+        confirmed: Mapping[str, str] | None = None,
+        ask: Callable[[str], bool] | None = None,
     ) -> RunResult:
         """Start a new run: take the cluster lock, journal ``run_started`` (with the environment's
         identity), run every step.
+
+        ``confirmed`` and ``ask`` are this run's manual checkpoints, confirmed before the start (name ->
+        how), and how a step asks one during the run; when given they replace the constructor's (a plan
+        is made before the operator has confirmed anything, by the same runner).
 
         Raises:
             ConfigError: No reason, or an unregistered step kind.
@@ -551,6 +557,10 @@ class Runner:
             raise ConfigError(
                 "a reason is required for anything that changes state", hint="pass --reason '...'"
             )
+        if confirmed is not None:
+            self.confirmed = dict(confirmed)
+        if ask is not None:
+            self.ask = ask
         self._check_kinds(bound)
         run_id = run_id or new_run_id(bound.name)
         lock = self.lock_for(env)

@@ -147,6 +147,12 @@ class Invocation:
             self._env = self._environment()
         return self._env
 
+    def close(self) -> None:
+        """Close the environment if a hook built one (a failed selection leaves no connection open)."""
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
     def param(self, name: str) -> Any:
         """The parameter's value: as given, else resolved by its hook (now, once), else its default."""
         if name in self._values:
