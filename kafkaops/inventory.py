@@ -7,6 +7,11 @@ That is what lets one runbook serve production (``sudo -n systemctl stop kafka``
 Errors name the file, the line and the key path (``inventory/lab.yaml:12: hosts.kafka1001.broker_id:
 expected an integer, got 'x'``) because an operator fixing an inventory at 3 a.m. should not have to
 guess. Strings may use ``${VAR}`` / ``${VAR:-default}`` and ``~``, expanded at load time.
+
+Why one module of ~790 lines: it is one job, the inventory format's reader, and most of it is the
+one-line error (file:line, the key path, the fix) of each key of that format — hosts, commands, pools,
+security, monitoring, sites; split by key, the format would have no single place to read, as with the
+runbook format (:mod:`kafkaops.engine.runbook`). The types it builds are :mod:`kafkaops.model`'s.
 """
 
 from __future__ import annotations

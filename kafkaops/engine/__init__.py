@@ -38,8 +38,10 @@ if TYPE_CHECKING:
         force_unlock,
     )
     from kafkaops.engine.plan import Plan, PlannedStep, load_plan, save_plan
+    from kafkaops.engine.retry import RetryPolicy
+    from kafkaops.engine.run_types import RunResult
     from kafkaops.engine.runbook import Runbook, load_runbook
-    from kafkaops.engine.runner import RetryPolicy, Runner, RunResult
+    from kafkaops.engine.runner import Runner
     from kafkaops.engine.step import (
         Action,
         Compensation,
@@ -73,11 +75,11 @@ _EXPORTS: dict[str, str] = {
     "Param": "kafkaops.engine.step",
     "Plan": "kafkaops.engine.plan",
     "PlannedStep": "kafkaops.engine.plan",
-    "RetryPolicy": "kafkaops.engine.runner",
+    "RetryPolicy": "kafkaops.engine.retry",
     "Projection": "kafkaops.engine.context",
     "RunContext": "kafkaops.engine.context",
     "RunEnvironment": "kafkaops.engine.context",
-    "RunResult": "kafkaops.engine.runner",
+    "RunResult": "kafkaops.engine.run_types",
     "RunState": "kafkaops.engine.journal",
     "Runbook": "kafkaops.engine.runbook",
     "Runner": "kafkaops.engine.runner",

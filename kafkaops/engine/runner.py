@@ -53,14 +53,17 @@ Operational rules this module enforces, and why:
   only steps for which this run journaled an ``applying`` intent, and each compensation is itself a step
   (observe first: nothing to undo is a no-op).
 
-Why one module of ~1,100 lines: a dry-run, a run, a resume, a retry and a rollback are one state machine.
-Every path goes through the same sequence — build the step's context, observe, plan, re-check a
-disruptive step's precondition, fence, renew the target's leases, journal the intent, apply, verify
-(:meth:`Runner._converge`, :meth:`Runner._verify`) — under the same lock, pause and failure rules; the
-rules above are claims about that one sequence. Cut into a plan half, a run half and a rollback half,
-each would reach into the others' private steps (or a mixin would scatter the sequence over three
-files). What is not that sequence already lives beside it: the journal, lock, plan, wait, audit,
-context and run facts modules.
+Why one sequence in four modules, this one of ~700 lines: a dry-run, a run, a resume, a retry and a
+rollback are one state machine. Every path goes through the same sequence — build the step's context,
+observe, plan, re-check a disruptive step's precondition, fence, renew the target's leases, journal the
+intent, apply, verify (:meth:`Runner._converge`, :meth:`Runner._verify`) — under the same lock, pause and
+failure rules; the rules above are claims about that one sequence, and it stays here, with start, resume
+and the pause. The jobs around it are the runner's parts, mixed into :class:`Runner`: the guards the
+sequence calls before an intent (:mod:`kafkaops.engine.fencing`), abort and rollback
+(:mod:`kafkaops.engine.rollback`), dry-runs and saved plans (:mod:`kafkaops.engine.planning`); the retry
+policy and the run's records are :mod:`kafkaops.engine.retry` and :mod:`kafkaops.engine.run_types`. What
+is not the runner already lives beside it: the journal, lock, plan, wait, audit, context and run facts
+modules.
 
 Nothing here knows about Kafka: steps get the caller's opaque environment in a
 :class:`~kafkaops.engine.context.RunContext`, and the run's lock, identity and sampler come from that
@@ -73,17 +76,16 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 from kafkaops.engine.audit import AuditLog, default_audit
 from kafkaops.engine.binding import BoundRunbook, BoundStep, BoundTarget, schedule
 from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext, RunEnvironment
+from kafkaops.engine.fencing import Fenced, Fencing
 from kafkaops.engine.journal import (
-    STEP_DONE,
     Journal,
     RunState,
     StepState,
@@ -91,33 +93,26 @@ from kafkaops.engine.journal import (
     new_run_id,
     process_alive,
 )
-from kafkaops.engine.lock import LockBackend, held_error, lock_info
-from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_observations
+from kafkaops.engine.lock import LockBackend, lock_info
+from kafkaops.engine.planning import Planning, _summary
+from kafkaops.engine.retry import RetryPolicy
+from kafkaops.engine.rollback import Rollback
 from kafkaops.engine.run_facts import FACTS_FILE, RunFacts
+from kafkaops.engine.run_types import RunMeta, RunResult
 from kafkaops.engine.step import (
     Action,
-    DisruptiveStep,
-    LeaseStep,
     Noop,
-    Observation,
     Step,
-    StepKind,
-    coerce_param,
-    parse_duration,
     read_only_scope,
     require_kind,
-    writes_allowed,
 )
 from kafkaops.engine.wait import Clock, SystemClock
 from kafkaops.errors import (
     ConfigError,
     Interrupted,
     KafkaOpsError,
-    LockHeldError,
     NotConfirmed,
     RunFailed,
-    StalePlanError,
-    UnreachableError,
 )
 
 #: Seconds between two renewals of a target's expiring effects during one wait (a renewal is one read, and
@@ -129,94 +124,11 @@ Hook = Callable[[str, str, BoundStep], None]
 and ``after_verified`` (tests inject crashes here)."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how patiently to retry.
-
-    Attributes:
-        attempts: Total tries (1 = no retry).
-        backoff: Seconds before the first retry.
-        multiplier: Backoff growth per retry.
-        max_backoff: Cap on a single delay.
-        retry_on: Extra exception types to treat as retryable (besides ``exc.retryable``).
-    """
-
-    attempts: int = 3
-    backoff: float = 5.0
-    multiplier: float = 2.0
-    max_backoff: float = 60.0
-    retry_on: tuple[type[BaseException], ...] = ()
-
-    def delay(self, failures: int) -> float:
-        """Delay after the ``failures``-th failure (1-based)."""
-        return float(min(self.backoff * self.multiplier ** max(failures - 1, 0), self.max_backoff))
-
-    def retryable(self, exc: BaseException) -> bool:
-        return bool(getattr(exc, "retryable", False)) or isinstance(exc, self.retry_on)
-
-    def merged(self, overrides: Mapping[str, Any] | None) -> RetryPolicy:
-        """A copy with a runbook's or step's ``retry:`` mapping applied."""
-        if not overrides:
-            return self
-        return RetryPolicy(
-            attempts=int(overrides.get("attempts", self.attempts)),
-            backoff=parse_duration(overrides["backoff"]) if "backoff" in overrides else self.backoff,
-            multiplier=float(overrides.get("multiplier", self.multiplier)),
-            max_backoff=parse_duration(overrides["max_backoff"])
-            if "max_backoff" in overrides
-            else self.max_backoff,
-            retry_on=self.retry_on,
-        )
-
-
-@dataclass
-class RunResult:
-    """Outcome of ``start``/``resume``/``abort``/``apply_plan``."""
-
-    run_id: str
-    status: str
-    applied: int = 0
-    skipped: int = 0
-    compensated: int = 0
-    journal: Path | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Meta:
-    run_id: str
-    cluster: str
-    operator: str
-    reason: str
-    task: str | None
-    runbook: str
-    targets: tuple[str, ...]
-    batches: tuple[tuple[str, ...], ...] = ()
-
-
-class _Fenced(Exception):
-    """The lock could not be confirmed right before a change: pause, then raise ``error``."""
-
-    def __init__(self, error: KafkaOpsError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
 def _discard(_: str) -> None:
     return None
 
 
-def _bind_params(entry: StepKind, raw: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for p in entry.params:
-        if p.name in raw:
-            out[p.name] = coerce_param(p, raw[p.name])
-        elif p.default is not None:
-            out[p.name] = coerce_param(p, p.default)
-    return out
-
-
-class Runner:
+class Runner(Planning, Fencing, Rollback):
     """Runs bound runbooks.
 
     Args:
@@ -310,7 +222,7 @@ class Runner:
         finally:
             signal.signal(signal.SIGINT, previous)
 
-    def _record(self, meta: _Meta, **fields: Any) -> None:
+    def _record(self, meta: RunMeta, **fields: Any) -> None:
         """One audit line for this run (run, operator, reason and task filled in)."""
         self.audit.record(run=meta.run_id, operator=meta.operator, reason=meta.reason, task=meta.task, **fields)
 
@@ -320,7 +232,7 @@ class Runner:
 
     def _ctx(
         self,
-        meta: _Meta,
+        meta: RunMeta,
         target: str,
         step: BoundStep,
         params: Mapping[str, Any],
@@ -372,20 +284,6 @@ class Runner:
         )
         return ctx
 
-    def _renew_leases(self, journal: Journal, meta: _Meta, ctx: RunContext, at: BoundStep) -> None:
-        """Renew every effect of ``ctx.target`` that expires and is live at step ``at``: a lease kind's step
-        verified before it whose releasing step (``lease_until``) is not verified yet. Journaled
-        (``lease_renewed``); an error propagates, so the change about to be made is not made."""
-        live = live_leases(journal.replay(), ctx.target, ctx.steps, at.index)
-        for lease in live:
-            if require_kind(lease.kind, lease.label).lease_until == at.kind:
-                continue  # the step that ends it: renewing first would only make it end later
-            obj = cast(LeaseStep, require_kind(lease.kind, lease.label).create(lease.params))
-            lctx = replace(ctx, step_index=lease.index, kind=lease.kind, params=lease.params)
-            with writes_allowed():
-                found = obj.renew(lctx, at.index)
-            journal.append("lease_renewed", target=ctx.target, step=lease.index, kind=lease.kind, at=at.index,
-                           found=found)
 
     @staticmethod
     def _check_kinds(bound: BoundRunbook) -> None:
@@ -394,136 +292,6 @@ class Runner:
                 require_kind(s.kind, f"runbook {bound.name}: {t.name} {s.label}")
 
     # --- dry-run / plans --------------------------------------------------------------------------
-
-    def dry_run(
-        self,
-        bound: BoundRunbook,
-        *,
-        env: RunEnvironment,
-        operator: str,
-        reason: str = "",
-        task: str | None = None,
-        notes: tuple[str, ...] = (),
-        owner: str | None = None,
-    ) -> Plan:
-        """Observe and plan every step, change nothing, and return the :class:`Plan`.
-
-        Every step observes the live systems through the projection of what the steps planned before
-        it will have changed (their ``effects``): the plan shows what each step will find when it runs.
-
-        The lock is looked at first: while another run holds the cluster, its half-done changes would
-        make every gate refuse with advice to act on the cluster ("start broker 1001..."), which is the
-        last thing a second operator should do. ``owner``: the run that holds the lock itself (apply).
-
-        Raises:
-            LockHeldError: Another run holds the cluster lock (naming it).
-        """
-        self._check_kinds(bound)
-        import time
-
-        holder = self.lock_for(env).holder(bound.cluster)
-        if holder is not None and holder.run_id != owner:
-            raise held_error(holder)
-
-        meta = _Meta("", bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names),
-                     bound.batches)
-        projection = Projection()
-        facts = RunFacts(None)  # what a step remembers while planning lives as long as the plan
-        planned: list[PlannedStep] = []
-        for target, step in schedule(bound):
-            entry = require_kind(step.kind, step.label)
-            obj = entry.create(step.params)
-            ctx = self._ctx(meta, target.name, step, step.params, env, projection.copy(), facts=facts,
-                            steps=target.steps)
-            with read_only_scope(f"{step.kind} (dry-run)"):
-                obs = obj.observe(ctx)
-                decision = obj.plan(obs)
-                if isinstance(decision, Action):
-                    self._precondition(obj, ctx, step, decision)
-            if isinstance(decision, Action):
-                source = f"{target.name} step {step.index} ({step.kind})"
-                for key, value in (obj.effects(obs, decision) or {}).items():
-                    projection.set(key, value, source)
-            comp = entry.compensate
-            rollback = entry.irreversible
-            if comp is not None:
-                rollback = f"{comp.kind}" + (f": {comp.note}" if comp.note else "")
-            planned.append(
-                PlannedStep(
-                    target=target.name,
-                    index=step.index,
-                    kind=step.kind,
-                    params=dict(step.params),
-                    observed=_summary(obs),
-                    fingerprint_data=_fp(obs),
-                    action=decision.to_dict() if isinstance(decision, Action) else None,
-                    noop_reason=decision.reason if isinstance(decision, Noop) else None,
-                    gate=step.gate,
-                    title=step.title,
-                    rollback=rollback,
-                )
-            )
-        lock_label = env.lock_label
-        return Plan(
-            runbook=bound.name,
-            summary=bound.summary,
-            cluster=bound.cluster,
-            operator=operator,
-            reason=reason,
-            task=task,
-            created_at=time.time(),
-            bound=bound.to_dict(),
-            steps=planned,
-            environment=dict(env.identity()),
-            notes=[
-                *notes,
-                *([f"lock: {lock_label}"] if lock_label else []),
-                "dry-run: observations are from the live systems, each seen through what the steps "
-                "before it will have changed",
-            ],
-        )
-
-    def apply_plan(
-        self, plan: Plan, *, env: RunEnvironment, operator: str, reason: str | None = None,
-        task: str | None = None,
-    ) -> RunResult:
-        """Execute exactly the reviewed plan, refusing if what it observed has changed.
-
-        Raises:
-            StalePlanError: Naming every observation that changed.
-        """
-        bound = BoundRunbook.from_dict(plan.bound)
-        why = reason or plan.reason
-        if not why.strip():
-            raise ConfigError("applying a plan needs a reason", hint="pass --reason")
-        run_id = new_run_id(bound.name)
-        lock = self.lock_for(env)
-        lock.acquire(lock_info(bound.cluster, run_id, operator, why, task or plan.task))
-        try:
-            fresh = self.dry_run(bound, env=env, operator=operator, reason=why, task=task, owner=run_id)
-            if plan.environment.get("sha256") != fresh.environment.get("sha256"):
-                raise StalePlanError(
-                    f"the plan is stale: the inventory {fresh.environment.get('inventory')} changed since it was "
-                    "made", hint="review a fresh plan: re-run with --dry-run --save-plan FILE")
-            if compute_fingerprint(fresh.steps) != compute_fingerprint(plan.steps):
-                changes = diff_observations(plan.steps, fresh.steps) or ["observations differ"]
-                listed = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
-                raise StalePlanError(
-                    f"the plan is stale: {len(changes)} observation(s) changed since it was made: {listed}",
-                    hint="review a fresh plan: re-run with --dry-run --save-plan FILE",
-                )
-        except BaseException:
-            lock.release(bound.cluster, run_id)
-            raise
-        return self.start(
-            bound,
-            env=env,
-            operator=operator,
-            reason=why,
-            task=task or plan.task,
-            run_id=run_id,
-            plan_fingerprint=plan.fingerprint,
-        )
 
     # --- runs -------------------------------------------------------------------------------------
 
@@ -583,7 +351,7 @@ class Runner:
         except BaseException:
             lock.release(bound.cluster, run_id)
             raise
-        meta = _Meta(run_id, bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names),
+        meta = RunMeta(run_id, bound.cluster, operator, reason, task, bound.name, tuple(bound.target_names),
                      bound.batches)
         self._audit_start(meta)
         self.echo(f"run {run_id}: {bound.name} on {', '.join(meta.targets)} (journal {journal.path})")
@@ -609,7 +377,7 @@ class Runner:
             LockHeldError: The cluster lock now belongs to another run.
         """
         journal, state, bound, started = self._open(run_id, verb="resume")
-        meta = _Meta(
+        meta = RunMeta(
             run_id,
             bound.cluster,
             operator or started["operator"],
@@ -658,7 +426,7 @@ class Runner:
         return journal, state, bound, state.started
 
     def _drive(
-        self, journal: Journal, state: RunState, bound: BoundRunbook, env: RunEnvironment, meta: _Meta
+        self, journal: Journal, state: RunState, bound: BoundRunbook, env: RunEnvironment, meta: RunMeta
     ) -> RunResult:
         """The one loop every run goes through (started, resumed or applied from a plan)."""
         result = RunResult(run_id=meta.run_id, status="running", journal=journal.path)
@@ -673,7 +441,7 @@ class Runner:
             if sampler is not None:
                 sampler.stop()
 
-    def _steps(self, journal: Journal, state: RunState, bound: BoundRunbook, env: RunEnvironment, meta: _Meta,
+    def _steps(self, journal: Journal, state: RunState, bound: BoundRunbook, env: RunEnvironment, meta: RunMeta,
                result: RunResult) -> RunResult:
         with self._sigint():
             started = {t for t, _ in state.steps}
@@ -704,15 +472,15 @@ class Runner:
         self.echo(f"run {meta.run_id} finished: {result.applied} change(s), {result.skipped} no-op(s)")
         return result
 
-    def _audit_start(self, meta: _Meta, *, resumed: bool = False) -> None:
+    def _audit_start(self, meta: RunMeta, *, resumed: bool = False) -> None:
         self.audit.start(run=meta.run_id, runbook=meta.runbook + (" (resume)" if resumed else ""),
                          targets=meta.targets, operator=meta.operator, reason=meta.reason, task=meta.task)
 
-    def _audit_end(self, meta: _Meta, *, passed: bool, detail: str = "") -> None:
+    def _audit_end(self, meta: RunMeta, *, passed: bool, detail: str = "") -> None:
         self.audit.end(run=meta.run_id, runbook=meta.runbook, targets=meta.targets, operator=meta.operator,
                        reason=meta.reason, task=meta.task, passed=passed, detail=detail)
 
-    def _audit_host(self, meta: _Meta, host: str, *, passed: bool | None = None, resumed: bool = False,
+    def _audit_host(self, meta: RunMeta, host: str, *, passed: bool | None = None, resumed: bool = False,
                     detail: str = "") -> None:
         """A host's maintenance starts (``passed`` None) or ends, as its own SAL line — in a run of several
         hosts only: a single-host run's START/END lines already are that host's."""
@@ -728,7 +496,7 @@ class Runner:
                                 detail=detail)
 
     def _pause(
-        self, journal: Journal, meta: _Meta, target: BoundTarget, step: BoundStep, detail: str = "",
+        self, journal: Journal, meta: RunMeta, target: BoundTarget, step: BoundStep, detail: str = "",
         refusal: NotConfirmed | None = None, fenced: KafkaOpsError | None = None,
     ) -> NoReturn:
         journal.append("paused", target=target.name, step=step.index, kind=step.kind, detail=detail)
@@ -762,7 +530,7 @@ class Runner:
         obj: Step,
         ctx: RunContext,
         journal: Journal,
-        meta: _Meta,
+        meta: RunMeta,
         base: Mapping[str, Any],
         step: BoundStep,
         label: str,
@@ -803,48 +571,6 @@ class Runner:
                      outcome="applied" if phase == "step" else "rolled-back")
         return decision
 
-    def _precondition(self, obj: Step, ctx: RunContext, step: BoundStep, action: Action) -> None:
-        """A disruptive kind's safety precondition, read from the live systems now, before its intent is
-        journaled: a refusal (:class:`~kafkaops.errors.SafetyRefusal`) leaves the step "not applied".
-
-        Called on every path that reaches ``apply`` (first run, retry, resume, rollback), and in a
-        dry-run, where the plan then shows the refusal. The gate step a runbook may have before it is no
-        substitute: a resume never re-runs a gate it journaled as verified, and the world may have moved
-        since.
-        """
-        if not require_kind(step.kind, step.label).disruptive:
-            return
-        found = cast(DisruptiveStep, obj).precondition(ctx, action)
-        ctx.record("precondition_held", found=found)
-
-    def _fence(self, ctx: RunContext, meta: _Meta, step: BoundStep) -> None:
-        """Before the intent of every step that is not read-only: the lock, re-read from its store now, is
-        this run's.
-
-        The lock's holder is read (the backend answers within its deadline or raises
-        :class:`~kafkaops.errors.UnreachableError`); unreadable, absent or another run's, and the step is
-        not applied: :class:`_Fenced` makes :meth:`_run_step` pause the run (resumable) with exit 4 or 7.
-        """
-        env: RunEnvironment = ctx.env
-        lock = self.lock_for(env)
-        label = env.lock_label or f"the lock of cluster {meta.cluster}"
-        error: KafkaOpsError
-        try:
-            holder = lock.holder(meta.cluster)
-        except (UnreachableError, ConfigError) as exc:
-            ctx.record("lock_unconfirmed", lock=label, error=str(exc))
-            error = UnreachableError(
-                f"cannot confirm the cluster lock ({label}) before {step.kind} on {ctx.target}: {exc.message}",
-                hint="the lock's store did not answer; once it does, resume takes the lock back as the run's own")
-            raise _Fenced(error) from exc
-        if holder is not None and holder.run_id == meta.run_id:
-            ctx.record("lock_confirmed", lock=label)
-            return
-        found = f"held by {holder.describe()}" if holder is not None else "gone (removed by someone else)"
-        ctx.record("lock_unconfirmed", lock=label, holder=holder.run_id if holder else None)
-        raise _Fenced(LockHeldError(
-            f"the cluster lock ({label}) is no longer this run's before {step.kind} on {ctx.target}: it is {found}",
-            hint="find out who removed or took it; resume takes it back only if no other run holds it"))
 
     def _run_step(
         self,
@@ -854,7 +580,7 @@ class Runner:
         target: BoundTarget,
         step: BoundStep,
         env: RunEnvironment,
-        meta: _Meta,
+        meta: RunMeta,
         result: RunResult,
     ) -> None:
         entry = require_kind(step.kind, step.label)
@@ -882,7 +608,7 @@ class Runner:
                 self._pause(journal, meta, target, step, detail=str(exc))
             except NotConfirmed as exc:
                 self._pause(journal, meta, target, step, detail=exc.message, refusal=exc)
-            except _Fenced as exc:
+            except Fenced as exc:
                 self._pause(journal, meta, target, step, detail=str(exc), fenced=exc.error)
             except Exception as exc:
                 failures += 1
@@ -934,7 +660,7 @@ class Runner:
     def _fail(
         self,
         journal: Journal,
-        meta: _Meta,
+        meta: RunMeta,
         bound: BoundRunbook,
         target: BoundTarget,
         step: BoundStep,
@@ -970,143 +696,6 @@ class Runner:
 
     # --- abort / rollback --------------------------------------------------------------------------
 
-    def abort(
-        self,
-        run_id: str,
-        *,
-        reason: str,
-        operator: str,
-        rollback: bool = False,
-        env: RunEnvironment | None = None,
-    ) -> RunResult:
-        """End a run for good; with ``rollback``, first compensate (in reverse) what it changed.
-
-        Raises:
-            ConfigError: Unknown or already finished/aborted run, no reason, or no environment.
-            LockHeldError: Rolling back while the cluster lock belongs to another run.
-            RunFailed: A compensation failed (re-run the abort to continue the rollback).
-        """
-        if not reason or not reason.strip():
-            raise ConfigError("aborting a run needs a reason", hint="pass --reason '...'")
-        journal, state, bound, started = self._open(run_id, verb="abort")
-        meta = _Meta(
-            run_id, bound.cluster, operator, reason, started.get("task"), bound.name, tuple(bound.target_names),
-            bound.batches,
-        )
-        lock = self.lock_for(env)
-        result = RunResult(run_id=run_id, status="aborted", journal=journal.path)
-        if rollback:
-            if env is None:  # the compensations are steps: they act through the run's environment
-                raise ConfigError(f"rolling back run {run_id} needs the run's environment",
-                                  hint="build it from the run's journaled identity (kafkaops runs abort does)")
-            lock.acquire(
-                lock_info(bound.cluster, run_id, started["operator"], started["reason"], started.get("task"))
-            )
-            self._rollback(journal, state, bound, env, meta, result)
-        journal.append(
-            "aborted", operator=operator, reason=reason, rollback=rollback, compensated=result.compensated
-        )
-        self._audit_end(
-            meta, passed=False,
-            detail="aborted" + (f", rolled back {result.compensated} change(s)" if rollback else ""),
-        )
-        lock.release(bound.cluster, run_id)
-        return result
-
-    def _rollback(
-        self,
-        journal: Journal,
-        state: RunState,
-        bound: BoundRunbook,
-        env: RunEnvironment,
-        meta: _Meta,
-        result: RunResult,
-    ) -> None:
-        by_key = {(t.name, s.index): (t, s) for t in bound.targets for s in t.steps}
-        verify: dict[str, tuple[BoundTarget, BoundStep]] = {}
-        for st in reversed(state.changed_steps()):
-            if st.compensated or (st.target, st.index) not in by_key:
-                continue
-            target, step = by_key[(st.target, st.index)]
-            base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": step.kind}
-            entry = require_kind(step.kind, step.label)
-            comp = entry.compensate
-            if comp is None:
-                why = entry.irreversible or "no compensation declared; left as is"
-                journal.append("compensate_skipped", reason=why, **base)
-                result.notes.append(f"{target.name} {step.label}: {why}")
-                continue
-            if comp.verify:
-                verify.setdefault(comp.verify, (target, step))
-            comp_entry = require_kind(comp.kind, f"compensation of {step.kind}")
-            params = _bind_params(comp_entry, comp.params if comp.params is not None else step.params)
-            comp_step = BoundStep(step.index, comp.kind, params, title=f"undo {step.kind}")
-            obj = comp_entry.create(params)
-            ctx = self._ctx(meta, target.name, comp_step, params, env, journal=journal)
-            base_comp = {**base, "compensation": comp.kind}
-            try:
-                decision = self._converge(obj, ctx, journal, meta, base_comp, comp_step,
-                                          f"{step.label}: undo via {comp.kind}", phase="compensate")
-                if isinstance(decision, Noop):
-                    journal.append("compensate_skipped", reason=decision.reason, **base_comp)
-                    self.echo(f"{target.name} {step.label}: undo via {comp.kind}: no-op: {decision.reason}")
-                    continue
-                self._verify(obj, ctx, self._policy(bound, step), journal, base, target, comp_step)
-                journal.append("compensate_verified", **base_comp)
-                result.compensated += 1
-                self.echo(f"{target.name} {step.label}: undone via {comp.kind}")
-            except Exception as exc:
-                journal.append("compensate_failed", error=str(exc), error_type=type(exc).__name__, **base)
-                raise RunFailed(
-                    f"rollback of run {meta.run_id} failed at {target.name} {step.label} "
-                    f"({comp.kind}): {exc}",
-                    hint="fix the cause and re-run "
-                    f"`kafkaops runs abort {meta.run_id} --rollback --reason ...`; "
-                    "what was already undone is not undone twice",
-                ) from exc
-        for kind, (target, step) in verify.items():
-            self._verify_whole(journal, bound, target, step, kind, env, meta)
-
-    def _verify_whole(self, journal: Journal, bound: BoundRunbook, target: BoundTarget, step: BoundStep,
-                      kind: str, env: RunEnvironment, meta: _Meta) -> None:
-        """After the compensations: prove the whole is as before the run (a step kind the compensations
-        declared), converging like any step — it may wait, or make the last change (an election)."""
-        entry = require_kind(kind, f"rollback check {kind}")
-        params = _bind_params(entry, {})
-        check = BoundStep(step.index, kind, params, title="after the rollback")
-        obj = entry.create(params)
-        ctx = self._ctx(meta, target.name, check, params, env, journal=journal)
-        base: dict[str, Any] = {"target": target.name, "step": step.index, "kind": kind, "compensation": kind}
-        try:
-            decision = self._converge(obj, ctx, journal, meta, base, check, f"rollback check {kind}",
-                                      phase="compensate")
-            self._verify(obj, ctx, self._policy(bound, step), journal, base, target, check)
-            journal.append("compensate_verified", **base)
-        except Exception as exc:
-            journal.append("compensate_failed", error=str(exc), error_type=type(exc).__name__, **base)
-            raise RunFailed(
-                f"rollback of run {meta.run_id}: every change was undone, but the check that the cluster is "
-                f"whole again ({kind}) failed: {exc}",
-                hint=f"look at `kafkaops status {bound.cluster}`; re-running "
-                f"`kafkaops runs abort {meta.run_id} --rollback --reason ...` checks again",
-            ) from exc
-        self.echo(f"rollback check {kind}: " + (decision.reason if isinstance(decision, Noop) else "done"))
-
-
-def live_leases(state: RunState, target: str, steps: Sequence[BoundStep], at: int) -> list[BoundStep]:
-    """The lease steps of ``target`` whose effect is live at step index ``at``: verified before it, and
-    no step of their ``lease_until`` kind verified between them and ``at``."""
-    live: list[BoundStep] = []
-    for step in steps:
-        if step.index >= at:
-            break
-        if state.step(target, step.index).status != STEP_DONE:
-            continue
-        live = [lease for lease in live if require_kind(lease.kind, lease.label).lease_until != step.kind]
-        if require_kind(step.kind, step.label).lease_until is not None:
-            live.append(step)
-    return live
-
 
 def _changes_so_far(state: RunState, target: str) -> str:
     """What the run has changed on ``target`` and not undone, in order — the operator's "where are
@@ -1116,11 +705,3 @@ def _changes_so_far(state: RunState, target: str) -> str:
     return (f"{target} so far: " + "; ".join(changes)) if changes else f"no change made on {target}"
 
 
-def _summary(obs: Observation) -> str:
-    summary = getattr(obs, "summary", "")
-    return str(summary) if summary else str(getattr(obs, "data", obs))
-
-
-def _fp(obs: Observation) -> Any:
-    fn = getattr(obs, "fingerprint_data", None)
-    return fn() if callable(fn) else getattr(obs, "data", None)

@@ -4,7 +4,7 @@ Every "is it done?" question is answered from the cluster's side — registratio
 from a command's exit code: a stop command that returns early (Yelp #148) or a broker that starts but
 has not caught up must not let the run proceed. Waits are gates on observed state, never fixed sleeps.
 
-Why one module of ~950 lines: it holds every ``kafka.*`` step kind (eleven of them), and a kind lives in
+Why one module of ~930 lines: it holds every ``kafka.*`` step kind (eleven of them), and a kind lives in
 the module named after its prefix (a runbook, plan or journal says ``kafka.stop_broker``; a maintainer
 opens this file, tests/unit/test_step_modules.py). The decisions are not here — the gates are
 :mod:`kafkaops.policy`, the unit watch :mod:`kafkaops.stepkit.broker_unit` — each kind is its observe, plan,

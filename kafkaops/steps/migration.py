@@ -10,6 +10,10 @@ step done by hand — starts from what the cluster *is*, never from what a journ
 Writing a node's configuration is the inventory's business (``kafka_configure {phase}``: in production
 what configuration management writes for the phase; on the lab ``hostctl kafka-config``): kafkaops says
 *when*, one node at a time, with every gate of a rolling restart around the restart that makes it count.
+
+Why one module of ~750 lines: it holds every ``migration.*`` step kind (nine of them), and a kind lives in
+the module named after its prefix; where the migration stands — the view, the phase, the quorum's
+leader — is :mod:`kafkaops.queries.migration`'s, the judgement :mod:`kafkaops.policy.migration`'s.
 """
 
 from __future__ import annotations
