@@ -31,9 +31,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkaops import places
+from kafkaops.engine.lock import FileLockBackend, SiteLocks
 from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.inventory import load_inventory, resolve_host
 from kafkaops.model import Cluster, ClusterSnapshot, Host
+from kafkaops.policy.cluster_health import as_alive
 from kafkaops.run_identity import check_same_world, identity, recorded_inventory
+from kafkaops.systems.alertmanager import Alertmanager
+from kafkaops.systems.broker_probe import BrokerProbe, as_the_controller_sees
+from kafkaops.systems.conftool import Conftool, Discovery
+from kafkaops.systems.etcd import EtcdLockBackend
+from kafkaops.systems.groups import ConsumerGroups
+from kafkaops.systems.health_watch import cluster_watch
+from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops.systems.prometheus import Prometheus
+from kafkaops.systems.quorum import MetadataQuorum
+from kafkaops.systems.reassign import Reassigner
+from kafkaops.systems.run_samples import cluster_sampler
+from kafkaops.systems.ssh import SshPool
+from kafkaops.systems.zookeeper import ZooKeeper, ZooKeeperLockBackend
+from kafkaops.templates import check_values, render
 
 if TYPE_CHECKING:
     from kafkaops.engine.lock import LockBackend
@@ -101,7 +118,6 @@ class Environment:
     @classmethod
     def load(cls, inventory: Path | str, **kwargs: Any) -> Environment:
         """The environment of the cluster described by ``inventory``."""
-        from kafkaops.inventory import load_inventory
 
         return cls(load_inventory(inventory), inventory=inventory, **kwargs)
 
@@ -141,7 +157,6 @@ class Environment:
     @property
     def kafka(self) -> KafkaAdmin:
         if self._kafka is None:
-            from kafkaops.systems.kafka import KafkaAdmin
 
             self._kafka = KafkaAdmin.for_cluster(self.cluster, timeout=self.kafka_timeout, dry_run=self.dry_run)
         return self._kafka
@@ -152,7 +167,6 @@ class Environment:
             if not self.cluster.conftool_config:
                 raise ConfigError(f"cluster {self.cluster.name} has no conftool.config in {self.cluster.source}",
                                   hint="add conftool: {etcd: ..., config: /etc/conftool/config.yaml}")
-            from kafkaops.systems.conftool import Conftool
 
             self._conftool = Conftool(self.cluster.conftool_config, dry_run=self.dry_run)
         return self._conftool
@@ -165,7 +179,6 @@ class Environment:
             if mon is None or not mon.prometheus:
                 raise ConfigError(f"cluster {self.cluster.name} has no monitoring.prometheus in {self.cluster.source}",
                                   hint="add monitoring: {prometheus: http://HOST:9090, gates: [...]}")
-            from kafkaops.systems.prometheus import Prometheus
 
             self._prometheus = Prometheus(mon.prometheus, timeout=self.kafka_timeout, auth=mon.auth)
         return self._prometheus
@@ -178,7 +191,6 @@ class Environment:
             if monitoring is None or not monitoring.alertmanager:
                 raise ConfigError(f"cluster {self.cluster.name} has no monitoring.alertmanager in "
                                   f"{self.cluster.source}", hint="add monitoring: {alertmanager: http://HOST:9093}")
-            from kafkaops.systems.alertmanager import Alertmanager
 
             self._alertmanager = Alertmanager(monitoring.alertmanager, timeout=self.kafka_timeout,
                                               dry_run=self.dry_run, auth=monitoring.auth)
@@ -206,14 +218,12 @@ class Environment:
             if not self.cluster.conftool_config:
                 raise ConfigError(f"{self.cluster.name} has no discovery.config in {self.cluster.source}",
                                   hint="add discovery: {etcd: ..., config: /etc/conftool/config.yaml}")
-            from kafkaops.systems.conftool import Discovery
 
             self._discovery = Discovery(self.cluster.conftool_config, dry_run=self.dry_run)
         return self._discovery
 
     def groups(self, dc: str) -> ConsumerGroups:
         """Consumer groups on site ``dc``'s cluster (a new client: a translation asks a few times)."""
-        from kafkaops.systems.groups import ConsumerGroups
 
         site = self.site(dc).cluster
         return ConsumerGroups(site.kafka, timeout=self.kafka_timeout,
@@ -225,7 +235,6 @@ class Environment:
         if not self.cluster.zookeeper:
             yield None
             return
-        from kafkaops.systems.zookeeper import ZooKeeper
 
         with ZooKeeper.for_cluster(self.cluster, timeout=self.kafka_timeout, dry_run=self.dry_run) as zk:
             yield zk
@@ -239,8 +248,6 @@ class Environment:
         a broker whose host crashed a second ago can make them pass. ZooKeeper unreadable from here: its
         registrations and the controller's view are not applied — the run cannot confirm its lock then
         either, and the fencing before each destructive step stops it (docs/reliability.md)."""
-        from kafkaops.policy.cluster_health import as_alive
-        from kafkaops.systems.broker_probe import as_the_controller_sees
 
         snap = self.kafka.snapshot(with_configs=with_configs)
         alive = self.probe.serving(snap.endpoints, snap.brokers)
@@ -259,7 +266,6 @@ class Environment:
         (every snapshot asks each broker again: a gate decides a stop on it, and a crash a second ago
         must show)."""
         if self._probe is None:
-            from kafkaops.systems.broker_probe import BrokerProbe
 
             self._probe = BrokerProbe(self.cluster.kafka)
         return self._probe
@@ -268,7 +274,6 @@ class Environment:
         """One ZooKeeper session kept for the registrations reads of :meth:`snapshot` (a wait polls it
         twice a second; a session per read would be a connection per poll)."""
         if self._registrations_zk is None:
-            from kafkaops.systems.zookeeper import ZooKeeper
 
             self._registrations_zk = ZooKeeper(hosts, timeout=self.kafka_timeout, dry_run=self.dry_run,
                                                security=self.cluster.zookeeper_security)
@@ -301,14 +306,12 @@ class Environment:
         host = self.hosts.get(name)
         if host is not None:
             return host
-        from kafkaops.inventory import resolve_host
 
         return resolve_host(self.cluster, name)
 
     def command(self, host: Host, name: str, **values: Any) -> str:
         """The host's command template ``name`` with ``{host...}`` and ``values`` filled in, every value
         shell-quoted (:mod:`kafkaops.templates`)."""
-        from kafkaops.templates import check_values, render
 
         template = host.commands.get(name)
         if not template:
@@ -325,7 +328,6 @@ class Environment:
             if not self.cluster.kraft and not self.cluster.migrating:
                 raise ConfigError(f"{self.cluster.name} runs in ZooKeeper mode: it has no KRaft metadata quorum",
                                   hint="its controller is a broker elected through ZooKeeper")
-            from kafkaops.systems.quorum import MetadataQuorum
 
             self._quorum = MetadataQuorum(self.cluster.controllers or self.cluster.hosts, ssh=self.ssh,
                                           command=lambda node: self.command(node, "kafka_metadata_quorum"),
@@ -338,7 +340,6 @@ class Environment:
         every observe and apply of a placement run asks it, and choosing asks ZooKeeper."""
         if self._reassigner is not None:
             return self._reassigner
-        from kafkaops.systems.reassign import Reassigner
 
         alive = set(self.registered_brokers())
         host = next((h for h in self.cluster.hosts if h.broker_id in alive), None)
@@ -352,7 +353,6 @@ class Environment:
     def ssh(self, host: Host) -> SshClient:
         """The run's SSH connection to ``host`` (host keys checked), opened on first use."""
         if self._ssh is None:
-            from kafkaops.systems.ssh import SshPool
 
             self._ssh = SshPool(dry_run=self.dry_run)
         return self._ssh.get(host.name, host.ssh)
@@ -383,8 +383,6 @@ class Environment:
         """
         if self._lock is None:
             if self.cluster.multi_site:
-                from kafkaops.engine.lock import SiteLocks
-                from kafkaops.systems.etcd import EtcdLockBackend
 
                 if not self.cluster.etcd:
                     raise ConfigError(f"{self.cluster.name} has no discovery.etcd to keep its run lock in "
@@ -393,16 +391,13 @@ class Environment:
                 self._lock = SiteLocks(EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout,
                                                        tls=self.cluster.etcd_tls), sites)
             elif self.cluster.zookeeper:
-                from kafkaops.systems.zookeeper import ZooKeeperLockBackend
 
                 self._lock = ZooKeeperLockBackend(self.cluster.zookeeper, timeout=self.kafka_timeout,
                                                   security=self.cluster.zookeeper_security)
             elif self.cluster.etcd:
-                from kafkaops.systems.etcd import EtcdLockBackend
 
                 self._lock = EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout, tls=self.cluster.etcd_tls)
             else:
-                from kafkaops.engine.lock import FileLockBackend
 
                 self._lock = FileLockBackend(Path(self.lock_dir))
         return self._lock
@@ -427,7 +422,6 @@ class Environment:
         a run). The runner starts it for each process of a run."""
         if self.dry_run:
             return None
-        from kafkaops.systems.run_samples import cluster_sampler
 
         return cluster_sampler(self.cluster, run_dir)
 
@@ -435,7 +429,6 @@ class Environment:
         """The run's background witness of cluster health (:mod:`kafkaops.systems.health_watch`), started on
         first use, stopped with the environment."""
         if self._health_watch is None:
-            from kafkaops.systems.health_watch import cluster_watch
 
             self._health_watch = cluster_watch(self.cluster)
         return self._health_watch

@@ -47,6 +47,8 @@ from kafkaops.model import (
     fill_template,
     template_fields,
 )
+from kafkaops.places import inventory_files
+from kafkaops.templates import check_template
 
 #: Command templates every inventory must define; runbooks fail to bind without them.
 REQUIRED_COMMANDS = ("kafka_stop", "kafka_start", "kafka_status", "reboot", "boot_id")
@@ -73,7 +75,6 @@ def default_inventory() -> Path:
     Raises:
         ConfigError: No inventory anywhere (naming the places searched), or several to choose from.
     """
-    from kafkaops.places import inventory_files
 
     found = inventory_files()
     if len(found) > 1:
@@ -396,7 +397,6 @@ def _path(r: _Reader, name: str) -> str | None:
 
 def _check_templates(doc: _Doc, path: str, commands: Mapping[str, str]) -> None:
     """Every command template renders values safely: no placeholder inside the template's own quotes."""
-    from kafkaops.templates import check_template
 
     for name, template in commands.items():
         problem = check_template(name, template)

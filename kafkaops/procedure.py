@@ -26,7 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafkaops.catalog import load_plugins
+from kafkaops.engine import Runner, Target, bind_runbook
+from kafkaops.engine.audit import current_operator
+from kafkaops.engine.runbook import check_step_kinds
 from kafkaops.errors import ConfigError
+from kafkaops.lookup import environment, find_cluster, find_host
+from kafkaops.policy.batches import needs_snapshot, parse_batch
+from kafkaops.policy.batches import roll_batches as cut
+from kafkaops.policy.quorum import judge
+from kafkaops.policy.roll_order import controller_last, has_controller_nodes, kraft_order
+from kafkaops.queries.checkpoints import pending_checkpoints
+from kafkaops.queries.migration import quorum_leader
+from kafkaops.queries.selectors import Invocation, check_refs, prepare
 
 if TYPE_CHECKING:
     from kafkaops.engine.binding import BoundRunbook
@@ -88,7 +100,6 @@ class Planned:
 
     def checkpoints(self) -> list[tuple[str, str]]:
         """The manual checkpoints the plan asks for, (name, text): each must be confirmed before the start."""
-        from kafkaops.queries.checkpoints import pending_checkpoints
 
         return pending_checkpoints(self.plan.steps)
 
@@ -99,8 +110,6 @@ def check(runbook: Runbook) -> None:
     Raises:
         ConfigError: Naming the file, line and the fix.
     """
-    from kafkaops.engine.runbook import check_step_kinds
-    from kafkaops.queries.selectors import check_refs
 
     check_step_kinds(runbook)
     check_refs(runbook)
@@ -113,7 +122,6 @@ def resolve(runbook: Runbook, target: str, inventory: Path | None) -> tuple[Clus
     Raises:
         ConfigError: Unknown host or cluster; a KRaft controller node given to a broker procedure.
     """
-    from kafkaops.lookup import find_cluster, find_host
 
     if runbook.command.target == "host":
         cluster, host = find_host(target, inventory)
@@ -137,9 +145,6 @@ def plan(request: Request) -> Planned:
     """
     from functools import partial
 
-    from kafkaops.catalog import load_plugins
-    from kafkaops.lookup import environment
-    from kafkaops.queries.selectors import Invocation, prepare
 
     rb = request.runbook
     load_plugins()  # the step kinds, and the hooks beside them
@@ -164,7 +169,6 @@ def check_batch(params: Mapping[str, Any]) -> None:
         BadBatch: Saying what a batch spec is.
     """
     if "batch" in params:
-        from kafkaops.policy.batches import parse_batch
 
         try:
             parse_batch(str(params["batch"]))
@@ -180,8 +184,6 @@ def roll_order(env: Environment, hosts: list[Host], order: str) -> tuple[list[Ho
     Kafka is asked once, with one try: an unreachable cluster is reported within one request timeout; a
     broker-only KRaft roll asks no quorum.
     """
-    from kafkaops.policy.quorum import judge
-    from kafkaops.policy.roll_order import controller_last, has_controller_nodes, kraft_order
 
     if order != "controller_last":
         return list(hosts), []
@@ -190,7 +192,6 @@ def roll_order(env: Environment, hosts: list[Host], order: str) -> tuple[list[Ho
     if env.cluster.migrating:
         # A migration's controllers may not form a quorum yet: the run's own gate says so, with the phase
         # (this order only decides which one goes last).
-        from kafkaops.queries.migration import quorum_leader
 
         return kraft_order(hosts, quorum_leader(env))
     leader = judge(env.quorum().replication()).leader_id if has_controller_nodes(hosts) else None
@@ -201,8 +202,6 @@ def roll_batches(env: Environment, hosts: list[Host], spec: str, *,
                  headroom: int = 0) -> tuple[list[list[Host]], list[str]]:
     """``hosts`` (in roll order) cut into the batches ``--batch`` asks for, and notes for the plan
     (:func:`kafkaops.policy.batches.roll_batches`, from a snapshot taken only when it matters)."""
-    from kafkaops.policy.batches import needs_snapshot
-    from kafkaops.policy.batches import roll_batches as cut
 
     snap = env.kafka.snapshot(with_configs=True) if needs_snapshot(hosts, spec) else None
     return cut(hosts, spec, snap, headroom=headroom)
@@ -218,9 +217,6 @@ def plan_run(runbook: Runbook, cluster: Cluster, hosts: Sequence[Host], params: 
         BadBatch: The batch spec does not parse.
         ConfigError: The runbook does not bind (an unknown or missing parameter, a bad value).
     """
-    from kafkaops.engine import Runner, Target, bind_runbook
-    from kafkaops.engine.audit import current_operator
-    from kafkaops.lookup import environment
 
     plan_env = env if env is not None else environment(cluster, dry_run=True, confirm=confirm)
     try:

@@ -31,7 +31,6 @@ import typer
 from kafkaops.cli.common import TableOrJson, bar, console, print_json
 from kafkaops.errors import CheckFailed, ConfigError
 from kafkaops.policy.bench import BenchTarget
-from kafkaops.systems.load_bench import LoadBench
 
 app = typer.Typer(help="Service checks beyond the runbooks: `service bench` (the runbook's throughput test).",
                   no_args_is_help=True, rich_markup_mode=None)
@@ -49,6 +48,7 @@ def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, li
     (a cluster, else a host)."""
     from kafkaops.inventory import load_inventory
     from kafkaops.lookup import find_cluster, find_host, inventory_files
+    from kafkaops.systems.load_bench import accepts
 
     is_cluster = any(load_inventory(p).name == target for p in inventory_files(inventory))
     if is_cluster:
@@ -65,7 +65,7 @@ def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, li
     svc = hosts[0].service(service)
     assert svc is not None
     path = svc.events_path or DEFAULT_EVENTS_PATH
-    if is_cluster and svc.vip and LoadBench.accepts(svc.vip, svc.port):
+    if is_cluster and svc.vip and accepts(svc.vip, svc.port):
         return cluster, [BenchTarget(f"VIP {svc.vip}", _url(svc.vip, svc.port, path), "vip")], svc, []
     notes = []
     if is_cluster:
@@ -152,6 +152,7 @@ def bench_cmd(
     requests/s, failed and non-2xx counts, latency percentiles, and the inventory's baseline."""
     from kafkaops.facts.ab import bench_event
     from kafkaops.policy.throughput import Comparison
+    from kafkaops.systems.load_bench import LoadBench  # not at the top: `kafkaops --help` imports this module
 
     if concurrency > requests:
         raise typer.BadParameter(f"{concurrency} requests at a time is more than the {requests} in all",

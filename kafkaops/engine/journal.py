@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkaops.engine.audit import redact
+from kafkaops.engine.binding import BoundRunbook, schedule
 from kafkaops.engine.paths import kafkaops_home as kafkaops_home  # re-exported: callers import it from here
 from kafkaops.engine.paths import runs_dir
 from kafkaops.errors import ConfigError
@@ -130,7 +132,6 @@ class Journal:
         Returns:
             The record as written.
         """
-        from kafkaops.engine.audit import redact
 
         if self._seq is None:
             self._init_tail()
@@ -253,7 +254,6 @@ class RunState:
     def cursor(self) -> tuple[str, int] | None:
         """The first step (target, index) not yet verified, in run order (batches in lockstep: see
         :func:`~kafkaops.engine.binding.schedule`); ``None`` when all are done."""
-        from kafkaops.engine.binding import BoundRunbook, schedule
 
         raw = self.started.get("runbook")
         if not raw:

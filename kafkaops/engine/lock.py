@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from kafkaops.engine.audit import default_audit
 from kafkaops.errors import ConfigError, LockHeldError
 
 
@@ -264,7 +265,6 @@ def force_unlock(
         raise ConfigError("force unlock needs a --reason", hint="say why the holding run is gone")
     previous = backend.force_unlock(cluster)
     if audit is None:
-        from kafkaops.engine.audit import default_audit
 
         audit = default_audit()
     audit.record(

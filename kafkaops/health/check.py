@@ -42,7 +42,11 @@ from kafkaops.health.metadata import (
     worst_severity,
 )
 from kafkaops.health.retention import LogProbe, RetentionConfig, edge_target
+from kafkaops.health.scan_jar import check_reader
+from kafkaops.health.spark_job import ScanSpec, run_scan
 from kafkaops.model import Cluster
+from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops.systems.run_samples import read_samples
 
 if TYPE_CHECKING:
     from kafkaops.systems.kafka import KafkaAdmin
@@ -207,13 +211,11 @@ def read_urp_samples(run_dir: Path) -> list[tuple[float, int]]:
     what the cluster went through during the run, not only before and after. A sample Kafka did not
     answer, and a torn last line (a run killed while writing), are skipped.
     """
-    from kafkaops.systems.run_samples import read_samples
 
     return [(float(s["t"]), int(s["urp"])) for s in read_samples(run_dir) if "urp" in s]
 
 
 def _admin(cluster: Cluster, timeout: float) -> KafkaAdmin:
-    from kafkaops.systems.kafka import KafkaAdmin
 
     # One metadata try: `kafkaops check`/`snapshot` report a dead cluster in one timeout, not three;
     # inside a run (baseline, post-check) the runner's retry policy is the patience.
@@ -415,7 +417,6 @@ def run_post_check(
             kafka = _admin(cluster, timeout)
         return kafka
 
-    from kafkaops.health.scan_jar import check_reader
 
     check_reader(reader)
     pattern = None
@@ -453,7 +454,6 @@ def run_post_check(
         context = kafka_admin().offsets_for_times(keys, int(rate_window.scan_from * 1000)) if keys else {}
         ranges = plan_ranges(now, baseline_ends, context)
         events = event_topic_regex(h.dc for h in cluster.hosts)
-        from kafkaops.health.spark_job import ScanSpec, run_scan
 
         spec = ScanSpec(
             bootstrap=cluster.bootstrap_servers,

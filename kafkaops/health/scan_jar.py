@@ -37,7 +37,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.errors import ConfigError, KafkaOpsError, UnreachableError
 from kafkaops.places import cache_dir, given
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "KafkaRangeSource.java"
@@ -378,7 +378,6 @@ def build(*, force: bool = False) -> Path:
 def main() -> int:
     """``python -m kafkaops.health.scan_jar [--force]``: fetch kafka-clients (pinned) unless
     $KAFKAOPS_READER_JARS names one, build the reader, print its path."""
-    from kafkaops.errors import KafkaOpsError
 
     try:
         print(build(force="--force" in sys.argv[1:]))

@@ -43,6 +43,7 @@ from kafkaops.errors import ConfigError, KafkaOpsError, UnreachableError
 from kafkaops.health import scan_jar, scan_kernel
 from kafkaops.health.data import ScanRange, ScanResult, Thresholds, merge_segments, segments_from_json
 from kafkaops.model import PLAINTEXT, KafkaEndpoint, KafkaSecurity, Secret
+from kafkaops.systems.kafka_auth import java_properties
 
 __all__ = ["DEFAULT_MASTER", "ScanSpec", "prestart", "run_scan", "spark_session", "task_groups"]
 
@@ -125,7 +126,6 @@ def _security(d: Mapping[str, Any] | None) -> KafkaSecurity:
 def _reader_options(spec: ScanSpec) -> dict[str, str]:
     """The source's ``kafka.*`` options: the cluster's security (Java client properties), then the spec's
     own extra options."""
-    from kafkaops.systems.kafka_auth import java_properties
 
     endpoint = KafkaEndpoint(spec.bootstrap, spec.security)
     options = {f"kafka.{k}": v for k, v in java_properties(endpoint).items()}

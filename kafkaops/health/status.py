@@ -22,7 +22,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from kafkaops.errors import KafkaOpsError
+from kafkaops.environment import Environment
+from kafkaops.errors import KafkaOpsError, UnreachableError
+from kafkaops.health.nodes import configured_phase
+from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
+from kafkaops.policy.quorum import judge
+from kafkaops.policy.snapshot_scan import partition_name
+from kafkaops.systems.alertmanager import Matcher
+from kafkaops.systems.conftool import read_discovery, read_pools
+from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops.systems.mirror import MirrorLag
 
 Data = dict[str, Any]
 
@@ -35,7 +44,6 @@ def status(cluster: Any) -> Data:
 
 def _pool_states(cluster: Any) -> tuple[dict[str, Any], str]:
     """{host fqdn: PoolState} from etcd, or ({}, why not): status still answers when etcd does not."""
-    from kafkaops.systems.conftool import read_pools
 
     pools: dict[str, Any] = {}
     try:
@@ -54,7 +62,6 @@ def _snapshot(admin: Any) -> tuple[Any, str]:
     while metadata answers: that is exactly when an operator runs status, so it shows brokers, URP and
     leaders anyway and says min ISR is unknown (counted as 1) instead of failing.
     """
-    from kafkaops.errors import UnreachableError
 
     snap = admin.snapshot(with_configs=False)
     try:
@@ -71,7 +78,6 @@ def collect(cluster: Any) -> dict[str, Any]:
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from kafkaops.systems.kafka import KafkaAdmin
 
     # Starts connecting at once. One 5 s try: an operator asking "can I touch this cluster?" wants
     # "Kafka did not answer" in seconds, not after a maintenance run's patient retries.
@@ -89,8 +95,6 @@ def collect(cluster: Any) -> dict[str, Any]:
     # From the finalizing roll on, the KRaft quorum is the controller, whatever the inventory still says.
     kraft = cluster.kraft or bool(migration and migration["quorum"])
 
-    from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
-    from kafkaops.policy.snapshot_scan import partition_name
 
     health = cluster_health(snap, broker_dc_map(cluster))
     brokers = []
@@ -144,8 +148,6 @@ def controller_phases(cluster: Any) -> tuple[dict[str, str], dict[str, str]]:
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from kafkaops.environment import Environment
-    from kafkaops.health.nodes import configured_phase
 
     def read(host: Any) -> str:
         env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
@@ -225,8 +227,6 @@ def alerts_state(cluster: Any) -> Data | None:
     verdict stays the cluster's own (Kafka's health), an alert elsewhere in the scope does not make
     Kafka unhealthy.
     """
-    from kafkaops.environment import Environment
-    from kafkaops.systems.alertmanager import Matcher
 
     monitoring = cluster.monitoring
     if monitoring is None or not monitoring.alertmanager:
@@ -261,8 +261,6 @@ def alerts_state(cluster: Any) -> Data | None:
 def quorum_state(cluster: Any) -> dict[str, Any]:
     """The KRaft metadata quorum as ``kafka-metadata-quorum describe --status`` and ``--replication`` tell
     it (over SSH on a controller node), each voter judged caught up or not as the roll's gate judges it."""
-    from kafkaops.environment import Environment
-    from kafkaops.policy.quorum import judge
 
     env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
     try:
@@ -293,8 +291,6 @@ def collect_sites(sites: Any) -> Data:
     healthy, every service active in exactly one site, and MirrorMaker's lag readable in every direction."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kafkaops.systems.conftool import read_discovery
-    from kafkaops.systems.mirror import MirrorLag
 
     def site(dc: str) -> Data:
         try:

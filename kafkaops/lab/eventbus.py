@@ -39,8 +39,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from kafkaops.lab import security
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.monitoring import EVENTBUS_METRICS_PORT
+from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops.systems.producing import WRITE_ONCE
 
 PRODUCE_TIMEOUT = 10.0
 #: The knob that makes every produce fail (see the module docstring).
@@ -101,9 +104,6 @@ class _Service:
     def __init__(self, host: LabHost) -> None:
         from confluent_kafka import Producer
 
-        from kafkaops.lab import security
-        from kafkaops.systems.kafka_auth import librdkafka_config
-        from kafkaops.systems.producing import WRITE_ONCE
 
         self.host = host
         self.log_lock = threading.Lock()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab import configs, monitoring, procs, security
+from kafkaops.lab import configs, monitoring, paths, procs, security
 from kafkaops.lab.paths import HostDirs, host_dirs
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 
@@ -149,7 +149,6 @@ class LabHost:
     def install(self, version: str) -> bool:
         """Install Kafka ``version`` here, as a package upgrade would: the release's jars (one of the jar sets
         scripts/install.sh fetched) are what the node starts with from its next start. True if it changed."""
-        from kafkaops.lab import paths
 
         if not self.spec.migration:
             raise LabError(f"{self.host.name}: only a migration lab's nodes change Kafka release",

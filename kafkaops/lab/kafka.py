@@ -15,6 +15,8 @@ from typing import Any
 from kafkaops.errors import KafkaOpsError, UnreachableError
 from kafkaops.systems.guard import write
 from kafkaops.systems.kafka import KafkaAdmin, TopicPartitionKey
+from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops.systems.producing import WRITE_ONCE
 
 _TOPIC_ALREADY_EXISTS = 36  # Kafka's error code (confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS)
 
@@ -123,8 +125,6 @@ class LabKafka(KafkaAdmin):
         """
         from confluent_kafka import Producer
 
-        from kafkaops.systems.kafka_auth import librdkafka_config
-        from kafkaops.systems.producing import WRITE_ONCE
 
         conf: dict[str, Any] = {**librdkafka_config(self.endpoint), **WRITE_ONCE, "linger.ms": 20, "log_level": 2}
         conf.update(config or {})

@@ -18,10 +18,16 @@ from typing import Any
 
 from kafkaops.errors import KafkaOpsError, LabError
 from kafkaops.lab import configs, monitoring, net, procs, security
+from kafkaops.lab.deploy import seed_releases
 from kafkaops.lab.host import LabHost
+from kafkaops.lab.kafka import LabKafka, TopicSpec
 from kafkaops.lab.paths import host_dirs, lab_dir, lab_dirs
+from kafkaops.lab.pools import LabConftool
 from kafkaops.lab.spec import LabSpec, from_inventory
 from kafkaops.model import Cluster
+from kafkaops.systems.conftool import Conftool
+from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops.systems.zookeeper import ZooKeeper
 
 #: Topics that exist when the lab comes up: the runbook's EventBus streams in both DCs (for the
 #: eqiad/codfw parity check) and the load generator's topic.
@@ -195,7 +201,6 @@ def _prepare(spec: LabSpec) -> None:
             script = d.bin / "labdeploy"
             script.write_text(configs.labdeploy_script(spec))
             script.chmod(0o755)
-            from kafkaops.lab.deploy import seed_releases
 
             seed_releases(base)
             continue
@@ -297,7 +302,6 @@ def _wait(what: str, check: Callable[[], bool], timeout: float, pid: int | None 
 
 
 def _seed_pools(spec: LabSpec) -> None:
-    from kafkaops.lab.pools import LabConftool
 
     conftool = LabConftool(spec.conftool_config)
     for h in spec.hosts:
@@ -317,7 +321,6 @@ def _brokers_registered(spec: LabSpec) -> bool:
 
 
 def _metadata_brokers(spec: LabSpec) -> list[int]:
-    from kafkaops.systems.kafka import KafkaAdmin
 
     try:
         return sorted(KafkaAdmin(security.endpoint(spec), timeout=3).metadata().brokers)
@@ -338,7 +341,6 @@ def _brokers_alive(hosts: list[LabHost]) -> bool:
 
 
 def _create_topics(spec: LabSpec) -> None:
-    from kafkaops.lab.kafka import LabKafka, TopicSpec
 
     admin = LabKafka(security.endpoint(spec, "broker"), timeout=15)  # the super user: kafkaops may not create
     replicas = min(3, len(spec.brokers))  # a site of the two-site lab has two brokers
@@ -468,7 +470,6 @@ def status(base: Path | None = None) -> list[Component]:
     if spec.kraft:
         registered = set(_metadata_brokers(spec))
     elif out[0].healthy:
-        from kafkaops.systems.zookeeper import ZooKeeper
 
         try:
             with ZooKeeper(spec.zk_connect, timeout=3) as zk:
@@ -477,7 +478,6 @@ def status(base: Path | None = None) -> list[Component]:
             pass
     pools: dict[str, str] = {}
     if etcd.healthy and spec.hosts[0].conftool_tags:  # a cluster without a pooled service has no pools
-        from kafkaops.systems.conftool import Conftool
 
         try:
             tags = spec.hosts[0].conftool_tags

@@ -19,6 +19,7 @@ from kafkaops.errors import UnreachableError
 from kafkaops.lab.security import LOAD_GROUP_PREFIX, LOAD_TOPIC, user_endpoint
 from kafkaops.model import Cluster, KafkaEndpoint
 from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops.systems.producing import WRITE_ONCE
 
 
 @dataclass
@@ -157,7 +158,6 @@ def producer_config(endpoint: KafkaEndpoint) -> dict[str, Any]:
     (:data:`~kafkaops.systems.producing.WRITE_ONCE`: one request in flight, so a leader move cannot make
     librdkafka resend a record the old leader had written — the kill sweep's point 20 duplicate, issue 42.3);
     retried for five minutes, so a roll's leader moves never turn into produce errors."""
-    from kafkaops.systems.producing import WRITE_ONCE
 
     return {**librdkafka_config(endpoint), **WRITE_ONCE, "linger.ms": 5, "message.timeout.ms": 300000,
             "log_level": 2}

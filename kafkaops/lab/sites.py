@@ -25,8 +25,11 @@ from pathlib import Path
 
 from kafkaops.errors import KafkaOpsError, LabError
 from kafkaops.lab import lab, paths, procs, security
+from kafkaops.lab.kafka import LabKafka, TopicSpec
+from kafkaops.lab.pools import LabDiscovery
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka_auth import java_properties, librdkafka_config, properties_text
+from kafkaops.systems.mirror import MirrorLag
 
 Progress = Callable[[str], None]
 
@@ -123,7 +126,6 @@ def mirror_secret_properties(sites: Cluster) -> str:
 
 def _ensure_topics(sites: Cluster) -> None:
     """Every site's test stream on every site: the origin's, and its mirror copy elsewhere."""
-    from kafkaops.lab.kafka import LabKafka, TopicSpec
 
     for site in sites.sites.values():
         admin = LabKafka(security.admin_endpoint(site), timeout=15)
@@ -151,7 +153,6 @@ def _seed_history(sites: Cluster) -> None:
 
 def _seed_discovery(sites: Cluster) -> None:
     """One discovery record per switched service and site: the first site active."""
-    from kafkaops.lab.pools import LabDiscovery
 
     assert sites.conftool_config is not None
     discovery = LabDiscovery(sites.conftool_config)
@@ -192,7 +193,6 @@ def _wait_mirroring(sites: Cluster, base: Path, timeout: float = 120.0) -> None:
     """Until MirrorMaker has mirrored every site's history marker (one record each way)."""
     from confluent_kafka import Producer
 
-    from kafkaops.systems.mirror import MirrorLag
 
     marker = {dc: Producer({**librdkafka_config(security.admin_endpoint(s)), "acks": "all"})
               for dc, s in sites.sites.items()}
@@ -278,7 +278,6 @@ def status(sites: Cluster) -> list[lab.Component]:
     detail = "not running"
     healthy = False
     if pid is not None:
-        from kafkaops.systems.mirror import MirrorLag
 
         try:
             lags = {f"{a}->{b}": MirrorLag(sites, a, b).total() for a in sites.sites for b in sites.sites if a != b}

@@ -29,6 +29,7 @@ from typing import Any
 from kafkaops.errors import KafkaOpsError
 from kafkaops.lab.security import user_endpoint
 from kafkaops.model import Cluster
+from kafkaops.systems.conftool import read_discovery
 from kafkaops.systems.kafka_auth import librdkafka_config
 
 TTL = 0.5  # seconds a discovery answer is cached (the lab records' TTL)
@@ -89,7 +90,6 @@ class SwitchLoad:
 
     def active(self) -> str | None:
         """The site the discovery record sends clients to (one pooled site), cached for :data:`TTL`."""
-        from kafkaops.systems.conftool import read_discovery
 
         with self._lock:
             at, site = self._cache

@@ -8,6 +8,7 @@ precondition is one function, asked by each just before its change.
 from __future__ import annotations
 
 from kafkaops.engine.context import RunContext
+from kafkaops.errors import SafetyRefusal
 from kafkaops.model import ClusterSnapshot
 from kafkaops.policy.snapshot_scan import partition_name
 from kafkaops.policy.stop_impact import stop_impact
@@ -34,7 +35,6 @@ def stop_keeps_min_isr(ctx: RunContext, broker: int, doing: str) -> str:
     impact = stop_impact(cluster_snapshot(ctx, configs=True), broker)
     hurt = [partition_name(p) for p in (*impact.goes_offline, *impact.below_min_isr)]
     if hurt:
-        from kafkaops.errors import SafetyRefusal
 
         raise SafetyRefusal(f"{doing} now would take {len(hurt)} partition(s) offline or below "
                             f"min.insync.replicas: {names(hurt)}",

@@ -11,11 +11,11 @@ from kafkaops.policy.migration import (
     MigrationView,
     phase,
 )
+from kafkaops.policy.quorum import judge
 
 
 def quorum_leader(env: Environment) -> int | None:
     """The KRaft quorum's leader, or None while there is no quorum (no controller answers, or none leads)."""
-    from kafkaops.policy.quorum import judge
 
     try:
         return judge(env.quorum().replication()).leader_id

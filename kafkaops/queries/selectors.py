@@ -29,7 +29,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from kafkaops.engine.step import coerce_param
 from kafkaops.errors import ConfigError
+from kafkaops.queries.deploy_host import check_message, checked_out_revision, deploy_host, revision_matches
+from kafkaops.queries.service import check_health, service_of
 
 if TYPE_CHECKING:
     from kafkaops.engine.runbook import HookRef, Runbook
@@ -167,7 +170,6 @@ class Invocation:
             raise ConfigError(f"runbook {self.runbook.name}: no parameter {name!r}")
         if spec.default is None:
             return None
-        from kafkaops.engine.step import coerce_param
 
         return coerce_param(spec, spec.default)
 
@@ -219,7 +221,6 @@ def kafka_answers(inv: Invocation) -> None:
 @hook("check")
 def deploy_message_is_safe(inv: Invocation, *, message: str = "message") -> None:
     """The deploy message is one line of text, not empty (it goes to the deploy log and SAL)."""
-    from kafkaops.queries.deploy_host import check_message
 
     check_message(str(inv.param(message) or ""))
 
@@ -287,7 +288,6 @@ def being_migrated(inv: Invocation) -> None:
 @hook("select")
 def hosts_running_service(inv: Invocation, hosts: list[Host], *, service: str = "service") -> list[Host]:
     """The hosts that run the service (a named host that does not is refused)."""
-    from kafkaops.queries.service import service_of
 
     name = str(inv.param(service))
     if inv.target_kind == "host":
@@ -306,8 +306,6 @@ def hosts_running_service(inv: Invocation, hosts: list[Host], *, service: str = 
 def hosts_not_serving_revision(inv: Invocation, hosts: list[Host], *, service: str = "service",
                                rev: str = "rev") -> list[Host]:
     """Leave out the hosts that already serve the revision, healthy (a repeated deploy deploys nothing)."""
-    from kafkaops.queries.deploy_host import revision_matches
-    from kafkaops.queries.service import check_health, service_of
 
     name, wanted = str(inv.param(service)), str(inv.param(rev))
     todo = []
@@ -328,7 +326,6 @@ def hosts_not_serving_revision(inv: Invocation, hosts: list[Host], *, service: s
 @hook("resolve")
 def service_port(inv: Invocation, *, service: str = "service") -> int:
     """The service's port from the inventory (of the first target), for the SYN gate."""
-    from kafkaops.queries.service import service_of
 
     if not inv.hosts:
         raise ConfigError(f"runbook {inv.runbook.name}: service_port needs a host target")
@@ -347,7 +344,6 @@ def first_targets(inv: Invocation, *, count: str = "canary_count") -> list[str]:
 @hook("resolve")
 def deploy_host_checkout(inv: Invocation, *, repo: str = "repo") -> str:
     """What the deploy host has checked out (the inventory's deploy_revision command)."""
-    from kafkaops.queries.deploy_host import checked_out_revision, deploy_host
 
     rev = checked_out_revision(inv.env, str(inv.param(repo)))
     inv.say(f"revision {rev}: what {deploy_host(inv.env).name} has checked out")

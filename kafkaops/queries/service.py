@@ -9,6 +9,7 @@ from kafkaops.environment import Environment
 from kafkaops.errors import ConfigError
 from kafkaops.facts.clock import parse_epoch_seconds
 from kafkaops.model import Host, Service
+from kafkaops.systems.http import get_json
 
 
 def service_of(host: Host, name: str) -> Service:
@@ -29,7 +30,6 @@ def health_url(host: Host, service: Service) -> str:
 
 def check_health(host: Host, service: Service) -> Any:
     """GET the service's health path on ``host`` itself (see :mod:`kafkaops.systems.http`)."""
-    from kafkaops.systems.http import get_json
 
     return get_json(health_url(host, service))
 

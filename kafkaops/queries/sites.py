@@ -9,7 +9,9 @@ from kafkaops.engine.context import RunContext
 from kafkaops.environment import Environment
 from kafkaops.errors import ConfigError, KafkaOpsError
 from kafkaops.model import SwitchedService
+from kafkaops.policy.cluster_health import cluster_health
 from kafkaops.stepkit.common import environment
+from kafkaops.systems.http import get_json
 
 
 def switched(env: Environment, name: str) -> SwitchedService:
@@ -34,8 +36,6 @@ def lock_owner(env: Environment) -> str:
 def site_health(env: Environment, dc: str, service: str, owner: str) -> dict[str, Any]:
     """One site: no run but ``owner`` (:func:`lock_owner`) holding its lock, Kafka reachable and whole, the
     service answering its health path through the VIP."""
-    from kafkaops.policy.cluster_health import cluster_health
-    from kafkaops.systems.http import get_json
 
     site = env.site(dc)
     out: dict[str, Any] = {"cluster": site.cluster.name, "problems": []}

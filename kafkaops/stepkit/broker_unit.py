@@ -16,6 +16,7 @@ from kafkaops.errors import CheckFailed, UnreachableError, WaitTimeout
 from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.facts.systemd import UnitActivity, parse_system_state, parse_unit_activity, parse_unit_log
 from kafkaops.model import Host
+from kafkaops.queries.service import disruption_key
 from kafkaops.stepkit.common import environment
 
 #: One question to the broker's host while it is not registered (connection, command and answer): a host
@@ -125,7 +126,6 @@ class UnitWatch:
         return recovery.describe() if recovery else ""
 
     def _down(self, state: UnitActivity) -> BrokerNotRunning:
-        from kafkaops.queries.service import disruption_key
 
         host = self.host
         mark = self.ctx.facts.get(disruption_key(host))

@@ -51,7 +51,9 @@ from kafkaops.facts.failed_events import (
 )
 from kafkaops.model import Host, Service
 from kafkaops.queries.failed_events import read_failed_log
+from kafkaops.queries.service import service_of
 from kafkaops.stepkit.common import environment, target_host
+from kafkaops.systems.events import REJECTED, SENT, UNCERTAIN, find_values, replay_adapters
 
 VIAS = ("kafka", "http")
 #: After a send whose outcome was not recorded, how long the destination may still take to show it:
@@ -199,7 +201,6 @@ class ReplayFailedEvents(StepBase):
     """Replay the host's failed events (selection frozen at the first apply), each once, rate-limited."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        from kafkaops.queries.service import service_of
 
         env = environment(ctx)
         host = target_host(ctx)
@@ -262,7 +263,6 @@ class ReplayFailedEvents(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        from kafkaops.queries.service import service_of
 
         env = environment(ctx)
         host = target_host(ctx)
@@ -310,7 +310,6 @@ class _Replay:
 
     def __init__(self, ctx: RunContext, env: Environment, host: Host, via: str, dest: str, ledger: Ledger,
                  report: str, rate: float) -> None:
-        from kafkaops.systems.events import replay_adapters
 
         self.ctx, self.env, self.host, self.via, self.dest = ctx, env, host, via, dest
         self.ledger, self.report, self.rate = ledger, report, rate
@@ -340,7 +339,6 @@ class _Replay:
         """Sends whose outcome was never recorded: found in their topic -> done; else sent again below."""
         if not items:
             return
-        from kafkaops.systems.events import find_values
 
         newest = max(self.ledger.intent_ms.get(i.key, 0) for i in items) / 1000
         wait = newest + GRACE[self.via] - time.time()
@@ -370,7 +368,6 @@ class _Replay:
             time.sleep(min(left, 0.2))
 
     def send(self, items: list[ReplayItem]) -> None:
-        from kafkaops.systems.events import REJECTED, SENT, UNCERTAIN
 
         started, sent, last_line = time.monotonic(), 0, time.monotonic()
         uncertain: list[str] = []

@@ -15,16 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.engine.context import RunContext
+from kafkaops.engine.journal import Journal, runs_dir
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
+from kafkaops.engine.timeline import run_report
 from kafkaops.errors import CheckFailed
+from kafkaops.health.check import read_urp_samples, run_post_check, take_snapshot
+from kafkaops.health.metadata import OffsetsSnapshot
+from kafkaops.health.report import render_chart, render_markdown
+from kafkaops.health.scan_jar import READERS
+from kafkaops.health.spark_job import prestart
+from kafkaops.health.timeline_chart import draw
 from kafkaops.policy.cluster_health import cluster_health
 from kafkaops.stepkit.common import environment, names, wait
+from kafkaops.systems.run_samples import read_samples
 
 _BASELINE = "baseline_snapshot"
 
 
 def _baseline_path(ctx: RunContext) -> Path | None:
-    from kafkaops.engine.journal import runs_dir
 
     if not ctx.run_id:
         return None
@@ -48,12 +56,10 @@ class Baseline(StepBase):
                       impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        from kafkaops.health.check import take_snapshot
 
         env = environment(ctx)
         path = _baseline_path(ctx)
         if self.params["scan"]:
-            from kafkaops.health.spark_job import prestart
 
             master = str(self.params["spark_master"])
             prestart(master, on_error=lambda why: ctx.progress(
@@ -114,8 +120,6 @@ class PostCheck(StepBase):
             self._scan(ctx)
 
     def _scan(self, ctx: RunContext) -> None:
-        from kafkaops.health.check import read_urp_samples, run_post_check
-        from kafkaops.health.metadata import OffsetsSnapshot
 
         env = environment(ctx)
         taken = ctx.facts.get(_BASELINE)
@@ -128,7 +132,6 @@ class PostCheck(StepBase):
                                 reader=str(self.params["reader"]),
                                 notify=lambda line: ctx.progress(f"  post-check: {line}"))
         if path is not None:
-            from kafkaops.health.report import render_chart, render_markdown
 
             report = render_markdown(result)
             try:
@@ -150,10 +153,6 @@ def _timeline(run_dir: Path) -> str:
     """Draw the run's timeline so far (its journal and samples, in ``run_dir``) beside the post-check
     report, and the Markdown that embeds it: the reviewer sees when each host was down next to the
     findings. Nothing when the run has no journal there (a post-check outside a run)."""
-    from kafkaops.engine.journal import Journal
-    from kafkaops.engine.timeline import run_report
-    from kafkaops.health.timeline_chart import draw
-    from kafkaops.systems.run_samples import read_samples
 
     journal = run_dir / "journal.jsonl"
     if not journal.exists():
@@ -165,7 +164,6 @@ def _timeline(run_dir: Path) -> str:
 
 def _reader_known(params: Mapping[str, Any]) -> str | None:
     """A typo in the reader fails when the runbook is bound, not after the maintenance."""
-    from kafkaops.health.scan_jar import READERS
 
     reader = str(params.get("reader", "fast"))
     return None if reader in READERS else f"reader {reader!r}: use one of {', '.join(READERS)}"

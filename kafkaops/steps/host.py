@@ -33,8 +33,10 @@ from kafkaops.facts import MalformedAnswer
 from kafkaops.facts.boot import parse_boot_id
 from kafkaops.facts.systemd import parse_system_state
 from kafkaops.model import Host
+from kafkaops.queries.brokers import stop_keeps_min_isr
 from kafkaops.stepkit.common import environment, target_host, wait
 from kafkaops.stepkit.projection import STARTED, broker_key, fact_key
+from kafkaops.systems.ssh import RemoteCommandError
 
 
 class RebootRefused(CheckFailed):
@@ -136,7 +138,6 @@ class Reboot(StepBase):
         """A reboot takes the host's broker down with it: refused, on a snapshot taken now, when that would
         take a partition offline or below min ISR — its broker started again since the run stopped it, or
         a runbook that reboots without stopping it first while a peer is out of the ISR."""
-        from kafkaops.queries.brokers import stop_keeps_min_isr
 
         host = target_host(ctx)
         return stop_keeps_min_isr(ctx, host.broker_id, f"rebooting {host.name} (broker {host.broker_id})")
@@ -173,7 +174,6 @@ class Reboot(StepBase):
 
     def _send(self, ctx: RunContext, env: Environment, host: Host, before: str, *, resent: bool) -> None:
         """Journal the intent, send the command, journal its outcome."""
-        from kafkaops.systems.ssh import RemoteCommandError
 
         facts = ctx.facts
         facts.set(_intent(host), {"at": time.time(), "boot_id": before, "resent": resent})

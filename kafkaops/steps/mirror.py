@@ -12,13 +12,13 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed
 from kafkaops.stepkit.common import StableObservation, environment, names, wait
+from kafkaops.systems.mirror import MirrorLag
 
 
 class WaitCaughtUp(StepBase):
     """Wait until MirrorMaker's lag is zero on every partition mirrored from one site to the other."""
 
     def _lag(self, ctx: RunContext) -> list[str]:
-        from kafkaops.systems.mirror import MirrorLag
 
         env = environment(ctx)
         lags = MirrorLag(env.cluster, str(self.params["from_site"]), str(self.params["to_site"]),

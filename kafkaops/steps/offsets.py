@@ -20,6 +20,7 @@ from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, reg
 from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal
 from kafkaops.policy.record_identity import SCAN_LIMIT, TAIL, Located, locate, scan_gap, scan_start_ts
 from kafkaops.policy.translation import SourcePosition, TopicPartitionKey, guarantee, refine, seek_times, translate
+from kafkaops.queries.sites import projected_states, switched
 from kafkaops.stepkit.common import StableObservation, environment, names
 from kafkaops.systems.groups import IDLE_STATES
 
@@ -31,7 +32,6 @@ def _groups(step: StepBase, ctx: RunContext) -> list[str]:
     """The ``group`` parameter, else the consumer groups the inventory lists for ``service``."""
     if step.params.get("group"):
         return [str(step.params["group"])]
-    from kafkaops.queries.sites import switched
 
     return list(switched(environment(ctx), str(step.params["service"])).consumer_groups)
 
@@ -150,7 +150,6 @@ class Translate(StepBase):
 
     def observe(self, ctx: RunContext) -> Observation:
         if self.params.get("service"):
-            from kafkaops.queries.sites import projected_states, switched
 
             record = switched(environment(ctx), str(self.params["service"])).discovery
             if projected_states(ctx, record).get(str(self.params["to_site"])):

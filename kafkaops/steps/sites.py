@@ -14,6 +14,7 @@ from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, reg
 from kafkaops.errors import CheckFailed, ConfigError, KafkaOpsError, SafetyRefusal
 from kafkaops.queries.sites import lock_owner, site_health, switched
 from kafkaops.stepkit.common import StableObservation, environment, names
+from kafkaops.systems.mirror import MirrorLag
 
 
 class Preflight(StepBase):
@@ -21,7 +22,6 @@ class Preflight(StepBase):
     lag on every mirrored partition is below the threshold."""
 
     def observe(self, ctx: RunContext) -> Observation:
-        from kafkaops.systems.mirror import MirrorLag
 
         env = environment(ctx)
         src, dst = str(self.params["from_site"]), str(self.params["to_site"])

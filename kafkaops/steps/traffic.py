@@ -13,9 +13,11 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import CheckFailed
+from kafkaops.errors import CheckFailed, ConfigError
 from kafkaops.model import BROKER, Host
+from kafkaops.queries.sites import switched
 from kafkaops.stepkit.common import environment, target_host
+from kafkaops.systems.traffic import Capture, capture_command, watch_syns, watch_syns_on
 
 
 def _service(step: StepBase, host: Host) -> tuple[int, str | None]:
@@ -43,7 +45,6 @@ class WaitZeroSyns(StepBase):
         window = float(self.params["window"])
         if not port:
             return Observation({"host": host.name, "port": 0, "skip": _no_port(host)}, summary=_no_port(host))
-        from kafkaops.systems.traffic import capture_command
 
         # The capture's own limit is the step's timeout: one capture for the whole wait.
         data = {"host": host.name, "port": port, "window": window, "timeout": self.params["timeout"],
@@ -66,7 +67,6 @@ class WaitZeroSyns(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        from kafkaops.systems.traffic import watch_syns
 
         env = environment(ctx)
         host = target_host(ctx)
@@ -127,8 +127,6 @@ class WaitZeroSynsAtSite(StepBase):
 
     def _where(self, ctx: RunContext) -> tuple[Any, tuple[Host, ...], int, str]:
         """The site's environment, the hosts behind its VIP (the ones running the service), port and VIP."""
-        from kafkaops.errors import ConfigError
-        from kafkaops.queries.sites import switched
 
         env = environment(ctx)
         service = switched(env, str(self.params["service"]))
@@ -141,7 +139,6 @@ class WaitZeroSynsAtSite(StepBase):
         return site, hosts, spec.port, spec.vip
 
     def observe(self, ctx: RunContext) -> Observation:
-        from kafkaops.systems.traffic import capture_command
 
         _site, hosts, port, vip = self._where(ctx)
         timeout = float(self.params["timeout"])
@@ -165,7 +162,6 @@ class WaitZeroSynsAtSite(StepBase):
         )
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        from kafkaops.systems.traffic import Capture, watch_syns_on
 
         site, hosts, port, vip = self._where(ctx)
         window = float(self.params["window"])

@@ -48,6 +48,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from kafkaops.model import ClusterSnapshot, KafkaEndpoint
+from kafkaops.policy.cluster_health import as_both_see
 from kafkaops.systems.kafka_wire import open_connection, read_frame, remaining
 
 if TYPE_CHECKING:
@@ -247,7 +248,6 @@ def as_the_controller_sees(snap: ClusterSnapshot, zk: ZooKeeper, probe: BrokerPr
     :mod:`kafkaops.systems.broker_probe` for why). A controller that does not answer, or ZooKeeper that
     does not say which broker it is, leaves the snapshot as it is: the probe and the registrations judge
     those."""
-    from kafkaops.policy.cluster_health import as_both_see
 
     try:
         controller = zk.open().controller()

@@ -33,6 +33,7 @@ from typing import Any
 from kafkaops.engine.lock import LockInfo, held_error
 from kafkaops.errors import AuthError, ConfigError, UnreachableError
 from kafkaops.model import TlsFiles
+from kafkaops.systems.http_auth import pinned_session
 
 _HINT = "check etcd is up and conftool.etcd in the inventory (this cluster's lock lives there)"
 
@@ -104,7 +105,6 @@ class EtcdLockBackend:
         import requests
 
         if self._session is None:
-            from kafkaops.systems.http_auth import pinned_session
 
             self._session = pinned_session()
             if self.tls is not None:  # the site's CA, and kafkaops' client certificate where etcd wants one

@@ -30,6 +30,9 @@ from typing import Any
 from kafkaops.errors import UnreachableError
 from kafkaops.model import KafkaEndpoint
 from kafkaops.systems.guard import write
+from kafkaops.systems.kafka_auth import build, librdkafka_config
+from kafkaops.systems.producing import WRITE_ONCE
+from kafkaops.systems.records import RecordReader
 
 SENT, REJECTED, UNCERTAIN = "sent", "rejected", "uncertain"
 
@@ -60,8 +63,6 @@ class EventProducer:
         if self._producer is None:
             from confluent_kafka import Producer
 
-            from kafkaops.systems.kafka_auth import build, librdkafka_config
-            from kafkaops.systems.producing import WRITE_ONCE
 
             self._producer = build(Producer, {
                 **librdkafka_config(self.endpoint), **WRITE_ONCE,
@@ -170,7 +171,6 @@ def find_values(endpoint: KafkaEndpoint, topics: Sequence[str], since_ms: int, *
     """
     from confluent_kafka import KafkaException
 
-    from kafkaops.systems.records import RecordReader
 
     with RecordReader(endpoint, timeout=min(timeout, 10)) as reader:
         try:

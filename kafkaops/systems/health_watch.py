@@ -29,6 +29,9 @@ import time
 from collections.abc import Callable, Collection
 
 from kafkaops.model import Cluster, ClusterSnapshot
+from kafkaops.systems.broker_probe import BrokerProbe, as_the_controller_sees
+from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops.systems.zookeeper import ZooKeeper
 
 INTERVAL = 0.5
 
@@ -165,8 +168,6 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
     ZooKeeper session of its own (see the module docstring), closed with the watch. During a migration to
     KRaft the registrations are not asked (a broker in KRaft mode is never in ``/brokers/ids``): the
     metadata and each broker's own answer judge then."""
-    from kafkaops.systems.broker_probe import BrokerProbe, as_the_controller_sees
-    from kafkaops.systems.kafka import KafkaAdmin
 
     admin = KafkaAdmin.look(cluster)  # it only reads
     probe = BrokerProbe(cluster.kafka)
@@ -174,7 +175,6 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
     closers: list[Callable[[], None]] = []
     snapshot: Callable[[], ClusterSnapshot] = lambda: admin.snapshot(with_configs=False)  # noqa: E731
     if cluster.zookeeper:
-        from kafkaops.systems.zookeeper import ZooKeeper
 
         zk = ZooKeeper.for_cluster(cluster, timeout=10.0)
         if not cluster.migrating:  # a KRaft-mode broker of a migration never registers in /brokers/ids

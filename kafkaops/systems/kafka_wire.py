@@ -32,6 +32,7 @@ from typing import Any
 
 from kafkaops.errors import AuthError
 from kafkaops.model import KafkaEndpoint
+from kafkaops.systems.kafka_auth import password, tls_context
 
 _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
 _CORRELATION = itertools.count(1)
@@ -145,7 +146,6 @@ def open_connection(endpoint: KafkaEndpoint, host: str, port: int, deadline: flo
     sock = connect_tcp(host, port, deadline)
     try:
         if sec.tls:
-            from kafkaops.systems.kafka_auth import tls_context
 
             sock.settimeout(remaining(deadline))
             try:
@@ -181,7 +181,6 @@ def _string_field(data: bytes, at: int) -> tuple[str | None, int]:
 
 def _sasl(sock: socket.socket, endpoint: KafkaEndpoint, host: str, port: int, deadline: float) -> None:
     """Authenticate ``sock`` with the cluster's SASL mechanism (SaslHandshake v1, SaslAuthenticate v1)."""
-    from kafkaops.systems.kafka_auth import password
 
     sec = endpoint.security
     mechanism = sec.sasl_mechanism or ""

@@ -23,6 +23,12 @@ from kafkaops.systems.guard import write
 from kafkaops.systems.tcp import refusal
 
 
+def accepts(address: str, port: int, timeout: float = 2.0) -> bool:
+    """Whether ``address:port`` accepts a TCP connection (read-only: connect, then close): is the VIP there
+    to bench, or each host in turn."""
+    return refusal(address, port, timeout) is None
+
+
 class LoadBench:
     """``ab`` on this machine, against one URL at a time."""
 
@@ -35,11 +41,6 @@ class LoadBench:
         if shutil.which("ab") is None:
             raise ConfigError("ab (ApacheBench) is not installed on this machine",
                               hint="apt-get install apache2-utils")
-
-    @staticmethod
-    def accepts(address: str, port: int, timeout: float = 2.0) -> bool:
-        """Whether ``address:port`` accepts a TCP connection (read-only: connect, then close)."""
-        return refusal(address, port, timeout) is None
 
     @write
     def send(self, url: str, event: dict[str, Any], *, requests: int, concurrency: int) -> AbReport:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.model import Cluster, ClusterSnapshot
+from kafkaops.systems.kafka import KafkaAdmin
 
 #: The samples' file in the run's directory. Only this module names it: the runner hands the sampler the
 #: run's directory, and every reader (``runs show --chart``, the post-check's chart) asks :func:`read_samples`.
@@ -106,7 +107,6 @@ def cluster_sampler(cluster: Cluster, run_dir: Path) -> RunSampler:
     """The sampler of ``cluster`` for the run whose directory is ``run_dir``, on clients of its own that only
     read (one try each: a sample Kafka does not answer in 5 s is a gap, not a wait). A multi-site inventory
     samples every site (:func:`sites_sample`)."""
-    from kafkaops.systems.kafka import KafkaAdmin
 
     def admin(one: Cluster) -> KafkaAdmin:
         return KafkaAdmin.look(one)  # it only reads

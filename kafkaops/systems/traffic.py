@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kafkaops.errors import ConfigError
-from kafkaops.facts.tcpdump import parse_syn_count
+from kafkaops.errors import ConfigError, Interrupted, WaitTimeout
+from kafkaops.facts.tcpdump import listening, parse_syn_count, syn_line
 from kafkaops.model import Host
 from kafkaops.systems.ssh import CommandResult, SshClient
+from kafkaops.templates import placeholders, render
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,6 @@ def capture_command(host: Host, template: str | None, port: int, window: float, 
     if not template:
         raise ConfigError(f"no syn_capture command template for {host.name}",
                           hint="add commands.syn_capture (a tcpdump command) to the inventory")
-    from kafkaops.templates import placeholders, render
 
     if "vip" in placeholders(template) and not vip:
         raise ConfigError(f"commands.syn_capture uses {{vip}} but the service on {host.name}:{port} has no vip",
@@ -236,8 +236,6 @@ def watch_syns_on(captures: Sequence[Capture], port: int, window: float, *, budg
         UnreachableError: A host could not be reached.
         Interrupted: ``cancelled()`` became true.
     """
-    from kafkaops.errors import Interrupted, WaitTimeout
-    from kafkaops.facts.tcpdump import listening, syn_line
 
     names = [c.host.name for c in captures]
     if len(set(names)) != len(names):

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from kafkaops.engine.lock import LockInfo, held_error
 from kafkaops.errors import AuthError, CheckFailed, ConfigError, UnreachableError
 from kafkaops.model import Cluster, ZooKeeperSecurity
-from kafkaops.policy.acl_migration import AclEntry
+from kafkaops.policy.acl_migration import AclEntry, from_znode
 from kafkaops.systems.credentials import reveal
 from kafkaops.systems.guard import write
 
@@ -414,7 +414,6 @@ class ZooKeeper:
         """
         from kazoo.exceptions import NoNodeError
 
-        from kafkaops.policy.acl_migration import from_znode
 
         def children(path: str) -> list[str]:
             try:

@@ -161,10 +161,12 @@ def test_a_bad_param_is_a_one_line_usage_error(drill: dict[str, Path], args: lis
 def no_lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Any inventory lookup (the step before any system is asked) is recorded."""
     import kafkaops.lookup as lookup
+    import kafkaops.procedure as procedure  # imported before the patch: it binds the lookups at its top
 
     seen: list[str] = []
-    monkeypatch.setattr(lookup, "find_host", lambda name, inventory=None: seen.append(name))
-    monkeypatch.setattr(lookup, "find_cluster", lambda name, inventory=None: seen.append(name))
+    for module in (lookup, procedure):
+        monkeypatch.setattr(module, "find_host", lambda name, inventory=None: seen.append(name))
+        monkeypatch.setattr(module, "find_cluster", lambda name, inventory=None: seen.append(name))
     yield seen
 
 
@@ -193,9 +195,6 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     canned, so nothing is asked of the lab."""
     import kafkaops.cli.procedures as procedures
     import kafkaops.procedure as procedure
-    import kafkaops.queries.deploy_host as deploy_host
-    import kafkaops.queries.service as service
-
     seen: dict[str, Any] = {}
 
     def fake_plan_run(rb: Any, cluster: Any, hosts: list[Any], params: dict[str, Any], **kw: Any) -> Any:
@@ -224,8 +223,9 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         selectors._HOOKS["kafka_answers"], func=lambda inv: seen["checks"].append(("kafka_answers", inv.cluster.name))))
     monkeypatch.setattr(procedure, "plan_run", fake_plan_run)
     monkeypatch.setattr(procedures, "_show_and_run", fake_show_and_run)
-    monkeypatch.setattr(deploy_host, "checked_out_revision", lambda env, repo: f"r1-of-{repo}")
-    monkeypatch.setattr(service, "check_health", lambda host, svc: Healthy() if host.name == "kafka1003" else
+    # the hooks' own names (kafkaops.queries.selectors imports them at its top)
+    monkeypatch.setattr(selectors, "checked_out_revision", lambda env, repo: f"r1-of-{repo}")
+    monkeypatch.setattr(selectors, "check_health", lambda host, svc: Healthy() if host.name == "kafka1003" else
                         type("Down", (), {"healthy": False, "revision": None})())
     monkeypatch.setenv("KAFKAOPS_INVENTORY", str(REPO / "inventory" / "lab.yaml"))
     monkeypatch.delenv("KAFKAOPS_RUNBOOKS", raising=False)
@@ -280,9 +280,9 @@ def test_rolling_deploy_skips_hosts_already_serving_the_revision(captured: dict[
 
 def test_rolling_deploy_with_nothing_to_deploy_says_so_and_plans_nothing(
         captured: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    import kafkaops.queries.service as service
+    import kafkaops.queries.selectors as selectors
 
-    monkeypatch.setattr(service, "check_health", lambda host, svc: type(
+    monkeypatch.setattr(selectors, "check_health", lambda host, svc: type(
         "Up", (), {"healthy": True, "revision": "r1", "line": lambda self: "HTTP 200"})())
     result = _invoke("rolling-deploy", "lab", "-s", "eventbus", "-m", "m", "--rev", "r1", "--dry-run")
     assert "nothing to deploy: every host of lab running eventbus serves r1" in result.output
@@ -293,9 +293,9 @@ def test_rolling_deploy_with_nothing_to_deploy_says_so_and_plans_nothing(
 # (owned by another helper during issue 30); strict, so the suite fails if one lands without the other.
 def test_nothing_to_deploy_is_json_with_output_json(captured: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """With -o json every outcome is JSON on stdout, "nothing to do" too (it was a line of prose on stderr)."""
-    import kafkaops.queries.service as service
+    import kafkaops.queries.selectors as selectors
 
-    monkeypatch.setattr(service, "check_health", lambda host, svc: type(
+    monkeypatch.setattr(selectors, "check_health", lambda host, svc: type(
         "Up", (), {"healthy": True, "revision": "r1", "line": lambda self: "HTTP 200"})())
     result = _invoke("rolling-deploy", "lab", "-s", "eventbus", "-m", "m", "--rev", "r1", "--dry-run", "-o", "json")
     assert json.loads(result.stdout) == {
