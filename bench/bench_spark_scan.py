@@ -122,7 +122,7 @@ def time_confluent(bootstrap: str, topic: str, end: dict[int, int]) -> tuple[flo
 
 def time_java_consumer(bootstrap: str, topic: str, end: dict[int, int]) -> float:
     """Kafka's ConsumerPerformance tool reading the same records (JVM start included)."""
-    from kafkaops.lab.paths import kafka_jars
+    from kafkaops.lab.dirs import kafka_jars
 
     with tempfile.TemporaryDirectory(prefix="kafkaops-bench-") as tmp:
         props = Path(tmp) / "consumer.properties"

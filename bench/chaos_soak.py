@@ -365,8 +365,8 @@ def _wait_whole(cluster: Any, collect: Any, timeout: float = 180.0, but: str | N
 
 def soak(cluster: Any, rolls: int, seed: int, work: Path, result: dict[str, Any], out_path: Path,
          faults: tuple[str, ...] = FAULTS) -> list[Roll]:
+    from kafkaops.lab.dirs import lab_dir
     from kafkaops.lab.load import run_load
-    from kafkaops.lab.paths import lab_dir
     from kafkaops.lab.spec import LabSpec
 
     spec = LabSpec.load(lab_dir(cluster.name))
@@ -419,7 +419,7 @@ def main() -> None:
 
     from kafkaops.inventory import load_inventory
     from kafkaops.lab import lab
-    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.dirs import lab_dir
 
     inventory = args.inventory.resolve()
     cluster = load_inventory(inventory)

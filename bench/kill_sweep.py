@@ -190,9 +190,9 @@ def _counts(hosts: list[Any], event: str, since: dict[str, int]) -> dict[str, in
 
 def run_point(cluster: Any, point: Point, workdir: Path) -> Outcome:
     from kafkaops.health.status import collect
+    from kafkaops.lab.dirs import lab_dir
     from kafkaops.lab.host import LabHost
     from kafkaops.lab.load import run_load
-    from kafkaops.lab.paths import lab_dir
     from kafkaops.lab.spec import LabSpec
     from kafkaops.systems.conftool import read_pools
 
@@ -292,7 +292,7 @@ def main() -> None:
 
     from kafkaops.inventory import load_inventory
     from kafkaops.lab import lab
-    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.dirs import lab_dir
 
     inventory = args.inventory.resolve()
     cluster = load_inventory(inventory)

@@ -136,8 +136,8 @@ def main() -> None:
 
     from kafkaops.inventory import load_inventory
     from kafkaops.lab import lab
+    from kafkaops.lab.dirs import lab_dir
     from kafkaops.lab.load import run_load
-    from kafkaops.lab.paths import lab_dir
 
     inventory = args.inventory.resolve()
     cluster = load_inventory(inventory)

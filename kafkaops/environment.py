@@ -146,6 +146,12 @@ class Environment:
         env = cls.load(path, **kwargs)
         return env, check_same_world(recorded, env.cluster, path, accept_changes=accept_changes, for_plan=for_plan)
 
+    @classmethod
+    def of(cls, cluster: Cluster, **kwargs: Any) -> Environment:
+        """The run environment of ``cluster``, from the inventory file it was loaded from (what a plan, a
+        run and a status of that cluster are made in)."""
+        return cls(cluster, inventory=cluster.source, **kwargs)
+
     def live(self) -> Environment:
         """The same environment with writes allowed: plans are made in a dry-run environment (its
         adapters refuse every write), the run then gets a fresh one of these."""

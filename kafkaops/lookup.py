@@ -1,5 +1,5 @@
-"""Which inventory a name on the command line means, and the run environment built from it (for the CLI
-and :mod:`kafkaops.procedure`).
+"""Which inventory a name on the command line means (for the CLI and :mod:`kafkaops.procedure`); the run
+environment of the cluster found is :meth:`kafkaops.environment.Environment.of`.
 
 ``-i FILE`` (on the root command or a subcommand) restricts every lookup to that file (or directory): a
 host or cluster name is never found in another inventory behind the operator's back. Without it,
@@ -12,15 +12,11 @@ names its own).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from kafkaops.errors import ConfigError, UnknownHostError
 from kafkaops.inventory import load_inventory
 from kafkaops.model import Cluster, Host
 from kafkaops.places import inventory_files as inventory_files  # re-exported: the commands import it from here
-
-if TYPE_CHECKING:
-    from kafkaops.environment import Environment
 
 
 def _loaded(inventory: Path | None) -> list[Cluster]:
@@ -55,11 +51,3 @@ def find_host(name: str, inventory: Path | None = None) -> tuple[Cluster, Host]:
         raise UnknownHostError(f"unknown host {name!r}{where}",
                                hint=f"known hosts: {known}" + ("" if inventory else "; or pass --inventory FILE"))
     return found[0]
-
-
-def environment(cluster: Cluster, **kwargs: Any) -> Environment:
-    """The run environment of ``cluster`` (from the inventory file it was loaded from). Imported when
-    asked: ``kafkaops --help`` and the commands that never reach a system do not pay for it."""
-    from kafkaops.environment import Environment
-
-    return Environment(cluster, inventory=cluster.source, **kwargs)

@@ -30,8 +30,9 @@ from kafkaops.catalog import load_plugins
 from kafkaops.engine import Runner, Target, bind_runbook
 from kafkaops.engine.audit import current_operator
 from kafkaops.engine.runbook import check_step_kinds
+from kafkaops.environment import Environment
 from kafkaops.errors import ConfigError
-from kafkaops.lookup import environment, find_cluster, find_host
+from kafkaops.lookup import find_cluster, find_host
 from kafkaops.policy.batches import needs_snapshot, parse_batch
 from kafkaops.policy.batches import roll_batches as cut
 from kafkaops.policy.quorum import judge
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from kafkaops.engine.plan import Plan
     from kafkaops.engine.runbook import Runbook
     from kafkaops.engine.runner import Runner, RunResult
-    from kafkaops.environment import Environment
     from kafkaops.model import Cluster, Host
 
 
@@ -152,7 +152,7 @@ def plan(request: Request) -> Planned:
     cluster, hosts = resolve(rb, request.target, request.inventory)
     # The dry-run environment is built when a hook first needs a system, and the plan is made in it.
     inv = Invocation(rb, cluster, hosts, request.params, say=request.say,
-                     environment=partial(environment, cluster, dry_run=True, confirm=request.confirm))
+                     environment=partial(Environment.of, cluster, dry_run=True, confirm=request.confirm))
     try:
         targets, params = prepare(inv)
     except BaseException:
@@ -218,7 +218,7 @@ def plan_run(runbook: Runbook, cluster: Cluster, hosts: Sequence[Host], params: 
         ConfigError: The runbook does not bind (an unknown or missing parameter, a bad value).
     """
 
-    plan_env = env if env is not None else environment(cluster, dry_run=True, confirm=confirm)
+    plan_env = env if env is not None else Environment.of(cluster, dry_run=True, confirm=confirm)
     try:
         check_batch(params)
         order = runbook.targets.order if runbook.targets else "inventory"

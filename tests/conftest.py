@@ -189,7 +189,7 @@ def stretch() -> Iterator[Cluster]:
     """The stretch lab (issues 15 and 19): four brokers over two DCs, beside the default lab; started for
     the module that needs it unless one is up."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.dirs import lab_dir
 
     cluster = load_inventory(REPO / "inventory" / "lab-stretch.yaml")
     with _running(cluster, lab_dir(cluster.name), "stretch") as running:
@@ -201,7 +201,7 @@ def kraft() -> Iterator[Cluster]:
     """The KRaft lab (issue 16): Kafka 4.x, three controller nodes and three brokers, no ZooKeeper, beside
     the default lab; started for the module that needs it unless one is up."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.dirs import lab_dir
 
     cluster = load_inventory(REPO / "inventory" / "lab-kraft.yaml")
     with _running(cluster, lab_dir(cluster.name), "kraft") as running:
@@ -213,7 +213,7 @@ def migration() -> Iterator[Cluster]:
     """The migration lab (issue 33): the ZooKeeper lab's cluster with three KRaft controller hosts prepared,
     beside the default lab; started for the module that needs it unless one is up."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.dirs import lab_dir
 
     cluster = load_inventory(REPO / "inventory" / "lab-migration.yaml")
     with _running(cluster, lab_dir(cluster.name), "migration") as running:

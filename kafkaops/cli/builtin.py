@@ -14,7 +14,7 @@ COMMAND_MODULES = {
     "status": "status",
     "resume": "runs", "apply": "runs", "runs": "runs",
     "check": "check", "snapshot": "check",
-    "run": "procedures",
+    "run": "runbook_commands",
     "runbooks": "runbooks",
     "service": "service",
     "failed-events": "failed_events",

@@ -132,13 +132,13 @@ def _when(t: float | None) -> str:
 def list_failed_events(target: str, *, service: str | None, since: str | None, topic: str | None,
                        output: TableOrJson, inventory: Path | None) -> int:
     """Read, parse, select and group each host's failed events; render them. Returns the exit code."""
+    from kafkaops.environment import Environment
     from kafkaops.facts.failed_events import group, parse_failed_events, select
-    from kafkaops.lookup import environment
     from kafkaops.queries.failed_events import read_failed_log
 
     since_s, pattern = parse_since(since), parse_topic(topic)
     cluster, hosts, name = resolve_target(target, inventory, service)
-    env = environment(cluster, dry_run=True)
+    env = Environment.of(cluster, dry_run=True)
     now = time.time()
     per_host: list[tuple[str, Any]] = []
     hosts_out: list[dict[str, Any]] = []
@@ -195,7 +195,7 @@ def list_failed_events(target: str, *, service: str | None, since: str | None, t
 
 
 def _default_report(cluster: str) -> Path:
-    from kafkaops.engine.paths import kafkaops_home
+    from kafkaops.engine.state_files import kafkaops_home
 
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     return kafkaops_home() / "failed-events" / f"rejected-{cluster}-{stamp}.jsonl"
@@ -203,7 +203,7 @@ def _default_report(cluster: str) -> Path:
 
 def _run_summary(report: Path) -> dict[str, Any]:
     """What the run that wrote ``report`` did (its journal's ``failed_events_replayed`` records)."""
-    from kafkaops.engine.paths import runs_dir
+    from kafkaops.engine.state_files import runs_dir
 
     out: dict[str, Any] = {"report": str(report), "rejected_in_report": 0, "hosts": {}, "run": None}
     if report.exists():
@@ -233,7 +233,7 @@ def replay_failed_events(target: str, *, service: str | None, since: str | None,
     from typer._click.exceptions import BadParameter
 
     from kafkaops.catalog import find_runbook
-    from kafkaops.cli.procedures import run_runbook
+    from kafkaops.cli.runbook_commands import run_runbook
 
     if not dry_run and not (reason or "").strip():
         raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",

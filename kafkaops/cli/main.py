@@ -5,7 +5,7 @@ and each keeps heavy imports (confluent_kafka, kazoo, paramiko, pyspark) inside 
 ``kafkaops --help`` has to stay instant and ``kafkaops status`` fast.
 
 The procedure commands (``reboot``, ``rolling-deploy``, ...) are not written here: they are generated
-from the runbooks that declare a ``command:`` (:mod:`kafkaops.cli.procedures`). The root group asks for
+from the runbooks that declare a ``command:`` (:mod:`kafkaops.cli.runbook_commands`). The root group asks for
 one only when its name is not a built-in command, and reads only that runbook's file; ``--help`` lists
 them all. ``kafkaops status`` never reads a runbook.
 
@@ -36,7 +36,7 @@ class KafkaopsGroup(TyperGroup):
     """The root command group: the built-in commands, plus one command per runbook that declares one."""
 
     def list_commands(self, ctx: Any) -> list[str]:
-        from kafkaops.cli.procedures import alias_names
+        from kafkaops.cli.runbook_commands import alias_names
 
         builtin = super().list_commands(ctx)
         return [n for n in alias_names() if n not in self.commands] + builtin
@@ -44,7 +44,7 @@ class KafkaopsGroup(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is None and cmd_name not in COMMAND_MODULES:  # a built-in never falls back to a runbook
-            from kafkaops.cli.procedures import alias_command
+            from kafkaops.cli.runbook_commands import alias_command
 
             cmd = alias_command(cmd_name)
         return cmd
@@ -58,7 +58,7 @@ class KafkaopsGroup(TyperGroup):
             if args and "Did you mean" not in exc.message:
                 import difflib
 
-                from kafkaops.cli.procedures import is_runbook
+                from kafkaops.cli.runbook_commands import is_runbook
 
                 if is_runbook(args[0]):
                     exc.message += (f" Runbook {args[0]} declares no command of its own: "

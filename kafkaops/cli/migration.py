@@ -54,8 +54,8 @@ def migrate_cmd(
     settings — the stages the cluster still needs, in one command (`runs abort RUN --rollback` on a migration
     run does the same)."""
     from kafkaops.catalog import load_plugins
-    from kafkaops.cli.procedures import _echo, _require_reason
     from kafkaops.cli.render import nothing_to_do
+    from kafkaops.cli.runbook_commands import _echo, _require_reason
     from kafkaops.lookup import find_cluster
     from kafkaops.policy.migration import STAGES, next_stage
     from kafkaops.queries.migration import judge_phase
@@ -98,10 +98,11 @@ class StageOptions:
 
 
 def _view(cluster: str, inventory: Path | None) -> MigrationView:
-    from kafkaops.lookup import environment, find_cluster
+    from kafkaops.environment import Environment
+    from kafkaops.lookup import find_cluster
     from kafkaops.queries.migration import migration_view
 
-    env = environment(find_cluster(cluster, inventory), dry_run=True)
+    env = Environment.of(find_cluster(cluster, inventory), dry_run=True)
     try:
         return migration_view(env)
     finally:
@@ -118,8 +119,8 @@ def revert_migration(cluster: str, options: StageOptions) -> None:
         SafetyRefusal: The migration is being finalized or is finalized (no way back), or the cluster is in
             no phase of a migration.
     """
-    from kafkaops.cli.procedures import _echo
     from kafkaops.cli.render import nothing_to_do
+    from kafkaops.cli.runbook_commands import _echo
     from kafkaops.errors import SafetyRefusal
     from kafkaops.policy.migration import REVERT_STAGES, next_revert_stage
 
@@ -171,7 +172,7 @@ def refuse_past_no_return(env: Environment, run_id: str) -> None:
 def _run_stage(cluster: str, stage: Stage, options: StageOptions) -> None:
     """Plan, show and (unless a dry run) run one stage's runbook with the command line's options."""
     from kafkaops.catalog import find_runbook
-    from kafkaops.cli.procedures import given_options, run_procedure
+    from kafkaops.cli.runbook_commands import given_options, run_procedure
 
     rb = find_runbook(stage.runbook)
     given: dict[str, object] = dict(stage.params)

@@ -40,7 +40,8 @@ InventoryOpt = typer.Option(None, "--inventory", "-i",
 
 def _live(cluster_name: str, inventory: Path | None, topics: str | None) -> dict[str, Any]:
     """What the check and the plan work on, read from the live cluster once."""
-    from kafkaops.lookup import environment, find_cluster
+    from kafkaops.environment import Environment
+    from kafkaops.lookup import find_cluster
 
     if topics is not None:
         try:
@@ -48,7 +49,7 @@ def _live(cluster_name: str, inventory: Path | None, topics: str | None) -> dict
         except re.error as exc:
             raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="--topics") from None
     cluster = find_cluster(cluster_name, inventory)
-    env = environment(cluster, dry_run=True)
+    env = Environment.of(cluster, dry_run=True)
     snap = env.kafka.snapshot(with_configs=True)
     everything = {(p.topic, p.partition): tuple(p.replicas) for p in snap.partitions}
     selected = {tp: r for tp, r in everything.items()
@@ -276,7 +277,7 @@ def plan_cmd(
         err_console.print("review, then save it with --save-plan FILE and run `kafkaops placement apply FILE`",
                           highlight=False)
         return
-    from kafkaops.cli.procedures import run_runbook
+    from kafkaops.cli.runbook_commands import run_runbook
     from kafkaops.placement.assignment import assignment_param
 
     params = {"assignment": assignment_param({tp: plan.target[tp] for tp in plan.changed}), "throttle": rate,

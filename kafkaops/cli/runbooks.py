@@ -39,7 +39,7 @@ def check_command(rb: Any) -> None:
         ConfigError: Naming the file and line.
     """
     from kafkaops.cli.builtin import COMMAND_MODULES
-    from kafkaops.cli.procedures import build_command
+    from kafkaops.cli.runbook_commands import build_command
     from kafkaops.errors import ConfigError
     from kafkaops.queries.selectors import check_refs
 

@@ -432,10 +432,11 @@ def unlock_cmd(
     removes it, for a run that is gone for good)."""
     from kafkaops.engine.audit import current_operator
     from kafkaops.engine.lock import force_unlock
+    from kafkaops.environment import Environment
     from kafkaops.errors import ConfigError
-    from kafkaops.lookup import environment, find_cluster
+    from kafkaops.lookup import find_cluster
 
-    env = environment(find_cluster(cluster, inventory))
+    env = Environment.of(find_cluster(cluster, inventory))
     try:
         holder = env.lock.holder(cluster)
         if holder is None:

@@ -77,14 +77,14 @@ def _resolve(target: str, service: str, inventory: Path | None) -> tuple[Any, li
 def _refuse_production(cluster: Any, targets: list[BenchTarget], requests: int) -> None:
     """The production gate (:func:`kafkaops.policy.bench.refuse_production_bench`), its hosts' pool state
     read from conftool through a dry-run Environment, built only when a host's state is asked."""
-    from kafkaops.lookup import environment
+    from kafkaops.environment import Environment
     from kafkaops.policy.bench import refuse_production_bench
 
     envs: list[Any] = []
 
     def pool_state(host: Any) -> str:
         if not envs:
-            envs.append(environment(cluster, dry_run=True))
+            envs.append(Environment.of(cluster, dry_run=True))
         return str(envs[0].conftool.get(host.fqdn, host.conftool_tags).pooled)
 
     try:

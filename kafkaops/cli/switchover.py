@@ -78,7 +78,7 @@ def _check_site(sites: Cluster, name: str, option: str) -> str:
 
 def _typed(rb: Any, name: str, value: str, option: str) -> Any:
     """A command-line value as the runbook parameter's type (durations: 10s, 5m...)."""
-    from kafkaops.cli.procedures import parse_value
+    from kafkaops.cli.runbook_commands import parse_value
 
     param = rb.param(name)
     assert param is not None, f"runbook {rb.name} has no parameter {name}"
@@ -106,7 +106,7 @@ def switchover_cmd(
     elsewhere), pool the target, post-check. Resumable (`kafkaops resume RUN`);
     `kafkaops runs abort RUN --rollback` switches back."""
     from kafkaops.catalog import find_runbook, load_plugins
-    from kafkaops.cli.procedures import run_runbook
+    from kafkaops.cli.runbook_commands import run_runbook
 
     load_plugins()  # the step kinds the runbook is checked against
 
@@ -139,7 +139,7 @@ def translate_cmd(
     import re
 
     from kafkaops.catalog import find_runbook, load_plugins
-    from kafkaops.cli.procedures import run_runbook
+    from kafkaops.cli.runbook_commands import run_runbook
 
     load_plugins()  # the step kinds the runbook is checked against
 

@@ -39,10 +39,11 @@ def upgrade_cmd(
     command again once every node runs VERSION — metadata.version raised to VERSION's (no way back: --confirmed
     metadata-version). A roll stopped half-way resumes with `kafkaops resume RUN`."""
     from kafkaops.catalog import find_runbook, load_plugins
-    from kafkaops.cli.procedures import _echo, _require_reason, given_options, run_procedure
     from kafkaops.cli.render import nothing_to_do
+    from kafkaops.cli.runbook_commands import _echo, _require_reason, given_options, run_procedure
+    from kafkaops.environment import Environment
     from kafkaops.facts.features import parse_features, release_of
-    from kafkaops.lookup import environment, find_cluster
+    from kafkaops.lookup import find_cluster
     from kafkaops.queries.versions import check_version, features, versions
 
     problem = check_version(to)
@@ -51,7 +52,7 @@ def upgrade_cmd(
     _require_reason(reason, dry_run)  # before any system is asked
     load_plugins()
     found = find_cluster(cluster, inventory)
-    env = environment(found, dry_run=True)
+    env = Environment.of(found, dry_run=True)
     try:
         if not found.controllers:
             from kafkaops.errors import ConfigError

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from kafkaops.engine.paths import kafkaops_home
+from kafkaops.engine.state_files import kafkaops_home
 
 REDACTED = "***"
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|key_file|api_key|credential", re.IGNORECASE)

@@ -34,8 +34,8 @@ from typing import Any
 
 from kafkaops.engine.audit import redact
 from kafkaops.engine.binding import BoundRunbook, schedule
-from kafkaops.engine.paths import kafkaops_home as kafkaops_home  # re-exported: callers import it from here
-from kafkaops.engine.paths import runs_dir
+from kafkaops.engine.state_files import kafkaops_home as kafkaops_home  # re-exported: callers import it from here
+from kafkaops.engine.state_files import runs_dir
 from kafkaops.errors import ConfigError
 
 TERMINAL = ("finished", "aborted")

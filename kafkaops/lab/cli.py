@@ -65,18 +65,18 @@ def _which_lab(lab: str | None = typer.Option(None, "--lab", metavar="CLUSTER",
     ``kafkaops lab --lab lab-stretch down``)."""
     import os
 
-    from kafkaops.lab import paths
+    from kafkaops.lab import dirs
 
     _CHOSEN[:] = [lab] if lab is not None else []
-    if lab is not None and lab != paths.DEFAULT_LAB:
-        os.environ[paths.lab_dir_env()] = str(paths.lab_dir(lab))
+    if lab is not None and lab != dirs.DEFAULT_LAB:
+        os.environ[dirs.lab_dir_env()] = str(dirs.lab_dir(lab))
 
 
 def _labs() -> list[Path]:
     """The labs ``down``/``status`` act on: the one ``--lab`` chose, else every lab that is up."""
-    from kafkaops.lab import lab, paths
+    from kafkaops.lab import dirs, lab
 
-    return [paths.lab_dir()] if _CHOSEN else lab.running()
+    return [dirs.lab_dir()] if _CHOSEN else lab.running()
 
 
 def _default_inventory() -> Path:
@@ -192,11 +192,11 @@ def down() -> None:
 def status(output: TableOrJson = OutputOpt) -> None:
     """Every component of every lab that is up (or of the one --lab names) and its health.
     Exit 0 when all are healthy, 12 otherwise (also when no lab is up)."""
-    from kafkaops.lab import lab, paths
+    from kafkaops.lab import dirs, lab
     from kafkaops.lab import sites as sites_lab
 
     labs = []
-    for base in _labs() or [paths.lab_dir()]:  # nothing up: the default lab says what it lacks
+    for base in _labs() or [dirs.lab_dir()]:  # nothing up: the default lab says what it lacks
         components = (sites_lab.status(_sites_inventory(base)) if sites_lab.is_sites_lab(base)
                       else lab.status(base))
         labs.append((lab.name(base), base, components))

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 from kafkaops.lab import security
-from kafkaops.lab.paths import HostDirs
+from kafkaops.lab.dirs import HostDirs
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 
 #: How a node of the migration lab is configured, along Kafka's "ZooKeeper to KRaft Migration" (operations

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError
-from kafkaops.lab.paths import host_dirs, lab_dir
+from kafkaops.lab.dirs import host_dirs, lab_dir
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 
 #: Releases every lab starts with; the hosts run r1 (the eventbus default) and the deploy host has it checked out.

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab import configs, monitoring, paths, procs, security
-from kafkaops.lab.paths import HostDirs, host_dirs
+from kafkaops.lab import configs, dirs, monitoring, procs, security
+from kafkaops.lab.dirs import HostDirs, host_dirs
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 
 #: Units started at boot, in order (like enabled systemd units).
@@ -153,7 +153,7 @@ class LabHost:
         if not self.spec.migration:
             raise LabError(f"{self.host.name}: only a migration lab's nodes change Kafka release",
                            hint="kafkaops lab up --mode migration")
-        sets = {_jar_version(p): p for p in (paths.kafka_jars(kraft=False), paths.kafka_jars(kraft=True))}
+        sets = {_jar_version(p): p for p in (dirs.kafka_jars(kraft=False), dirs.kafka_jars(kraft=True))}
         if version not in sets:
             raise LabError(f"{self.host.name}: no Kafka {version} to install (the lab has "
                            f"{', '.join(sorted(v for v in sets if v))})", hint="scripts/install.sh fetches them")

@@ -19,9 +19,9 @@ from typing import Any
 from kafkaops.errors import KafkaOpsError, LabError
 from kafkaops.lab import configs, monitoring, net, procs, security
 from kafkaops.lab.deploy import seed_releases
+from kafkaops.lab.dirs import host_dirs, lab_dir, lab_dirs
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.kafka import LabKafka, TopicSpec
-from kafkaops.lab.paths import host_dirs, lab_dir, lab_dirs
 from kafkaops.lab.pools import LabConftool
 from kafkaops.lab.spec import LabSpec, from_inventory
 from kafkaops.model import Cluster
@@ -106,7 +106,7 @@ def site_dirs(base: Path) -> list[Path]:
 
 
 def running() -> list[Path]:
-    """The directory of every lab that is up (:func:`kafkaops.lab.paths.lab_dirs`), a multi-site lab once
+    """The directory of every lab that is up (:func:`kafkaops.lab.dirs.lab_dirs`), a multi-site lab once
     for itself and its sites; multi-site labs first."""
     out: list[Path] = []
     covered: set[Path] = set()

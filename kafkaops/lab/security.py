@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab.paths import lab_dir
+from kafkaops.lab.dirs import lab_dir
 from kafkaops.lab.spec import LabHostSpec, LabSpec
 from kafkaops.model import Cluster, KafkaEndpoint, KafkaSecurity, Secret
 from kafkaops.policy import kafka_acls as acls

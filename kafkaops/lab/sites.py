@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kafkaops.errors import KafkaOpsError, LabError
-from kafkaops.lab import lab, paths, procs, security
+from kafkaops.lab import dirs, lab, procs, security
 from kafkaops.lab.kafka import LabKafka, TopicSpec
 from kafkaops.lab.pools import LabDiscovery
 from kafkaops.model import Cluster
@@ -50,7 +50,7 @@ def _prefixed(progress: Progress, dc: str) -> Progress:
 
 
 def sites_dir(sites: Cluster) -> Path:
-    return paths.lab_dir(sites.name)
+    return dirs.lab_dir(sites.name)
 
 
 def is_sites_lab(base: Path) -> bool:
@@ -168,7 +168,7 @@ def _start_mirror(sites: Cluster, base: Path) -> int:
     java = shutil.which("java")
     if java is None:
         raise LabError("java not found on PATH", hint="run scripts/install.sh (installs OpenJDK)")
-    jars = paths.kafka_jars()
+    jars = dirs.kafka_jars()
     if not any(jars.glob("connect-mirror-*.jar")):
         raise LabError(f"MirrorMaker 2 jars (connect-mirror) are not in {jars}",
                        hint="run scripts/install.sh (resolves them from Maven Central)")
@@ -221,7 +221,7 @@ def up(sites: Cluster, progress: Progress = _noop) -> float:
     """Start every site, then MirrorMaker 2 and the discovery records; return the seconds it took."""
     started = time.monotonic()
     base = sites_dir(sites)
-    if any(lab.is_up(paths.lab_dir(s.name)) for s in sites.sites.values()) or mirror_pid(base):
+    if any(lab.is_up(dirs.lab_dir(s.name)) for s in sites.sites.values()) or mirror_pid(base):
         raise LabError(f"the two-site lab is already up ({base})", hint="`kafkaops lab --lab lab-sites down` first")
     base.mkdir(parents=True, exist_ok=True)
     (base / "sites.json").write_text(json.dumps({"name": sites.name, "inventory": sites.source,
@@ -260,7 +260,7 @@ def down(sites: Cluster, progress: Progress = _noop) -> int:
         stopped += len(procs.terminate([pid], timeout=20))
     for dc, site in sites.sites.items():
         progress(f"site {dc}: stopping {site.name}")
-        stopped += lab.down(paths.lab_dir(site.name), progress=_prefixed(progress, dc))
+        stopped += lab.down(dirs.lab_dir(site.name), progress=_prefixed(progress, dc))
     return stopped
 
 
@@ -269,7 +269,7 @@ def status(sites: Cluster) -> list[lab.Component]:
     out: list[lab.Component] = []
     for dc, site in sites.sites.items():
         try:
-            components = lab.status(paths.lab_dir(site.name))
+            components = lab.status(dirs.lab_dir(site.name))
         except LabError:
             components = [lab.Component(site.name, "lab", "", None, False, "not up")]
         out += [lab.Component(f"{dc}/{c.name}", c.kind, c.address, c.pid, c.healthy, c.detail) for c in components]

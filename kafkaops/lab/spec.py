@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab import paths
+from kafkaops.lab import dirs
 from kafkaops.model import Cluster
 
 
@@ -146,7 +146,7 @@ class LabSpec:
 
     @classmethod
     def load(cls, lab_dir: Path | None = None) -> LabSpec:
-        path = (lab_dir or paths.lab_dir()) / "lab.json"
+        path = (lab_dir or dirs.lab_dir()) / "lab.json"
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError as exc:
@@ -216,8 +216,8 @@ def from_inventory(cluster: Cluster) -> LabSpec:
     zk_cert, zk_key = _zookeeper_tls(cluster)
     zk_secure_port = zk_port if zk_cert else 0
     return LabSpec(
-        cluster=cluster.name, lab_dir=str(paths.lab_dir(cluster.name)), python=sys.executable, java=java,
-        kafka_jars=str(paths.kafka_jars(kraft=cluster.kraft)), zk_address=zk_address,
+        cluster=cluster.name, lab_dir=str(dirs.lab_dir(cluster.name)), python=sys.executable, java=java,
+        kafka_jars=str(dirs.kafka_jars(kraft=cluster.kraft)), zk_address=zk_address,
         zk_port=zk_port - 1 if zk_secure_port else zk_port, zk_secure_port=zk_secure_port,
         zookeeper_cert_file=zk_cert, zookeeper_key_file=zk_key,
         etcd_address=etcd_address, etcd_port=etcd_port, conftool_config=cluster.conftool_config,
@@ -225,7 +225,7 @@ def from_inventory(cluster: Cluster) -> LabSpec:
         hosts=tuple(hosts), deploy=deploy, mode=_mode(cluster),
         cluster_id=_kraft_cluster_id() if cluster.kraft else "",
         prometheus_address=prometheus, alertmanager_address=alertmanager, receiver_address=receiver,
-        jmx_agent=str(paths.jmx_agent()),
+        jmx_agent=str(dirs.jmx_agent()),
         **_security(cluster),
         **_monitoring_auth(cluster),
         **_zookeeper_identity(cluster),

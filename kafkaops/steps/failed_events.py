@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.engine.context import RunContext
-from kafkaops.engine.paths import runs_dir
+from kafkaops.engine.state_files import runs_dir
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, format_duration, register_step
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, ConfigError, Interrupted, UnreachableError

@@ -30,11 +30,11 @@ def no_lock_left_behind(request: pytest.FixtureRequest, home: Path) -> Iterator[
     if not runs:
         return
     from kafkaops.engine.lock import force_unlock
-    from kafkaops.lookup import environment
+    from kafkaops.environment import Environment
 
     clusters = {c.name: c for c in request.node.funcargs.values() if isinstance(c, Cluster)}
     for cluster in clusters.values():
-        env = environment(cluster)
+        env = Environment.of(cluster)
         try:
             holder = env.lock.holder(cluster.name)
             if holder is None or holder.run_id not in runs:

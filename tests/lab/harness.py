@@ -107,8 +107,8 @@ def pristine_migration_lab(cluster: Cluster) -> LabSpec:
     controllers prepared but not provisioned — started again when an earlier test of the module group migrated
     or upgraded it."""
     from kafkaops.lab import lab
+    from kafkaops.lab.dirs import lab_dir
     from kafkaops.lab.host import LabHost
-    from kafkaops.lab.paths import lab_dir
 
     spec = LabSpec.load(lab_dir(cluster.name))
     controllers = [LabHost(spec, h) for h in spec.controllers]

@@ -28,7 +28,7 @@ from harness import Load, kafkaops, output, spawn, wait_for
 from invariants import journal, live_journal, only_run
 
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import monitoring, paths
+from kafkaops.lab import dirs, monitoring
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 FAST = ["--syn-window", "2s", "--no-scan"]
 @pytest.fixture(scope="module")
 def spec(lab_cluster: Cluster) -> LabSpec:
-    return LabSpec.load(paths.lab_dir(lab_cluster.name))
+    return LabSpec.load(dirs.lab_dir(lab_cluster.name))
 
 
 @pytest.fixture

@@ -54,7 +54,7 @@ _OBSERVED = ("observed", "noop_reason", "fingerprint_data")
 
 def normalize(plan: dict[str, Any], home: Path) -> dict[str, Any]:
     """The plan without what the live cluster, the clock or the checkout's location decide."""
-    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.dirs import lab_dir
 
     text = json.dumps(plan).replace(str(home), "$HOME").replace(str(REPO), "$REPO")
     text = text.replace(str(lab_dir("lab")), "$LAB").replace(str(Path.home()), "~")  # where this machine keeps them

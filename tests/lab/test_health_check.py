@@ -443,7 +443,7 @@ def test_both_readers_give_the_same_report(lab_cluster: Cluster) -> None:
 def test_fallback_to_builtin_when_the_fast_reader_is_not_built(lab_cluster: Cluster, tmp_path: Path) -> None:
     """A machine with Spark's Kafka connector but no compiled reader (no JDK): ``kafkaops check`` says so
     in one line, scans with the built-in source in a JVM that has no trace of ours, and reports as usual."""
-    from kafkaops.lab.paths import cache_dir
+    from kafkaops.lab.dirs import cache_dir
 
     cache = tmp_path / "cache"
     (cache / "jars").mkdir(parents=True)

@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 def _tool(kraft: Cluster) -> list[str]:
     """Kafka's own kafka-metadata-quorum (a lab host's copy), bootstrapped on every controller node."""
-    from kafkaops.lab.paths import host_dirs, lab_dir
+    from kafkaops.lab.dirs import host_dirs, lab_dir
 
     first = kraft.controllers[0].name
     return [str(host_dirs(first, lab_dir(kraft.name)).bin / "kafka-metadata-quorum"), "--bootstrap-controller",
@@ -52,7 +52,7 @@ def _status(kraft: Cluster) -> dict[str, object]:
 
 
 def _hosts(kraft: Cluster) -> dict[str, LabHost]:
-    from kafkaops.lab.paths import lab_dir
+    from kafkaops.lab.dirs import lab_dir
     from kafkaops.lab.spec import LabSpec
 
     spec = LabSpec.load(lab_dir(kraft.name))

@@ -12,8 +12,8 @@ import requests
 
 from kafkaops.errors import HostKeyError, LabError
 from kafkaops.lab import lab
+from kafkaops.lab.dirs import kafka_jars
 from kafkaops.lab.host import LabHost
-from kafkaops.lab.paths import kafka_jars
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
 from kafkaops.systems.ssh import SshClient
@@ -114,7 +114,7 @@ def test_ssh_checks_host_keys(lab_cluster: Cluster, tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("@cert-authority ")
     from dataclasses import replace
 
-    from kafkaops.lab.paths import host_dirs
+    from kafkaops.lab.dirs import host_dirs
 
     # kafka1001's line, but holding kafka1002's key: an impersonation, whatever CA signed the key it shows.
     key_of_2 = " ".join((host_dirs(h2.name).etc / "ssh_host_ed25519_key.pub").read_text().split()[:2])
@@ -264,15 +264,15 @@ def test_plain_lab_down_stops_the_kraft_lab_too(tmp_path: Path, monkeypatch: pyt
     import sys
 
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab import paths, procs
+    from kafkaops.lab import dirs, procs
 
-    cache = paths.cache_dir()  # the jars, found before HOME moves
+    cache = dirs.cache_dir()  # the jars, found before HOME moves
     for key in [k for k in os.environ if k.startswith("KAFKAOPS_LAB_DIR")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("KAFKAOPS_CACHE", str(cache))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     kraft = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-kraft.yaml")
-    base = paths.lab_dir(kraft.name)
+    base = dirs.lab_dir(kraft.name)
     assert base == tmp_path / "home" / ".local" / "state" / "kafkaops" / "lab-kraft"
     lab.up(kraft)
     try:

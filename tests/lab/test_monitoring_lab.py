@@ -18,7 +18,7 @@ import pytest
 import requests
 from harness import wait_for
 
-from kafkaops.lab import monitoring, paths
+from kafkaops.lab import dirs, monitoring
 from kafkaops.lab.host import LabHost
 from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.lab
 
 @pytest.fixture(scope="module")
 def spec(lab_cluster: Cluster) -> LabSpec:
-    return LabSpec.load(paths.lab_dir(lab_cluster.name))
+    return LabSpec.load(dirs.lab_dir(lab_cluster.name))
 
 
 def _alerts(spec: LabSpec, alertname: str, instance: str, *, silenced: bool = False) -> list[dict[str, Any]]:

@@ -142,8 +142,8 @@ def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Clust
     assert after["ok"] and after["leaders"]["per_dc"] == {"codfw": 4, "eqiad": 4}
 
     # Stopping a preferred leader moves leadership to the other replica of the same DC.
+    from kafkaops.lab.dirs import lab_dir
     from kafkaops.lab.host import LabHost
-    from kafkaops.lab.paths import lab_dir
     from kafkaops.lab.spec import LabSpec
 
     replicas = _assignment(stretch, topic)[0]

@@ -26,7 +26,7 @@ import pytest
 from harness import kafkaops, output, spawn
 from invariants import ArgvWatch, holding_secrets, journal, kill_after_step, live_journal
 
-from kafkaops.lab.paths import lab_dir
+from kafkaops.lab.dirs import lab_dir
 from kafkaops.lab.switch_load import SwitchLoad
 from kafkaops.model import Cluster, KafkaEndpoint
 from kafkaops.systems.kafka_auth import librdkafka_config

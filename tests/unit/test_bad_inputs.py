@@ -570,7 +570,7 @@ def test_a_plan_that_cannot_be_written_is_a_configuration_error(world: Path, tmp
 def test_the_table_covers_every_command() -> None:
     """At least 40 cases, and every command (the generated ones too) appears in one."""
     from kafkaops.cli.builtin import COMMAND_MODULES
-    from kafkaops.cli.procedures import alias_names
+    from kafkaops.cli.runbook_commands import alias_names
 
     assert len(CASES) >= 40 and len({c.id for c in CASES}) == len(CASES)
     assert set(NOT_FIXED) <= {c.id for c in CASES}

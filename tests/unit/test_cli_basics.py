@@ -134,7 +134,7 @@ def test_a_maintenance_command_asks_kafka_once_before_planning(refusing_kafka: l
     hosts: either way one metadata try, so a dead cluster is said in one request timeout."""
     from kafkaops.catalog import find_runbook
     from kafkaops.cli.common import Output
-    from kafkaops.cli.procedures import run_procedure
+    from kafkaops.cli.runbook_commands import run_procedure
     from kafkaops.errors import UnreachableError
 
     cluster = _lab_cluster()

@@ -69,7 +69,7 @@ def test_help_lists_every_command_builtin_and_generated() -> None:
 def test_every_runbook_with_a_command_declaration_is_a_command() -> None:
     """The generated commands are exactly the runbooks that declare `command:` (a missing or broken one
     fails here, not in an operator's terminal)."""
-    from kafkaops.cli.procedures import alias_names
+    from kafkaops.cli.runbook_commands import alias_names
 
     declared = sorted(p.stem for p in (REPO / "runbooks").glob("*.yaml")
                       if "\ncommand:" in p.read_text() and "\n  alias: false" not in p.read_text())
@@ -131,7 +131,7 @@ def test_a_procedure_command_loads_only_its_runbook() -> None:
             "assert group.get_command(None, 'reboot') is not None\n"
             "from kafkaops import catalog\nassert len(catalog._parsed) == 1\n")
     assert _loaded_after(code) == ["kafkaops.cli.builtin", "kafkaops.cli.common", "kafkaops.cli.main",
-                                   "kafkaops.cli.procedures", "kafkaops.engine.runbook"]
+                                   "kafkaops.cli.runbook_commands", "kafkaops.engine.runbook"]
 
 
 def test_the_lab_registers_itself_through_its_entry_point() -> None:

@@ -28,7 +28,7 @@ def import_graph() -> dict[str, set[str]]:
 
 def test_the_graph_sees_lazy_relative_and_type_only_imports() -> None:
     found = graph(all_edges())
-    assert "kafkaops.engine.paths" in found["kafkaops.engine.journal"]
+    assert "kafkaops.engine.state_files" in found["kafkaops.engine.journal"]
     assert "kafkaops.engine.step" in found["kafkaops.health.check"]
     # a function-level import counts
     assert "kafkaops.systems.kafka" in found["kafkaops.health.check"]

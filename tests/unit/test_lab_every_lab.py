@@ -21,7 +21,7 @@ import pytest
 
 from kafkaops.errors import LabError
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import lab, paths, procs
+from kafkaops.lab import dirs, lab, procs
 from kafkaops.lab.spec import from_inventory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ class Machine:
 
     def sites(self) -> Path:
         """The two-site lab: its directory (sites.json, MirrorMaker's pidfile) and its site eqiad's lab."""
-        base = paths.lab_dir("lab-sites")
+        base = dirs.lab_dir("lab-sites")
         base.mkdir(parents=True)
         (base / "sites.json").write_text(json.dumps({
             "name": "lab-sites", "inventory": str(REPO / "inventory" / "lab-sites.yaml"),
@@ -143,7 +143,7 @@ def test_lab_status_lists_every_lab_that_is_up(machine: Machine) -> None:
     assert result.returncode == LabError.exit_code, result.stderr  # these labs' components do not answer
     data = json.loads(result.stdout)
     assert [(d["lab"], d["dir"], d["healthy"]) for d in data["labs"]] == [
-        ("lab", str(paths.lab_dir("lab")), False), ("lab-eqiad", str(eqiad), False)]
+        ("lab", str(dirs.lab_dir("lab")), False), ("lab-eqiad", str(eqiad), False)]
     by_lab = {(c["lab"], c["name"]): c for c in data["components"]}
     assert by_lab[("lab", "zookeeper")]["address"] == "127.0.30.10:2181"
     assert by_lab[("lab-eqiad", "zookeeper")]["address"] == "127.0.32.10:2181"
@@ -165,7 +165,7 @@ def test_running_lists_a_multi_site_lab_once_and_first(machine: Machine) -> None
     assert lab.running() == [sites, plain]
     procs.terminate(machine.pids["lab-sites"], timeout=5)  # MirrorMaker gone: its site still makes it up
     assert lab.running() == [sites, plain]
-    assert lab.site_dirs(sites) == [paths.lab_dir("lab-eqiad"), paths.lab_dir("lab-codfw")]
+    assert lab.site_dirs(sites) == [dirs.lab_dir("lab-eqiad"), dirs.lab_dir("lab-codfw")]
     assert lab.name(sites) == "lab-sites" and lab.name(plain) == "lab"
 
 

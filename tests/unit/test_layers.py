@@ -233,7 +233,7 @@ def test_the_walk_sees_every_kind_of_import() -> None:
     probe = ROOT / "kafkaops" / "cli" / "probe.py"  # never written: its source is given
     source = (
         "from typing import TYPE_CHECKING\n"
-        "import kafkaops.lab.paths\n"
+        "import kafkaops.lab.dirs\n"
         "if TYPE_CHECKING:\n    from kafkaops.lab.spec import LabSpec\n"
         "def f():\n    from kafkaops.lab import lab\n    from ..lab import host\n"
         "    import importlib\n    importlib.import_module('kafkaops.lab.cli')\n"

@@ -12,7 +12,7 @@ import pytest
 from kafkaops.errors import ConfigError
 from kafkaops.inventory import load_inventory
 from kafkaops.lab import configs
-from kafkaops.lab.paths import host_dirs, lab_dir_env
+from kafkaops.lab.dirs import host_dirs, lab_dir_env
 from kafkaops.lab.spec import LabSpec, from_inventory
 
 REPO = Path(__file__).resolve().parents[2]

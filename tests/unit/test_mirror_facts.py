@@ -8,7 +8,7 @@ import pytest
 
 from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.facts.mirror import lag_of, offsets_topic, parse_offsets_records
-from kafkaops.lab.paths import lab_dir_env
+from kafkaops.lab.dirs import lab_dir_env
 
 # Records as MirrorMaker 3.9 wrote them to mm2-offsets.eqiad.internal on codfw (the lab, November 2026).
 KEY0 = b'["MirrorSourceConnector",{"cluster":"eqiad","partition":0,"topic":"eqiad.test.event"}]'

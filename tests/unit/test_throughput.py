@@ -114,18 +114,18 @@ class _Env:
 
 
 def test_production_refuses_a_pooled_host_and_the_vip_without_yes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafkaops import lookup
     from kafkaops.cli import service
+    from kafkaops.environment import Environment
 
     cluster = load_inventory(REPO / "inventory" / "eqiad-main.example.yaml")
     assert cluster.environment == "production"
     host = cluster.hosts[0]
     targets = [service.BenchTarget(host.name, "http://x:8085/v1/events", "host", host)]
-    monkeypatch.setattr(lookup, "environment", lambda c, **kw: _Env("yes"))
+    monkeypatch.setattr(Environment, "of", classmethod(lambda cls, c, **kw: _Env("yes")))
     with pytest.raises(SafetyRefusal, match=r"kafka1001 of production cluster main-eqiad is in service \(pooled=yes\)"):
         service._refuse_production(cluster, targets, 10000)
     for out_of_pool in ("no", "inactive"):  # depooled: no --yes needed
-        monkeypatch.setattr(lookup, "environment", lambda c, state=out_of_pool, **kw: _Env(state))
+        monkeypatch.setattr(Environment, "of", classmethod(lambda cls, c, state=out_of_pool, **kw: _Env(state)))
         service._refuse_production(cluster, targets, 10000)
     untagged = dataclasses.replace(host, conftool_tags={})
     with pytest.raises(SafetyRefusal, match=r"in service \(no conftool tags: pool state unknown\)"):
@@ -137,8 +137,8 @@ def test_production_refuses_a_pooled_host_and_the_vip_without_yes(monkeypatch: p
 
 
 def test_the_lab_needs_no_yes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kafkaops import lookup
     from kafkaops.cli import service
+    from kafkaops.environment import Environment
 
     cluster = load_inventory(REPO / "inventory" / "lab.yaml")
     assert cluster.environment == "lab"
@@ -146,7 +146,7 @@ def test_the_lab_needs_no_yes(monkeypatch: pytest.MonkeyPatch) -> None:
     def never(*a: Any, **kw: Any) -> Any:
         raise AssertionError("the lab's pool state was asked")
 
-    monkeypatch.setattr(lookup, "environment", never)
+    monkeypatch.setattr(Environment, "of", classmethod(never))
     service._refuse_production(cluster, [service.BenchTarget("VIP", "http://x/v1/events", "vip")], 10)
 
 

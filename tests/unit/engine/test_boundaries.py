@@ -160,7 +160,7 @@ def test_the_check_catches_every_form_of_import(source: str) -> None:
     [
         "import json, os",
         "from kafkaops.errors import ConfigError",
-        "from kafkaops.engine.paths import kafkaops_home",
+        "from kafkaops.engine.state_files import kafkaops_home",
         "from . import step",
         "import richtext",  # a name that merely starts like a forbidden one
         "_EXPORTS = {'Runner': 'kafkaops.engine.runner'}",

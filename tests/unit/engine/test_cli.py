@@ -35,7 +35,7 @@ def factory(world: World, home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setattr(kafkaops.environment.Environment, "from_identity",
                         classmethod(lambda cls, recorded, accept_changes=False, **kw: (world, [])))
     monkeypatch.setattr(kafkaops.lookup, "find_cluster", lambda name, inventory=None: name)
-    monkeypatch.setattr(kafkaops.lookup, "environment", lambda cluster, **kw: world)
+    monkeypatch.setattr(kafkaops.environment.Environment, "of", classmethod(lambda cls, cluster, **kw: world))
     yield world
 
 
