@@ -18,7 +18,7 @@ import time
 import tracemalloc
 
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
-from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.availability import cluster_health
 from kafkaops.policy.preflight import PreflightResult, preflight
 from kafkaops.policy.stop_impact import stop_impact
 

@@ -13,8 +13,8 @@ and everything else asks it:
 * **the lock**, chosen from the cluster and never degraded silently: ZooKeeper when the cluster has one,
   else the etcd that conftool uses, else a file lock in a *shared* directory — and :attr:`lock_label`
   says which, for the plan;
-* **the run's sampler and health watch** (:mod:`kafkaops.systems.run_samples`,
-  :mod:`kafkaops.systems.health_watch`), on clients of their own;
+* **the run's sampler and stability watch** (:mod:`kafkaops.systems.run_samples`,
+  :mod:`kafkaops.systems.stability_watch`), on clients of their own;
 * **the run's identity** (:meth:`identity`, :meth:`from_identity`): the record is
   :mod:`kafkaops.run_identity`'s; this object only loads the inventory it names.
 
@@ -35,20 +35,20 @@ from kafkaops.engine.lock import FileLockBackend, SiteLocks
 from kafkaops.errors import ConfigError, UnreachableError
 from kafkaops.inventory import load_inventory, resolve_host
 from kafkaops.model import Cluster, ClusterSnapshot, Host
-from kafkaops.policy.cluster_health import as_alive
+from kafkaops.policy.availability import as_alive
 from kafkaops.run_identity import check_same_world, identity, recorded_inventory
 from kafkaops.systems.alertmanager import Alertmanager
 from kafkaops.systems.broker_probe import BrokerProbe, as_the_controller_sees
 from kafkaops.systems.conftool import Conftool, Discovery
 from kafkaops.systems.etcd import EtcdLockBackend
 from kafkaops.systems.groups import ConsumerGroups
-from kafkaops.systems.health_watch import cluster_watch
 from kafkaops.systems.kafka import KafkaAdmin
 from kafkaops.systems.prometheus import Prometheus
 from kafkaops.systems.quorum import MetadataQuorum
 from kafkaops.systems.reassign import Reassigner
 from kafkaops.systems.run_samples import cluster_sampler
 from kafkaops.systems.ssh import SshPool
+from kafkaops.systems.stability_watch import cluster_watch
 from kafkaops.systems.zookeeper import ZooKeeper, ZooKeeperLockBackend
 from kafkaops.templates import check_values, render
 
@@ -58,13 +58,13 @@ if TYPE_CHECKING:
     from kafkaops.systems.broker_probe import BrokerProbe
     from kafkaops.systems.conftool import Conftool, Discovery
     from kafkaops.systems.groups import ConsumerGroups
-    from kafkaops.systems.health_watch import HealthWatch
     from kafkaops.systems.kafka import KafkaAdmin
     from kafkaops.systems.prometheus import Prometheus
     from kafkaops.systems.quorum import MetadataQuorum
     from kafkaops.systems.reassign import Reassigner
     from kafkaops.systems.run_samples import RunSampler
     from kafkaops.systems.ssh import CommandResult, SshClient, SshPool
+    from kafkaops.systems.stability_watch import StabilityWatch
     from kafkaops.systems.zookeeper import ZooKeeper
 
 #: Where file locks live when a cluster has neither ZooKeeper nor etcd: a directory every operator of
@@ -104,7 +104,7 @@ class Environment:
         self._ssh: SshPool | None = None
         self._lock: LockBackend | None = None
         self._quorum: MetadataQuorum | None = None
-        self._health_watch: HealthWatch | None = None
+        self._stability_watch: StabilityWatch | None = None
         self._registrations_zk: ZooKeeper | None = None
         self._probe: BrokerProbe | None = None
         self._reassigner: Reassigner | None = None
@@ -247,9 +247,9 @@ class Environment:
 
     def snapshot(self, *, with_configs: bool = True) -> ClusterSnapshot:
         """The cluster's metadata with only the brokers that are alive (:func:`~kafkaops.policy.
-        cluster_health.as_alive`): registered in ZooKeeper (ZooKeeper mode) and serving when asked
+        availability.as_alive`): registered in ZooKeeper (ZooKeeper mode) and serving when asked
         directly (:mod:`kafkaops.systems.broker_probe`); in ZooKeeper mode each ISR also as the controller
-        itself has it (:func:`~kafkaops.policy.cluster_health.as_both_see`). That is what the run's health
+        itself has it (:func:`~kafkaops.policy.availability.as_both_see`). That is what the run's health
         gates judge, so that neither one broker's stale metadata, nor a broker cut off from its peers, nor
         a broker whose host crashed a second ago can make them pass. ZooKeeper unreadable from here: its
         registrations and the controller's view are not applied — the run cannot confirm its lock then
@@ -431,19 +431,19 @@ class Environment:
 
         return cluster_sampler(self.cluster, run_dir)
 
-    def health_watch(self) -> HealthWatch:
-        """The run's background witness of cluster health (:mod:`kafkaops.systems.health_watch`), started on
+    def stability_watch(self) -> StabilityWatch:
+        """The run's background witness of cluster health (:mod:`kafkaops.systems.stability_watch`), started on
         first use, stopped with the environment."""
-        if self._health_watch is None:
+        if self._stability_watch is None:
 
-            self._health_watch = cluster_watch(self.cluster)
-        return self._health_watch
+            self._stability_watch = cluster_watch(self.cluster)
+        return self._stability_watch
 
     def close(self) -> None:
         for site in self._sites.values():
             site.close()
-        if self._health_watch is not None:
-            self._health_watch.stop()
+        if self._stability_watch is not None:
+            self._stability_watch.stop()
         if self._registrations_zk is not None:
             self._registrations_zk.close()
         if self._alertmanager is not None:

@@ -38,7 +38,7 @@ Why each check exists:
   registered now.
 
 Only *now* is checked for the state checks; *before* is only needed for the offset comparisons and
-for brokers that disappeared. The cluster-wide counts reuse :func:`kafkaops.policy.cluster_health.cluster_health`,
+for brokers that disappeared. The cluster-wide counts reuse :func:`kafkaops.policy.availability.cluster_health`,
 so ``kafkaops status``, the pre-flight gate and the post-check agree on what "under-replicated" means.
 """
 
@@ -54,7 +54,7 @@ from typing import Any, Literal
 from kafkaops.errors import ConfigError
 from kafkaops.health.retention import LogProbe, RetentionConfig, Verdict, judge_log_start
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
-from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.availability import cluster_health
 
 __all__ = [
     "SNAPSHOT_FORMAT",

@@ -25,7 +25,7 @@ from typing import Any
 from kafkaops.environment import Environment
 from kafkaops.errors import KafkaOpsError, UnreachableError
 from kafkaops.health.nodes import configured_phase
-from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
+from kafkaops.policy.availability import broker_dc_map, cluster_health
 from kafkaops.policy.quorum import judge
 from kafkaops.policy.snapshot_scan import partition_name
 from kafkaops.systems.alertmanager import Matcher

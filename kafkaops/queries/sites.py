@@ -9,7 +9,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.environment import Environment
 from kafkaops.errors import ConfigError, KafkaOpsError
 from kafkaops.model import SwitchedService
-from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.availability import cluster_health
 from kafkaops.stepkit.common import environment
 from kafkaops.systems.http import get_json
 

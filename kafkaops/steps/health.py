@@ -25,7 +25,7 @@ from kafkaops.health.report import render_chart, render_markdown
 from kafkaops.health.scan_jar import READERS
 from kafkaops.health.spark_job import prestart
 from kafkaops.health.timeline_chart import draw
-from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.availability import cluster_health
 from kafkaops.stepkit.common import environment, names, wait
 from kafkaops.systems.run_samples import read_samples
 

@@ -23,7 +23,7 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
 from kafkaops.errors import CheckFailed, ConfigError, SafetyRefusal, WaitTimeout
 from kafkaops.model import BROKER, ClusterSnapshot, Host
-from kafkaops.policy.cluster_health import broker_dc_map, cluster_health
+from kafkaops.policy.availability import broker_dc_map, cluster_health
 from kafkaops.policy.leaders import (
     DEFAULT_MAX_LEADER_IMBALANCE,
     BrokerLeadership,
@@ -714,7 +714,7 @@ class VerifyLeaders(StepBase):
 class WaitHealthy(StepBase):
     """Gate between two hosts of a roll: the cluster is healthy (no URP, no offline, full ISR) — for
     ``stable_for`` here, or (``stable_for: 0``, the rolling runbooks) only now, with the stability window
-    counted by the run's health watch, started here, and enforced by ``kafka.wait_stable`` right before the
+    counted by the run's stability watch, started here, and enforced by ``kafka.wait_stable`` right before the
     next broker stops: the next host's depool and SYN window run inside the window, not after it."""
 
     def observe(self, ctx: RunContext) -> Observation:
@@ -737,7 +737,7 @@ class WaitHealthy(StepBase):
 
         wait(ctx, healthy, what="cluster healthy", timeout=float(self.params["timeout"]),
              stable_for=float(self.params["stable_for"]), fast=FAST_POLL)
-        environment(ctx).health_watch()  # from here on, the next host's kafka.wait_stable counts healthy time
+        environment(ctx).stability_watch()  # from here on, the next host's kafka.wait_stable counts healthy time
         if float(self.params["grace"]):
             time.sleep(float(self.params["grace"]))
 
@@ -745,7 +745,7 @@ class WaitHealthy(StepBase):
 class WaitStable(StepBase):
     """Before a roll stops its next broker: the cluster has been healthy without a break for ``stable_for``.
 
-    The window is counted by the run's health watch (:mod:`kafkaops.systems.health_watch`) from the gate
+    The window is counted by the run's stability watch (:mod:`kafkaops.systems.stability_watch`) from the gate
     after the previous host, so it overlaps this host's pre-flight, depool and zero-SYN window instead of
     adding to them; those touch only the pool, never Kafka, and "at most one host depooled" still holds
     (the previous host is repooled before its gate). The broker stop still waits for both. A resumed run
@@ -773,7 +773,7 @@ class WaitStable(StepBase):
             commands=("AdminClient metadata, sampled every 0.5 s in the background",), impact="read-only")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
-        watch = environment(ctx).health_watch()
+        watch = environment(ctx).stability_watch()
         need = float(self.params["stable_for"])
 
         def stable() -> tuple[bool, str]:

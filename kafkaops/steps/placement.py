@@ -35,7 +35,7 @@ from kafkaops.placement.assignment import target_assignment
 from kafkaops.placement.estimate import human_bytes
 from kafkaops.placement.layout import TopicPartition
 from kafkaops.placement.planner import batches
-from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.availability import cluster_health
 from kafkaops.stepkit.common import environment, names, wait
 from kafkaops.stepkit.projection import broker_key, project_registered, provenance
 

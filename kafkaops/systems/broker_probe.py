@@ -48,7 +48,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from kafkaops.model import ClusterSnapshot, KafkaEndpoint
-from kafkaops.policy.cluster_health import as_both_see
+from kafkaops.policy.availability import as_both_see
 from kafkaops.systems.kafka_wire import open_connection, read_frame, remaining
 
 if TYPE_CHECKING:

@@ -76,7 +76,7 @@ class KafkaAdmin:
     @classmethod
     def look(cls, cluster: Cluster, *, timeout: float = 5.0) -> KafkaAdmin:
         """A read-only adapter that tries once: ``kafkaops status``, ``check``/``snapshot``, the mirror
-        lag, a run's background sampler and health watch. An operator asking "can I touch this cluster?"
+        lag, a run's background sampler and stability watch. An operator asking "can I touch this cluster?"
         wants "Kafka did not answer" within one ``timeout``, not after a run's patient retries (inside a
         run the runner's retry policy is the patience); and a look never changes the cluster, so its
         writes refuse (:mod:`kafkaops.systems.guard`)."""

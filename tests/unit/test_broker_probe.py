@@ -19,7 +19,7 @@ import pytest
 
 from kafkaops.model import ClusterSnapshot, KafkaEndpoint, PartitionState
 from kafkaops.systems.broker_probe import BrokerProbe, api_versions_request, is_api_versions_response, serves
-from kafkaops.systems.health_watch import HealthWatch
+from kafkaops.systems.stability_watch import StabilityWatch
 
 PLAIN = KafkaEndpoint("")
 
@@ -140,7 +140,7 @@ def _snapshot(brokers: tuple[int, ...]) -> ClusterSnapshot:
 def test_the_stability_watch_is_unhealthy_while_a_registered_broker_does_not_answer() -> None:
     """The race the chaos soak found: broker 3's host crashed; ZooKeeper and the metadata still have it."""
     up = {1, 2, 3}
-    watch = HealthWatch(lambda: _snapshot((1, 2, 3)), frozenset({1, 2, 3}), registered=lambda: [1, 2, 3],
+    watch = StabilityWatch(lambda: _snapshot((1, 2, 3)), frozenset({1, 2, 3}), registered=lambda: [1, 2, 3],
                         serving=lambda snap: up & set(snap.brokers))
     watch.sample()
     assert watch.reason() == ""
@@ -158,7 +158,7 @@ def test_the_runs_gates_judge_a_registered_broker_that_does_not_answer_as_down(
 
     from kafkaops.environment import Environment
     from kafkaops.inventory import load_inventory
-    from kafkaops.policy.cluster_health import cluster_health
+    from kafkaops.policy.availability import cluster_health
 
     kraft = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-kraft.yaml")
     env = Environment(kraft, dry_run=True)
@@ -214,7 +214,7 @@ def test_a_brokers_own_metadata_is_read_whole_or_not_at_all() -> None:
 
 
 def test_a_replica_is_in_sync_only_where_the_controllers_own_view_agrees() -> None:
-    from kafkaops.policy.cluster_health import as_both_see
+    from kafkaops.policy.availability import as_both_see
 
     stale = _snapshot((1, 2, 3))  # what a broker the controller cannot reach says: every ISR full
     narrowed = as_both_see(stale, {("t", 0): (1, 2)})

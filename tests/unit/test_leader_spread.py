@@ -19,7 +19,7 @@ from kafkaops.engine.step import Action, Noop, Observation, get_step_kind
 from kafkaops.environment import Environment
 from kafkaops.errors import SafetyRefusal
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
-from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.availability import cluster_health
 from kafkaops.policy.leaders import election_candidates, leader_spread
 from kafkaops.policy.preflight import preflight
 from kafkaops.stepkit.projection import CLUSTER_ELECTED, ELECTED, IN_SYNC, STOPPED, broker_key, project_snapshot

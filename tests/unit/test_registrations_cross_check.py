@@ -4,7 +4,7 @@ ZooKeeper's registrations say it is (issue 32)."""
 from __future__ import annotations
 
 from kafkaops.model import ClusterSnapshot, PartitionState
-from kafkaops.policy.cluster_health import as_alive, cluster_health
+from kafkaops.policy.availability import as_alive, cluster_health
 
 
 def _stale() -> ClusterSnapshot:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kafkaops.errors import SafetyRefusal
 from kafkaops.model import ClusterSnapshot, PartitionState, TopicConfig
 from kafkaops.policy import snapshot_scan
-from kafkaops.policy.cluster_health import cluster_health
+from kafkaops.policy.availability import cluster_health
 from kafkaops.policy.leaders import leaders_not_preferred
 from kafkaops.policy.preflight import preflight
 from kafkaops.policy.snapshot_scan import partition_name, summarize_names

@@ -15,7 +15,7 @@ from kafkaops.engine.run_facts import RunFacts
 from kafkaops.engine.runbook import load_runbook
 from kafkaops.engine.step import Action, Noop, get_step_kind
 from kafkaops.model import ClusterSnapshot, PartitionState
-from kafkaops.systems.health_watch import HealthWatch, healthy, unhealthy_reason
+from kafkaops.systems.stability_watch import StabilityWatch, healthy, unhealthy_reason
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def test_healthy_means_no_urp_no_offline_every_broker_registered() -> None:
 
 def test_the_watch_counts_an_unbroken_healthy_streak() -> None:
     clock, states = Clock(), [snap()]
-    watch = HealthWatch(lambda: states[-1], frozenset({1, 2, 3}), interval=0.5, clock=clock)
+    watch = StabilityWatch(lambda: states[-1], frozenset({1, 2, 3}), interval=0.5, clock=clock)
     for _ in range(11):  # 5 s of healthy samples
         watch.sample()
         clock.now += 0.5
@@ -61,7 +61,7 @@ def test_a_broker_gone_from_zookeeper_breaks_the_streak_whatever_its_stale_metad
     """A broker cut off from ZooKeeper still answers with the metadata it had: all alive, all in sync.
     The registrations read from ZooKeeper itself decide, and the reason names the broker."""
     clock, registered = Clock(), [[1, 2, 3]]
-    watch = HealthWatch(lambda: snap(), frozenset({1, 2, 3}), registered=lambda: registered[-1], clock=clock)
+    watch = StabilityWatch(lambda: snap(), frozenset({1, 2, 3}), registered=lambda: registered[-1], clock=clock)
     watch.sample()
     clock.now += 1
     watch.sample()
@@ -88,7 +88,7 @@ def test_a_failed_read_breaks_the_streak() -> None:
             raise answer
         return answer
 
-    watch = HealthWatch(read, frozenset({1, 2, 3}), clock=clock)
+    watch = StabilityWatch(read, frozenset({1, 2, 3}), clock=clock)
     for _ in range(4):
         watch.sample()
         clock.now += 0.5
@@ -98,7 +98,7 @@ def test_a_failed_read_breaks_the_streak() -> None:
 
 def test_a_watch_that_stopped_sampling_proves_nothing() -> None:
     clock = Clock()
-    watch = HealthWatch(lambda: snap(), frozenset({1, 2, 3}), interval=0.5, clock=clock)
+    watch = StabilityWatch(lambda: snap(), frozenset({1, 2, 3}), interval=0.5, clock=clock)
     watch.sample()
     clock.now += 10
     watch.sample()  # two samples 10 s apart: the streak "holds" only if the watch kept watching
@@ -143,7 +143,7 @@ def test_wait_stable_passes_once_the_watch_has_held_long_enough(monkeypatch: pyt
             if ok:
                 return
 
-    monkeypatch.setattr(kafka_steps, "environment", lambda ctx: SimpleNamespace(health_watch=Watch))
+    monkeypatch.setattr(kafka_steps, "environment", lambda ctx: SimpleNamespace(stability_watch=Watch))
     monkeypatch.setattr(kafka_steps, "wait", fake_wait)
     step(stable_for=5.0).apply(SimpleNamespace(), Action(description="x"))
     assert polls == ["healthy for 2.0s of 5s; now: 1 under-replicated (lab.load-0)", "healthy for 4.0s of 5s",

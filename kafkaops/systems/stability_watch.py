@@ -5,7 +5,7 @@ host's depool and zero-SYN window do not touch Kafka: they can run *during* that
 watch makes that safe to count: started when the previous host is done, it samples the cluster's
 metadata twice a second on its own AdminClient and remembers since when every sample has been healthy
 (no offline partition, none under-replicated, every broker of the inventory registered). The step that
-stops the next broker then asks :meth:`HealthWatch.stable_for` instead of waiting the window again.
+stops the next broker then asks :meth:`StabilityWatch.stable_for` instead of waiting the window again.
 
 A process that dies loses its watch; the resumed run has none and waits the whole window itself — the
 watch only ever shortens a wait it can prove, never skips one.
@@ -15,7 +15,7 @@ the metadata it had when it was cut: every broker alive, every ISR full. An Admi
 ask that broker would see a healthy cluster while the controller has already declared it dead. So in
 ZooKeeper mode each sample also reads the registrations (``/brokers/ids``) from ZooKeeper itself, on the
 watch's own session: a broker missing there makes the sample unhealthy whatever the metadata says. The
-last unhealthy sample's reason (:meth:`HealthWatch.reason`) is what the gate names when it gives up.
+last unhealthy sample's reason (:meth:`StabilityWatch.reason`) is what the gate names when it gives up.
 
 **Nor is a registration** (issue 32): a broker whose host crashed a second ago stays registered and in
 every ISR until its session expires. Each sample also asks every broker directly
@@ -67,7 +67,7 @@ def unhealthy_reason(snapshot: ClusterSnapshot, brokers: frozenset[int],
     return "; ".join(why)
 
 
-class HealthWatch:
+class StabilityWatch:
     """Samples ``snapshot()`` every ``interval`` seconds on a daemon thread (see the module docstring).
 
     Args:
@@ -129,7 +129,7 @@ class HealthWatch:
     def start(self) -> None:
         if self._thread is not None:
             return
-        self._thread = threading.Thread(target=self._run, name="kafkaops-health-watch", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="kafkaops-stability-watch", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -162,7 +162,7 @@ class HealthWatch:
             return self._last - self._since
 
 
-def cluster_watch(cluster: Cluster) -> HealthWatch:
+def cluster_watch(cluster: Cluster) -> StabilityWatch:
     """A watch of ``cluster`` (every inventory broker expected registered), started, on an AdminClient of
     its own that only reads, so it never waits behind the run's requests; in ZooKeeper mode also on a
     ZooKeeper session of its own (see the module docstring), closed with the watch. During a migration to
@@ -181,7 +181,7 @@ def cluster_watch(cluster: Cluster) -> HealthWatch:
             registered = lambda: zk.open().registered_brokers()  # noqa: E731 - reopened after a lost session
         closers.append(zk.close)
         snapshot = lambda: as_the_controller_sees(admin.snapshot(with_configs=False), zk, probe)  # noqa: E731
-    watch = HealthWatch(snapshot, frozenset(h.broker_id for h in cluster.hosts),
+    watch = StabilityWatch(snapshot, frozenset(h.broker_id for h in cluster.hosts),
                         registered=registered, serving=lambda snap: probe.serving(snap.endpoints, snap.brokers))
     watch.on_stop(*closers)
     watch.start()
