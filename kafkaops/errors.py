@@ -111,6 +111,13 @@ class AuthError(KafkaOpsError):
     exit_code = 14
 
 
+class Declined(KafkaOpsError):
+    """The operator answered "no" to "Run ... ?" (or ended the prompt): nothing was started, no run exists,
+    no lock was taken. Not 130: that is a run paused by Ctrl-C, which ``kafkaops resume`` continues."""
+
+    exit_code = 15
+
+
 class Interrupted(KafkaOpsError):
     """The operator pressed Ctrl-C; the run paused at a safe point and can be resumed."""
 
@@ -136,6 +143,7 @@ EXIT_CODES: dict[int, str] = {
     LabError.exit_code: "the local lab cannot start or is in the wrong state",
     NotConfirmed.exit_code: "a manual checkpoint was not confirmed (pass --confirmed NAME once it holds)",
     AuthError.exit_code: "a system refused kafkaops' credentials or lacks an ACL (TLS, SASL, authorization)",
+    Declined.exit_code: "the operator declined the plan at the prompt; nothing was started",
     Interrupted.exit_code: "interrupted by the operator; the run is paused and resumable",
     STDOUT_CLOSED: "stdout was closed before the output was written (e.g. piped into `head`)",
 }

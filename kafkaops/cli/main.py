@@ -244,9 +244,11 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.stderr.write("aborted\n")
-        sys.exit(130)
+    except typer.Abort:  # a prompt ended (Ctrl-C or Ctrl-D at it): nothing was started
+        from kafkaops.errors import Declined
+
+        sys.stderr.write("error: nothing started: the prompt was ended before an answer\n")
+        sys.exit(Declined.exit_code)
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)

@@ -54,7 +54,7 @@ from kafkaops.cli.common import (
     err_console,
     live_status,
 )
-from kafkaops.errors import ConfigError
+from kafkaops.errors import ConfigError, Declined
 
 if TYPE_CHECKING:
     from kafkaops.engine.runbook import ParamDecl, Runbook
@@ -560,7 +560,9 @@ def _show_and_run(planned: Planned, *, yes: bool, dry_run: bool, output: Output 
             raise BadParameter("not confirmed: no terminal to ask on; pass --yes after reviewing the plan",
                                param_hint="--yes")
         targets = ", ".join(h.name for h in planned.hosts) or planned.bound.cluster
-        typer.confirm(f"Run {planned.runbook.name} on {targets}?", abort=True)
+        if not typer.confirm(f"Run {planned.runbook.name} on {targets}?", default=False):
+            raise Declined(f"{planned.runbook.name} on {targets} not started: declined at the prompt; nothing "
+                           "was changed and no run exists", hint="run the command again when the plan is right")
     result = procedure.start(planned, confirmed=checkpoints, ask=ask)
     err_console.print(f"journal: {result.journal}", highlight=False, soft_wrap=True)
 
