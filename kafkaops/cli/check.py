@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from kafkaops.cli.common import CommandLineError, Output, check_writable, console, err_console, print_json
+from kafkaops.cli.common import CommandLineError, Output, TableOrJson, check_writable, console, err_console, print_json
 from kafkaops.errors import ConfigError
 from kafkaops.model import Cluster
 
@@ -124,10 +124,14 @@ def check(
 
 def snapshot(
     cluster_name: str = typer.Argument(..., metavar="CLUSTER", help="The inventory's cluster name."),
-    out: Path = typer.Option(..., "--out", "-o", help="Snapshot file to write (JSON)."),
+    out: Path = typer.Option(..., "--out", help="Snapshot file to write (JSON)."),
     inventory: Path | None = _InventoryOpt,
+    output: TableOrJson = typer.Option(TableOrJson.table, "--output", "-o",
+                                       help="What is said about the file written: a line, or json."),
 ) -> None:
-    """Write end/start offsets, leaders, ISR and configs per partition: the baseline of a run."""
+    """Write end/start offsets, leaders, ISR and configs per partition: the baseline of a run.
+
+    ``--out FILE`` is the file; ``-o`` is the output format, as in every other command."""
     from kafkaops.health.check import take_snapshot
 
     check_writable(out, "the snapshot", "--out PATH")  # before Kafka is asked
@@ -139,6 +143,10 @@ def snapshot(
         raise ConfigError(f"{out}: cannot write the snapshot: {exc.strerror or exc}",
                           hint="pass another --out PATH") from None
     urp = sum(1 for p in snap.partitions if len(p.isr) < len(p.replicas))
+    if output is TableOrJson.json:
+        print_json({"cluster": cluster.name, "file": str(out), "partitions": len(snap.partitions),
+                    "brokers": len(snap.brokers), "under_replicated": urp})
+        return
     console.print(f"snapshot of {cluster.name}: {len(snap.partitions)} partitions, {len(snap.brokers)} brokers, "
                   f"{urp} under-replicated -> {out}", highlight=False)
 

@@ -101,9 +101,11 @@ def test_healthy_topics_pass_via_the_cli(lab_cluster: Cluster, tmp_path: Path) -
     base = tmp_path / "base.json"
     env = {**os.environ, "KAFKAOPS_DEBUG": "1"}
     inv = lab_cluster.source
-    snap = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "snapshot", lab_cluster.name, "-o", str(base),
-                           "-i", inv], capture_output=True, text=True, env=env, timeout=120)
+    snap = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "snapshot", lab_cluster.name, "--out", str(base),
+                           "-i", inv, "-o", "json"], capture_output=True, text=True, env=env, timeout=120)
     assert snap.returncode == 0, snap.stderr
+    said = json.loads(snap.stdout)  # -o is the format here too; the file is --out
+    assert said["file"] == str(base) and said["partitions"] > 0 and said["cluster"] == lab_cluster.name, said
     # As a run leaves it: URP samples beside its baseline go into the standalone check's chart too.
     sampled_at = round(time.time(), 3)
     (tmp_path / "samples.jsonl").write_text(json.dumps({"t": sampled_at, "urp": 7, "offline": 0}) + "\n")
