@@ -108,6 +108,19 @@ def inventory_dirs() -> list[Path]:
     return [config_dir() / "inventory", sysconf_dir() / "inventory"]
 
 
+def example_inventories() -> list[Path]:
+    """The ``*.example.yaml`` files of the inventory directories: never read as inventories (an example's
+    made-up hosts must not be found by name), but ``kafkaops doctor`` names them so a copied example left
+    with its suffix is not a mystery."""
+    out: list[Path] = []
+    for d in inventory_dirs():
+        try:
+            out += sorted(p for p in d.glob("*.yaml") if ".example." in p.name and p.is_file())
+        except OSError:
+            continue
+    return out
+
+
 def _yaml_in(directory: Path) -> list[Path]:
     """The inventories of a directory: its ``*.yaml``, examples (``*.example.yaml``) left out."""
     try:

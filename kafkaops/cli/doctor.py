@@ -3,8 +3,11 @@
 One line per check — the version and where the package is, where configuration, state, locks and the
 cache live, which inventories were found (and which place is in use) with their clusters, SSH config and
 known hosts, whether each cluster's Kafka, ZooKeeper and etcd answer, Java and Spark, the post-check's
-reader — so a missing piece is found before the first maintenance, not in the middle of it. Exit 0 when
-every check passes, 9 (a check failed) otherwise; ``-o json`` for configuration management to assert on.
+reader — so a missing piece is found before the first maintenance, not in the middle of it. Each check is
+``ok``, ``warn`` or ``FAIL``: a warning is what a plan-only host may lack (Java, Spark, the post-check's
+reader: only the post-check's data scan needs them, ``--no-scan`` runs without) or an example inventory
+that is never used; it does not change the exit code. Exit 0 when nothing failed, 9 (a check failed)
+otherwise; ``-o json`` for configuration management to assert on.
 
 The network checks only open a TCP connection (3 s each, all at once): enough to tell "a firewall is in
 the way" from "it works", and nothing is asked of a production system. Nothing is written anywhere.
@@ -34,9 +37,17 @@ CONNECT_TIMEOUT = 3.0
 
 @dataclass(frozen=True)
 class Result:
+    """One check: ``ok`` false fails the doctor (exit 9); ``warn`` marks an ok check the operator should
+    read (it fails nothing)."""
+
     check: str
     ok: bool
     detail: str
+    warn: bool = False
+
+    @property
+    def level(self) -> str:
+        return "fail" if not self.ok else "warn" if self.warn else "ok"
 
 
 def _connect(endpoints: Iterable[tuple[str, int]]) -> tuple[bool, str]:
@@ -104,6 +115,11 @@ def _inventory_checks() -> tuple[list[Callable[[], Result]], list[Any]]:
                                      f"(put one in {places.inventory_dirs()[0]}/ or {places.inventory_dirs()[1]}/)"))
         return checks, clusters
     checks.append(lambda: Result("inventories", True, f"in use: {used.describe()}; searched {searched}"))
+    examples = [p for p in places.example_inventories() if used.path is not None and p.parent == used.path]
+    if examples:
+        checks.append(lambda: Result(
+            "example inventories", True, f"skipped {', '.join(p.name for p in examples)}: a *.example.yaml is never "
+            "read as an inventory (copy it to NAME.yaml and fill it in to use it)", warn=True))
     for f in used.files:
         try:
             cluster = load_inventory(f)
@@ -205,8 +221,8 @@ def _runtime_checks() -> list[Callable[[], Result]]:
     def java() -> Result:
         found, answered, said = version_line("java")
         if not found:
-            return Result("java", False, "no java on PATH (the post-check's Spark scan needs a JRE 17+: "
-                          "apt-get install openjdk-17-jre-headless; --no-scan runs without)")
+            return Result("java", True, "no java on PATH (the post-check's Spark scan needs a JRE 17+: "
+                          "apt-get install openjdk-17-jre-headless; --no-scan runs without)", warn=True)
         return Result("java", answered, said)
 
     def spark() -> Result:
@@ -215,8 +231,8 @@ def _runtime_checks() -> list[Callable[[], Result]]:
         try:
             return Result("spark", True, f"pyspark {version('pyspark')}")
         except PackageNotFoundError:
-            return Result("spark", False, "pyspark is not installed (pip install 'kafkaops[spark]'; --no-scan "
-                          "runs the post-check without it)")
+            return Result("spark", True, "pyspark is not installed: a plan-only host needs none (pip install "
+                          "'kafkaops[spark]' for the post-check's data scan; --no-scan runs without it)", warn=True)
 
     def reader() -> Result:
         from kafkaops.health import scan_jar
@@ -226,8 +242,9 @@ def _runtime_checks() -> list[Callable[[], Result]]:
             return Result("reader", True, f"built: {', '.join(jars)}")
         if shutil.which("javac"):
             return Result("reader", True, f"not built yet ({missing}); buildable: `{scan_jar.BUILD_COMMAND}`")
-        return Result("reader", False, f"not built ({missing}) and no javac to build it "
-                      f"(apt-get install {scan_jar.JDK_PACKAGE}, then `{scan_jar.BUILD_COMMAND}`)")
+        return Result("reader", True, f"not built ({missing}) and no javac to build it: only the post-check's "
+                      f"data scan needs it (apt-get install {scan_jar.JDK_PACKAGE}, then "
+                      f"`{scan_jar.BUILD_COMMAND}`)", warn=True)
 
     return [java, spark, reader]
 
@@ -248,18 +265,21 @@ def doctor(output: TableOrJson = typer.Option(TableOrJson.table, "--output", "-o
     """Check this admin host: version, where config/state/locks/cache live, the inventories found and their
     clusters, SSH known hosts, Kafka/ZooKeeper/etcd reachable per cluster, Java, Spark, the post-check's reader.
 
-    One line per check; exit 0 when all pass, 9 otherwise.
+    One line per check, ok / warn / FAIL; exit 0 when none failed (a warning fails nothing), 9 otherwise.
     """
     inventory_checks, clusters = _inventory_checks()
     results = _run([*_places_checks(), _lock_check(clusters), *inventory_checks, *_ssh_checks(clusters),
                     *_reach_checks(clusters), *_runtime_checks()])
     healthy = all(r.ok for r in results)
     if output == TableOrJson.json:
-        print_json({"ok": healthy, "checks": [asdict(r) for r in results]})
+        print_json({"ok": healthy, "checks": [{**asdict(r), "level": r.level} for r in results]})
     else:
+        from rich.text import Text
+
+        style = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
         for r in results:
-            console.print(f"{'[green]ok[/]  ' if r.ok else '[red]FAIL[/]'} {r.check}: {r.detail}", highlight=False,
-                          soft_wrap=True, markup=True)
+            # the detail is literal text (a hint like 'kafkaops[spark]' is not console markup)
+            console.print(Text.assemble(style[r.level], f" {r.check}: {r.detail}"), highlight=False, soft_wrap=True)
     if not healthy:
         raise typer.Exit(9)
 

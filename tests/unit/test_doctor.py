@@ -45,6 +45,7 @@ def test_each_check_is_one_line_and_a_failure_exits_9(tmp_path: Path, listener: 
     text = text.replace("127.0.10.1:9092,127.0.10.2:9092,127.0.10.3:9092", f"127.0.0.1:{listener}")
     text = text.replace("zookeeper: 127.0.10.10:2182", "zookeeper: 127.0.0.1:9")  # discard: refused
     (inventories / "site.yaml").write_text(text)
+    (inventories / "eqiad.example.yaml").write_text(text)  # an example left with its suffix: never read
     table = _doctor(tmp_path)
     assert table.returncode == 9, table.stderr
     lines = table.stdout.splitlines()
@@ -56,11 +57,16 @@ def test_each_check_is_one_line_and_a_failure_exits_9(tmp_path: Path, listener: 
         by_check["inventories"]
     assert by_check["inventory site.yaml"].startswith("ok ") and by_check["inventory site.yaml"].endswith("lab")
     assert {"version", "state", "cache", "locks", "java", "spark", "reader"} <= set(by_check)
+    assert by_check["example inventories"].startswith("warn") and "skipped eqiad.example.yaml" in \
+        by_check["example inventories"]
+    assert "inventory eqiad.example.yaml" not in by_check
 
     report = json.loads(_doctor(tmp_path, "-o", "json").stdout)
     assert report["ok"] is False
     assert [c["check"] for c in report["checks"]] == list(by_check)
     assert {c["check"]: c["ok"] for c in report["checks"]}["kafka lab"] is True
+    levels = {c["check"]: c["level"] for c in report["checks"]}
+    assert levels["zookeeper lab"] == "fail" and levels["kafka lab"] == "ok" and levels["example inventories"] == "warn"
 
 
 def test_no_inventory_is_a_failed_check_naming_the_places(tmp_path: Path) -> None:
@@ -69,3 +75,43 @@ def test_no_inventory_is_a_failed_check_naming_the_places(tmp_path: Path) -> Non
     checks = {c["check"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["inventories"]["ok"] is False
     assert str(tmp_path / "config" / "kafkaops" / "inventory") in checks["inventories"]["detail"]
+
+
+def test_spark_missing_on_a_plan_only_host_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from kafkaops.cli import doctor
+
+    real = importlib.metadata.version
+
+    def version(name: str) -> str:
+        if name == "pyspark":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    spark = next(c for c in doctor._runtime_checks() if c.__name__ == "spark")()
+    assert (spark.ok, spark.level) == (True, "warn")
+    assert "pip install 'kafkaops[spark]'" in spark.detail and "--no-scan" in spark.detail
+
+
+def test_warnings_fail_nothing_and_their_hints_print_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 0 with warnings only; a hint's square brackets are text, not console markup (rich ate
+    ``[spark]`` from ``pip install 'kafkaops[spark]'``)."""
+    from typer.testing import CliRunner
+
+    from kafkaops.cli import doctor
+    from kafkaops.cli.main import register
+
+    hint = "pyspark is not installed (pip install 'kafkaops[spark]')"
+    monkeypatch.setattr(doctor, "_inventory_checks", lambda: ([], []))
+    monkeypatch.setattr(doctor, "_places_checks", lambda: [lambda: doctor.Result("version", True, "kafkaops x")])
+    monkeypatch.setattr(doctor, "_lock_check", lambda clusters: lambda: doctor.Result("locks", True, "file"))
+    monkeypatch.setattr(doctor, "_ssh_checks", lambda clusters: [])
+    monkeypatch.setattr(doctor, "_reach_checks", lambda clusters: [])
+    monkeypatch.setattr(doctor, "_runtime_checks", lambda: [lambda: doctor.Result("spark", True, hint, warn=True)])
+    result = CliRunner().invoke(register(), ["doctor"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["ok   version: kafkaops x", "ok   locks: file", f"warn spark: {hint}"]
+    monkeypatch.setattr(doctor, "_runtime_checks", lambda: [lambda: doctor.Result("java", False, "broken")])
+    assert CliRunner().invoke(register(), ["doctor"]).exit_code == 9
