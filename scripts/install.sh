@@ -49,8 +49,8 @@ done
 # 2. Python: the project, the post-check extra (pyspark) and the dev tools --------------------------
 if ! $PYTHON -c 'import kafkaops, pyspark, confluent_kafka, kazoo, paramiko, conftool, pytest, pytest_timeout, xdist, hypothesis, build' 2>/dev/null \
    || [ pyproject.toml -nt "$CACHE/.pip-installed" ]; then
-  say "pip install -e .[spark,dev]"
-  $PYTHON -m pip install -q --disable-pip-version-check -e ".[spark,dev]"
+  say "pip install -e .[spark,batches,dev]"
+  $PYTHON -m pip install -q --disable-pip-version-check -e ".[spark,batches,dev]"
   mkdir -p "$CACHE" && touch "$CACHE/.pip-installed"
 fi
 # An editable install is not byte-compiled, and where PYTHONDONTWRITEBYTECODE is set (as on these

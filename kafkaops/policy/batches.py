@@ -22,9 +22,10 @@ batch per rack/DC (split where a rack cannot go whole), first fit in the roll's 
 baseline), first fit from the broker with the most partitions. Each batch boundary is explained by the
 partition that forbids the next broker from joining an earlier batch.
 
-numpy carries the counting: a batch is a vector of per-partition counts, and "may broker b join?" is one
-vectorised comparison over b's partitions (~1,500 of them per broker at 1,000 brokers and 500,000
-partitions, for each batch tried): under a second for the whole cluster (``bench/bench_batches.py``).
+numpy carries the counting (an extra, ``kafkaops[batches]``: a roll one at a time needs none): a batch
+is a vector of per-partition counts, and "may broker b join?" is one vectorised comparison over b's
+partitions (~1,500 of them per broker at 1,000 brokers and 500,000 partitions, for each batch tried):
+under a second for the whole cluster (``bench/bench_batches.py``).
 
 :func:`roll_batches` is the roll's entry: the hosts of a roll (in roll order) and ``--batch`` in, batches of
 hosts and the plan's notes out — KRaft controller nodes one at a time (a quorum may lose only one voter),
@@ -39,7 +40,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkaops.errors import ConfigError
 from kafkaops.model import ClusterSnapshot, Host
+
+
+def _numpy() -> Any:
+    """numpy, which only rolls of more than one broker at a time need: an extra (73 MB an admin host that
+    rolls one at a time never installs), imported when a batch is cut."""
+    try:
+        import numpy
+    except ImportError:
+        raise ConfigError("--batch with more than one broker at a time needs numpy, which is not installed",
+                          hint="pip install 'kafkaops[batches]', or roll one at a time (--batch 1)") from None
+    return numpy
 
 
 @dataclass(frozen=True)
@@ -58,8 +71,7 @@ class _Counts:
     """The in-sync replicas a batch would stop, per partition."""
 
     def __init__(self, model: _Model) -> None:
-        import numpy as np
-
+        np = _numpy()
         self.model = model
         self.counts = np.zeros(len(model.allow), dtype=np.int16)
         self.brokers: list[int] = []
@@ -100,8 +112,7 @@ class _Model:
 
 def _model(snap: ClusterSnapshot, brokers: Sequence[int], headroom: int, services: Mapping[int, Sequence[str]],
            max_depooled: int) -> _Model:
-    import numpy as np
-
+    np = _numpy()
     members: dict[int, list[int]] = {b: [] for b in brokers}
     allow: list[int] = []
     partitions: list[tuple[str, int, tuple[int, ...], int]] = []

@@ -4,7 +4,11 @@ the greedy baseline, aligned to DCs when that is as good, explained at every bou
 from __future__ import annotations
 
 import itertools
+import sys
+import tomllib
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +85,23 @@ def test_random_placements_never_get_an_unsafe_batch_nor_more_than_greedy(
     assert len(plan.batches) <= len(greedy)
     if snap.controller is not None:
         assert snap.controller in plan.batches[-1]
+
+
+def test_without_numpy_a_batch_is_refused_with_the_extra_to_install_and_one_at_a_time_needs_none(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """numpy is an extra (issue 45: 73 MB an admin host rolling one at a time never uses)."""
+    from kafkaops.errors import ConfigError
+    from kafkaops.model import Host, SshEndpoint
+    from kafkaops.policy.batches import roll_batches
+
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` raises ImportError
+    snap = snapshot(STRETCH, 2, B2, [A1, A2, B1, B2])
+    with pytest.raises(ConfigError, match=r"needs numpy, which is not installed") as exc:
+        plan_batches(snap, [A1, A2, B1, B2], group_of=DC)
+    assert exc.value.hint is not None and "kafkaops[batches]" in exc.value.hint and "--batch 1" in exc.value.hint
+    hosts = [Host(name=f"kafka{b}", fqdn=f"kafka{b}.x", address="127.0.0.1", broker_id=b, dc=DC[b], rack=DC[b],
+                  ssh=SshEndpoint(address="127.0.0.1")) for b in (A1, A2, B1, B2)]
+    assert roll_batches(hosts, "1", None) == ([[h] for h in hosts], [])
+    dependencies = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("numpy") for d in dependencies["dependencies"])
+    assert any(d.startswith("numpy") for d in dependencies["optional-dependencies"]["batches"])
