@@ -30,6 +30,12 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
     entry_points = contents[info].decode()
     assert "[kafkaops.commands]\nlab = kafkaops.lab.cli:app" in entry_points
     assert "kafkaops = kafkaops.cli.main:main" in entry_points
+    # The license: an SPDX expression in the metadata (PEP 639), and its text in the wheel (issue 45)
+    metadata = contents[next(n for n in names if n.endswith(".dist-info/METADATA"))].decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines(), metadata[:600]
+    assert "License-File: LICENSE" in metadata.splitlines()
+    license_text = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    assert contents[license_text] == (REPO / "LICENSE").read_bytes()
     for name in expected:  # byte for byte what the repo holds
         source = {"kafkaops/runbooks/": REPO / "runbooks", "kafkaops/docs/runbooks/": REPO / "docs" / "runbooks",
                   "kafkaops/lab/inventory/": REPO / "inventory"}
@@ -39,5 +45,5 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
 
     with tarfile.open(built_dist["sdist"]) as tar:
         sdist = {Path(*Path(m).parts[1:]).as_posix() for m in tar.getnames()}
-    assert {"setup.py", "MANIFEST.in", "runbooks/reboot.yaml", "docs/runbooks/reboot.md", "inventory/lab.yaml",
+    assert {"LICENSE", "setup.py", "MANIFEST.in", "runbooks/reboot.yaml", "docs/runbooks/reboot.md", "inventory/lab.yaml",
             "docs/install.md", "kafkaops/health/jvm/KafkaRangeSource.java"} <= sdist
