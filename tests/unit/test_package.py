@@ -45,5 +45,5 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
 
     with tarfile.open(built_dist["sdist"]) as tar:
         sdist = {Path(*Path(m).parts[1:]).as_posix() for m in tar.getnames()}
-    assert {"LICENSE", "setup.py", "MANIFEST.in", "runbooks/reboot.yaml", "docs/runbooks/reboot.md", "inventory/lab.yaml",
-            "docs/install.md", "kafkaops/health/jvm/KafkaRangeSource.java"} <= sdist
+    assert {"LICENSE", "setup.py", "MANIFEST.in", "runbooks/reboot.yaml", "docs/runbooks/reboot.md",
+            "inventory/lab.yaml", "docs/install.md", "kafkaops/health/jvm/KafkaRangeSource.java"} <= sdist
