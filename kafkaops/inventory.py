@@ -8,17 +8,19 @@ Errors name the file, the line and the key path (``inventory/lab.yaml:12: hosts.
 expected an integer, got 'x'``) because an operator fixing an inventory at 3 a.m. should not have to
 guess. Strings may use ``${VAR}`` / ``${VAR:-default}`` and ``~``, expanded at load time.
 
-Why one module of ~790 lines: it is one job, the inventory format's reader, and most of it is the
+Why one module of ~890 lines: it is one job, the inventory format's reader, and most of it is the
 one-line error (file:line, the key path, the fix) of each key of that format — hosts, commands, pools,
 security, monitoring, sites; split by key, the format would have no single place to read, as with the
 runbook format (:mod:`kafkaops.engine.runbook`). The types it builds are :mod:`kafkaops.model`'s.
+:func:`check_inventory` runs the same reader collecting every error (``kafkaops inventory check``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,10 +102,16 @@ def expand(value: str) -> str:
 
 
 class _Doc:
-    """A parsed YAML document that remembers the line of every key, for error messages."""
+    """A parsed YAML document that remembers the line of every key, for error messages.
 
-    def __init__(self, path: Path) -> None:
+    With ``collect`` (``kafkaops inventory check``) every independent part of the file is checked even
+    after one failed: :meth:`part` keeps its error in :attr:`collected` and the load goes on to the next
+    (a host, a section, a key); otherwise the first error stops the load, as every command needs.
+    """
+
+    def __init__(self, path: Path, *, collect: bool = False) -> None:
         self.path = path
+        self.collected: list[ConfigError] | None = [] if collect else None
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -133,14 +141,28 @@ class _Doc:
                 path = f"{prefix}.{key.value}" if prefix else str(key.value)
                 line = key.start_mark.line + 1
                 if path in seen:  # YAML loaders keep the last silently: two hosts would become one
-                    raise ConfigError(f"{self.path}:{line}: {path}: defined twice (first at line {seen[path]})",
-                                      hint="a key may appear once per mapping: remove or rename one")
+                    twice = ConfigError(f"{self.path}:{line}: {path}: defined twice (first at line {seen[path]})",
+                                        hint="a key may appear once per mapping: remove or rename one")
+                    if self.collected is None:
+                        raise twice
+                    self.collected.append(twice)
                 seen[path] = line
                 self.lines[path] = line
                 self._index(value, path)
         elif isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
                 self._index(item, f"{prefix}[{i}]")
+
+    @contextmanager
+    def part(self) -> Iterator[None]:
+        """One part of the file, checked on its own: when collecting, its error is kept and the next part is
+        checked; otherwise the error stops the load."""
+        try:
+            yield
+        except ConfigError as exc:
+            if self.collected is None:
+                raise
+            self.collected.append(exc)
 
     def error(self, key: str, what: str) -> ConfigError:
         """An error at ``key``, located at its line (or its nearest parent's)."""
@@ -166,7 +188,8 @@ class _Reader:
     def allow(self, *names: str) -> None:
         for k in self.data:
             if k not in names:
-                raise self.doc.error(self.key(str(k)), f"unknown key (allowed: {', '.join(names)})")
+                with self.doc.part():
+                    raise self.doc.error(self.key(str(k)), f"unknown key (allowed: {', '.join(names)})")
 
     def has(self, name: str) -> bool:
         return name in self.data and self.data[name] is not None
@@ -442,83 +465,135 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
     """Load one inventory file (one cluster) and validate it completely.
 
     Raises:
-        ConfigError: naming file, line, key path and the problem.
+        ConfigError: naming file, line, key path and the problem (the first one found).
     """
     p = Path(path) if path else default_inventory()
-    doc = _Doc(p)
+    cluster = _load(_Doc(p), p)
+    assert cluster is not None  # without collecting, the first error was raised
+    return cluster
+
+
+def check_inventory(path: str | Path) -> list[ConfigError]:
+    """Every error of the inventory file at ``path``, each naming its file:line (``kafkaops inventory
+    check``): each host, section and key is checked even when another failed. Empty: it loads."""
+    p = Path(path)
+    try:
+        doc = _Doc(p, collect=True)
+    except ConfigError as exc:  # unreadable, or not YAML: nothing further to check
+        return [exc]
+    assert doc.collected is not None
+    try:
+        _load(doc, p)
+    except ConfigError as exc:  # a part whose failure leaves nothing to check after it
+        doc.collected.append(exc)
+    return list({str(e): e for e in doc.collected}.values())  # one line per problem
+
+
+def _load(doc: _Doc, p: Path) -> Cluster | None:
+    """The cluster of ``doc``; None when collecting and a part failed (its errors are in ``doc.collected``)."""
     top = _Reader(doc, doc.data if doc.data is not None else {}, "")
     if top.has("sites"):
-        return _load_sites(doc, top, p)
+        with doc.part():
+            return _load_sites(doc, top, p)
+        return None
     top.allow("cluster", "environment", "kafka", "conftool", "ssh", "commands", "services", "hosts", "deploy_host",
               "checkpoints", "controllers", "monitoring")
-    environment = top.text("environment", "production") or "production"
-    if environment not in ENVIRONMENTS:
-        raise doc.error("environment", f"expected one of {', '.join(ENVIRONMENTS)}, got {environment!r}")
-    checkpoints = top.str_map("checkpoints")
+    environment = "production"
+    with doc.part():
+        environment = top.text("environment", "production") or "production"
+        if environment not in ENVIRONMENTS:
+            raise doc.error("environment", f"expected one of {', '.join(ENVIRONMENTS)}, got {environment!r}")
+    checkpoints: dict[str, str] = {}
+    with doc.part():
+        checkpoints = top.str_map("checkpoints")
     for name, text in checkpoints.items():
-        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", name):
-            raise doc.error(f"checkpoints.{name}", "a checkpoint name is lower-case letters, digits, - and _ "
-                            "(it is typed on the command line: --confirmed NAME)")
-        if not text.strip():
-            raise doc.error(f"checkpoints.{name}", "say what the operator confirms, e.g. "
-                            "'the Services team has paused ChangeProp'")
-    cluster_name = top.text("cluster") or ""
-    kafka = top.sub("kafka")
-    assert kafka is not None
-    kafka.allow("bootstrap_servers", "zookeeper", "migration", "security", "zookeeper_security")
-    zookeeper_security = _zookeeper_security(kafka.sub("zookeeper_security", required=False))
-    if zookeeper_security is not None and not kafka.has("zookeeper"):
-        raise doc.error("kafka.zookeeper_security", "a cluster without kafka.zookeeper has no ZooKeeper to secure")
-    migration = kafka.text("migration", required=False)
-    if migration not in (None, "to-kraft"):
-        raise doc.error("kafka.migration", f"expected to-kraft (a ZooKeeper cluster being migrated to the KRaft "
-                        f"controllers listed under controllers:), got {migration!r}")
-    if migration and not kafka.has("zookeeper"):
-        raise doc.error("kafka.migration", "a migration to KRaft starts from a ZooKeeper cluster: "
-                        "set kafka.zookeeper, or remove kafka.migration once the migration is finalized")
-    conftool = top.sub("conftool", required=False)
+        with doc.part():
+            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", name):
+                raise doc.error(f"checkpoints.{name}", "a checkpoint name is lower-case letters, digits, - and _ "
+                                "(it is typed on the command line: --confirmed NAME)")
+            if not text.strip():
+                raise doc.error(f"checkpoints.{name}", "say what the operator confirms, e.g. "
+                                "'the Services team has paused ChangeProp'")
+    cluster_name = ""
+    with doc.part():
+        cluster_name = top.text("cluster") or ""
+    kafka: _Reader | None = None
+    zookeeper_security: ZooKeeperSecurity | None = None
+    migration: str | None = None
+    with doc.part():
+        kafka = top.sub("kafka")
+    if kafka is not None:
+        kafka.allow("bootstrap_servers", "zookeeper", "migration", "security", "zookeeper_security")
+        with doc.part():
+            zookeeper_security = _zookeeper_security(kafka.sub("zookeeper_security", required=False))
+            if zookeeper_security is not None and not kafka.has("zookeeper"):
+                raise doc.error("kafka.zookeeper_security",
+                                "a cluster without kafka.zookeeper has no ZooKeeper to secure")
+        with doc.part():
+            migration = kafka.text("migration", required=False)
+            if migration not in (None, "to-kraft"):
+                raise doc.error("kafka.migration", f"expected to-kraft (a ZooKeeper cluster being migrated to the "
+                                f"KRaft controllers listed under controllers:), got {migration!r}")
+            if migration and not kafka.has("zookeeper"):
+                raise doc.error("kafka.migration", "a migration to KRaft starts from a ZooKeeper cluster: "
+                                "set kafka.zookeeper, or remove kafka.migration once the migration is finalized")
+    conftool: _Reader | None = None
     pool_weight = 10
+    with doc.part():
+        conftool = top.sub("conftool", required=False)
     if conftool is not None:
         conftool.allow("etcd", "config", "weight", "tls")
-        pool_weight = conftool.integer("weight", 10)
-        if pool_weight <= 0:
-            raise doc.error("conftool.weight", f"expected a positive weight, got {pool_weight}")
-    ssh_r = top.sub("ssh", required=False)
-    ssh_defaults = _ssh(ssh_r, "", None) if ssh_r is not None else None
-    commands = top.str_map("commands")
-    missing = [c for c in REQUIRED_COMMANDS if c not in commands]
-    if missing:
-        raise doc.error("commands", f"missing command template(s): {', '.join(missing)}")
-    unknown = set(commands) - set(REQUIRED_COMMANDS) - set(OPTIONAL_COMMANDS)
-    if unknown:
-        raise doc.error("commands", f"unknown command template(s): {', '.join(sorted(unknown))} "
-                        f"(known: {', '.join(REQUIRED_COMMANDS + OPTIONAL_COMMANDS)})")
-    _check_templates(doc, "commands", commands)
-    services = _services(top.sub("services", required=False))
-    hosts_r = top.sub("hosts")
-    assert hosts_r is not None
-    if not hosts_r.data:
-        raise doc.error("hosts", "no hosts defined")
+        with doc.part():
+            pool_weight = conftool.integer("weight", 10)
+            if pool_weight <= 0:
+                raise doc.error("conftool.weight", f"expected a positive weight, got {pool_weight}")
+    ssh_defaults: SshEndpoint | None = None
+    with doc.part():
+        ssh_r = top.sub("ssh", required=False)
+        ssh_defaults = _ssh(ssh_r, "", None) if ssh_r is not None else None
+    commands: dict[str, str] = {}
+    with doc.part():
+        commands = top.str_map("commands")
+        missing = [c for c in REQUIRED_COMMANDS if c not in commands]
+        if missing:
+            raise doc.error("commands", f"missing command template(s): {', '.join(missing)}")
+        unknown = set(commands) - set(REQUIRED_COMMANDS) - set(OPTIONAL_COMMANDS)
+        if unknown:
+            raise doc.error("commands", f"unknown command template(s): {', '.join(sorted(unknown))} "
+                            f"(known: {', '.join(REQUIRED_COMMANDS + OPTIONAL_COMMANDS)})")
+        _check_templates(doc, "commands", commands)
+    services: dict[str, Service] = {}
+    with doc.part():
+        services = _services(top.sub("services", required=False))
     hosts: list[Host] = []
     seen_ids: dict[int, str] = {}
-    for name in hosts_r.data:
-        hr = hosts_r.sub(str(name))
-        assert hr is not None
-        host = _host(doc, hr, str(name), services, ssh_defaults, commands, broker=True)
-        if host.broker_id in seen_ids:
-            raise doc.error(hr.key("broker_id"),
-                            f"broker id {host.broker_id} already used by {seen_ids[host.broker_id]}")
-        seen_ids[host.broker_id] = host.name
-        hosts.append(host)
+    hosts_r: _Reader | None = None
+    with doc.part():
+        hosts_r = top.sub("hosts")
+        assert hosts_r is not None
+        if not hosts_r.data:
+            raise doc.error("hosts", "no hosts defined")
+    for name in hosts_r.data if hosts_r is not None else ():
+        with doc.part():
+            hr = hosts_r.sub(str(name)) if hosts_r is not None else None
+            assert hr is not None
+            host = _host(doc, hr, str(name), services, ssh_defaults, commands, broker=True)
+            if host.broker_id in seen_ids:
+                raise doc.error(hr.key("broker_id"),
+                                f"broker id {host.broker_id} already used by {seen_ids[host.broker_id]}")
+            seen_ids[host.broker_id] = host.name
+            hosts.append(host)
     controllers: list[Host] = []
-    ctrl_r = top.sub("controllers", required=False)
-    if ctrl_r is not None:
-        if kafka.has("zookeeper") and not migration:
+    ctrl_r: _Reader | None = None
+    with doc.part():
+        ctrl_r = top.sub("controllers", required=False)
+        if ctrl_r is not None and kafka is not None and kafka.has("zookeeper") and not migration:
             raise doc.error("controllers", "a ZooKeeper-mode cluster has no KRaft controller nodes (its "
                             "controller is a broker): remove controllers:, or kafka.zookeeper for a KRaft cluster "
                             "(or set kafka.migration: to-kraft: the quorum this cluster migrates to)")
-        for name in ctrl_r.data or {}:
-            cr = ctrl_r.sub(str(name))
+    for name in (ctrl_r.data or {}) if ctrl_r is not None else ():
+        with doc.part():
+            cr = ctrl_r.sub(str(name)) if ctrl_r is not None else None
             assert cr is not None
             node = _host(doc, cr, str(name), services, ssh_defaults, commands, broker=False, role="controller")
             if node.broker_id in seen_ids:
@@ -529,20 +604,43 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
                                 "combined nodes are listed once, under hosts:")
             seen_ids[node.broker_id] = node.name
             controllers.append(node)
-    deploy_r = top.sub("deploy_host", required=False)
     deploy_host = None
-    if deploy_r is not None:
-        deploy_r_name = deploy_r.text("name", required=True) or ""
-        deploy_r.allow("name", "fqdn", "address", "ssh", "commands")
-        deploy_host = _host(doc, _Reader(doc, {k: v for k, v in deploy_r.data.items() if k != "name"},
-                                         "deploy_host"),
-                            deploy_r_name, services, ssh_defaults, commands, broker=False)
+    with doc.part():
+        deploy_r = top.sub("deploy_host", required=False)
+        if deploy_r is not None:
+            deploy_r_name = deploy_r.text("name", required=True) or ""
+            deploy_r.allow("name", "fqdn", "address", "ssh", "commands")
+            deploy_host = _host(doc, _Reader(doc, {k: v for k, v in deploy_r.data.items() if k != "name"},
+                                             "deploy_host"),
+                                deploy_r_name, services, ssh_defaults, commands, broker=False)
+    monitoring = kafka_security = etcd_tls = None
+    with doc.part():
+        monitoring = _monitoring(top.sub("monitoring", required=False))
+    if kafka is not None:
+        with doc.part():
+            kafka_security = _kafka_security(kafka.sub("security", required=False))
+    if conftool is not None:
+        with doc.part():
+            etcd_tls = _tls_files(conftool.sub("tls", required=False))
+    bootstrap = zookeeper = None
+    if kafka is not None:
+        with doc.part():
+            bootstrap = kafka.text("bootstrap_servers") or ""
+        with doc.part():
+            zookeeper = kafka.text("zookeeper", required=False)
+    etcd = conftool_config = None
+    if conftool is not None:
+        with doc.part():
+            etcd = conftool.text("etcd", required=False)
+            conftool_config = conftool.text("config", required=False)
+    if doc.collected or kafka is None or bootstrap is None:
+        return None
     return Cluster(
         name=cluster_name,
-        bootstrap_servers=kafka.text("bootstrap_servers") or "",
-        zookeeper=kafka.text("zookeeper", required=False),
-        etcd=conftool.text("etcd", required=False) if conftool else None,
-        conftool_config=conftool.text("config", required=False) if conftool else None,
+        bootstrap_servers=bootstrap,
+        zookeeper=zookeeper,
+        etcd=etcd,
+        conftool_config=conftool_config,
         hosts=tuple(hosts),
         commands=commands,
         deploy_host=deploy_host,
@@ -552,10 +650,10 @@ def load_inventory(path: str | Path | None = None) -> Cluster:
         checkpoints=checkpoints,
         controllers=tuple(controllers),
         migrating=migration == "to-kraft",
-        monitoring=_monitoring(top.sub("monitoring", required=False)),
-        kafka_security=_kafka_security(kafka.sub("security", required=False)),
+        monitoring=monitoring,
+        kafka_security=kafka_security if kafka_security is not None else _kafka_security(None),
         zookeeper_security=zookeeper_security,
-        etcd_tls=_tls_files(conftool.sub("tls", required=False)) if conftool else None,
+        etcd_tls=etcd_tls,
     )
 
 

@@ -23,6 +23,7 @@ COMMAND_MODULES = {
     "migrate-to-kraft": "migration",
     "rolling-upgrade": "upgrade",
     "doctor": "doctor",
+    "inventory": "inventory",
 }
 
 #: The entry-point group through which other packages add command groups (``[project.entry-points.
