@@ -45,6 +45,7 @@ from typer._click.types import ParamType
 from typer._types import TyperChoice
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from kafkaops.cli import complete
 from kafkaops.cli.common import (
     CommandLineError,
     Output,
@@ -211,7 +212,8 @@ def _alias_params(rb: Runbook) -> list[Parameter]:
         params.append(TyperArgument(param_decls=[_key(name)], metavar=name.upper(), required=True,
                                     type=_ValueType(p, rb.declaration(name)), help=p.help))
     metavar, target_help = TARGET_HELP[rb.command.target]
-    params.append(TyperArgument(param_decls=["target"], metavar=metavar, required=True, help=target_help))
+    params.append(TyperArgument(param_decls=["target"], metavar=metavar, required=True, help=target_help,
+                                shell_complete=complete.for_target(rb.command.target)))
     params += _common_options()
     for p in rb.parameters:
         decl = rb.declaration(p.name)
@@ -284,7 +286,8 @@ def build_command(rb: Runbook, *, alias: bool) -> TyperCommand:
 
     what = "a host (short name or FQDN)" if rb.command.target == "host" else "a cluster of the inventory"
     cmd = _RunCommand(name, callback=run_callback, rich_markup_mode=None, params=[
-        TyperArgument(param_decls=["target"], metavar=metavar, required=True, help=TARGET_HELP[rb.command.target][1]),
+        TyperArgument(param_decls=["target"], metavar=metavar, required=True, help=TARGET_HELP[rb.command.target][1],
+                      shell_complete=complete.for_target(rb.command.target)),
         *_common_options(),
         TyperOption(param_decls=["--param", "-p", "param"], multiple=True, metavar="NAME=VALUE",
                     help="A runbook parameter (repeatable); listed below."),

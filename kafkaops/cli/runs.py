@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from kafkaops.cli import complete
 from kafkaops.cli.common import Output, check_writable, console, err_console, print_json, print_text
 
 
@@ -130,7 +131,7 @@ def _sessions_lines(row: dict[str, Any]) -> list[str]:
 
 
 def show_cmd(
-    run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`)."),
+    run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`).", autocompletion=complete.runs),
     output: Output = typer.Option(Output.table, "--output", "-o",
                                   help="table, json (stable, for tools) or markdown (for the change or incident "
                                        "record)."),
@@ -299,7 +300,7 @@ def _run_environment(run_id: str, *, accept: bool, started: dict[str, Any] | Non
 
 
 def abort_cmd(
-    run_id: str = typer.Argument(..., help="Run id."),
+    run_id: str = typer.Argument(..., help="Run id.", autocompletion=complete.runs),
     reason: str = typer.Option(..., "--reason", callback=_reason, help="Why the run is abandoned (audited)."),
     rollback: bool = typer.Option(False, "--rollback", help="Undo what this run changed (and nothing more)."),
     accept: bool = AcceptOpt,
@@ -420,7 +421,7 @@ def lock_diagnosis(holder: Any) -> tuple[bool, str]:
 
 
 def unlock_cmd(
-    cluster: str = typer.Argument(..., help="Cluster name."),
+    cluster: str = typer.Argument(..., help="Cluster name.", autocompletion=complete.clusters),
     force: bool = typer.Option(False, "--force", help="Required to remove the lock."),
     reason: str = typer.Option(..., "--reason", callback=_reason, help="Why the holding run is gone (audited)."),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory file."),
@@ -455,7 +456,7 @@ def unlock_cmd(
 
 
 def resume_cmd(
-    run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`)."),
+    run_id: str = typer.Argument(..., help="Run id (see `kafkaops runs list`).", autocompletion=complete.runs),
     accept: bool = AcceptOpt,
     confirmed: list[str] = ConfirmedOpt,
 ) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from kafkaops.cli import complete
 from kafkaops.cli.common import Output, console, print_json, print_text
 
 if TYPE_CHECKING:
@@ -242,7 +243,8 @@ def sites_markdown(data: dict[str, Any]) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("status")
     def status(
-        cluster_name: str = typer.Argument(..., metavar="CLUSTER", help="Cluster name from the inventory."),
+        cluster_name: str = typer.Argument(..., metavar="CLUSTER", help="Cluster name from the inventory.",
+                                           autocompletion=complete.clusters),
         inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory file."),
         output: Output = typer.Option(Output.table, "--output", "-o",
                                       help="table, json, or markdown (for the task or change review)."),
