@@ -445,14 +445,21 @@ def _host(doc: _Doc, r: _Reader, name: str, services: dict[str, Service],
     if unknown_cmds:
         raise doc.error(r.key("commands"), f"unknown command template(s): {', '.join(sorted(unknown_cmds))}")
     _check_templates(doc, r.key("commands"), r.str_map("commands"))
+    fqdn = r.text("fqdn", name) or name
+    broker_id = (r.integer("node_id") if role == "controller" else
+                 r.integer("broker_id") if broker else r.integer("broker_id", -1))
+    dc = rack = ""
+    with doc.part():  # checking, a missing dc does not hide a missing rack
+        dc = (r.text("dc", "") if not broker else r.text("dc")) or ""
+    with doc.part():
+        rack = (r.text("rack", "") if not broker else r.text("rack")) or ""
     return Host(
         name=name,
-        fqdn=r.text("fqdn", name) or name,
+        fqdn=fqdn,
         address=address,
-        broker_id=(r.integer("node_id") if role == "controller" else
-                   r.integer("broker_id") if broker else r.integer("broker_id", -1)),
-        dc=(r.text("dc", "") if not broker else r.text("dc")) or "",
-        rack=(r.text("rack", "") if not broker else r.text("rack")) or "",
+        broker_id=broker_id,
+        dc=dc,
+        rack=rack,
         ssh=_ssh(r.sub("ssh", required=False), address, ssh_defaults),
         services=tuple(host_services),
         conftool_tags=r.str_map("conftool"),
@@ -487,6 +494,23 @@ def check_inventory(path: str | Path) -> list[ConfigError]:
     except ConfigError as exc:  # a part whose failure leaves nothing to check after it
         doc.collected.append(exc)
     return list({str(e): e for e in doc.collected}.values())  # one line per problem
+
+
+def read_kafka_security(path: str | Path) -> tuple[KafkaSecurity, dict[str, Any]]:
+    """The ``kafka.security`` section of the YAML file at ``path`` (an inventory, or a file holding only
+    that section), validated as an inventory's, and as written (for ``kafkaops inventory init`` to copy).
+
+    Raises:
+        ConfigError: The file has no ``kafka.security``, or it is wrong (file:line).
+    """
+    p = Path(path)
+    doc = _Doc(p)
+    top = _Reader(doc, doc.data if doc.data is not None else {}, "")
+    kafka = top.sub("kafka")
+    assert kafka is not None
+    section = kafka.sub("security")
+    assert section is not None
+    return _kafka_security(section), dict(section.data)
 
 
 def _load(doc: _Doc, p: Path) -> Cluster | None:

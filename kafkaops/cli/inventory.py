@@ -13,10 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 from kafkaops.cli.common import TableOrJson, console, print_json
 
-app = typer.Typer(help="Inventories: check a file before a command needs it.", no_args_is_help=True)
+app = typer.Typer(help="Inventories: draft one from a cluster (init), check a file before a command needs it.",
+                  no_args_is_help=True)
 
 
 def check_cmd(
@@ -24,8 +26,6 @@ def check_cmd(
     output: TableOrJson = typer.Option(TableOrJson.table, "--output", "-o", help="table (one line each) or json."),
 ) -> None:
     """Every error of each inventory FILE at once, one line each with its file:line; exit 3 if any."""
-    from rich.text import Text
-
     from kafkaops.errors import ConfigError
     from kafkaops.inventory import check_inventory, load_inventory
 
@@ -54,7 +54,53 @@ def check_cmd(
                           "inventory file(s)", hint="fix each line above; docs/inventory.md describes every key")
 
 
+def init_cmd(
+    cluster: str = typer.Argument(..., metavar="CLUSTER", help="The name the new inventory gives the cluster."),
+    bootstrap: str = typer.Option(..., "--bootstrap", "-b", metavar="HOST:PORT[,...]",
+                                  help="Where to ask the cluster (one broker is enough)."),
+    security_from: Path | None = typer.Option(
+        None, "--security-from", metavar="FILE",
+        help="A YAML file with kafka.security (an inventory, or that section alone): how to connect to a "
+             "secured cluster; copied into the draft (secrets stay named by file or variable)."),
+    out: Path | None = typer.Option(None, "--out", metavar="FILE", help="Write the draft here (never over a file); "
+                                                                        "else stdout."),
+) -> None:
+    """Draft an inventory of CLUSTER from what it says about itself: brokers, their racks, the controller,
+    ZooKeeper or the KRaft quorum. What Kafka cannot know (DCs, SSH, pools, command templates) is left as
+    TODO comments: `kafkaops inventory check FILE` names each until it is written. Read-only."""
+    import datetime as dt
+
+    from kafkaops.cli.common import check_writable
+    from kafkaops.environment import Environment
+    from kafkaops.errors import ConfigError
+    from kafkaops.inventory import read_kafka_security
+    from kafkaops.inventory_draft import SETTINGS, draft, seen_from
+    from kafkaops.model import PLAINTEXT, Cluster
+
+    if out is not None:
+        if out.exists():
+            raise ConfigError(f"{out} exists: the draft never overwrites a file", hint="pass another --out FILE")
+        check_writable(out, "the draft", "--out FILE")
+    security, written = read_kafka_security(security_from) if security_from is not None else (PLAINTEXT, None)
+    asking = Cluster(name=cluster, bootstrap_servers=bootstrap, hosts=(), kafka_security=security)
+    env = Environment(asking, dry_run=True)
+    try:
+        metadata = env.kafka.metadata()
+        settings = env.kafka.broker_settings([int(b) for b in metadata.brokers], SETTINGS)
+    finally:
+        env.close()
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    text = draft(cluster, seen_from(metadata, settings), security=written, asked=bootstrap, when=f"on {when}")
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    out.write_text(text)
+    console.print(Text(f"draft of {cluster} written to {out}: fill in its TODO lines, then "
+                       f"`kafkaops inventory check {out}`"), highlight=False, soft_wrap=True)
+
+
 def register(root: typer.Typer) -> None:
-    """Add ``kafkaops inventory`` (check)."""
+    """Add ``kafkaops inventory`` (check, init)."""
     app.command("check")(check_cmd)
+    app.command("init")(init_cmd)
     root.add_typer(app, name="inventory")

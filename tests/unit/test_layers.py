@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "kafkaops.templates": 1,
     "kafkaops.places": 1,
     "kafkaops.inventory": 1,
+    "kafkaops.inventory_draft": 1,  # a first inventory rendered from what a cluster said (pure)
     "kafkaops.run_identity": 1,  # what a run depends on in its inventory, hashed: a plan or resume sees a change
     # 2 pure functions over what was observed: parsers of what a target printed, decisions (safety gates,
     #   quorum judgement, roll order, batches, offset translation, throughput), the placement planner.
