@@ -167,6 +167,12 @@ CASES = [
     Case("no-inventory-status", ("status", "lab"), CONFIG, "no inventory found anywhere", inventory=None,
          search="empty"),
     Case("doctor-bad-output", ("doctor", "-o", "yaml"), USAGE, "Invalid value for '--output'"),
+    Case("inventory-check-no-such-file", ("inventory", "check", "{tmp}/nosuch.yaml"), CONFIG,
+         "1 error(s) in 1 of 1 inventory file(s)"),
+    Case("inventory-init-no-bootstrap", ("inventory", "init", "x"), USAGE, "Missing option '--bootstrap'"),
+    Case("inventory-init-security-file-missing", ("inventory", "init", "x", "--bootstrap", "127.0.0.1:9",
+                                                  "--security-from", "{tmp}/nosuch.yaml"), CONFIG,
+         "cannot read inventory"),
     # --- --reason: missing and blank are the same mistake --------------------------------------------------
     Case("reboot-missing-reason", ("reboot", "kafka1001"), USAGE, "--reason is required"),
     Case("reboot-empty-reason", ("reboot", "kafka1001", "--reason", ""), USAGE, "--reason is required"),
