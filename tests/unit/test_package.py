@@ -1,6 +1,7 @@
 """The wheel and the sdist carry everything an admin host needs without the checkout (issue 29): every
 runbook, the runbook docs, the lab's inventories (for the lab only), the Java reader's source, py.typed,
-and the entry point through which the lab registers ``kafkaops lab``."""
+the inventory's JSON Schema (``kafkaops inventory schema`` prints it), and the entry point through which
+the lab registers ``kafkaops lab``."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
     expected = {f"kafkaops/runbooks/{p.name}" for p in (REPO / "runbooks").glob("*.yaml")}
     expected |= {f"kafkaops/docs/runbooks/{p.name}" for p in (REPO / "docs" / "runbooks").glob("*.md")}
     expected |= {f"kafkaops/lab/inventory/{p.name}" for p in (REPO / "inventory").glob("lab*.yaml")}
-    expected |= {"kafkaops/py.typed", "kafkaops/health/jvm/KafkaRangeSource.java", "kafkaops/runbooks/README.md"}
+    expected |= {"kafkaops/py.typed", "kafkaops/health/jvm/KafkaRangeSource.java", "kafkaops/runbooks/README.md",
+                 "kafkaops/schemas/inventory.schema.json"}
     assert len(expected) > 25
     assert expected <= names, sorted(expected - names)
     # Only the lab's inventories are in the lab's directory: a production inventory never ships as one.
@@ -38,7 +40,7 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
     assert contents[license_text] == (REPO / "LICENSE").read_bytes()
     for name in expected:  # byte for byte what the repo holds
         source = {"kafkaops/runbooks/": REPO / "runbooks", "kafkaops/docs/runbooks/": REPO / "docs" / "runbooks",
-                  "kafkaops/lab/inventory/": REPO / "inventory"}
+                  "kafkaops/lab/inventory/": REPO / "inventory", "kafkaops/schemas/": REPO / "kafkaops" / "schemas"}
         for prefix, directory in source.items():
             if name.startswith(prefix):
                 assert contents[name] == (directory / name[len(prefix):]).read_bytes(), name
@@ -46,4 +48,5 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
     with tarfile.open(built_dist["sdist"]) as tar:
         sdist = {Path(*Path(m).parts[1:]).as_posix() for m in tar.getnames()}
     assert {"LICENSE", "setup.py", "MANIFEST.in", "runbooks/reboot.yaml", "docs/runbooks/reboot.md",
-            "inventory/lab.yaml", "docs/install.md", "kafkaops/health/jvm/KafkaRangeSource.java"} <= sdist
+            "inventory/lab.yaml", "docs/install.md", "kafkaops/health/jvm/KafkaRangeSource.java",
+            "kafkaops/schemas/inventory.schema.json"} <= sdist
