@@ -52,6 +52,7 @@ def draft(name: str, seen: SeenCluster, *, security: Mapping[str, Any] | None = 
         f"# from what the cluster said through {asked}: its brokers, their racks, the controller and where",
         "# its metadata lives. The lines marked TODO are what Kafka cannot know: write them, then run",
         "# `kafkaops inventory check FILE` until it says ok (docs/inventory.md describes every key).",
+        "# Keys, types and descriptions in an editor, as you type: `kafkaops inventory schema --help`.",
         f"cluster: {name}",
         "environment: production",
         "kafka:",

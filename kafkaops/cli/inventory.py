@@ -1,4 +1,5 @@
 """``kafkaops inventory check FILE...``: every mistake of an inventory at once, before any command needs it.
+``init`` drafts a first inventory from a cluster; ``schema`` prints the format's JSON Schema for an editor.
 
 A command loading an inventory stops at its first error — the right thing before a maintenance. Writing
 one is another job: an operator fixing a new inventory one error per run learns the format the slowest
@@ -17,7 +18,8 @@ from rich.text import Text
 
 from kafkaops.cli.common import TableOrJson, console, print_json
 
-app = typer.Typer(help="Inventories: draft one from a cluster (init), check a file before a command needs it.",
+app = typer.Typer(help="Inventories: draft one from a cluster (init), check a file before a command needs it, "
+                       "the format's JSON Schema for an editor (schema).",
                   no_args_is_help=True)
 
 
@@ -99,8 +101,30 @@ def init_cmd(
                        f"`kafkaops inventory check {out}`"), highlight=False, soft_wrap=True)
 
 
+#: The inventory format's JSON Schema, inside the package (pyproject.toml's package-data ships it).
+SCHEMA = ("schemas", "inventory.schema.json")
+
+
+def schema_cmd() -> None:
+    """Print the JSON Schema (draft 2020-12) of the inventory format, for an editor: every key, its type and
+    what it means, shown and checked as you type.
+
+    Write it to a file and point the editor at it. With yaml-language-server (VS Code's YAML extension, or
+    an editor's LSP client running it), the first line of an inventory:
+
+    # yaml-language-server: $schema=inventory.schema.json
+
+    (a path relative to the inventory, or absolute), after `kafkaops inventory schema > inventory.schema.json`.
+    The schema knows keys, types and fixed values; `kafkaops inventory check FILE` is still the authority
+    (templates, regexes, names that must exist elsewhere, file modes)."""
+    from importlib.resources import files
+
+    typer.echo(files("kafkaops").joinpath(*SCHEMA).read_text(encoding="utf-8"), nl=False)
+
+
 def register(root: typer.Typer) -> None:
-    """Add ``kafkaops inventory`` (check, init)."""
+    """Add ``kafkaops inventory`` (check, init, schema)."""
     app.command("check")(check_cmd)
     app.command("init")(init_cmd)
+    app.command("schema")(schema_cmd)
     root.add_typer(app, name="inventory")

@@ -170,6 +170,7 @@ CASES = [
     Case("inventory-check-no-such-file", ("inventory", "check", "{tmp}/nosuch.yaml"), CONFIG,
          "1 error(s) in 1 of 1 inventory file(s)"),
     Case("inventory-init-no-bootstrap", ("inventory", "init", "x"), USAGE, "Missing option '--bootstrap'"),
+    Case("inventory-schema-extra-argument", ("inventory", "schema", "x.json"), USAGE, "unexpected extra argument"),
     Case("inventory-init-security-file-missing", ("inventory", "init", "x", "--bootstrap", "127.0.0.1:9",
                                                   "--security-from", "{tmp}/nosuch.yaml"), CONFIG,
          "cannot read inventory"),
