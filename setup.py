@@ -7,6 +7,8 @@ operators review them; a build copies them into the package, where an installed 
 
 * ``runbooks/*.yaml`` (and its README) -> ``kafkaops/runbooks/``
 * ``docs/runbooks/*.md`` -> ``kafkaops/docs/runbooks/``
+* ``docs/*.md`` -> ``kafkaops/docs/`` (the operator's documentation: ``kafkaops docs TOPIC`` prints it, and the
+  hints name it so)
 * ``inventory/lab*.yaml`` -> ``kafkaops/lab/inventory/`` (the lab's own; never searched by a production command)
 * ``inventory/*.example.yaml`` -> ``kafkaops/examples/inventory/`` (what an operator starts an inventory from)
 
@@ -28,6 +30,7 @@ SHIPPED = (
     ("runbooks", "*.yaml", "kafkaops/runbooks"),
     ("runbooks", "README.md", "kafkaops/runbooks"),
     ("docs/runbooks", "*.md", "kafkaops/docs/runbooks"),
+    ("docs", "*.md", "kafkaops/docs"),
     ("inventory", "lab*.yaml", "kafkaops/lab/inventory"),
     ("inventory", "*.example.yaml", "kafkaops/examples/inventory"),
 )

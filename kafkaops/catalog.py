@@ -23,7 +23,7 @@ from pathlib import Path
 
 from kafkaops.engine.runbook import Runbook, check_step_kinds, load_runbook
 from kafkaops.errors import ConfigError
-from kafkaops.places import given
+from kafkaops.places import given, shipped
 
 _PLUGINS = ("kafkaops.steps",)
 _loaded_plugins: set[str] = set()
@@ -97,12 +97,7 @@ def packaged_runbooks() -> Path:
     """The runbooks shipped with kafkaops: the package's own copy (``kafkaops/runbooks/``, which a build
     copies from the repo's ``runbooks/``: an installed kafkaops needs no checkout), else — in a checkout,
     or an editable install of one — the repo's ``runbooks/``, their source."""
-    from importlib.resources import files
-
-    shipped = Path(str(files("kafkaops"))) / "runbooks"
-    if shipped.is_dir() and any(shipped.glob("*.yaml")):
-        return shipped
-    return Path(__file__).resolve().parents[1] / "runbooks"
+    return shipped("runbooks", "runbooks", "*.yaml")
 
 
 def runbook_dirs() -> list[Path]:

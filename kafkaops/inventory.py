@@ -304,7 +304,7 @@ def _kafka_security(r: _Reader | None) -> KafkaSecurity:
     mechanism = (sasl.text("mechanism") or "").upper()
     if mechanism not in SASL_MECHANISMS:
         why = (" (GSSAPI/Kerberos: the confluent-kafka wheels are built without Cyrus SASL, so librdkafka "
-               "cannot speak it; docs/security.md)" if mechanism == "GSSAPI" else "")
+               "cannot speak it; `kafkaops docs security`)" if mechanism == "GSSAPI" else "")
         raise r.doc.error(sasl.key("mechanism"), f"unknown SASL mechanism {mechanism!r} "
                           f"(known: {', '.join(SASL_MECHANISMS)}){why}")
     if mechanism == "PLAIN" and not tls:

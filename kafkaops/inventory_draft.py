@@ -51,7 +51,7 @@ def draft(name: str, seen: SeenCluster, *, security: Mapping[str, Any] | None = 
         f"# Inventory of cluster {name}: drafted by `kafkaops inventory init` {when},",
         f"# from what the cluster said through {asked}: its brokers, their racks, the controller and where",
         "# its metadata lives. The lines marked TODO are what Kafka cannot know: write them, then run",
-        "# `kafkaops inventory check FILE` until it says ok (docs/inventory.md describes every key).",
+        "# `kafkaops inventory check FILE` until it says ok (`kafkaops docs inventory` describes every key).",
         "# Keys, types and descriptions in an editor, as you type: `kafkaops inventory schema --help`.",
         f"cluster: {name}",
         "environment: production",
@@ -68,9 +68,9 @@ def draft(name: str, seen: SeenCluster, *, security: Mapping[str, Any] | None = 
         lines += ["  " + line for line in block.rstrip().splitlines()]
     lines += [
         "# TODO: how this site does each thing on a host, e.g. kafka_stop: sudo -n systemctl stop kafka",
-        f"#   (required: {', '.join(REQUIRED_COMMANDS)}; docs/inventory.md#commands)",
+        f"#   (required: {', '.join(REQUIRED_COMMANDS)}; `kafkaops docs inventory`)",
         "# commands:",
-        "# ssh: TODO (user, port, key: docs/inventory.md)",
+        "# ssh: TODO (user, port, key: `kafkaops docs inventory`)",
         "# conftool: TODO (etcd, config: the pools the hosts are depooled from)",
         "hosts:",
     ]

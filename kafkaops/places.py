@@ -190,5 +190,23 @@ def inventory_files(inventory: Path | None = None) -> list[Path]:
         raise ConfigError(f"no inventory found {'in ' + where if used is not None else where}: searched "
                           + ", ".join(p.describe() for p in places),
                           hint=f"put the cluster's inventory in {inventory_dirs()[0]}/ or "
-                               f"{inventory_dirs()[1]}/, or pass --inventory FILE (docs/install.md)")
+                               f"{inventory_dirs()[1]}/, or pass --inventory FILE (`kafkaops docs install`)")
     return list(used.files)
+
+
+def shipped(package_dir: str, source_dir: str, pattern: str) -> Path:
+    """A directory the build copies into the package (setup.py's ``SHIPPED``): the package's own copy when it
+    holds a ``pattern`` file (an installed kafkaops needs no checkout), else — in a checkout, or an editable
+    install of one, where nothing is copied — the repo's ``source_dir``, its source."""
+    from importlib.resources import files
+
+    copy = Path(str(files("kafkaops"))) / package_dir
+    if copy.is_dir() and any(copy.glob(pattern)):
+        return copy
+    return Path(__file__).resolve().parents[1] / source_dir
+
+
+def shipped_docs() -> Path:
+    """The operator's documentation (``docs/*.md``, shipped as ``kafkaops/docs/``): what ``kafkaops docs``
+    prints, and what every hint naming ``kafkaops docs TOPIC`` points to."""
+    return shipped("docs", "docs", "*.md")

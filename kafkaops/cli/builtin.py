@@ -23,6 +23,7 @@ COMMAND_MODULES = {
     "migrate-to-kraft": "migration",
     "rolling-upgrade": "upgrade",
     "doctor": "doctor",
+    "docs": "docs",
     "inventory": "inventory",
 }
 

@@ -2,37 +2,42 @@
 
 One line per check — the version and where the package is, where configuration, state, locks and the
 cache live, which inventories were found (and which place is in use) with their clusters, SSH config and
-known hosts, whether each cluster's Kafka, ZooKeeper and etcd answer, Java and Spark, the post-check's
-reader — so a missing piece is found before the first maintenance, not in the middle of it. Each check is
-``ok``, ``warn`` or ``FAIL``: a warning is what a plan-only host may lack (Java, Spark, the post-check's
-reader: only the post-check's data scan needs them, ``--no-scan`` runs without) or an example inventory
-that is never used; it does not change the exit code. Exit 0 when nothing failed, 9 (a check failed)
-otherwise; ``-o json`` for configuration management to assert on.
+known hosts, whether each cluster's Kafka, ZooKeeper, etcd, Alertmanager and SSH hosts let kafkaops do its
+work, Java and Spark, the post-check's reader — so a missing piece is found before the first maintenance,
+not in the middle of it. Each check is ``ok``, ``warn`` or ``FAIL``: a warning is what a plan-only host may
+lack (Java, Spark, the post-check's reader: only the post-check's data scan needs them, ``--no-scan`` runs
+without) or an example inventory that is never used; it does not change the exit code. Exit 0 when nothing
+failed, 9 (a check failed) otherwise; ``-o json`` for configuration management to assert on.
 
-The network checks only open a TCP connection (3 s each, all at once): enough to tell "a firewall is in
-the way" from "it works", and nothing is asked of a production system. Nothing is written anywhere.
+The network checks speak each system's protocol (:mod:`kafkaops.systems.probes`), with the cluster's own
+security from the inventory, through the adapters a run uses. A TCP connect only proves a firewall is open,
+not that kafkaops can work: a certificate the inventory's CA does not sign, a stale password file, a
+mistyped ZooKeeper chroot, an Alertmanager that refuses kafkaops' user, a host key the known hosts do not
+vouch for all let the port open and stop the first maintenance at its first step. So Kafka answers
+ApiVersions and Metadata (how many brokers, which controller), ZooKeeper gives a session and has the
+chroot, etcd says it is healthy, Alertmanager is ready, and one host per cluster shows an SSH key (or host
+certificate) the known hosts verify — a key exchange, no login. Each is bounded (4 s) and they all
+run at once. Only reads are asked; nothing is written anywhere.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import typer
 
 from kafkaops.cli.common import TableOrJson, console, print_json
 from kafkaops.systems.programs import version_line
-from kafkaops.systems.tcp import refusal
 
-#: Seconds each TCP check waits for an answer.
-CONNECT_TIMEOUT = 3.0
+#: Seconds each protocol probe may take (they all run at once, so the doctor takes about this long).
+PROBE_TIMEOUT = 4.0
 
 
 @dataclass(frozen=True)
@@ -48,29 +53,6 @@ class Result:
     @property
     def level(self) -> str:
         return "fail" if not self.ok else "warn" if self.warn else "ok"
-
-
-def _connect(endpoints: Iterable[tuple[str, int]]) -> tuple[bool, str]:
-    """Does any of ``endpoints`` accept a TCP connection? (which one, or why none)"""
-    errors = []
-    for host, port in endpoints:
-        why = refusal(host, port, CONNECT_TIMEOUT)
-        if why is None:
-            return True, f"{host}:{port} answers"
-        errors.append(f"{host}:{port}: {why}")
-    return False, "; ".join(errors) or "no address"
-
-
-def _host_ports(spec: str, default_port: int) -> list[tuple[str, int]]:
-    """``a:9092,b:9092`` or ``zk1:2181,zk2:2181/chroot`` or URLs -> [(host, port)]."""
-    out = []
-    for item in spec.split("/", 1)[0].split(",") if "://" not in spec else spec.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        parsed = urlsplit(item if "://" in item else f"//{item}")
-        out.append((parsed.hostname or item, parsed.port or default_port))
-    return out
 
 
 def _writable(path: Path) -> tuple[bool, str]:
@@ -188,33 +170,32 @@ def _ssh_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
 
 
 def _reach_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
+    """Per cluster, each system it has asked in its own protocol (:mod:`kafkaops.systems.probes`): Kafka,
+    ZooKeeper, etcd, Alertmanager, and one host's SSH key."""
+    from kafkaops.systems import probes
+
     checks: list[Callable[[], Result]] = []
     for c in clusters:
-        checks.append(partial(_reach, f"kafka {c.name}", _host_ports(c.bootstrap_servers, 9092)))
+        checks.append(partial(_probe, f"kafka {c.name}", probes.kafka, c))
         if c.zookeeper:
-            checks.append(partial(_reach, f"zookeeper {c.name}", _host_ports(c.zookeeper, 2181)))
+            checks.append(partial(_probe, f"zookeeper {c.name}", probes.zookeeper, c))
         if c.etcd or c.conftool_config:
-            checks.append(partial(_etcd, c))
+            checks.append(partial(_probe, f"etcd {c.name}", probes.etcd, c))
+        if c.monitoring is not None and c.monitoring.alertmanager:
+            checks.append(partial(_probe, f"alertmanager {c.name}", probes.alertmanager, c))
+        if c.hosts:
+            checks.append(partial(_probe, f"ssh host key {c.name}", probes.ssh_host_key, c))
     return checks
 
 
-def _reach(name: str, endpoints: list[tuple[str, int]]) -> Result:
-    return Result(name, *_connect(endpoints))
+def _probe(name: str, probe: Callable[[Any, float], str], cluster: Any) -> Result:
+    """One probe as a check: what it saw, or its error's one line (what, and in parentheses how to fix it)."""
+    from kafkaops.errors import KafkaOpsError
 
-
-def _etcd(cluster: Any) -> Result:
-    name = f"etcd {cluster.name}"
-    hosts: list[str] = [cluster.etcd] if cluster.etcd else []
-    if cluster.conftool_config:
-        import yaml
-
-        try:
-            with open(cluster.conftool_config) as f:
-                hosts = list((yaml.safe_load(f) or {}).get("hosts") or []) or hosts
-        except (OSError, yaml.YAMLError) as exc:
-            return Result(name, False, f"cannot read conftool config {cluster.conftool_config}: {exc}")
-    endpoints = [hp for h in hosts for hp in _host_ports(str(h), 2379)]
-    return Result(name, *_connect(endpoints))
+    try:
+        return Result(name, True, probe(cluster, PROBE_TIMEOUT))
+    except KafkaOpsError as exc:
+        return Result(name, False, " ".join(str(exc).split()))
 
 
 def _runtime_checks() -> list[Callable[[], Result]]:
@@ -263,7 +244,8 @@ def _run(checks: list[Callable[[], Result]]) -> list[Result]:
 
 def doctor(output: TableOrJson = typer.Option(TableOrJson.table, "--output", "-o", help="table or json.")) -> None:
     """Check this admin host: version, where config/state/locks/cache live, the inventories found and their
-    clusters, SSH known hosts, Kafka/ZooKeeper/etcd reachable per cluster, Java, Spark, the post-check's reader.
+    clusters, SSH known hosts, each cluster's Kafka/ZooKeeper/etcd/Alertmanager asked in its own protocol with
+    its security, one host's SSH key verified, Java, Spark, the post-check's reader.
 
     One line per check, ok / warn / FAIL; exit 0 when none failed (a warning fails nothing), 9 otherwise.
     """

@@ -53,7 +53,8 @@ def check_cmd(
         print_json({"ok": all(e["ok"] for e in report), "files": report})
     if failed:
         raise ConfigError(f"{failed} error(s) in {sum(1 for e in report if not e['ok'])} of {len(report)} "
-                          "inventory file(s)", hint="fix each line above; docs/inventory.md describes every key")
+                          "inventory file(s)",
+                          hint="fix each line above; `kafkaops docs inventory` describes every key")
 
 
 def init_cmd(

@@ -131,7 +131,8 @@ def revert_migration(cluster: str, options: StageOptions) -> None:
             stage = next_revert_stage(view)
         except ValueError as exc:
             raise SafetyRefusal(f"{cluster}: no revert to ZooKeeper mode: {exc}",
-                                hint="finish the migration: `kafkaops migrate-to-kraft CLUSTER` (docs/migration.md)"
+                                hint="finish the migration: `kafkaops migrate-to-kraft CLUSTER` "
+                                     "(`kafkaops docs migration`)"
                                 ) from None
         if stage is None:
             if first:

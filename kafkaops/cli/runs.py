@@ -340,7 +340,7 @@ def abort_cmd(
         from kafkaops.cli.migration import StageOptions, revert_migration
 
         _echo(f"run {run_id} was a migration to KRaft: reverting {state.cluster} to ZooKeeper mode (Kafka's revert, "
-              "docs/migration.md)")
+              "`kafkaops docs migration`)")
         revert_migration(state.cluster, StageOptions(reason=reason, yes=True, dry_run=False,
                                                      inventory=Path(inventory) if inventory else None))
 

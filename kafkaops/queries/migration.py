@@ -37,7 +37,7 @@ def migration_view(env: Environment) -> MigrationView:
     if not cluster.migrating or not cluster.controllers:
         raise ConfigError(f"{cluster.name} is not being migrated to KRaft",
                           hint=f"in {cluster.source}: kafka.migration: to-kraft, and the quorum under controllers: "
-                               "(docs/migration.md)")
+                               "(`kafkaops docs migration`)")
     brokers = {h.broker_id: configured_phase(env, h) for h in cluster.hosts}
     provisioned = [c for c in cluster.controllers if storage_id(env, c) is not None]
     controllers = {c.broker_id: configured_phase(env, c) for c in provisioned}

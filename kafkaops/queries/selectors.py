@@ -258,7 +258,7 @@ def migration_controllers(inv: Invocation, hosts: list[Host]) -> list[Host]:
     if not inv.cluster.migrating or not inv.cluster.controllers:
         raise ConfigError(f"{inv.cluster.name} is not being migrated to KRaft",
                           hint=f"in {inv.cluster.source}: kafka.migration: to-kraft and the quorum under controllers: "
-                               "(docs/migration.md)")
+                               "(`kafkaops docs migration`)")
     return list(inv.cluster.controllers)
 
 
@@ -269,7 +269,7 @@ def every_node(inv: Invocation, hosts: list[Host]) -> list[Host]:
     if not inv.cluster.controllers:
         raise ConfigError(f"the inventory lists no KRaft controller nodes for {inv.cluster.name}",
                           hint="Kafka 4 runs in KRaft mode: list the quorum under controllers: "
-                               f"in {inv.cluster.source} (docs/migration.md)")
+                               f"in {inv.cluster.source} (`kafkaops docs migration`)")
     return list(inv.cluster.controllers) + hosts
 
 

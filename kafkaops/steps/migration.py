@@ -123,7 +123,7 @@ def run_stage(ctx: RunContext) -> Stage:
 #: How an operator gets a broker controller with a high enough epoch (what ``migration.release_zookeeper``
 #: does itself, in one transaction, when it deletes the KRaft controller's ``/controller``).
 FENCING_HINT = ("set ZooKeeper's /controller_epoch to the partition states' epoch, then delete /controller: the "
-                "broker elected next holds one more (KAFKA-20488; docs/migration.md); then resume")
+                "broker elected next holds one more (KAFKA-20488; `kafkaops docs migration`); then resume")
 
 
 def _controller_fenced(env: Environment) -> str:
@@ -184,7 +184,7 @@ class PhaseGate(StepBase):
             raise refusal
         if d.get("revert"):
             return Noop(f"revert gate passes: phase {d['phase']}; this run: {d['stage']}, back towards ZooKeeper mode "
-                        f"(Kafka's revert, docs/migration.md). Phases: {d['line']}")
+                        f"(Kafka's revert, `kafkaops docs migration`). Phases: {d['line']}")
         back = ("after this run there is NO way back to ZooKeeper (Kafka documents no revert once a controller "
                 "left migration mode)" if d["no_return"] else
                 "until the finalize stage, `kafkaops runs abort RUN --rollback` and Kafka's revert steps lead back "
@@ -742,7 +742,7 @@ register_step("migration.format", FormatStorage, [], roles=CONTROLLER, effect="d
               irreversible="a formatted storage stays formatted (unused until the node starts)")
 register_step("migration.start_controller", StartNewController,
               [Param("timeout", "duration", default=300.0, help="give up after this long")], roles=CONTROLLER,
-              irreversible="the controller keeps running; Kafka's revert stops it (docs/migration.md)")
+              irreversible="the controller keeps running; Kafka's revert stops it (`kafkaops docs migration`)")
 register_step("migration.stop_controller", StopController,
               [Param("timeout", "duration", default=300.0, help="give up after this long")], roles=CONTROLLER,
               effect="disruptive",

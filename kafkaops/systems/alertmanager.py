@@ -157,12 +157,13 @@ class Alertmanager:
 
     # --- the wire ----------------------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, *, params: Any = None, body: Any = None) -> Any:
-        """One request; the decoded JSON answer (None for an empty one).
+    def _send(self, method: str, path: str, *, params: Any = None, body: Any = None) -> Any:
+        """One request; the ``requests`` response of a 2xx or 3xx.
 
         Raises:
             UnreachableError: Nothing answered in time, or Alertmanager failed (5xx).
-            ConfigError: Alertmanager refused the request (4xx), or answered something that is not JSON.
+            AuthError: 401/403: it refused kafkaops' credentials (:func:`~kafkaops.systems.http_auth.refusal`).
+            ConfigError: Alertmanager refused the request (another 4xx).
         """
         import requests
 
@@ -187,6 +188,15 @@ class Alertmanager:
         if resp.status_code >= 400:
             raise ConfigError(f"Alertmanager {self.url} refused {method} {path}: HTTP {resp.status_code} {text}",
                               hint="monitoring.alertmanager must be an Alertmanager (>= 0.16, API v2) base URL")
+        return resp
+
+    def _request(self, method: str, path: str, *, params: Any = None, body: Any = None) -> Any:
+        """One request (:meth:`_send`); the decoded JSON answer (None for an empty one).
+
+        Raises:
+            as :meth:`_send`; ConfigError also for an answer that is not JSON.
+        """
+        resp = self._send(method, path, params=params, body=body)
         if not resp.content:
             return None
         try:
@@ -196,6 +206,13 @@ class Alertmanager:
                               hint="monitoring.alertmanager must be an Alertmanager base URL") from None
 
     # --- reads ------------------------------------------------------------------------------------
+
+    def ready(self) -> str:
+        """``GET /-/ready`` answered 200, with the inventory's auth: Alertmanager serves and kafkaops' credentials
+        are accepted — what a run's silences need (``kafkaops doctor``). Raises as :meth:`_send`."""
+        self._send("GET", "/-/ready")
+        return f"{self.url}/-/ready answers" + (f" (as {self.auth.username})" if self.auth and self.auth.username
+                                                 else " (bearer token)" if self.auth and self.auth.token else "")
 
     def alerts(self, labels: Sequence[tuple[str, str]] = (), *, silenced: bool = True,
                inhibited: bool = True) -> list[Alert]:

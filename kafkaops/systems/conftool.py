@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kafkaops.errors import ConfigError, UnreachableError
+from kafkaops.errors import AuthError, ConfigError, UnreachableError
 from kafkaops.model import PoolState
 from kafkaops.systems.guard import write
 
@@ -277,30 +277,83 @@ def etcd_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _etcd_read(cfg: Mapping[str, Any], *parts: str, timeout: float) -> list[dict[str, Any]]:
-    """The child nodes of conftool's key ``<namespace>/<api_version>/<parts...>`` over etcd's v2 API, with
-    the TLS and credentials conftool's etcd settings give (:func:`etcd_settings`)."""
+def _etcd_request(cfg: Mapping[str, Any], url: str) -> tuple[Any, Any]:
+    """A ``urllib`` request of ``url`` and its TLS context, with the TLS and credentials conftool's etcd
+    settings give (:func:`etcd_settings`): the CA, the client certificate, the user."""
     import base64
-    import json
     import ssl
-    import urllib.error
     import urllib.request
 
-    base = (cfg.get("hosts") or ["http://localhost:2379"])[0].rstrip("/")
-    path = "/".join(p.strip("/") for p in (cfg.get("namespace", "/conftool"), cfg.get("api_version", "v1"), *parts))
     settings = etcd_settings(cfg)
     context = None
-    if base.startswith("https://"):
+    if url.startswith("https://"):
         context = ssl.create_default_context(cafile=settings.get("ca_cert"))
         cert = settings.get("cert")
         if isinstance(cert, list | tuple) and len(cert) == 2:
             context.load_cert_chain(str(cert[0]), str(cert[1]))
         elif cert:
             context.load_cert_chain(str(cert))
-    request = urllib.request.Request(f"{base}/v2/keys/{path}?recursive=true")
+    request = urllib.request.Request(url)
     if settings.get("username"):
         token = base64.b64encode(f"{settings['username']}:{settings.get('password', '')}".encode()).decode()
         request.add_header("Authorization", f"Basic {token}")
+    return request, context
+
+
+def etcd_health(config_path: str, *, timeout: float = 3.0) -> str:
+    """Which of conftool's etcd hosts answers ``GET /health`` healthy, spoken to as conftool itself does (its
+    CA, client certificate and user): the read ``kafkaops doctor`` makes for a cluster whose pools conftool
+    keeps — a depool must be able to reach that etcd.
+
+    Raises:
+        AuthError: TLS refused, or etcd refused conftool's credentials (401/403).
+        UnreachableError: no host answered healthy.
+        ConfigError: the configuration cannot be read.
+    """
+    import json
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    cfg = _conftool_config(config_path)
+    failures = []
+    for host in cfg.get("hosts") or ["http://localhost:2379"]:
+        base = str(host).rstrip("/")
+        try:
+            request, context = _etcd_request(cfg, f"{base}/health")
+            with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
+                if str(json.load(resp).get("health")) == "true":
+                    return f"{base} healthy (conftool's settings)"
+                failures.append(f"{base}: not healthy")
+        except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):
+                raise AuthError(f"etcd at {base} refused conftool's credentials (HTTP {exc.code})",
+                                hint=f"check the etcdrc {config_path} points to (username, password, cert)") from None
+            failures.append(f"{base}: HTTP {exc.code}")
+        except ssl.SSLError as exc:
+            raise AuthError(f"etcd at {base}: TLS refused ({exc.reason or exc})",
+                            hint=f"check the etcdrc {config_path} points to (ca_cert, cert)") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, ssl.SSLError):
+                raise AuthError(f"etcd at {base}: TLS refused ({exc.reason.reason or exc.reason})",
+                                hint=f"check the etcdrc {config_path} points to (ca_cert, cert)") from None
+            failures.append(f"{base}: {exc.reason}")
+        except (OSError, ValueError, AttributeError) as exc:
+            failures.append(f"{base}: {exc or type(exc).__name__}")
+    raise UnreachableError(f"conftool's etcd is not healthy ({'; '.join(failures)})",
+                           hint="check conftool.config's hosts")
+
+
+def _etcd_read(cfg: Mapping[str, Any], *parts: str, timeout: float) -> list[dict[str, Any]]:
+    """The child nodes of conftool's key ``<namespace>/<api_version>/<parts...>`` over etcd's v2 API, with
+    the TLS and credentials conftool's etcd settings give (:func:`etcd_settings`)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    base = (cfg.get("hosts") or ["http://localhost:2379"])[0].rstrip("/")
+    path = "/".join(p.strip("/") for p in (cfg.get("namespace", "/conftool"), cfg.get("api_version", "v1"), *parts))
+    request, context = _etcd_request(cfg, f"{base}/v2/keys/{path}?recursive=true")
     try:
         with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
             nodes: list[dict[str, Any]] = json.load(resp).get("node", {}).get("nodes", [])

@@ -95,6 +95,50 @@ class EtcdLockBackend:
 
     # --- the gateway -----------------------------------------------------------------------------
 
+    def _http(self) -> Any:
+        """The ``requests`` session: the inventory's CA, and kafkaops' client certificate where etcd wants one."""
+        if self._session is None:
+
+            self._session = pinned_session()
+            if self.tls is not None:
+                self._session.verify = self.tls.ca_file
+                if self.tls.cert_file:
+                    self._session.cert = (self.tls.cert_file, self.tls.key_file)
+        return self._session
+
+    def health(self) -> str:
+        """Which URL answers ``GET /health`` with ``{"health": "true"}``, over the lock's own TLS and client
+        certificate: the read ``kafkaops doctor`` makes. etcd says healthy only when its member has a leader
+        and has applied its log, so a lock could be taken there now.
+
+        Raises:
+            AuthError: TLS refused (CA, certificate) or etcd refused the client certificate (401/403).
+            UnreachableError: no URL answered healthy (each one's reason).
+        """
+        import requests
+
+        failures = []
+        for base in self.urls:
+            try:
+                resp = self._http().get(f"{base}/health", timeout=self.timeout)
+            except requests.exceptions.SSLError as exc:
+                raise AuthError(f"etcd at {base}: TLS refused ({_reason(exc, self.timeout)})",
+                                hint="check conftool.tls (ca_file, cert_file, key_file) in the inventory") from None
+            except requests.RequestException as exc:
+                failures.append(f"{base}: {_reason(exc, self.timeout)}")
+                continue
+            if resp.status_code in (401, 403):
+                raise AuthError(f"etcd at {base} refused kafkaops (HTTP {resp.status_code} {_message(resp)})".rstrip(),
+                                hint="check conftool.tls: etcd must accept kafkaops' client certificate")
+            try:
+                healthy = str((resp.json() or {}).get("health")) == "true"
+            except (ValueError, AttributeError):
+                healthy = False
+            if resp.status_code == 200 and healthy:
+                return f"{base} healthy"
+            failures.append(f"{base}: not healthy (HTTP {resp.status_code} {_message(resp)})".rstrip())
+        raise UnreachableError(f"etcd is not healthy ({'; '.join(failures)})", hint=_HINT)
+
     def _post(self, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST to ``/v3/kv/<endpoint>`` on the first URL that answers.
 
@@ -104,17 +148,10 @@ class EtcdLockBackend:
         """
         import requests
 
-        if self._session is None:
-
-            self._session = pinned_session()
-            if self.tls is not None:  # the site's CA, and kafkaops' client certificate where etcd wants one
-                self._session.verify = self.tls.ca_file
-                if self.tls.cert_file:
-                    self._session.cert = (self.tls.cert_file, self.tls.key_file)
         failures = []
         for base in self.urls:
             try:
-                resp = self._session.post(f"{base}/v3/kv/{endpoint}", json=body, timeout=self.timeout)
+                resp = self._http().post(f"{base}/v3/kv/{endpoint}", json=body, timeout=self.timeout)
             except requests.exceptions.SSLError as exc:  # a certificate refused either way: waiting will not help
                 raise AuthError(f"etcd at {base}: TLS refused ({_reason(exc, self.timeout)}: "
                                 f"{str(exc)[-160:]})", hint="check conftool.tls (ca_file, cert_file, key_file) in "

@@ -251,8 +251,8 @@ def _hint(detail: str, sec: KafkaSecurity, lacks: Acl | None = None) -> str:
         return (f"the brokers' certificate does not verify against {sec.ca_file or 'the system CAs'} "
                 "(wrong CA, expired, or issued for another name): fix kafka.security.ca_file or the certificate")
     if "authoriz" in lowered:
-        return (f"grant {sec.principal} {lacks or 'the ACL named above'} (docs/security.md lists what each command "
-                "needs)")
+        return (f"grant {sec.principal} {lacks or 'the ACL named above'} (`kafkaops docs security` lists what each "
+                "command needs)")
     if "authentication" in lowered or "sasl" in lowered:
         where = sec.password.where if sec.password else "the inventory"
         return f"check kafka.security.sasl (mechanism {sec.sasl_mechanism}, user {sec.username}, password in {where})"

@@ -31,6 +31,7 @@ from kafkaops.systems.known_hosts import (
     CertAuthority,
     TrustFiles,
     cert_authorities,
+    fingerprint,
     host_names,
     load_plain_keys,
     revoked_keys,
@@ -120,6 +121,7 @@ class _CertificatePolicy:
 
     def __init__(self, where: str, hostname: str, cas: list[CertAuthority], revoked: dict[str, str]) -> None:
         self.where, self.hostname, self.cas, self.revoked = where, hostname, cas, revoked
+        self.vouched: CertAuthority | None = None  # the CA that vouched for the host, once one did
 
     def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
         blob = getattr(key, "public_blob", None)
@@ -127,8 +129,8 @@ class _CertificatePolicy:
         try:
             if blob is None:
                 raise CertificateRefused(f"it presented a bare {key.get_name()} key, not a host certificate")
-            check_host_certificate(blob.key_type, blob.key_blob, hostname=self.hostname, authorities=self.cas,
-                                   revoked=self.revoked)
+            self.vouched = check_host_certificate(blob.key_type, blob.key_blob, hostname=self.hostname,
+                                                  authorities=self.cas, revoked=self.revoked)
         except CertificateRefused as exc:
             raise HostKeyError(f"{self.where} is trusted only through {trusted}, and {exc}: possible "
                                "impersonation, refusing to connect",
@@ -167,6 +169,59 @@ class SshClient:
             return self._client
         self.close()
         t = _resolve(self.endpoint, self.ssh_config)
+        client, certificate, files = self._trusting(t)
+        sock = self._proxy_sock(t) if t.proxy_jump else None
+        try:
+            client.connect(
+                t.hostname, port=t.port, username=t.user, key_filename=list(t.key_files) or None,
+                timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
+                auth_timeout=self.connect_timeout, allow_agent=not t.key_files, look_for_keys=not t.key_files,
+                sock=sock, transport_factory=cast(Any, _certificate_first) if certificate else None,
+            )
+        except HostKeyError:
+            client.close()
+            raise
+        except paramiko.BadHostKeyException as exc:
+            raise self._mismatch(t, files) from exc
+        except paramiko.AuthenticationException as exc:
+            if "timeout" in str(exc).lower():
+                # No answer to the authentication within auth_timeout: the network (or sshd) hangs - a
+                # host that is still booting, a partition - not a wrong key. Unreachable, hence retried
+                # and waited for like any other silence; never "fix your credentials".
+                raise UnreachableError(f"ssh to {self._where(t)} did not answer the authentication within "
+                                       f"{self.connect_timeout:g}s ({exc})",
+                                       hint="is the host up and reachable? check the network to it") from exc
+            raise ConfigError(f"ssh authentication to {self._where(t)} failed: {exc}",
+                              hint="check ssh.user and ssh.key_file (or your agent)") from exc
+        except paramiko.SSHException as exc:
+            if "not found in known_hosts" in str(exc):
+                raise self._unknown(t, files) from exc
+            raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}") from exc
+        except (TimeoutError, OSError, EOFError) as exc:
+            raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}",
+                                   hint="is the host up and sshd listening? check ssh.address/port") from exc
+        transport = client.get_transport()
+        transport_sock = transport.sock if transport is not None else None
+        if isinstance(transport_sock, socket.socket):
+            # Every command is a few small messages each way (open a channel, exec, exit status): with
+            # Nagle's algorithm each waits for the peer's delayed ACK — 44 ms per command measured, most
+            # of a command's cost on a LAN. OpenSSH's own client sets this too.
+            transport_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._client = client
+        return client
+
+    def _trusting(self, t: _Target) -> tuple[Any, _CertificatePolicy | None, tuple[str, ...]]:
+        """A ``paramiko.SSHClient`` that trusts what OpenSSH would for ``t``: the plain keys of its known-hosts
+        files (``@revoked`` ones dropped), else its host CAs (:class:`_CertificatePolicy`), else nothing
+        (``RejectPolicy``); with the certificate policy (None: no CA trusted) and the files. Shared by
+        :meth:`connect` and :meth:`verify_host_key`, so that what ``kafkaops doctor`` checks is what a run's
+        connection will verify.
+
+        Raises:
+            HostKeyError: no known-hosts file, or every recorded key of the host is ``@revoked``.
+        """
+        import paramiko
+
         client = paramiko.SSHClient()
         files = t.known_hosts.existing
         if not files:
@@ -184,49 +239,68 @@ class SshClient:
         cas = [] if recorded else cert_authorities(files, names)
         certificate = _CertificatePolicy(self._where(t), t.hostname, cas, revoked)
         client.set_missing_host_key_policy(cast(Any, certificate) if cas else paramiko.RejectPolicy())
-        sock = self._proxy_sock(t) if t.proxy_jump else None
+        return client, certificate if cas else None, files
+
+    def _mismatch(self, t: _Target, files: tuple[str, ...]) -> HostKeyError:
+        return HostKeyError(f"host key of {self._where(t)} does not match {', '.join(files)}: possible "
+                            "impersonation, refusing to connect",
+                            hint="if the host was reinstalled, verify and update known_hosts")
+
+    def _unknown(self, t: _Target, files: tuple[str, ...]) -> HostKeyError:
+        return HostKeyError(f"{self._where(t)} is not in {', '.join(files)}; refusing to trust it blindly",
+                            hint="add its verified key, or a @cert-authority line for its host CA, to known_hosts")
+
+    def verify_host_key(self) -> str:
+        """Verify the host's key (or host certificate) as :meth:`connect` does, without authenticating: a
+        ``paramiko.Transport`` key exchange (which proves the server holds the key it shows), then the same
+        known-hosts / ``@cert-authority`` verification paramiko's ``SSHClient.connect`` applies before it
+        authenticates. Nothing is logged in to, nothing runs: what ``kafkaops doctor`` asks of a host. What
+        verified it, in words.
+
+        Raises:
+            HostKeyError: unknown, different or revoked key; a certificate that does not prove the host.
+            UnreachableError: no SSH handshake within ``connect_timeout``.
+            ConfigError: the host is reached through a ProxyJump (checking it would log in to the bastion).
+        """
+        import paramiko
+
+        t = _resolve(self.endpoint, self.ssh_config)
+        if t.proxy_jump:
+            raise ConfigError(f"{self._where(t)} is reached through ProxyJump {t.proxy_jump}: its key is checked "
+                              "on the first connection (checking it here would log in to the bastion)",
+                              hint="connect once with ssh(1) through the bastion to check it by hand")
+        client, certificate, files = self._trusting(t)
+        name = t.hostname if t.port == 22 else f"[{t.hostname}]:{t.port}"
+        recorded = client.get_host_keys().get(name)
+        transport = None
         try:
-            client.connect(
-                t.hostname, port=t.port, username=t.user, key_filename=list(t.key_files) or None,  # type: ignore[arg-type]  # paramiko accepts a list
-                timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
-                auth_timeout=self.connect_timeout, allow_agent=not t.key_files, look_for_keys=not t.key_files,
-                sock=sock, transport_factory=cast(Any, _certificate_first) if cas else None,
-            )
-        except HostKeyError:
-            client.close()
-            raise
-        except paramiko.BadHostKeyException as exc:
-            raise HostKeyError(f"host key of {self._where(t)} does not match {', '.join(files)}: possible "
-                               "impersonation, refusing to connect",
-                               hint="if the host was reinstalled, verify and update known_hosts") from exc
-        except paramiko.AuthenticationException as exc:
-            if "timeout" in str(exc).lower():
-                # No answer to the authentication within auth_timeout: the network (or sshd) hangs - a
-                # host that is still booting, a partition - not a wrong key. Unreachable, hence retried
-                # and waited for like any other silence; never "fix your credentials".
-                raise UnreachableError(f"ssh to {self._where(t)} did not answer the authentication within "
-                                       f"{self.connect_timeout:g}s ({exc})",
-                                       hint="is the host up and reachable? check the network to it") from exc
-            raise ConfigError(f"ssh authentication to {self._where(t)} failed: {exc}",
-                              hint="check ssh.user and ssh.key_file (or your agent)") from exc
-        except paramiko.SSHException as exc:
-            if "not found in known_hosts" in str(exc):
-                raise HostKeyError(f"{self._where(t)} is not in {', '.join(files)}; refusing to trust it blindly",
-                                   hint="add its verified key, or a @cert-authority line for its host CA, to "
-                                        "known_hosts") from exc
-            raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}") from exc
-        except (TimeoutError, OSError, EOFError) as exc:
-            raise UnreachableError(f"ssh to {self._where(t)} failed: {exc}",
-                                   hint="is the host up and sshd listening? check ssh.address/port") from exc
-        transport = client.get_transport()
-        transport_sock = transport.sock if transport is not None else None
-        if isinstance(transport_sock, socket.socket):
-            # Every command is a few small messages each way (open a channel, exec, exit status): with
-            # Nagle's algorithm each waits for the peer's delayed ACK — 44 ms per command measured, most
-            # of a command's cost on a LAN. OpenSSH's own client sets this too.
-            transport_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._client = client
-        return client
+            sock = socket.create_connection((t.hostname, t.port), timeout=self.connect_timeout)
+            transport = (_certificate_first if certificate else paramiko.Transport)(sock)
+            transport.banner_timeout = self.connect_timeout
+            if recorded is not None:  # as SSHClient.connect: ask for the recorded key's type first
+                options = transport.get_security_options()
+                wanted = recorded.keys()[0]
+                if wanted == "ssh-rsa":
+                    wanted = next((k for k in ("rsa-sha2-512", "rsa-sha2-256") if k in options.key_types), wanted)
+                options.key_types = [wanted, *(k for k in options.key_types if k != wanted)]
+            transport.start_client(timeout=self.connect_timeout)
+            key = transport.get_remote_server_key()
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise UnreachableError(f"ssh to {self._where(t)}: no SSH handshake within {self.connect_timeout:g}s "
+                                   f"({exc or type(exc).__name__})",
+                                   hint="is the host up and sshd listening? check ssh.address/port") from None
+        finally:
+            if transport is not None:
+                transport.close()
+        if recorded is None:
+            if certificate is None:
+                raise self._unknown(t, files)
+            certificate.missing_host_key(client, name, key)  # HostKeyError unless the certificate proves the host
+            blob = getattr(key, "public_blob", None)
+            return f"{blob.key_type if blob else key.get_name()} certificate signed by {certificate.vouched}"
+        if recorded.get(key.get_name()) != key:
+            raise self._mismatch(t, files)
+        return f"{key.get_name()} key {fingerprint(key.asbytes())} as recorded in {', '.join(files)}"
 
     def _proxy_sock(self, t: _Target) -> Any:
         jump_spec = t.proxy_jump or ""

@@ -250,6 +250,13 @@ class ZooKeeper:
 
     # --- reads -------------------------------------------------------------------------------------
 
+    def chroot(self) -> tuple[str, bool]:
+        """The connect string's chroot (``/`` without one) and whether it exists. kazoo connects to a chroot
+        that does not exist (a typo in ``kafka.zookeeper``) without a word, and every read then finds no
+        broker registered and no controller: ``kafkaops doctor`` asks this first."""
+        path = "/" + self.hosts.split("/", 1)[1].strip("/") if "/" in self.hosts else "/"
+        return path, self.call(f"a read of the chroot {path}", lambda zk: zk.exists("/")) is not None
+
     def registered_brokers(self) -> list[int]:
         """Broker ids registered under ``/brokers/ids`` (the cluster's own list of live brokers)."""
         from kazoo.exceptions import NoNodeError

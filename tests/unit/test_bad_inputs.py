@@ -167,6 +167,8 @@ CASES = [
     Case("no-inventory-status", ("status", "lab"), CONFIG, "no inventory found anywhere", inventory=None,
          search="empty"),
     Case("doctor-bad-output", ("doctor", "-o", "yaml"), USAGE, "Invalid value for '--output'"),
+    Case("docs-unknown-topic", ("docs", "securty"), USAGE, "no documentation topic 'securty'; topics: "),
+    Case("docs-two-topics", ("docs", "security", "install"), USAGE, "Got unexpected extra argument"),
     Case("inventory-check-no-such-file", ("inventory", "check", "{tmp}/nosuch.yaml"), CONFIG,
          "1 error(s) in 1 of 1 inventory file(s)"),
     Case("inventory-init-no-bootstrap", ("inventory", "init", "x"), USAGE, "Missing option '--bootstrap'"),

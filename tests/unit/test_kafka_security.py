@@ -272,7 +272,7 @@ def test_a_refusal_by_the_authorizer_names_the_acl_the_request_lacked(secrets_di
     assert str(group).startswith("cluster main: Kafka (SASL_SSL, as User:kafkaops) refused "
                                  "OffsetCommit(eventbus-consumers): not authorized on a consumer group: ")
     assert "(it needs READ on Group:eventbus-consumers)" in str(group)
-    assert "grant User:kafkaops READ on Group:eventbus-consumers (docs/security.md" in str(group)
+    assert "grant User:kafkaops READ on Group:eventbus-consumers (`kafkaops docs security`" in str(group)
     topic = classify(endpoint, "OffsetCommit(eventbus-consumers)", kafka_error("TOPIC_AUTHORIZATION_FAILED"), needs)
     assert topic is not None and "(it needs READ on Topic:*)" in str(topic)
     elect = classify(endpoint, "elect_leaders", kafka_error("CLUSTER_AUTHORIZATION_FAILED"), [acls.cluster("ALTER")])

@@ -21,6 +21,7 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
         contents = {n: archive.read(n) for n in names if not n.endswith(".py")}
     expected = {f"kafkaops/runbooks/{p.name}" for p in (REPO / "runbooks").glob("*.yaml")}
     expected |= {f"kafkaops/docs/runbooks/{p.name}" for p in (REPO / "docs" / "runbooks").glob("*.md")}
+    expected |= {f"kafkaops/docs/{p.name}" for p in (REPO / "docs").glob("*.md")}  # `kafkaops docs TOPIC`
     expected |= {f"kafkaops/lab/inventory/{p.name}" for p in (REPO / "inventory").glob("lab*.yaml")}
     expected |= {"kafkaops/py.typed", "kafkaops/health/jvm/KafkaRangeSource.java", "kafkaops/runbooks/README.md",
                  "kafkaops/schemas/inventory.schema.json"}
@@ -40,9 +41,10 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
     assert contents[license_text] == (REPO / "LICENSE").read_bytes()
     for name in expected:  # byte for byte what the repo holds
         source = {"kafkaops/runbooks/": REPO / "runbooks", "kafkaops/docs/runbooks/": REPO / "docs" / "runbooks",
-                  "kafkaops/lab/inventory/": REPO / "inventory", "kafkaops/schemas/": REPO / "kafkaops" / "schemas"}
+                  "kafkaops/docs/": REPO / "docs", "kafkaops/lab/inventory/": REPO / "inventory",
+                  "kafkaops/schemas/": REPO / "kafkaops" / "schemas"}
         for prefix, directory in source.items():
-            if name.startswith(prefix):
+            if name.startswith(prefix) and "/" not in name[len(prefix):]:
                 assert contents[name] == (directory / name[len(prefix):]).read_bytes(), name
 
     with tarfile.open(built_dist["sdist"]) as tar:
@@ -50,3 +52,31 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
     assert {"LICENSE", "setup.py", "MANIFEST.in", "runbooks/reboot.yaml", "docs/runbooks/reboot.md",
             "inventory/lab.yaml", "docs/install.md", "kafkaops/health/jvm/KafkaRangeSource.java",
             "kafkaops/schemas/inventory.schema.json"} <= sdist
+
+
+@pytest.mark.slow
+def test_kafkaops_docs_reads_the_wheels_copy(built_dist: dict[str, Path], tmp_path: Path) -> None:
+    """The wheel's code, unpacked outside the checkout, finds its own docs: ``kafkaops docs install`` prints
+    the shipped copy, and the list has every topic."""
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    with zipfile.ZipFile(built_dist["wheel"]) as archive:
+        archive.extractall(site)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KAFKAOPS_")}, "PYTHONPATH": str(site)}
+
+    def docs(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", "import kafkaops, sys; assert kafkaops.__file__.startswith("
+                               f"{str(site)!r}), kafkaops.__file__; from kafkaops.cli.main import main; "
+                               "sys.argv = ['kafkaops', 'docs', *sys.argv[1:]]; main()", *args],
+                              capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+                              stdin=subprocess.DEVNULL)
+
+    install = docs("install")
+    assert install.returncode == 0, install.stderr
+    assert install.stdout == (REPO / "docs" / "install.md").read_text(encoding="utf-8")
+    listed = docs()
+    assert listed.returncode == 0, listed.stderr
+    assert {line.split()[0] for line in listed.stdout.splitlines()} == {p.stem for p in (REPO / "docs").glob("*.md")}
