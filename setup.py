@@ -1,6 +1,6 @@
 """Build hook: the wheel carries what an operator's admin host needs besides the code.
 
-Everything else is in ``pyproject.toml``. The runbooks, their generated docs and the lab's inventories
+Everything else is in ``pyproject.toml``. The runbooks, their generated docs and the example inventories
 keep their sources at the top of the repo (``runbooks/``, ``docs/runbooks/``, ``inventory/``), where
 operators review them; a build copies them into the package, where an installed kafkaops finds them with
 ``importlib.resources``:
@@ -9,7 +9,6 @@ operators review them; a build copies them into the package, where an installed 
 * ``docs/runbooks/*.md`` -> ``kafkaops/docs/runbooks/``
 * ``docs/*.md`` -> ``kafkaops/docs/`` (the operator's documentation: ``kafkaops docs TOPIC`` prints it, and the
   hints name it so)
-* ``inventory/lab*.yaml`` -> ``kafkaops/lab/inventory/`` (the lab's own; never searched by a production command)
 * ``inventory/*.example.yaml`` -> ``kafkaops/examples/inventory/`` (what an operator starts an inventory from)
 
 An editable install copies nothing: the package then reads the checkout's sources directly.
@@ -31,7 +30,6 @@ SHIPPED = (
     ("runbooks", "README.md", "kafkaops/runbooks"),
     ("docs/runbooks", "*.md", "kafkaops/docs/runbooks"),
     ("docs", "*.md", "kafkaops/docs"),
-    ("inventory", "lab*.yaml", "kafkaops/lab/inventory"),
     ("inventory", "*.example.yaml", "kafkaops/examples/inventory"),
 )
 

@@ -48,9 +48,9 @@ from kafkaops.health.data import ScanRange  # noqa: E402
 from kafkaops.health.spark_job import ScanSpec, run_scan  # noqa: E402
 from kafkaops.health.spark_job import spark_session as scan_session  # noqa: E402
 from kafkaops.inventory import load_inventory  # noqa: E402
-from kafkaops.lab.kafka import LabKafka as KafkaAdmin  # noqa: E402
-from kafkaops.lab.kafka import TopicSpec  # noqa: E402
 from kafkaops.model import KafkaEndpoint  # noqa: E402
+from kafkaops_lab.kafka import LabKafka as KafkaAdmin  # noqa: E402
+from kafkaops_lab.kafka import TopicSpec  # noqa: E402
 
 
 def spark_session() -> Any:
@@ -122,7 +122,7 @@ def time_confluent(bootstrap: str, topic: str, end: dict[int, int]) -> tuple[flo
 
 def time_java_consumer(bootstrap: str, topic: str, end: dict[int, int]) -> float:
     """Kafka's ConsumerPerformance tool reading the same records (JVM start included)."""
-    from kafkaops.lab.dirs import kafka_jars
+    from kafkaops_lab.dirs import kafka_jars
 
     with tempfile.TemporaryDirectory(prefix="kafkaops-bench-") as tmp:
         props = Path(tmp) / "consumer.properties"

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from kafkaops.inventory import load_inventory
-from kafkaops.lab.dirs import kafka_jars
+from kafkaops_lab.dirs import kafka_jars
 
 
 def timed(argv: list[str], runs: int) -> list[float]:

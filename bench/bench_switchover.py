@@ -2,7 +2,7 @@
 
 For each margin given, one switchover from the active site to the other and one back, while a producer
 posts numbered events through the active site's eventbus and a consumer group follows the discovery
-record (kafkaops.lab.switch_load). Per switchover: events produced, lost, read twice (this load's, and
+record (kafkaops_lab.switch_load). Per switchover: events produced, lost, read twice (this load's, and
 an earlier load's), the duplicate bound the run's translation journaled, the gap with no active site as
 the producer saw it, and the run's duration.
 
@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import sites as sites_lab
-from kafkaops.lab.switch_load import SwitchLoad
 from kafkaops.model import Cluster
 from kafkaops.systems.conftool import read_discovery
+from kafkaops_lab import sites as sites_lab
+from kafkaops_lab.switch_load import SwitchLoad
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -88,7 +88,7 @@ class Roll:
 
 def _kafkaops(home: Path, *args: str, log: Path, admin: bool = True) -> subprocess.Popen[str]:
     """kafkaops as the admin (group ADMIN_GID: what ``admin`` partitions cut), in its own session."""
-    from kafkaops.lab import net
+    from kafkaops_lab import net
 
     env = {**os.environ, "KAFKAOPS_HOME": str(home)}
     out = open(log, "a")  # noqa: SIM115 - a file the child writes, closed with the process
@@ -172,7 +172,7 @@ def _trigger(fault: str, records: list[dict[str, Any]]) -> bool:
 
 def _inject(fault: str, spec: Any, cluster: Any, records: list[dict[str, Any]], work: Path) -> list[tuple[str, str]]:
     """Inject ``fault``; return the partitions to heal later."""
-    from kafkaops.lab import net
+    from kafkaops_lab import net
 
     order = [t["name"] for t in next(r for r in records if r["type"] == "run_started")["runbook"]["targets"]]
     current = next(r["target"] for r in reversed(records) if r["type"] == "target_started")
@@ -215,8 +215,8 @@ class Chaos:
 
 def drive(proc: subprocess.Popen[str], home: Path, chaos: Chaos, spec: Any, cluster: Any, work: Path) -> int:
     """Inject what is due while ``proc`` runs; its exit code."""
-    from kafkaops.lab import net
-    from kafkaops.lab.host import LabHost
+    from kafkaops_lab import net
+    from kafkaops_lab.host import LabHost
 
     roll = chaos.roll
     deadline = time.monotonic() + 1800
@@ -263,7 +263,7 @@ def drive(proc: subprocess.Popen[str], home: Path, chaos: Chaos, spec: Any, clus
 def one_roll(cluster: Any, spec: Any, number: int, rng: random.Random, work: Path,
              registrations: Registrations | None = None, fault: str | None = None) -> Roll:
     from kafkaops.health.status import collect
-    from kafkaops.lab.host import LabHost
+    from kafkaops_lab.host import LabHost
 
     roll = Roll(number, fault or rng.choice(FAULTS), rng.randint(60, 240))
     chaos = Chaos(roll, rng.randint(1, len(cluster.hosts) - 1), registrations=registrations)
@@ -365,9 +365,9 @@ def _wait_whole(cluster: Any, collect: Any, timeout: float = 180.0, but: str | N
 
 def soak(cluster: Any, rolls: int, seed: int, work: Path, result: dict[str, Any], out_path: Path,
          faults: tuple[str, ...] = FAULTS) -> list[Roll]:
-    from kafkaops.lab.dirs import lab_dir
-    from kafkaops.lab.load import run_load
-    from kafkaops.lab.spec import LabSpec
+    from kafkaops_lab.dirs import lab_dir
+    from kafkaops_lab.load import run_load
+    from kafkaops_lab.spec import LabSpec
 
     spec = LabSpec.load(lab_dir(cluster.name))
     rng = random.Random(seed)
@@ -418,8 +418,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab import lab
-    from kafkaops.lab.dirs import lab_dir
+    from kafkaops_lab import lab
+    from kafkaops_lab.dirs import lab_dir
 
     inventory = args.inventory.resolve()
     cluster = load_inventory(inventory)

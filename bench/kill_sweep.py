@@ -190,11 +190,11 @@ def _counts(hosts: list[Any], event: str, since: dict[str, int]) -> dict[str, in
 
 def run_point(cluster: Any, point: Point, workdir: Path) -> Outcome:
     from kafkaops.health.status import collect
-    from kafkaops.lab.dirs import lab_dir
-    from kafkaops.lab.host import LabHost
-    from kafkaops.lab.load import run_load
-    from kafkaops.lab.spec import LabSpec
     from kafkaops.systems.conftool import read_pools
+    from kafkaops_lab.dirs import lab_dir
+    from kafkaops_lab.host import LabHost
+    from kafkaops_lab.load import run_load
+    from kafkaops_lab.spec import LabSpec
 
     home = workdir / f"home-{point.after}-{int(point.delay * 10)}"
     spec = LabSpec.load(lab_dir(cluster.name))
@@ -291,8 +291,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab import lab
-    from kafkaops.lab.dirs import lab_dir
+    from kafkaops_lab import lab
+    from kafkaops_lab.dirs import lab_dir
 
     inventory = args.inventory.resolve()
     cluster = load_inventory(inventory)

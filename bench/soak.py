@@ -135,9 +135,9 @@ def main() -> None:
     args, extra = parser.parse_known_args()
 
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab import lab
-    from kafkaops.lab.dirs import lab_dir
-    from kafkaops.lab.load import run_load
+    from kafkaops_lab import lab
+    from kafkaops_lab.dirs import lab_dir
+    from kafkaops_lab.load import run_load
 
     inventory = args.inventory.resolve()
     cluster = load_inventory(inventory)

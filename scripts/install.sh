@@ -16,8 +16,8 @@ say() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
 # 1. Debian packages -------------------------------------------------------------------------------
 debs=(etcd-server etcd-client openssh-server openssh-client tcpdump kcat openjdk-17-jdk-headless maven procps iproute2
       apache2-utils  # apache2-utils: ab, for `kafkaops service bench` (the runbook's throughput test)
-      prometheus prometheus-alertmanager  # the lab's monitoring: every lab runs its own (kafkaops/lab/monitoring.py)
-      iptables)  # the lab's network faults: `kafkaops lab net partition` (kafkaops/lab/net.py)
+      prometheus prometheus-alertmanager  # the lab's monitoring: every lab runs its own (lab/kafkaops_lab/monitoring.py)
+      iptables)  # the lab's network faults: `kafkaops lab net partition` (lab/kafkaops_lab/net.py)
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -46,17 +46,18 @@ for unit in prometheus prometheus-alertmanager prometheus-node-exporter; do
   fi
 done
 
-# 2. Python: the project, the post-check extra (pyspark) and the dev tools --------------------------
-if ! $PYTHON -c 'import kafkaops, pyspark, confluent_kafka, kazoo, paramiko, conftool, pytest, pytest_timeout, xdist, hypothesis, build' 2>/dev/null \
-   || [ pyproject.toml -nt "$CACHE/.pip-installed" ]; then
-  say "pip install -e .[spark,batches,dev]"
-  $PYTHON -m pip install -q --disable-pip-version-check -e ".[spark,batches,dev]"
+# 2. Python: the project, the post-check extra (pyspark), the dev tools, and the lab (kafkaops-lab: its own
+#    distribution, lab/, which an admin host never installs) -------------------------------------------
+if ! $PYTHON -c 'import kafkaops, kafkaops_lab, pyspark, confluent_kafka, kazoo, paramiko, conftool, pytest, pytest_timeout, xdist, hypothesis, build, pipx' 2>/dev/null \
+   || [ pyproject.toml -nt "$CACHE/.pip-installed" ] || [ lab/pyproject.toml -nt "$CACHE/.pip-installed" ]; then
+  say "pip install -e .[spark,batches,dev] -e ./lab"
+  $PYTHON -m pip install -q --disable-pip-version-check -e ".[spark,batches,dev]" -e ./lab
   mkdir -p "$CACHE" && touch "$CACHE/.pip-installed"
 fi
 # An editable install is not byte-compiled, and where PYTHONDONTWRITEBYTECODE is set (as on these
 # machines) Python never caches it either: every `kafkaops` start would recompile the modules it uses
 # (~25 ms of `kafkaops status`). Compile them once, as pip does for a regular install.
-$PYTHON -m compileall -q kafkaops >/dev/null
+$PYTHON -m compileall -q kafkaops lab/kafkaops_lab >/dev/null
 
 # 3. Jars from Maven Central -------------------------------------------------------------------------
 resolve() {  # resolve POM OUTDIR [extra mvn args]

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
 PYTHON=${PYTHON:-python3}
-$PYTHON -m ruff check kafkaops tests bench
+$PYTHON -m ruff check kafkaops lab tests bench
 $PYTHON -m mypy
 if [ $# -gt 0 ]; then
   exec $PYTHON -m pytest "$@"

@@ -48,10 +48,10 @@ TEST_INVENTORIES = _test_inventories()
 
 
 def _lab_commands() -> None:
-    """``kafkaops lab`` registers through the entry point ``kafkaops.commands: lab`` (pyproject.toml), read
-    from the installed distribution's metadata. A checkout whose editable install predates that entry
-    point (pip not re-run since: scripts/install.sh does it when pyproject.toml is newer) has none, so the
-    session adds the same entry point in metadata of its own, on ``sys.path`` and ``PYTHONPATH`` (its
+    """``kafkaops lab`` is the lab's distribution's (``lab/``, kafkaops-lab): it registers through the entry
+    point ``kafkaops.commands: lab``, read from installed metadata. A checkout where kafkaops-lab is not
+    installed (scripts/install.sh installs it editable) has neither its package nor its entry point, so the
+    session adds both — ``lab/`` and metadata of its own — on ``sys.path`` and ``PYTHONPATH`` (its
     subprocesses): the lab's commands are found exactly as in a wheel, never by the CLI importing the lab."""
     import tempfile
     from importlib.metadata import entry_points
@@ -67,9 +67,10 @@ def _lab_commands() -> None:
     info = root / "kafkaops_test_lab_commands-0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kafkaops-test-lab-commands\nVersion: 0\n")
-    (info / "entry_points.txt").write_text("[kafkaops.commands]\nlab = kafkaops.lab.cli:app\n")
-    sys.path.append(str(root))
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(root)) if p)
+    (info / "entry_points.txt").write_text("[kafkaops.commands]\nlab = kafkaops_lab.cli:app\n")
+    paths = [str(REPO), str(REPO / "lab"), str(root)]
+    sys.path.extend(p for p in paths if p not in sys.path)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), *paths) if p)
 
 
 _lab_commands()
@@ -170,7 +171,7 @@ def _kept_up(cluster: Cluster, is_up: Callable[[], bool], up: Callable[[], Any],
 
 def _running(cluster: Cluster, base: Path | None = None, fixture: str = "") -> AbstractContextManager[Cluster]:
     """``cluster``'s lab (one site) up for the block."""
-    from kafkaops.lab import lab
+    from kafkaops_lab import lab
 
     return _kept_up(cluster, lambda: lab.is_up(base), lambda: lab.up(cluster), lambda: lab.down(base), fixture)
 
@@ -189,7 +190,7 @@ def stretch() -> Iterator[Cluster]:
     """The stretch lab (issues 15 and 19): four brokers over two DCs, beside the default lab; started for
     the module that needs it unless one is up."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab.dirs import lab_dir
+    from kafkaops_lab.dirs import lab_dir
 
     cluster = load_inventory(REPO / "inventory" / "lab-stretch.yaml")
     with _running(cluster, lab_dir(cluster.name), "stretch") as running:
@@ -201,7 +202,7 @@ def kraft() -> Iterator[Cluster]:
     """The KRaft lab (issue 16): Kafka 4.x, three controller nodes and three brokers, no ZooKeeper, beside
     the default lab; started for the module that needs it unless one is up."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab.dirs import lab_dir
+    from kafkaops_lab.dirs import lab_dir
 
     cluster = load_inventory(REPO / "inventory" / "lab-kraft.yaml")
     with _running(cluster, lab_dir(cluster.name), "kraft") as running:
@@ -213,7 +214,7 @@ def migration() -> Iterator[Cluster]:
     """The migration lab (issue 33): the ZooKeeper lab's cluster with three KRaft controller hosts prepared,
     beside the default lab; started for the module that needs it unless one is up."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab.dirs import lab_dir
+    from kafkaops_lab.dirs import lab_dir
 
     cluster = load_inventory(REPO / "inventory" / "lab-migration.yaml")
     with _running(cluster, lab_dir(cluster.name), "migration") as running:
@@ -225,7 +226,7 @@ def sites() -> Iterator[Cluster]:
     """The two-site lab (issue 17): main-eqiad and main-codfw with MirrorMaker 2 between them and the
     eventbus discovery records; started for the module that needs it unless it is up (then used as is)."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab import sites as sites_lab
+    from kafkaops_lab import sites as sites_lab
 
     cluster = load_inventory(REPO / "inventory" / "lab-sites.yaml")
     with _kept_up(cluster, lambda: sites_lab.mirror_pid(sites_lab.sites_dir(cluster)) is not None,
@@ -236,8 +237,9 @@ def sites() -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def built_dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The package as an operator gets it: ``python -m build`` (an sdist, then the wheel built from that
-    sdist: what the sdist lacks, the wheel lacks) of a copy of this tree — its files as git sees them,
-    committed or not, without build junk — so nothing is written into the checkout. ``{"wheel", "sdist"}``."""
+    sdist: what the sdist lacks, the wheel lacks), and the lab's wheel, of a copy of this tree — its files as
+    git sees them, committed or not, without build junk — so nothing is written into the checkout.
+    ``{"wheel", "sdist", "lab_wheel"}``."""
     import shutil
     import subprocess
     import sys
@@ -252,7 +254,11 @@ def built_dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("dist")
     subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(src)], check=True, capture_output=True,
                    timeout=600)
-    return {"wheel": next(out.glob("kafkaops-*.whl")), "sdist": next(out.glob("kafkaops-*.tar.gz"))}
+    # The lab's own distribution: a wheel only, built from the tree (lab/setup.py takes ../inventory/lab*.yaml)
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(src / "lab")], check=True,
+                   capture_output=True, timeout=600)
+    return {"wheel": next(out.glob("kafkaops-*.whl")), "sdist": next(out.glob("kafkaops-*.tar.gz")),
+            "lab_wheel": next(out.glob("kafkaops_lab-*.whl"))}
 
 
 @pytest.fixture

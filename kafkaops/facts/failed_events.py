@@ -15,7 +15,7 @@ Two record shapes are read (both one JSON object per line):
      "timestamp": 1467760000, "event": {"rawEvent": "{\\"meta\\": {\\"topic\\": …}}", "message": "…",
                                          "code": "processor", "schema": "…", "revision": -1}}
 
-* the lab's eventbus (:mod:`kafkaops.lab.eventbus`): ``{"rawEvent": "…", "message": "…", "dt": epoch}``.
+* the lab's eventbus (:mod:`kafkaops_lab.eventbus`): ``{"rawEvent": "…", "message": "…", "dt": epoch}``.
 
 The log is whatever the host holds: a line cut by a full disk or a crash, a stray banner, an editor's
 leftovers. A line that is not an EventError is *counted and shown* (line number, first characters) and

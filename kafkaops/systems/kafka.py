@@ -10,7 +10,7 @@ topic-health post-check pins its data scan to and compares with the baseline; a 
 offsets cannot be read (leader down) maps to ``None`` rather than failing the whole read, because the
 post-check must still report on the rest of the cluster. Its writes are the ones production commands
 make (preferred-leader election, dynamic configs); the lab's own — creating topics, producing test data,
-deleting records to stage data loss — are the lab's (:mod:`kafkaops.lab.kafka`).
+deleting records to stage data loss — are the lab's (:mod:`kafkaops_lab.kafka`).
 
 Methods that change the cluster are marked :func:`~kafkaops.systems.guard.write`: built with
 ``dry_run=True`` (a dry-run's adapter), they refuse before any request leaves the process.

@@ -55,8 +55,8 @@ def pooled_lab(lab_cluster: Cluster, home: Path) -> Iterator[Cluster]:
     """Every host pooled before the test; afterwards the test's unfinished runs are rolled back (as an
     operator would), every host is up with its broker running and pooled, and the cluster healthy."""
     from kafkaops.health.status import collect
-    from kafkaops.lab.host import LabHost
-    from kafkaops.lab.pools import LabConftool
+    from kafkaops_lab.host import LabHost
+    from kafkaops_lab.pools import LabConftool
 
     assert lab_cluster.conftool_config
     conftool = LabConftool(lab_cluster.conftool_config)

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from kafkaops.lab.load import LoadReport, run_load
-from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
+from kafkaops_lab.load import LoadReport, run_load
+from kafkaops_lab.spec import LabSpec
 
 
 def _env(home: os.PathLike[str] | str, cluster: Cluster) -> dict[str, str]:
@@ -106,9 +106,9 @@ def pristine_migration_lab(cluster: Cluster) -> LabSpec:
     """The migration lab as ``lab up --mode migration`` leaves it — a ZooKeeper cluster on Kafka 3.9, its
     controllers prepared but not provisioned — started again when an earlier test of the module group migrated
     or upgraded it."""
-    from kafkaops.lab import lab
-    from kafkaops.lab.dirs import lab_dir
-    from kafkaops.lab.host import LabHost
+    from kafkaops_lab import lab
+    from kafkaops_lab.dirs import lab_dir
+    from kafkaops_lab.host import LabHost
 
     spec = LabSpec.load(lab_dir(cluster.name))
     controllers = [LabHost(spec, h) for h in spec.controllers]

@@ -28,10 +28,10 @@ from harness import Load, kafkaops, output, spawn, wait_for
 from invariants import journal, live_journal, only_run
 
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import dirs, monitoring
-from kafkaops.lab.host import LabHost
-from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
+from kafkaops_lab import dirs, monitoring
+from kafkaops_lab.host import LabHost
+from kafkaops_lab.spec import LabSpec
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

@@ -67,9 +67,9 @@ def test_batch_auto_plans_the_stretch_lab_one_dc_at_a_time(stretch: Cluster, tmp
 @pytest.mark.long
 def test_batch_auto_rolls_the_stretch_lab_one_dc_at_a_time_killed_and_resumed(stretch: Cluster,
                                                                                tmp_path: Path) -> None:
-    from kafkaops.lab.dirs import lab_dir
-    from kafkaops.lab.host import LabHost
-    from kafkaops.lab.spec import LabSpec
+    from kafkaops_lab.dirs import lab_dir
+    from kafkaops_lab.host import LabHost
+    from kafkaops_lab.spec import LabSpec
 
     with Load(stretch, rate=150, http_rate=0) as load:
         # Under load from the start: the load's consumer group creates __consumer_offsets (RF 3, Kafka's

@@ -26,9 +26,9 @@ from invariants import live_journal, only_run
 
 from kafkaops.errors import RunFailed
 from kafkaops.health.status import collect
-from kafkaops.lab.host import KAFKA_FAILS_ON_BOOT, LabHost
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops_lab.host import KAFKA_FAILS_ON_BOOT, LabHost
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -152,7 +152,7 @@ def _zookeeper_registrations(stop: threading.Event, seen: list[tuple[float, int]
     """Count the brokers ZooKeeper has registered, five times a second, on a session of the test's own."""
     from kazoo.client import KazooClient
 
-    from kafkaops.lab.spec import LabSpec
+    from kafkaops_lab.spec import LabSpec
 
     zk = KazooClient(hosts=LabSpec.load().zk_connect, timeout=10)
     zk.start(timeout=10)

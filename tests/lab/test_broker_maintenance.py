@@ -18,10 +18,10 @@ from invariants import PoolWatch, SynWatch, journal, only_run, quiet_windows_hol
 
 from kafkaops.errors import LockHeldError, SafetyRefusal
 from kafkaops.health.status import collect
-from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
 from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops_lab.host import LabHost
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -105,7 +105,7 @@ def test_sigkill_mid_roll_then_resume(healthy_lab: Cluster, home: Path) -> None:
 def test_reboot_refuses_when_a_topic_cannot_lose_a_replica(healthy_lab: Cluster, home: Path) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from kafkaops.lab.security import admin_endpoint
+    from kafkaops_lab.security import admin_endpoint
 
     cluster = healthy_lab
     admin = AdminClient({**librdkafka_config(admin_endpoint(cluster))})  # kafkaops may not create topics

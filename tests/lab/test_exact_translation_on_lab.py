@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from harness import kafkaops, wait_for
 
-from kafkaops.lab import sites as sites_lab
-from kafkaops.lab.security import admin_endpoint
 from kafkaops.model import Cluster, KafkaEndpoint
 from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops_lab import sites as sites_lab
+from kafkaops_lab.security import admin_endpoint
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

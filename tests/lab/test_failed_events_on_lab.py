@@ -24,9 +24,9 @@ from harness import kafkaops, output, spawn
 from invariants import only_run
 
 from kafkaops.facts.failed_events import content_hash
-from kafkaops.lab.eventbus import PRODUCE_FAILS_KNOB
-from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster
+from kafkaops_lab.eventbus import PRODUCE_FAILS_KNOB
+from kafkaops_lab.host import LabHost
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

@@ -54,7 +54,7 @@ _OBSERVED = ("observed", "noop_reason", "fingerprint_data")
 
 def normalize(plan: dict[str, Any], home: Path) -> dict[str, Any]:
     """The plan without what the live cluster, the clock or the checkout's location decide."""
-    from kafkaops.lab.dirs import lab_dir
+    from kafkaops_lab.dirs import lab_dir
 
     text = json.dumps(plan).replace(str(home), "$HOME").replace(str(REPO), "$REPO")
     text = text.replace(str(lab_dir("lab")), "$LAB").replace(str(Path.home()), "~")  # where this machine keeps them
@@ -132,7 +132,7 @@ def no_failed_events(lab_cluster: Cluster) -> Iterator[None]:
     """The replay's plan lists each host's failed events: the golden one was recorded with none, and the
     tests before this one (and the lab's load while a host was down) leave some. They are set aside for
     the module and put back afterwards."""
-    from kafkaops.lab.host import LabHost
+    from kafkaops_lab.host import LabHost
 
     logs = [LabHost.named(h.name).dirs.log / "failed_events.log" for h in lab_cluster.hosts]
     aside = [log.with_name(log.name + ".golden-aside") for log in logs]

@@ -25,10 +25,10 @@ import pytest
 
 from kafkaops.health.check import CheckResult, run_post_check
 from kafkaops.health.metadata import Finding, OffsetsSnapshot
-from kafkaops.lab.kafka import ProduceRecord
-from kafkaops.lab.security import admin_endpoint  # the tests' own data is the lab's super user's to write
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops_lab.kafka import ProduceRecord
+from kafkaops_lab.security import admin_endpoint  # the tests' own data is the lab's super user's to write
 
 pytestmark = pytest.mark.lab
 
@@ -43,8 +43,8 @@ def _uid() -> str:
 
 
 def _create(cluster: Cluster, *names: str, partitions: int = 3) -> None:
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
-    from kafkaops.lab.kafka import TopicSpec
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import TopicSpec
 
     admin = KafkaAdmin(admin_endpoint(cluster), timeout=15)
     admin.create_topics([TopicSpec(n, partitions, 3) for n in names])
@@ -65,7 +65,7 @@ def _event(i: int, ts_ms: int | None = None) -> str:
 
 
 def _produce(cluster: Cluster, topic: str, records: list[ProduceRecord]) -> int:
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
 
     return KafkaAdmin(admin_endpoint(cluster), timeout=15).produce(topic, records)
 
@@ -131,7 +131,7 @@ def test_healthy_topics_pass_via_the_cli(lab_cluster: Cluster, tmp_path: Path) -
 
 def test_deleted_records_are_flagged(lab_cluster: Cluster) -> None:
     """delete_records on one partition after the baseline -> critical log_start_jump on that partition only."""
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
 
     uid = _uid()
     topic = f"kotest-{uid}.deleted"
@@ -155,7 +155,7 @@ def test_delete_records_to_the_middle_is_loss_naming_partition_and_offsets(lab_c
     """Half of one partition deleted between the baseline and the check: critical, whatever its size.
 
     The former rule ("more than half of what the baseline held") let exactly this pass."""
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
 
     uid = _uid()
     topic = f"kotest-{uid}.middle"
@@ -206,9 +206,9 @@ def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) 
         interval = _broker_setting(lab_cluster, "log.retention.check.interval.ms")
         if interval is None or int(interval) > 10_000:
             pytest.skip(f"the lab's brokers apply retention every {interval} ms (needs "
-                        "log.retention.check.interval.ms=5000 in kafkaops/lab/configs.py's server.properties)")
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
-    from kafkaops.lab.kafka import TopicSpec
+                        "log.retention.check.interval.ms=5000 in lab/kafkaops_lab/configs.py's server.properties)")
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import TopicSpec
 
     uid = _uid()
     topic = f"kotest-{uid}.retained"
@@ -246,8 +246,8 @@ def test_retention_by_the_broker_is_not_loss(lab_cluster: Cluster, policy: str) 
 def test_size_retention_is_not_loss_and_delete_records_under_it_is(lab_cluster: Cluster) -> None:
     """retention.bytes: the broker cutting the oldest segments is quiet (the partition keeps about
     retention.bytes); DeleteRecords on the same topic is flagged, though the records were young."""
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
-    from kafkaops.lab.kafka import TopicSpec
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import TopicSpec
 
     uid = _uid()
     topic = f"kotest-{uid}.sized"
@@ -292,8 +292,8 @@ def test_size_retention_is_not_loss_and_delete_records_under_it_is(lab_cluster: 
 
 def test_stopped_broker_is_flagged_as_urp(lab_cluster: Cluster) -> None:
     """kafka1003 stopped -> under_replicated on every partition (and the broker missing); back -> passes."""
-    from kafkaops.lab.host import LabHost
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.host import LabHost
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
 
 
     uid = _uid()
@@ -398,8 +398,8 @@ def test_out_of_order_timestamps_and_invalid_json(lab_cluster: Cluster) -> None:
 def _stage_for_readers(cluster: Cluster, uid: str) -> tuple[OffsetsSnapshot, OffsetsSnapshot]:
     """Faults for every data check on a baseline, a partition with deleted records and a compacted topic:
     returns (baseline, now), "now" taken once so both readers read exactly the same ranges."""
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
-    from kafkaops.lab.kafka import TopicSpec
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import TopicSpec
 
     order, events, plain = f"kotest-{uid}.order", f"eqiad.kotest-{uid}.json", f"kotest-{uid}.plain"
     compacted = f"kotest-{uid}.compacted"
@@ -445,7 +445,7 @@ def test_both_readers_give_the_same_report(lab_cluster: Cluster) -> None:
 def test_fallback_to_builtin_when_the_fast_reader_is_not_built(lab_cluster: Cluster, tmp_path: Path) -> None:
     """A machine with Spark's Kafka connector but no compiled reader (no JDK): ``kafkaops check`` says so
     in one line, scans with the built-in source in a JVM that has no trace of ours, and reports as usual."""
-    from kafkaops.lab.dirs import cache_dir
+    from kafkaops_lab.dirs import cache_dir
 
     cache = tmp_path / "cache"
     (cache / "jars").mkdir(parents=True)
@@ -503,7 +503,7 @@ def spark_standalone(tmp_path: Path) -> Iterator[str]:
     """A Spark standalone master and one worker bound to 127.0.0.1; stopped by pid afterwards."""
     import pyspark
 
-    from kafkaops.lab import procs
+    from kafkaops_lab import procs
 
     home = Path(pyspark.__file__).parent
     spark_class = home / "bin" / "spark-class"

@@ -29,15 +29,15 @@ from harness import Load, kafkaops, output, spawn
 from invariants import kill_after_step, live_journal
 
 from kafkaops.facts.quorum import parse_status
-from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster
+from kafkaops_lab.host import LabHost
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
 def _tool(kraft: Cluster) -> list[str]:
     """Kafka's own kafka-metadata-quorum (a lab host's copy), bootstrapped on every controller node."""
-    from kafkaops.lab.dirs import host_dirs, lab_dir
+    from kafkaops_lab.dirs import host_dirs, lab_dir
 
     first = kraft.controllers[0].name
     return [str(host_dirs(first, lab_dir(kraft.name)).bin / "kafka-metadata-quorum"), "--bootstrap-controller",
@@ -52,8 +52,8 @@ def _status(kraft: Cluster) -> dict[str, object]:
 
 
 def _hosts(kraft: Cluster) -> dict[str, LabHost]:
-    from kafkaops.lab.dirs import lab_dir
-    from kafkaops.lab.spec import LabSpec
+    from kafkaops_lab.dirs import lab_dir
+    from kafkaops_lab.spec import LabSpec
 
     spec = LabSpec.load(lab_dir(kraft.name))
     return {h.name: LabHost.named(h.name, spec) for h in (*kraft.controllers, *kraft.hosts)}

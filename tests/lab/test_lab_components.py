@@ -11,14 +11,14 @@ import pytest
 import requests
 
 from kafkaops.errors import HostKeyError, LabError
-from kafkaops.lab import lab
-from kafkaops.lab.dirs import kafka_jars
-from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
 from kafkaops.systems.ssh import SshClient
 from kafkaops.systems.traffic import count_syns
 from kafkaops.systems.zookeeper import ZooKeeper
+from kafkaops_lab import lab
+from kafkaops_lab.dirs import kafka_jars
+from kafkaops_lab.host import LabHost
 
 pytestmark = pytest.mark.lab
 
@@ -114,7 +114,7 @@ def test_ssh_checks_host_keys(lab_cluster: Cluster, tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("@cert-authority ")
     from dataclasses import replace
 
-    from kafkaops.lab.dirs import host_dirs
+    from kafkaops_lab.dirs import host_dirs
 
     # kafka1001's line, but holding kafka1002's key: an impersonation, whatever CA signed the key it shows.
     key_of_2 = " ".join((host_dirs(h2.name).etc / "ssh_host_ed25519_key.pub").read_text().split()[:2])
@@ -170,7 +170,7 @@ def test_boot_right_after_a_crash_restarts_the_broker_until_zookeeper_lets_it_in
 
 
 def test_quiet_load_loses_nothing(lab_cluster: Cluster) -> None:
-    from kafkaops.lab.load import run_load
+    from kafkaops_lab.load import run_load
 
     report = run_load(lab_cluster, 4, rate=100, http_rate=5)
     assert report.produced_acked >= 300
@@ -264,7 +264,7 @@ def test_plain_lab_down_stops_the_kraft_lab_too(tmp_path: Path, monkeypatch: pyt
     import sys
 
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab import dirs, procs
+    from kafkaops_lab import dirs, procs
 
     cache = dirs.cache_dir()  # the jars, found before HOME moves
     for key in [k for k in os.environ if k.startswith("KAFKAOPS_LAB_DIR")]:

@@ -24,10 +24,10 @@ import pytest
 from harness import Load, kafkaops, output, pristine_migration_lab, spawn
 from invariants import ArgvWatch, holding_secrets, journal, live_journal, only_run, read_live
 
-from kafkaops.lab.host import LabHost
-from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
 from kafkaops.policy.migration import controller_fencing
+from kafkaops_lab.host import LabHost
+from kafkaops_lab.spec import LabSpec
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -110,8 +110,8 @@ def _tool(spec: LabSpec, cluster: Cluster, main: str, *args: str) -> str:
     super user, through a 0600 ``--command-config`` removed after."""
     import tempfile
 
-    from kafkaops.lab.security import admin_endpoint
     from kafkaops.systems.kafka_auth import java_properties, properties_text
+    from kafkaops_lab.security import admin_endpoint
 
     with tempfile.TemporaryDirectory() as private:
         config = Path(private) / "admin.properties"
@@ -240,7 +240,7 @@ def test_migrate_to_kraft_killed_in_each_stage_resumes_to_the_end_under_load(mig
         timings[f"rolling-upgrade to {KAFKA_4} and metadata.version"] = time.monotonic() - t
         over = kafkaops(tmp_path / "bump", migration, *upgrade, migration.name, "--to", KAFKA_4, "--dry-run")
         assert over.returncode == 0 and "metadata.version is 4." in over.stderr, over.stderr[-2000:]
-        from kafkaops.lab import procs
+        from kafkaops_lab import procs
 
         zk_pid = procs.live_pid(Path(spec.lab_dir) / "run" / "zookeeper.pid")
         assert zk_pid is not None

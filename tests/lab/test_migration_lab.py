@@ -22,11 +22,11 @@ import pytest
 from harness import Load, pristine_migration_lab
 
 from kafkaops.facts.quorum import parse_status
-from kafkaops.lab.host import LabHost
-from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
 from kafkaops.systems.zookeeper import ZooKeeper
+from kafkaops_lab.host import LabHost
+from kafkaops_lab.spec import LabSpec
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -76,7 +76,7 @@ def _layout(cluster: Cluster) -> dict[tuple[str, int], tuple[int, ...]]:
 
 
 def test_the_migration_lab_is_a_zookeeper_cluster_with_its_controllers_prepared(migration: Cluster) -> None:
-    from kafkaops.lab import lab
+    from kafkaops_lab import lab
 
     spec = pristine_migration_lab(migration)
     rows = {c.name: c for c in lab.status(Path(spec.lab_dir))}
@@ -144,7 +144,7 @@ def test_kafkas_documented_migration_walks_through_under_load(migration: Cluster
         roll(controllers, "kraft")
         timings["finalize: controllers without ZooKeeper"] = time.monotonic() - t
 
-        from kafkaops.lab import procs
+        from kafkaops_lab import procs
 
         zk_pid = procs.live_pid(Path(spec.lab_dir) / "run" / "zookeeper.pid")
         assert zk_pid is not None

@@ -18,10 +18,10 @@ import pytest
 import requests
 from harness import wait_for
 
-from kafkaops.lab import dirs, monitoring
-from kafkaops.lab.host import LabHost
-from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
+from kafkaops_lab import dirs, monitoring
+from kafkaops_lab.host import LabHost
+from kafkaops_lab.spec import LabSpec
 
 pytestmark = pytest.mark.lab
 

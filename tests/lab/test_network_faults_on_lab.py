@@ -3,7 +3,7 @@ faults that take the lock away from it — the lock force-removed by another ope
 cut off from ZooKeeper (where the lock lives) — then finishes on ``resume``, each broker stopped exactly
 once (counted from the lab hosts' own event logs).
 
-The admin is kafkaops run with the lab's admin group (``kafkaops.lab.net.ADMIN_GID``): every lab
+The admin is kafkaops run with the lab's admin group (``kafkaops_lab.net.ADMIN_GID``): every lab
 process connects from 127.0.0.1, so the partition tells kafkaops' own traffic apart by that group. The
 test process itself (group 0) and the brokers keep reaching ZooKeeper throughout.
 """
@@ -27,11 +27,11 @@ from harness import Load, kafkaops, output, spawn
 from invariants import live_journal, only_run
 
 from kafkaops.health.status import collect
-from kafkaops.lab import net
-from kafkaops.lab.host import LabHost
-from kafkaops.lab.spec import LabSpec
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops_lab import net
+from kafkaops_lab.host import LabHost
+from kafkaops_lab.spec import LabSpec
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -357,7 +357,7 @@ def test_ssh_hanging_during_the_reboot_wait_stops_the_run_bounded_and_resume_fin
 
 def _pooled(lab: Cluster, name: str) -> str:
     """The host's pool state, read by this test (group 0: never partitioned)."""
-    from kafkaops.lab.pools import LabConftool
+    from kafkaops_lab.pools import LabConftool
 
     host = lab.host(name)
     assert host is not None and lab.conftool_config

@@ -60,8 +60,8 @@ def _wait(what: str, predicate: object, timeout: float = 60) -> None:
 # A long scenario (bench/long_scenarios.py); the suite's short version: the killed placement rolled back below.
 @pytest.mark.long
 def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Cluster, tmp_path: Path) -> None:
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
-    from kafkaops.lab.kafka import TopicSpec
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import TopicSpec
 
     home = tmp_path / "home"
     topic = f"stretch.t{uuid.uuid4().hex[:6]}"
@@ -142,9 +142,9 @@ def test_placement_check_plan_apply_killed_and_resumed_under_load(stretch: Clust
     assert after["ok"] and after["leaders"]["per_dc"] == {"codfw": 4, "eqiad": 4}
 
     # Stopping a preferred leader moves leadership to the other replica of the same DC.
-    from kafkaops.lab.dirs import lab_dir
-    from kafkaops.lab.host import LabHost
-    from kafkaops.lab.spec import LabSpec
+    from kafkaops_lab.dirs import lab_dir
+    from kafkaops_lab.host import LabHost
+    from kafkaops_lab.spec import LabSpec
 
     replicas = _assignment(stretch, topic)[0]
     leader = replicas[0]
@@ -173,8 +173,8 @@ def test_a_killed_placement_rolled_back_leaves_nothing_moving_and_no_throttle(st
     its old replicas), every throttle is deleted; the saved plan is then stale and refused (exit 8)."""
     from confluent_kafka import Producer
 
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
-    from kafkaops.lab.kafka import TopicSpec
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import TopicSpec
 
     home = tmp_path / "home"
     topic = f"stretch.r{uuid.uuid4().hex[:6]}"

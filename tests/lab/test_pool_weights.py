@@ -11,8 +11,8 @@ import pytest
 from harness import kafkaops
 
 from kafkaops.errors import SafetyRefusal
-from kafkaops.lab.pools import LabConftool as Conftool
 from kafkaops.model import Cluster
+from kafkaops_lab.pools import LabConftool as Conftool
 
 pytestmark = [pytest.mark.lab]
 

@@ -19,9 +19,9 @@ from harness import kafkaops
 from invariants import journal, only_run
 
 from kafkaops.health.status import collect
-from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster
 from kafkaops.systems.conftool import Conftool
+from kafkaops_lab.host import LabHost
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

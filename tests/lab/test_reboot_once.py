@@ -19,8 +19,8 @@ from harness import kafkaops, output, spawn
 from invariants import journal, live_journal, only_run
 
 from kafkaops.health.status import collect
-from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster
+from kafkaops_lab.host import LabHost
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

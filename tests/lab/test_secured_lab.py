@@ -1,7 +1,7 @@
 """The secured lab (issue 43): its brokers really refuse what production's refuse, kafkaops works through
 TLS and SCRAM, and its Kafka password reaches no artifact of a run nor any process's command line.
 
-The default lab's brokers listen on SASL_SSL only (kafkaops/lab/security.py); every other lab test of the
+The default lab's brokers listen on SASL_SSL only (lab/kafkaops_lab/security.py); every other lab test of the
 default lab runs through the same listeners, so each of them also shows a client of kafkaops secured.
 """
 
@@ -51,8 +51,8 @@ def test_the_brokers_refuse_a_plaintext_client(lab_cluster: Cluster) -> None:
 def _acl_admin(cluster: Cluster) -> object:
     from confluent_kafka.admin import AdminClient
 
-    from kafkaops.lab.security import admin_endpoint
     from kafkaops.systems.kafka_auth import librdkafka_config
+    from kafkaops_lab.security import admin_endpoint
 
     return AdminClient({**librdkafka_config(admin_endpoint(cluster)), "log_level": 2})
 
@@ -70,8 +70,8 @@ def _kafkaops_acls(cluster: Cluster) -> set[tuple[str, str, str, str]]:
 def test_the_brokers_grant_kafkaops_exactly_its_least_privilege(lab_cluster: Cluster) -> None:
     """What the brokers' authorizer holds for kafkaops is docs/security.md's table (the policy module), no
     more: every other lab test runs kafkaops under exactly these ACLs."""
-    from kafkaops.lab.lab import SERVICE_PREFIXES
     from kafkaops.policy.kafka_acls import required
+    from kafkaops_lab.lab import SERVICE_PREFIXES
 
     expected = {(a.operation, a.resource, a.name, a.pattern) for a in required(SERVICE_PREFIXES)}
     assert _kafkaops_acls(lab_cluster) == expected

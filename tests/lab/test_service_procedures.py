@@ -27,10 +27,10 @@ from kafkaops.catalog import find_runbook
 from kafkaops.engine import Runner, Target, bind_runbook
 from kafkaops.engine.journal import Journal
 from kafkaops.errors import Interrupted, RunFailed
-from kafkaops.lab.deploy import add_release, deploy_log
-from kafkaops.lab.host import LabHost
 from kafkaops.model import Cluster, Host
 from kafkaops.systems.conftool import Conftool, read_pools
+from kafkaops_lab.deploy import add_release, deploy_log
+from kafkaops_lab.host import LabHost
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

@@ -2,7 +2,7 @@
 between them, consumer offsets translated by timestamp.
 
 A producer posts numbered events through the eventbus of whichever site the discovery record names and a
-consumer group reads both sites' streams where the record points (:mod:`kafkaops.lab.switch_load`). After
+consumer group reads both sites' streams where the record points (:mod:`kafkaops_lab.switch_load`). After
 each switchover: every id produced was consumed (0 lost), the ids read twice are within the bound the
 run's own translation journaled, and the consumer read none of the mirror copies' history at the target
 (a translation to the wrong place would: the copies start with 25 records of their own per partition).
@@ -26,10 +26,10 @@ import pytest
 from harness import kafkaops, output, spawn
 from invariants import ArgvWatch, holding_secrets, journal, kill_after_step, live_journal
 
-from kafkaops.lab.dirs import lab_dir
-from kafkaops.lab.switch_load import SwitchLoad
 from kafkaops.model import Cluster, KafkaEndpoint
 from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops_lab.dirs import lab_dir
+from kafkaops_lab.switch_load import SwitchLoad
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -232,10 +232,10 @@ def test_translate_refuses_a_group_active_on_the_target(sites: Cluster, tmp_path
 def test_translate_refuses_a_partition_the_target_topic_does_not_have(sites: Cluster, tmp_path: Path) -> None:
     """A topic with 3 partitions on the source and 1 on the target (not MirrorMaker's doing: a name outside
     its regex): the group's position in partition 2 has nowhere to go, so the translation is refused."""
-    from kafkaops.lab.kafka import LabKafka as KafkaAdmin
-    from kafkaops.lab.kafka import TopicSpec
-    from kafkaops.lab.security import admin_endpoint
     from kafkaops.systems.groups import ConsumerGroups
+    from kafkaops_lab.kafka import LabKafka as KafkaAdmin
+    from kafkaops_lab.kafka import TopicSpec
+    from kafkaops_lab.security import admin_endpoint
 
     src, dst = _active(sites)
     source, target = sites.site(src), sites.site(dst)

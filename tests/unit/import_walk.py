@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kafkaops"
+#: The lab: a distribution of its own (``lab/``), walked with the product so its imports obey the layers too.
+LAB_PACKAGE = ROOT / "lab" / "kafkaops_lab"
 
 
 @dataclass(frozen=True)
@@ -52,14 +54,16 @@ class Edge:
 
 
 def module_name(path: Path) -> str:
-    """``kafkaops/engine/__init__.py`` -> ``kafkaops.engine``; ``kafkaops/cli/main.py`` -> ``kafkaops.cli.main``."""
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    """``kafkaops/engine/__init__.py`` -> ``kafkaops.engine``; ``kafkaops/cli/main.py`` -> ``kafkaops.cli.main``;
+    ``lab/kafkaops_lab/net.py`` -> ``kafkaops_lab.net``."""
+    base = LAB_PACKAGE.parent if path.is_relative_to(LAB_PACKAGE) else ROOT
+    parts = list(path.relative_to(base).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def modules() -> dict[str, Path]:
-    """``{dotted module name: file}`` for every module of the package."""
-    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+    """``{dotted module name: file}`` for every module of the product and of the lab."""
+    return {module_name(path): path for pkg in (PACKAGE, LAB_PACKAGE) for path in sorted(pkg.rglob("*.py"))}
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:

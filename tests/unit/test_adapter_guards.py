@@ -32,7 +32,7 @@ CLOSED_PORT = 9
 
 EXPECTED_WRITES = {
     # Only what production commands write: the lab's writes (topics, test data, pool objects, discovery
-    # records) are the lab's adapters' (kafkaops.lab.kafka, kafkaops.lab.pools), never a production one's.
+    # records) are the lab's adapters' (kafkaops_lab.kafka, kafkaops_lab.pools), never a production one's.
     "KafkaAdmin": {"alter_configs", "elect_preferred_leaders"},
     "Conftool": {"set_pooled"},
     "Discovery": {"set_pooled", "set"},
@@ -184,9 +184,9 @@ def test_a_run_journaled_before_a_model_field_existed_resumes_on_the_same_invent
 
 
 def test_the_labs_own_writes_refuse_themselves_in_a_dry_run_too() -> None:
-    """The lab's adapters (kafkaops.lab) add writes production never makes; a dry-run's copy refuses them."""
-    from kafkaops.lab.kafka import LabKafka
-    from kafkaops.lab.pools import LabConftool, LabDiscovery
+    """The lab's adapters (kafkaops_lab) add writes production never makes; a dry-run's copy refuses them."""
+    from kafkaops_lab.kafka import LabKafka
+    from kafkaops_lab.pools import LabConftool, LabDiscovery
 
     for adapter, name, args in ((LabConftool("/nonexistent/conftool.yaml", dry_run=True), "ensure",
                                  ("h", {}, )), (LabDiscovery("/nonexistent/conftool.yaml", dry_run=True), "seed",

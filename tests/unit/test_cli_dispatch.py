@@ -142,12 +142,12 @@ def test_the_lab_registers_itself_through_its_entry_point() -> None:
     assert "lab" not in cli_main.COMMAND_MODULES
     code = ("import typer.main\ngroup = typer.main.get_command(main.register(only='lab'))\n"
             "assert group.get_command(None, 'lab') is not None\n"
-            "print(json.dumps('kafkaops.lab.cli' in sys.modules))")
+            "print(json.dumps('kafkaops_lab.cli' in sys.modules))")
     out = subprocess.run([sys.executable, "-c", f"import json, sys\nfrom kafkaops.cli import main\n{code}"],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) is True
     code = ("main.register(only='status')\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('kafkaops.lab'))))")
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('kafkaops_lab'))))")
     out = subprocess.run([sys.executable, "-c", f"import json, sys\nfrom kafkaops.cli import main\n{code}"],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []

@@ -33,7 +33,7 @@ NOW = 1_700_000_000.0
 EVENT_A = {"meta": {"stream": "mediawiki.revision-create", "id": "a1", "dt": "2023-11-14T22:13:20Z"}, "rev_id": 1}
 EVENT_B = {"meta": {"topic": "mediawiki.page-delete", "id": "b2"}, "page_id": 7}
 
-#: The lab eventbus's records (kafkaops.lab.eventbus), as `cat` returns them.
+#: The lab eventbus's records (kafkaops_lab.eventbus), as `cat` returns them.
 LAB_LINES = [
     json.dumps({"rawEvent": json.dumps(EVENT_A), "message": 'KafkaError{code=_MSG_TIMED_OUT,val=-192,str="Local: '
                 'Message timed out"}', "dt": NOW - 30}),

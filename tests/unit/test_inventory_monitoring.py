@@ -34,7 +34,7 @@ def test_the_lab_inventory_has_its_monitoring() -> None:
 def test_every_lab_inventory_points_at_its_own_labs_monitoring(name: str) -> None:
     cluster = load_inventory(REPO / "inventory" / name)
     assert cluster.monitoring is not None and cluster.etcd is not None
-    subnet = cluster.etcd.removeprefix("http://").rsplit(".", 1)[0]  # the lab's /24 (kafkaops/lab/spec.py)
+    subnet = cluster.etcd.removeprefix("http://").rsplit(".", 1)[0]  # the lab's /24 (lab/kafkaops_lab/spec.py)
     assert cluster.monitoring.alertmanager == f"http://{subnet}.31:9093"
     assert cluster.monitoring.prometheus == f"http://{subnet}.30:9090"
 

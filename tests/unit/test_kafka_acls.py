@@ -48,8 +48,8 @@ def test_the_two_site_labs_load_may_read_the_switched_group_the_inventory_names(
     """The switchover's load consumes as ``load`` in the group the sites inventory switches: the lab grants
     that group by name, so the two must agree (a renamed group would leave the load refused)."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab.lab import SERVICE_PREFIXES
-    from kafkaops.lab.security import SWITCHED_GROUP, grants
+    from kafkaops_lab.lab import SERVICE_PREFIXES
+    from kafkaops_lab.security import SWITCHED_GROUP, grants
 
     sites = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-sites.yaml")
     assert [g for s in sites.switched.values() for g in s.consumer_groups] == [SWITCHED_GROUP]

@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kafkaops.lab.kafka import LabKafka, ProduceRecord, TopicSpec
 from kafkaops.model import KafkaEndpoint
 from kafkaops.systems.guard import DryRunViolation, write_methods
 from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops_lab.kafka import LabKafka, ProduceRecord, TopicSpec
 
 
 @dataclass

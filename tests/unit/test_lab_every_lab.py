@@ -21,8 +21,8 @@ import pytest
 
 from kafkaops.errors import LabError
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import dirs, lab, procs
-from kafkaops.lab.spec import from_inventory
+from kafkaops_lab import dirs, lab, procs
+from kafkaops_lab.spec import from_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 #: Each lab's inventory, moved to addresses no real lab uses (nothing listens there).

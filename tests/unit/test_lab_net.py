@@ -1,4 +1,4 @@
-"""The lab's network faults (kafkaops/lab/net.py): the iptables rules a partition makes, checked without
+"""The lab's network faults (lab/kafkaops_lab/net.py): the iptables rules a partition makes, checked without
 running iptables. What must hold for every rule, whatever the sides: it names a source and a destination
 that are both loopback addresses, one of them a lab address; a packet is dropped only when its sender's
 group is one side's and its destination the other side's address, or when it answers a connection so
@@ -13,9 +13,9 @@ import pytest
 
 from kafkaops.errors import LabError
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import net
-from kafkaops.lab.procs import identity_gid
-from kafkaops.lab.spec import LabSpec, from_inventory
+from kafkaops_lab import net
+from kafkaops_lab.procs import identity_gid
+from kafkaops_lab.spec import LabSpec, from_inventory
 
 INVENTORY = Path(__file__).resolve().parents[2] / "inventory" / "lab.yaml"
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import lab, procs
-from kafkaops.lab.spec import from_inventory
+from kafkaops_lab import lab, procs
+from kafkaops_lab.spec import from_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ import pytest
 
 from kafkaops.errors import LabError
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import lab, procs
+from kafkaops_lab import lab, procs
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -3,8 +3,9 @@
 Why a rule and not taste: each floor can be installed, read and tested without the floors above it. The
 engine plans and tests a runbook with no Kafka and no client library; a fact parser or a policy decision is
 a pure function a unit test feeds; an admin host never needs the lab, which is why the lab is on the top
-floor and nothing outside ``kafkaops/lab/`` imports it (issue 29; the lab's own commands reach the CLI
-through the entry point ``kafkaops.commands`` in pyproject.toml, never by the CLI naming them).
+floor, a distribution of its own (``lab/``, issue 45), and nothing of the product imports it (issue 29; the
+lab's commands reach the CLI through the entry point ``kafkaops.commands`` in lab/pyproject.toml, never by
+the CLI naming them).
 
 Read from the source (AST, :mod:`import_walk`), so every kind of import counts: at module level, inside a
 function (a lazy import is still a dependency, it only fails later — on an admin host without the lab, in
@@ -21,9 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from import_walk import PACKAGE, ROOT, Edge, all_edges, cycles, describe, edges, graph, imports, modules
-
-LAB = PACKAGE / "lab"
+from import_walk import PACKAGE, ROOT, Edge, all_edges, cycles, describe, edges, graph, imports, module_name, modules
 
 LAYER_NAMES = {1: "foundation", 2: "facts, policy", 3: "engine", 4: "systems", 5: "environment", 6: "health",
                7: "queries, stepkit", 8: "steps", 9: "procedure", 10: "cli", 11: "lab"}
@@ -72,7 +71,7 @@ LAYERS: dict[str, int] = {
     # 10 the command line: parse, call one product function, render.
     "kafkaops.cli.*": 10,
     # 11 the lab: a user of the product, on the top floor.
-    "kafkaops.lab.*": 11,
+    "kafkaops_lab.*": 11,
 }
 
 ENGINE = 3
@@ -137,7 +136,7 @@ def violations(found: Iterable[Edge]) -> list[str]:
 
 def client_imports(path: Path, source: str | None = None) -> list[str]:
     """``file:line: module imports LIBRARY`` for each client-library import of ``path`` (or ``source``)."""
-    module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    module = module_name(path)
     out = []
     for imp in imports(path, source):
         if imp.name.split(".")[0] in CLIENT_LIBRARIES:
@@ -148,12 +147,12 @@ def client_imports(path: Path, source: str | None = None) -> list[str]:
 
 
 def lab_imports(path: Path, source: str | None = None) -> list[str]:
-    """``file:line: what`` for each import of ``kafkaops.lab`` in ``path`` (or ``source``, read as if it were
+    """``file:line: what`` for each import of ``kafkaops_lab`` in ``path`` (or ``source``, read as if it were
     ``path``'s): absolute, relative, type-only or through importlib."""
     found: list[str] = []
     for imp in imports(path, source):
         line = f"{path.relative_to(ROOT)}:{imp.line}: {imp.name}"
-        if (imp.name == "kafkaops.lab" or imp.name.startswith("kafkaops.lab.")) \
+        if (imp.name == "kafkaops_lab" or imp.name.startswith("kafkaops_lab.")) \
                 and not any(f.startswith(f"{path.relative_to(ROOT)}:{imp.line}:") for f in found):
             found.append(line)
     return found
@@ -163,8 +162,7 @@ def lab_imports(path: Path, source: str | None = None) -> list[str]:
 
 
 def test_nothing_outside_the_lab_imports_the_lab() -> None:
-    offenders = [hit for path in sorted(PACKAGE.rglob("*.py")) if LAB not in path.parents
-                 for hit in lab_imports(path)]
+    offenders = [hit for path in sorted(PACKAGE.rglob("*.py")) for hit in lab_imports(path)]
     assert offenders == [], "the product imports the lab:\n" + "\n".join(offenders)
 
 
@@ -234,16 +232,16 @@ def test_the_walk_sees_every_kind_of_import() -> None:
     probe = ROOT / "kafkaops" / "cli" / "probe.py"  # never written: its source is given
     source = (
         "from typing import TYPE_CHECKING\n"
-        "import kafkaops.lab.dirs\n"
-        "if TYPE_CHECKING:\n    from kafkaops.lab.spec import LabSpec\n"
-        "def f():\n    from kafkaops.lab import lab\n    from ..lab import host\n"
-        "    import importlib\n    importlib.import_module('kafkaops.lab.cli')\n"
-        "from kafkaops import lab as l2\n"
+        "import kafkaops_lab.dirs\n"
+        "if TYPE_CHECKING:\n    from kafkaops_lab.spec import LabSpec\n"
+        "def f():\n    from kafkaops_lab import lab\n    from .lab import host\n"
+        "    import importlib\n    importlib.import_module('kafkaops_lab.cli')\n"
+        "import kafkaops_lab\n"
         "from kafkaops.places import cache_dir\n"
     )
-    hits = lab_imports(probe, source)  # relative imports resolve against kafkaops.cli
+    hits = lab_imports(probe, source)  # relative imports resolve against kafkaops.cli: not the lab
     lines = sorted(int(h.split(":")[1]) for h in hits)
-    assert lines == [2, 4, 6, 7, 9, 10], hits
+    assert lines == [2, 4, 6, 9, 10], hits
 
 
 def test_the_rules_catch_an_upward_import_and_a_type_only_cycle() -> None:
@@ -318,7 +316,7 @@ _ENVIRON_METHODS = ("setdefault", "update", "pop", "popitem", "clear", "__setite
 
 def cli_world_imports(path: Path, source: str | None = None) -> list[str]:
     """``file:line: module imports socket`` for each import of :data:`CLI_NEVER_IMPORTS`."""
-    module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    module = module_name(path)
     return list(dict.fromkeys(f"{path.relative_to(ROOT)}:{imp.line}: {module} imports {imp.name.split('.')[0]}"
                               for imp in imports(path, source) if imp.name.split(".")[0] in CLI_NEVER_IMPORTS))
 
@@ -362,7 +360,7 @@ def test_nothing_in_the_product_writes_os_environ() -> None:
     """Parameters are passed (the root options through :func:`kafkaops.places.use`), never through the
     process environment, which every child and the next command of the process would inherit."""
     allowed = {f for f, _ in ENVIRON_WRITES}
-    found = [hit for name, path in modules().items() if layer_of(name) != LAYERS["kafkaops.lab.*"]
+    found = [hit for name, path in modules().items() if layer_of(name) != LAYERS["kafkaops_lab.*"]
              for hit in environ_writes(path) if str(path.relative_to(ROOT)) not in allowed]
     assert found == [], "the product writes os.environ:\n" + "\n".join(found)
     unused = [f for f in allowed if not environ_writes(ROOT / f)]

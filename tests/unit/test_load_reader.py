@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kafkaops.errors import UnreachableError
-from kafkaops.lab.load import _Reader
+from kafkaops_lab.load import _Reader
 
 
 @dataclass
@@ -49,7 +49,7 @@ def _reader(consumer: _Consumer) -> _Reader:
 
 def test_a_topic_the_broker_does_not_know_yet_is_asked_again_not_assigned_empty(monkeypatch: pytest.MonkeyPatch
                                                                                  ) -> None:
-    monkeypatch.setattr("kafkaops.lab.load.time.sleep", lambda _s: None)
+    monkeypatch.setattr("kafkaops_lab.load.time.sleep", lambda _s: None)
     consumer = _Consumer([
         _Metadata({"lab.load": _Topic({}, error="UNKNOWN_TOPIC_OR_PART")}),
         _Metadata({}),
@@ -60,7 +60,7 @@ def test_a_topic_the_broker_does_not_know_yet_is_asked_again_not_assigned_empty(
 
 
 def test_a_topic_that_never_appears_is_an_unreachable_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kafkaops.lab.load.time.sleep", lambda _s: None)
+    monkeypatch.setattr("kafkaops_lab.load.time.sleep", lambda _s: None)
     consumer = _Consumer([_Metadata({"lab.load": _Topic({}, error="UNKNOWN_TOPIC_OR_PART")})])
     with pytest.raises(UnreachableError, match=r"lab\.load.*UNKNOWN_TOPIC_OR_PART"):
         _reader(consumer)._partitions("lab.load", timeout=0)

@@ -370,13 +370,13 @@ def test_no_inventory_gate_manufactures_data() -> None:
 
 
 class _Exporter:
-    """The lab eventbus's ``/metrics`` (its own :class:`~kafkaops.lab.eventbus.Metrics`) on 127.0.0.1."""
+    """The lab eventbus's ``/metrics`` (its own :class:`~kafkaops_lab.eventbus.Metrics`) on 127.0.0.1."""
 
     def __init__(self) -> None:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        from kafkaops.lab.eventbus import Metrics
+        from kafkaops_lab.eventbus import Metrics
 
         self.metrics = Metrics()
         metrics = self.metrics

@@ -11,9 +11,9 @@ import pytest
 
 from kafkaops.errors import ConfigError
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import configs
-from kafkaops.lab.dirs import host_dirs, lab_dir_env
-from kafkaops.lab.spec import LabSpec, from_inventory
+from kafkaops_lab import configs
+from kafkaops_lab.dirs import host_dirs, lab_dir_env
+from kafkaops_lab.spec import LabSpec, from_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import pytest
 
 from kafkaops.facts.errors import MalformedAnswer
 from kafkaops.facts.mirror import lag_of, offsets_topic, parse_offsets_records
-from kafkaops.lab.dirs import lab_dir_env
+from kafkaops_lab.dirs import lab_dir_env
 
 # Records as MirrorMaker 3.9 wrote them to mm2-offsets.eqiad.internal on codfw (the lab, November 2026).
 KEY0 = b'["MirrorSourceConnector",{"cluster":"eqiad","partition":0,"topic":"eqiad.test.event"}]'
@@ -80,7 +80,7 @@ def site_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, s
 
 def test_the_lab_mirrors_each_sites_prefix_flushing_per_target(site_secrets: dict[str, str]) -> None:
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab.sites import mirror_properties
+    from kafkaops_lab.sites import mirror_properties
 
     text = mirror_properties(load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-sites.yaml"))
     lines = set(text.splitlines())
@@ -96,7 +96,7 @@ def test_mirrormaker_reaches_secured_sites_with_their_passwords_by_reference(sit
     """Each site over SASL_SSL as its super user, trusting its own CA; the passwords only in the 0600 secrets
     file, named by reference: MirrorMaker stores its connectors' configs in a topic of each site."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab.sites import mirror_properties, mirror_secret_properties, mirror_secrets
+    from kafkaops_lab.sites import mirror_properties, mirror_secret_properties, mirror_secrets
 
     sites = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab-sites.yaml")
     text, secrets = mirror_properties(sites), mirror_secret_properties(sites)

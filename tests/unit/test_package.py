@@ -1,10 +1,12 @@
 """The wheel and the sdist carry everything an admin host needs without the checkout (issue 29): every
-runbook, the runbook docs, the lab's inventories (for the lab only), the Java reader's source, py.typed,
-the inventory's JSON Schema (``kafkaops inventory schema`` prints it), and the entry point through which
-the lab registers ``kafkaops lab``."""
+runbook, the runbook docs, the operator's docs, the example inventories, the Java reader's source, py.typed,
+the inventory's JSON Schema (``kafkaops inventory schema`` prints it) — and nothing of the lab (issue 45):
+the lab is its own wheel, kafkaops-lab, carrying its package, its inventories and the entry point through
+which it registers ``kafkaops lab``."""
 
 from __future__ import annotations
 
+import re
 import tarfile
 import zipfile
 from pathlib import Path
@@ -22,16 +24,16 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
     expected = {f"kafkaops/runbooks/{p.name}" for p in (REPO / "runbooks").glob("*.yaml")}
     expected |= {f"kafkaops/docs/runbooks/{p.name}" for p in (REPO / "docs" / "runbooks").glob("*.md")}
     expected |= {f"kafkaops/docs/{p.name}" for p in (REPO / "docs").glob("*.md")}  # `kafkaops docs TOPIC`
-    expected |= {f"kafkaops/lab/inventory/{p.name}" for p in (REPO / "inventory").glob("lab*.yaml")}
+    expected |= {f"kafkaops/examples/inventory/{p.name}" for p in (REPO / "inventory").glob("*.example.yaml")}
     expected |= {"kafkaops/py.typed", "kafkaops/health/jvm/KafkaRangeSource.java", "kafkaops/runbooks/README.md",
                  "kafkaops/schemas/inventory.schema.json"}
     assert len(expected) > 25
     assert expected <= names, sorted(expected - names)
-    # Only the lab's inventories are in the lab's directory: a production inventory never ships as one.
-    assert not [n for n in names if n.startswith("kafkaops/lab/inventory/") and "/lab" not in n[22:]]
+    # Nothing of the lab: no package, no inventory of its, no entry point (an admin host never sees `lab`).
+    assert not [n for n in names if "kafkaops_lab" in n or re.fullmatch(r"lab.*\.yaml", n.rsplit("/", 1)[-1])]
     info = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     entry_points = contents[info].decode()
-    assert "[kafkaops.commands]\nlab = kafkaops.lab.cli:app" in entry_points
+    assert "kafkaops.commands" not in entry_points and "lab" not in entry_points
     assert "kafkaops = kafkaops.cli.main:main" in entry_points
     # The license: an SPDX expression in the metadata (PEP 639), and its text in the wheel (issue 45)
     metadata = contents[next(n for n in names if n.endswith(".dist-info/METADATA"))].decode()
@@ -41,7 +43,7 @@ def test_the_wheel_and_the_sdist_carry_everything(built_dist: dict[str, Path]) -
     assert contents[license_text] == (REPO / "LICENSE").read_bytes()
     for name in expected:  # byte for byte what the repo holds
         source = {"kafkaops/runbooks/": REPO / "runbooks", "kafkaops/docs/runbooks/": REPO / "docs" / "runbooks",
-                  "kafkaops/docs/": REPO / "docs", "kafkaops/lab/inventory/": REPO / "inventory",
+                  "kafkaops/docs/": REPO / "docs", "kafkaops/examples/inventory/": REPO / "inventory",
                   "kafkaops/schemas/": REPO / "kafkaops" / "schemas"}
         for prefix, directory in source.items():
             if name.startswith(prefix) and "/" not in name[len(prefix):]:
@@ -80,3 +82,25 @@ def test_kafkaops_docs_reads_the_wheels_copy(built_dist: dict[str, Path], tmp_pa
     listed = docs()
     assert listed.returncode == 0, listed.stderr
     assert {line.split()[0] for line in listed.stdout.splitlines()} == {p.stem for p in (REPO / "docs").glob("*.md")}
+
+
+@pytest.mark.slow
+def test_the_lab_is_a_wheel_of_its_own(built_dist: dict[str, Path]) -> None:
+    """kafkaops-lab: its package, every lab inventory byte for byte, the entry point that adds ``kafkaops lab``,
+    and a dependency on the same kafkaops release (the lab drives the product's adapters)."""
+    with zipfile.ZipFile(built_dist["lab_wheel"]) as archive:
+        names = set(archive.namelist())
+        read = archive.read
+        inventories = {p.name for p in (REPO / "inventory").glob("lab*.yaml")}
+        assert len(inventories) >= 5
+        for name in inventories:
+            assert read(f"kafkaops_lab/inventory/{name}") == (REPO / "inventory" / name).read_bytes(), name
+        assert not [n for n in names if n.startswith("kafkaops_lab/inventory/") and n.rsplit("/", 1)[-1]
+                    not in inventories], "only the lab's inventories"
+        assert {"kafkaops_lab/cli.py", "kafkaops_lab/lab.py", "kafkaops_lab/net.py"} <= names
+        assert not [n for n in names if n.startswith("kafkaops/")], "the product is kafkaops' wheel's alone"
+        info = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        assert "[kafkaops.commands]\nlab = kafkaops_lab.cli:app" in read(info).decode()
+        metadata = read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode().splitlines()
+    assert "Requires-Dist: kafkaops==0.1.0" in metadata
+    assert "License-Expression: Apache-2.0" in metadata

@@ -21,11 +21,11 @@ from kafkaops.environment import Environment
 from kafkaops.errors import ConfigError, LabError
 from kafkaops.facts.log_lines import describe_matches
 from kafkaops.inventory import load_inventory
-from kafkaops.lab.host import KNOBS, LabHost
-from kafkaops.lab.hostctl import line_time, select_lines
 from kafkaops.queries.service import disruption_name
 from kafkaops.steps import logs
 from kafkaops.steps.logs import KafkaLogErrorsFound, scan_kafka_lines
+from kafkaops_lab.host import KNOBS, LabHost
+from kafkaops_lab.hostctl import line_time, select_lines
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "inventory" / "lab.yaml"

@@ -13,12 +13,12 @@ from kafkaops.engine.step import Action, Noop, Observation
 from kafkaops.errors import ConfigError, SafetyRefusal
 from kafkaops.facts.log_lines import describe_matches, find_error_lines
 from kafkaops.inventory import load_inventory
-from kafkaops.lab import deploy as labdeploy
 from kafkaops.queries.deploy_host import check_message, revision_matches
 from kafkaops.steps.canary import ConfirmCanary
 from kafkaops.steps.deploy import Deploy, Rollback, VerifyRevision
 from kafkaops.steps.service import Restart
 from kafkaops.systems.http import HttpCheck, served_revision
+from kafkaops_lab import deploy as labdeploy
 
 REPO = Path(__file__).resolve().parents[2]
 PATTERNS = ("Failed processing event", r"0 out of \d+ events were accepted")

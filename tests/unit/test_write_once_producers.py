@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kafkaops.lab.load import producer_config
 from kafkaops.model import KafkaEndpoint
 from kafkaops.systems.producing import WRITE_ONCE
+from kafkaops_lab.load import producer_config
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kafkaops"
 

@@ -106,7 +106,7 @@ def start_zookeeper(directory: Path, tls: Path | None = None) -> Server:
     """``org.apache.zookeeper.server.ZooKeeperServerMain`` on 127.0.0.1:<free port>, data in ``directory``. With
     ``tls`` (a :func:`make_pki` directory), a second port on TLS requiring client certificates signed by its
     CA (Netty, as production's secure ZooKeepers run), and the server's address is that port's."""
-    from kafkaops.lab.dirs import kafka_jars
+    from kafkaops_lab.dirs import kafka_jars
 
     if os.environ.get("KAFKAOPS_TEST_NO_SERVERS"):
         pytest.skip("KAFKAOPS_TEST_NO_SERVERS is set")

@@ -35,7 +35,7 @@ FORBIDDEN = (
     "kafkaops.steps",
     "kafkaops.cli",
     "kafkaops.health",
-    "kafkaops.lab",
+    "kafkaops_lab",
     "kafkaops.environment",
 )
 
@@ -143,7 +143,7 @@ def test_engine_imports_no_client_library_and_no_upper_layer() -> None:
         "import urllib3",
         "import kafkaops.environment",
         "from kafkaops.health.check import parse_since",
-        "def f():\n    from kafkaops.lab import lab\n",
+        "def f():\n    from kafkaops_lab import lab\n",
         "import typer",
         "import conftool",
         "import pyspark.sql",

@@ -94,7 +94,7 @@ def test_the_lab_names_its_zookeeper_tls_and_identity_by_file(monkeypatch: pytes
         ca_file="/srv/labdir/tls/ca.pem", cert_file="/srv/labdir/tls/kafkaops-zookeeper.pem",
         key_file="/srv/labdir/tls/kafkaops-zookeeper.key",
         username="kafkaops", password=Secret(file="/srv/labdir/secrets/zookeeper.password"))
-    from kafkaops.lab.spec import from_inventory
+    from kafkaops_lab.spec import from_inventory
 
     spec = from_inventory(cluster)  # kafkaops on the TLS port the inventory names, the brokers just below
     assert (spec.zk_secure_port, spec.zk_port) == (2182, 2181)

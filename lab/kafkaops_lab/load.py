@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafkaops.errors import UnreachableError
-from kafkaops.lab.security import LOAD_GROUP_PREFIX, LOAD_TOPIC, user_endpoint
 from kafkaops.model import Cluster, KafkaEndpoint
 from kafkaops.systems.kafka_auth import librdkafka_config
 from kafkaops.systems.producing import WRITE_ONCE
+from kafkaops_lab.security import LOAD_GROUP_PREFIX, LOAD_TOPIC, user_endpoint
 
 
 @dataclass

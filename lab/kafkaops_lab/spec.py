@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab import dirs
 from kafkaops.model import Cluster
+from kafkaops_lab import dirs
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,14 @@ class LabSpec:
     mode: str = "zookeeper"
     #: The KRaft cluster id every node's storage is formatted with (``kafka-storage format -t``).
     cluster_id: str = ""
-    #: The lab's monitoring (:mod:`kafkaops.lab.monitoring`): Prometheus, Alertmanager and the alert
+    #: The lab's monitoring (:mod:`kafkaops_lab.monitoring`): Prometheus, Alertmanager and the alert
     #: receiver, on addresses .30, .31, .32 of the lab's own /24; and the JMX exporter agent jar every
     #: Kafka JVM loads.
     prometheus_address: str = ""
     alertmanager_address: str = ""
     receiver_address: str = ""
     jmx_agent: str = ""
-    #: The brokers' listeners (:mod:`kafkaops.lab.security`): PLAINTEXT, or SASL_SSL with SCRAM-SHA-512,
+    #: The brokers' listeners (:mod:`kafkaops_lab.security`): PLAINTEXT, or SASL_SSL with SCRAM-SHA-512,
     #: as the inventory's ``kafka.security`` says; with the CA and password files it names for kafkaops.
     kafka_protocol: str = "PLAINTEXT"
     kafka_ca_file: str = ""

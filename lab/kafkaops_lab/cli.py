@@ -1,9 +1,9 @@
 """``kafkaops lab``: the local lab of real processes, for rehearsing runbooks and for the tests.
 
 The lab is a user of the product, on its top floor: the product's CLI does not know it. These commands
-register themselves through the entry point ``kafkaops.commands: lab = kafkaops.lab.cli:app``
+register themselves through the entry point ``kafkaops.commands: lab = kafkaops_lab.cli:app``
 (``pyproject.toml``), which the CLI loads only when ``lab`` is the command run (or for ``--help``).
-Without ``--inventory`` they act on the lab's own inventories (:mod:`kafkaops.lab.inventories`), never on
+Without ``--inventory`` they act on the lab's own inventories (:mod:`kafkaops_lab.inventories`), never on
 the operator's.
 """
 
@@ -65,7 +65,7 @@ def _which_lab(lab: str | None = typer.Option(None, "--lab", metavar="CLUSTER",
     ``kafkaops lab --lab lab-stretch down``)."""
     import os
 
-    from kafkaops.lab import dirs
+    from kafkaops_lab import dirs
 
     _CHOSEN[:] = [lab] if lab is not None else []
     if lab is not None and lab != dirs.DEFAULT_LAB:
@@ -74,7 +74,7 @@ def _which_lab(lab: str | None = typer.Option(None, "--lab", metavar="CLUSTER",
 
 def _labs() -> list[Path]:
     """The labs ``down``/``status`` act on: the one ``--lab`` chose, else every lab that is up."""
-    from kafkaops.lab import dirs, lab
+    from kafkaops_lab import dirs, lab
 
     return [dirs.lab_dir()] if _CHOSEN else lab.running()
 
@@ -84,8 +84,8 @@ def _default_inventory() -> Path:
     another lab inventory: the lab never searches the operator's inventory directories."""
     import os
 
-    from kafkaops.lab.inventories import lab_inventory
     from kafkaops.places import INVENTORY_ENV, given
+    from kafkaops_lab.inventories import lab_inventory
 
     named = given().inventory or (Path(os.environ[INVENTORY_ENV]) if os.environ.get(INVENTORY_ENV) else None)
     return named if named is not None and named.is_file() else lab_inventory()
@@ -99,7 +99,7 @@ def _layout_inventory(brokers: int | None, dcs: str | None) -> Path | None:
     if wanted not in LAYOUTS:
         known = "; ".join(f"--brokers {b} --dcs {','.join(d)}" for b, d in LAYOUTS)
         raise LabError(f"no lab of {wanted[0]} brokers in {', '.join(wanted[1])}", hint=f"labs: {known}")
-    from kafkaops.lab.inventories import lab_inventory
+    from kafkaops_lab.inventories import lab_inventory
 
     return lab_inventory(LAYOUTS[wanted])
 OutputOpt = typer.Option(TableOrJson.table, "--output", "-o", help="table or json.")
@@ -128,8 +128,8 @@ def up(inventory: Path | None = InventoryOpt,
        ) -> None:
     """Start the lab from scratch (about 30-60 s with jars cached). Refuses if it is already up."""
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab import lab
-    from kafkaops.lab.inventories import lab_inventory
+    from kafkaops_lab import lab
+    from kafkaops_lab.inventories import lab_inventory
 
     if sum(x is not None for x in (inventory, mode, sites)) + (brokers is not None or dcs is not None) > 1:
         raise LabError("give one of --inventory, --mode, --sites or --brokers/--dcs")
@@ -150,7 +150,7 @@ def up(inventory: Path | None = InventoryOpt,
 
 
 def _sites_up(sites: Cluster, wanted: str | None) -> None:
-    from kafkaops.lab import sites as sites_lab
+    from kafkaops_lab import sites as sites_lab
 
     if wanted is not None and [d.strip() for d in wanted.split(",")] != list(sites.sites):
         raise LabError(f"no two-site lab of {wanted!r}", hint=f"{sites.source} has sites {','.join(sites.sites)}")
@@ -173,7 +173,7 @@ def _sites_inventory(base: Path) -> Any:
 def down() -> None:
     """Stop every lab that is up (or the one --lab names), by pid; idempotent: with nothing up it
     stops nothing and exits 0. Data is wiped at the next `up`."""
-    from kafkaops.lab import lab
+    from kafkaops_lab import lab
 
     bases = _labs()
     if not bases:
@@ -192,8 +192,8 @@ def down() -> None:
 def status(output: TableOrJson = OutputOpt) -> None:
     """Every component of every lab that is up (or of the one --lab names) and its health.
     Exit 0 when all are healthy, 12 otherwise (also when no lab is up)."""
-    from kafkaops.lab import dirs, lab
-    from kafkaops.lab import sites as sites_lab
+    from kafkaops_lab import dirs, lab
+    from kafkaops_lab import sites as sites_lab
 
     labs = []
     for base in _labs() or [dirs.lab_dir()]:  # nothing up: the default lab says what it lacks
@@ -227,7 +227,7 @@ def status(output: TableOrJson = OutputOpt) -> None:
 def host_reboot(host: str = typer.Argument(..., help="Lab host, short name or FQDN."),
                 wait: bool = typer.Option(True, help="Wait until the host is back.")) -> None:
     """Clean reboot: every process of HOST stops (sshd too), the boot id changes, the host boots."""
-    from kafkaops.lab.host import LabHost
+    from kafkaops_lab.host import LabHost
 
     h = LabHost.named(host)
     before = h.boot_id()
@@ -242,7 +242,7 @@ def host_reboot(host: str = typer.Argument(..., help="Lab host, short name or FQ
 @host_app.command("crash")
 def host_crash(host: str = typer.Argument(..., help="Lab host, short name or FQDN.")) -> None:
     """Power loss: SIGKILL every process of HOST. It stays down until `kafkaops lab host boot HOST`."""
-    from kafkaops.lab.host import LabHost
+    from kafkaops_lab.host import LabHost
 
     h = LabHost.named(host)
     h.power_off(clean=False)
@@ -258,7 +258,7 @@ def host_slow_shutdown(
     then SSH keeps answering with the old boot id (system state ``stopping``) for SECONDS before it goes
     down. Rehearses a run killed right after its reboot command (kafkaops must not reboot twice).
     The same as `kafkaops lab host knob HOST slow_shutdown SECONDS`."""
-    from kafkaops.lab.host import LabHost
+    from kafkaops_lab.host import LabHost
 
     h = LabHost.named(host)
     h.set_knob("slow_shutdown", seconds or None)
@@ -266,7 +266,7 @@ def host_slow_shutdown(
 
 
 def _knobs_help() -> str:
-    from kafkaops.lab.host import KNOBS
+    from kafkaops_lab.host import KNOBS
 
     return "\n\n".join(f"{name}: {what}." for name, what in KNOBS.items())
 
@@ -290,7 +290,7 @@ def host_knob(
     clear: bool = typer.Option(False, "--clear", help="Clear the knob instead of setting it."),
 ) -> None:
     from kafkaops.cli.common import CommandLineError
-    from kafkaops.lab.host import KNOBS, LabHost
+    from kafkaops_lab.host import KNOBS, LabHost
 
     # Command-line mistakes first: a typo is a usage error whether or not the lab is up.
     if name is None and (clear or value is not None):
@@ -312,7 +312,7 @@ def host_knob(
 @host_app.command("boot")
 def host_boot(host: str = typer.Argument(..., help="Lab host, short name or FQDN.")) -> None:
     """Power on a crashed host: new boot id, sshd, then kafka and eventbus."""
-    from kafkaops.lab.host import LabHost
+    from kafkaops_lab.host import LabHost
 
     h = LabHost.named(host)
     t = time.monotonic()
@@ -334,8 +334,8 @@ def load(
     """
     from kafkaops.errors import CheckFailed
     from kafkaops.inventory import load_inventory
-    from kafkaops.lab import lab
-    from kafkaops.lab.load import run_load
+    from kafkaops_lab import lab
+    from kafkaops_lab.load import run_load
 
     if not lab.is_up():
         raise LabError("the lab is not up", hint="start it with `kafkaops lab up`")
@@ -374,8 +374,8 @@ def net_partition(
     --clear-groups kafkaops ...`). `kafka1002 zookeeper` cuts one broker's ZooKeeper session only."""
     from kafkaops.cli.common import CommandLineError
     from kafkaops.engine.step import parse_duration
-    from kafkaops.lab import net
-    from kafkaops.lab.spec import LabSpec
+    from kafkaops_lab import net
+    from kafkaops_lab.spec import LabSpec
 
     try:
         seconds = parse_duration(duration) if duration is not None else None
@@ -393,8 +393,8 @@ def net_heal(a: str | None = typer.Argument(None, help="One side (omitted: heal 
              b: str | None = typer.Argument(None, help="The other side.")) -> None:
     """Remove the partition between A and B, or every partition of the lab (its chain and jump too)."""
     from kafkaops.cli.common import CommandLineError
-    from kafkaops.lab import net
-    from kafkaops.lab.spec import LabSpec
+    from kafkaops_lab import net
+    from kafkaops_lab.spec import LabSpec
 
     if (a is None) != (b is None):
         raise CommandLineError("give both sides of the partition to heal, or neither to heal them all")
@@ -407,8 +407,8 @@ def net_heal(a: str | None = typer.Argument(None, help="One side (omitted: heal 
 @net_app.command("show")
 def net_show(output: TableOrJson = OutputOpt) -> None:
     """The partitions in force, their heal timers and their iptables rules."""
-    from kafkaops.lab import net
-    from kafkaops.lab.spec import LabSpec
+    from kafkaops_lab import net
+    from kafkaops_lab.spec import LabSpec
 
     data = net.shown(LabSpec.load())
     if output == TableOrJson.json:

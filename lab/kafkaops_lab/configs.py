@@ -11,9 +11,11 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from kafkaops.lab import security
-from kafkaops.lab.dirs import HostDirs
-from kafkaops.lab.spec import LabHostSpec, LabSpec
+import kafkaops
+import kafkaops_lab
+from kafkaops_lab import security
+from kafkaops_lab.dirs import HostDirs
+from kafkaops_lab.spec import LabHostSpec, LabSpec
 
 #: How a node of the migration lab is configured, along Kafka's "ZooKeeper to KRaft Migration" (operations
 #: docs, KIP-866): a broker goes ``zk`` → ``migration`` (still ZooKeeper mode, registered with the KRaft
@@ -271,15 +273,17 @@ SetEnv SHLVL=1 KAFKAOPS_LAB_HOST={h.name} KAFKAOPS_LAB_DIR={spec.lab_dir} KAFKAO
 """
 
 
-#: The directory holding the kafkaops that writes these scripts: a command run over a lab host's SSH (a
-#: fresh environment) imports this tree — a worktree's, a wheel's — not whatever else the machine has installed.
-_PYTHONPATH = f"PYTHONPATH={shlex.quote(str(Path(__file__).resolve().parents[2]))}${{PYTHONPATH:+:$PYTHONPATH}}"
+#: The directories holding the kafkaops and the lab that write these scripts: a command run over a lab host's
+#: SSH (a fresh environment) imports these trees — a worktree's, a wheel's — not whatever else the machine has
+#: installed. Two in a checkout (``./kafkaops``, ``lab/kafkaops_lab``), one site-packages for wheels.
+_ROOTS = dict.fromkeys(str(Path(str(m.__file__)).resolve().parents[1]) for m in (kafkaops, kafkaops_lab))
+_PYTHONPATH = f"PYTHONPATH={shlex.quote(':'.join(_ROOTS))}${{PYTHONPATH:+:$PYTHONPATH}}"
 
 
 def hostctl_script(spec: LabSpec) -> str:
     return f"""#!/bin/sh
-# The lab host's service manager (its systemctl): see kafkaops/lab/hostctl.py
-{_PYTHONPATH} exec {spec.python} -m kafkaops.lab.hostctl "$@"
+# The lab host's service manager (its systemctl): see lab/kafkaops_lab/hostctl.py
+{_PYTHONPATH} exec {spec.python} -m kafkaops_lab.hostctl "$@"
 """
 
 
@@ -314,8 +318,8 @@ exec {spec.java} -Xmx256m -XX:TieredStopAtLevel=1 -Xshare:auto {logging} \\
 
 def labdeploy_script(spec: LabSpec) -> str:
     return f"""#!/bin/sh
-# The lab's stand-in for `scap deploy` on the deploy host: see kafkaops/lab/deploy.py
-{_PYTHONPATH} exec {spec.python} -m kafkaops.lab.deploy "$@"
+# The lab's stand-in for `scap deploy` on the deploy host: see lab/kafkaops_lab/deploy.py
+{_PYTHONPATH} exec {spec.python} -m kafkaops_lab.deploy "$@"
 """
 
 

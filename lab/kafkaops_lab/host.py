@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab import configs, dirs, monitoring, procs, security
-from kafkaops.lab.dirs import HostDirs, host_dirs
-from kafkaops.lab.spec import LabHostSpec, LabSpec
+from kafkaops_lab import configs, dirs, monitoring, procs, security
+from kafkaops_lab.dirs import HostDirs, host_dirs
+from kafkaops_lab.spec import LabHostSpec, LabSpec
 
 #: Units started at boot, in order (like enabled systemd units).
 ENABLED_UNITS = ("kafka", "eventbus")
@@ -197,7 +197,7 @@ class LabHost:
         """The format as one JVM reading its main class and arguments from a 0600 argument file (``java
         @FILE``), with ``--add-scram`` for kafkaops: its password never on a command line. The secured
         migration lab's controllers check kafkaops' SCRAM credential before any is migrated from ZooKeeper
-        (:func:`kafkaops.lab.security.controller_channel`)."""
+        (:func:`kafkaops_lab.security.controller_channel`)."""
         jars_file = self.dirs.etc / "kafka-jars"
         jars = jars_file.read_text().strip() if jars_file.exists() else str(self.spec.kafka_jars)
         argfile = self.dirs.etc / "kafka-storage.args"
@@ -240,7 +240,7 @@ class LabHost:
                        else f"-Dlog4j.configuration=file:{d.etc / 'log4j.properties'}")
             if self.spec.migration:  # 3.9 or 4.x, whichever is installed: each reads its own setting
                 logging += f" -Dlog4j2.configurationFile={d.etc / 'log4j2.properties'}"
-            # Prometheus' JMX exporter, as production brokers run it (kafkaops/lab/monitoring.py).
+            # Prometheus' JMX exporter, as production brokers run it (lab/kafkaops_lab/monitoring.py).
             agent = ([monitoring.jmx_agent_arg(self.spec, self.host, monitoring.jmx_rules_file(self.spec))]
                      if self.spec.jmx_agent else [])
             return [
@@ -250,7 +250,7 @@ class LabHost:
                 "-cp", f"{self.jars}/*", "kafka.Kafka", str(d.etc / "server.properties"),
             ]
         if unit == "eventbus" and self.host.eventbus:
-            return [self.spec.python, "-m", "kafkaops.lab.eventbus", "--host", self.host.name]
+            return [self.spec.python, "-m", "kafkaops_lab.eventbus", "--host", self.host.name]
         raise LabError(f"unknown unit {unit!r} on {self.host.name}", hint=f"units: {', '.join(UNITS)}")
 
     def port(self, unit: str) -> int:
@@ -478,7 +478,7 @@ class LabHost:
         log = self.dirs.logfile("power")
         with open(log, "ab") as out:
             proc = subprocess.Popen(
-                [self.spec.python, "-m", "kafkaops.lab.hostctl", "--host", self.host.name, f"_{action}"],
+                [self.spec.python, "-m", "kafkaops_lab.hostctl", "--host", self.host.name, f"_{action}"],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                 start_new_session=True, close_fds=True,
             )

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from kafkaops.errors import KafkaOpsError
-from kafkaops.lab.host import ENABLED_UNITS, LabHost
-from kafkaops.lab.procs import LAB_HOST_ENV
+from kafkaops_lab.host import ENABLED_UNITS, LabHost
+from kafkaops_lab.procs import LAB_HOST_ENV
 
 #: Where a line's timestamp is: ISO-8601 at the start (eventbus, ``2026-11-22T18:01:02.123``) or log4j's
 #: bracketed one (Kafka's server log, ``[2026-11-22 18:01:02,123]``); both the host's local time.

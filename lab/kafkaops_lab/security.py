@@ -32,18 +32,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops.lab.dirs import lab_dir
-from kafkaops.lab.spec import LabHostSpec, LabSpec
 from kafkaops.model import Cluster, KafkaEndpoint, KafkaSecurity, Secret
 from kafkaops.policy import kafka_acls as acls
 from kafkaops.policy.kafka_acls import Acl
+from kafkaops_lab.dirs import lab_dir
+from kafkaops_lab.spec import LabHostSpec, LabSpec
 
 MECHANISM = "SCRAM-SHA-512"
 #: The load generator's topic, and the prefix of its checker's consumer groups (one per run).
 LOAD_TOPIC = "lab.load"
 LOAD_GROUP_PREFIX = "kafkaops-load-"
 #: The two-site lab's switched service's consumer group (inventory/lab-sites.yaml ``consumer_groups``): the
-#: switchover's load (:mod:`kafkaops.lab.switch_load`) reads the service's topics in it as ``load``.
+#: switchover's load (:mod:`kafkaops_lab.switch_load`) reads the service's topics in it as ``load``.
 SWITCHED_GROUP = "lab-switchover"
 #: The lab's SCRAM users: the brokers (inter-broker), kafkaops, the eventbus service, the load generator.
 USERS = ("broker", "kafkaops", "eventbus", "load")
@@ -337,7 +337,7 @@ def controller_channel(spec: LabSpec) -> str:
     Why PLAIN between the nodes: a controller checks SCRAM against the credentials in its metadata log,
     which holds none until the migration copies ZooKeeper's, and the nodes must talk before that. kafkaops'
     own SCRAM credential is put in the controllers' log when their storage is formatted (KIP-900,
-    :meth:`kafkaops.lab.host.LabHost.format_storage`), so its tools authenticate as it does everywhere."""
+    :meth:`kafkaops_lab.host.LabHost.format_storage`), so its tools authenticate as it does everywhere."""
     if not spec.secured:
         return ""
     pw = password_file(spec, "broker").read_text().strip()

@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError, LabError
-from kafkaops.lab import configs, monitoring, net, procs, security
-from kafkaops.lab.deploy import seed_releases
-from kafkaops.lab.dirs import host_dirs, lab_dir, lab_dirs
-from kafkaops.lab.host import LabHost
-from kafkaops.lab.kafka import LabKafka, TopicSpec
-from kafkaops.lab.pools import LabConftool
-from kafkaops.lab.spec import LabSpec, from_inventory
 from kafkaops.model import Cluster
 from kafkaops.systems.conftool import Conftool
 from kafkaops.systems.kafka import KafkaAdmin
 from kafkaops.systems.zookeeper import ZooKeeper
+from kafkaops_lab import configs, monitoring, net, procs, security
+from kafkaops_lab.deploy import seed_releases
+from kafkaops_lab.dirs import host_dirs, lab_dir, lab_dirs
+from kafkaops_lab.host import LabHost
+from kafkaops_lab.kafka import LabKafka, TopicSpec
+from kafkaops_lab.pools import LabConftool
+from kafkaops_lab.spec import LabSpec, from_inventory
 
 #: Topics that exist when the lab comes up: the runbook's EventBus streams in both DCs (for the
 #: eqiad/codfw parity check) and the load generator's topic.
@@ -106,7 +106,7 @@ def site_dirs(base: Path) -> list[Path]:
 
 
 def running() -> list[Path]:
-    """The directory of every lab that is up (:func:`kafkaops.lab.dirs.lab_dirs`), a multi-site lab once
+    """The directory of every lab that is up (:func:`kafkaops_lab.dirs.lab_dirs`), a multi-site lab once
     for itself and its sites; multi-site labs first."""
     out: list[Path] = []
     covered: set[Path] = set()
@@ -275,7 +275,7 @@ def _start_etcd(spec: LabSpec) -> int:
 
 
 def _start_balancer(spec: LabSpec) -> int:
-    return procs.spawn([spec.python, "-m", "kafkaops.lab.balancer"], log=_log_dir(spec) / "balancer.log",
+    return procs.spawn([spec.python, "-m", "kafkaops_lab.balancer"], log=_log_dir(spec) / "balancer.log",
                        pidfile=_run_dir(spec) / "balancer.pid", env=_global_env(spec))
 
 

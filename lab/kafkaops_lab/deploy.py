@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError
-from kafkaops.lab.dirs import host_dirs, lab_dir
-from kafkaops.lab.spec import LabHostSpec, LabSpec
+from kafkaops_lab.dirs import host_dirs, lab_dir
+from kafkaops_lab.spec import LabHostSpec, LabSpec
 
 #: Releases every lab starts with; the hosts run r1 (the eventbus default) and the deploy host has it checked out.
 SEED_RELEASES = ("r1", "r2", "r3")

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kafkaops.errors import KafkaOpsError, LabError
-from kafkaops.lab import dirs, lab, procs, security
-from kafkaops.lab.kafka import LabKafka, TopicSpec
-from kafkaops.lab.pools import LabDiscovery
 from kafkaops.model import Cluster
 from kafkaops.systems.kafka_auth import java_properties, librdkafka_config, properties_text
 from kafkaops.systems.mirror import MirrorLag
+from kafkaops_lab import dirs, lab, procs, security
+from kafkaops_lab.kafka import LabKafka, TopicSpec
+from kafkaops_lab.pools import LabDiscovery
 
 Progress = Callable[[str], None]
 

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from kafkaops.lab.spec import LabSpec
+from kafkaops_lab.spec import LabSpec
 
 REFRESH = 0.5
 

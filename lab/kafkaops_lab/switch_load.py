@@ -9,7 +9,7 @@ clients follow DNS discovery.
   the active site, committing after each batch. When its site is depooled it commits and leaves the
   group; it joins again where the record points next, from the group's committed offsets there —
   which only a translation put there. On secured sites it reads as the lab's ``load`` user, which may
-  read the service's topics and commit in its group, nothing more (:func:`kafkaops.lab.security.grants`).
+  read the service's topics and commit in its group, nothing more (:func:`kafkaops_lab.security.grants`).
 
 The report says what a switchover cost them: ids lost (produced, never consumed), read twice, and
 records that were none of the producer's (the mirror copies' own history: read only when a group
@@ -27,10 +27,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafkaops.errors import KafkaOpsError
-from kafkaops.lab.security import user_endpoint
 from kafkaops.model import Cluster
 from kafkaops.systems.conftool import read_discovery
 from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops_lab.security import user_endpoint
 
 TTL = 0.5  # seconds a discovery answer is cached (the lab records' TTL)
 STREAM = "test.event"

@@ -9,7 +9,7 @@ lab can cut them with ``iptables`` on this machine.
 kernel's source for ``127.0.0.0/8`` on ``lo``): kafkaops, and the brokers themselves (a broker's
 ZooKeeper session and its replica fetchers come from ``127.0.0.1`` too; the JVM has no setting to bind
 another source). An address says where a packet goes, never who sent it. So each side of a partition is
-also a *group id*: the lab starts every component with one of its own (:func:`~kafkaops.lab.procs.identity_gid`
+also a *group id*: the lab starts every component with one of its own (:func:`~kafkaops_lab.procs.identity_gid`
 of its address: a host's broker, eventbus and sshd, ZooKeeper, etcd), and the *admin* is whoever runs
 with :data:`ADMIN_GID` (``setpriv --regid 64600 --clear-groups kafkaops ...``, or ``subprocess``'s
 ``group=``). A side's outgoing packets to the other side's addresses are matched by ``-m owner
@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.errors import LabError
-from kafkaops.lab import procs
-from kafkaops.lab.spec import LabSpec
+from kafkaops_lab import procs
+from kafkaops_lab.spec import LabSpec
 
 #: The group id of the lab's "admin" processes (kafkaops run as the operator's admin host would).
 ADMIN_GID = 64600
@@ -252,7 +252,7 @@ def _timer_pidfile(base: Path, slug: str) -> Path:
 def _start_timer(spec: LabSpec, a: str, b: str, seconds: float) -> None:
     base = Path(spec.lab_dir)
     slug = _slug(*sorted((a, b)))
-    procs.spawn([sys.executable, "-m", "kafkaops.lab.net", str(base), a, b, str(seconds)],
+    procs.spawn([sys.executable, "-m", "kafkaops_lab.net", str(base), a, b, str(seconds)],
                 log=base / "log" / "net.log", pidfile=_timer_pidfile(base, slug), env={})
 
 
@@ -280,7 +280,7 @@ def shown(spec: LabSpec) -> dict[str, Any]:
 
 
 def _heal_after(argv: Sequence[str]) -> None:
-    """The ``--for`` timer: ``python -m kafkaops.lab.net LAB_DIR A B SECONDS``."""
+    """The ``--for`` timer: ``python -m kafkaops_lab.net LAB_DIR A B SECONDS``."""
     base, a, b, seconds = Path(argv[0]), argv[1], argv[2], float(argv[3])
     time.sleep(seconds)
     spec = LabSpec.load(base)

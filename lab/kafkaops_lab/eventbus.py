@@ -15,7 +15,7 @@ Kafka outage, for rehearsing ``kafkaops failed-events list`` and ``replay``. It 
 (the knobs file is re-read only when its mtime changes), so setting or clearing it needs no restart.
 ``GET /_info`` reports host, revision, boot id and pid. SIGTERM drains in-flight requests, then exits.
 
-``GET /metrics`` on a port of its own (:data:`~kafkaops.lab.monitoring.EVENTBUS_METRICS_PORT`, the host's
+``GET /metrics`` on a port of its own (:data:`~kafkaops_lab.monitoring.EVENTBUS_METRICS_PORT`, the host's
 address) answers Prometheus' text format: requests by method, path and status code, events accepted and
 failed, and a request latency histogram — what the lab's Prometheus scrapes and alerts on (5xx ratio).
 Not on the service port: the depool gates count the connections made to that one.
@@ -39,11 +39,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from kafkaops.lab import security
-from kafkaops.lab.host import LabHost
-from kafkaops.lab.monitoring import EVENTBUS_METRICS_PORT
 from kafkaops.systems.kafka_auth import librdkafka_config
 from kafkaops.systems.producing import WRITE_ONCE
+from kafkaops_lab import security
+from kafkaops_lab.host import LabHost
+from kafkaops_lab.monitoring import EVENTBUS_METRICS_PORT
 
 PRODUCE_TIMEOUT = 10.0
 #: The knob that makes every produce fail (see the module docstring).
