@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import typer
-from typer._click.exceptions import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -82,9 +81,28 @@ class TableOrJson(StrEnum):
     json = "json"
 
 
-class CommandLineError(UsageError):
+def _click_class(name: str) -> type[Exception]:
+    """click's exception class ``name``, as typer's commands raise it.
+
+    typer (0.26 on) runs on a copy of click it keeps private (``typer._click``) and exports one of its
+    exceptions, ``BadParameter``; a ``click`` of another package would never match what typer raises. So
+    the classes kafkaops catches are reached through that public class's bases, never the private module:
+    a typer that moves its copy, or depends on click again, changes nothing here."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+
+
+#: Every command-line mistake click reports (an unknown command, a missing argument; exit 2).
+USAGE_ERROR = _click_class("UsageError")
+#: Every error click shows and exits with (a usage error, a declined prompt, ...): ``.show()``, ``.exit_code``.
+CLICK_EXCEPTION = _click_class("ClickException")
+
+
+class CommandLineError(typer.BadParameter):
     """A command-line mistake the option's type cannot see (``--param``, a regex, exclusive options):
     one line on stderr, like every kafkaops error, and the usage exit code (2)."""
+
+    def format_message(self) -> str:
+        return self.message
 
     def show(self, file: Any = None) -> None:
         sys.stderr.write(f"error: {self.format_message()}\n")

@@ -230,14 +230,12 @@ def replay_failed_events(target: str, *, service: str | None, since: str | None,
                          rate: str, output_invalid: Path | None, inventory: Path | None, reason: str | None,
                          task: str | None, yes: bool, dry_run: bool, output: Output, save_plan: Path | None) -> None:
     """Bind and run the ``failed-events-replay`` runbook on TARGET's hosts (see the module docstring)."""
-    from typer._click.exceptions import BadParameter
-
     from kafkaops.catalog import find_runbook
     from kafkaops.cli.runbook_commands import run_runbook
 
     if not dry_run and not (reason or "").strip():
-        raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
-                           param_hint="--reason")
+        raise typer.BadParameter("--reason is required for anything that changes state (or use --dry-run)",
+                                 param_hint="--reason")
     since_s, rate_v = parse_since(since), parse_rate(rate)
     parse_topic(topic)
     if via not in ("kafka", "http"):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 import typer
 from typer.core import TyperGroup
@@ -50,11 +50,12 @@ class KafkaopsGroup(TyperGroup):
         return cmd
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        from typer._click.exceptions import UsageError
+        from kafkaops.cli.common import USAGE_ERROR
 
         try:
             return super().resolve_command(ctx, args)
-        except UsageError as exc:
+        except USAGE_ERROR as error:
+            exc = cast(Any, error)
             if args and "Did you mean" not in exc.message:
                 import difflib
 
@@ -253,13 +254,14 @@ def main() -> None:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     except Exception as exc:  # click usage errors and bugs
-        # typer 0.26 ships its own copy of click (the version is pinned): `import click` would find
-        # another package's click whose exception classes never match, and report a typo as a bug.
-        from typer._click.exceptions import ClickException
+        # typer ships its own copy of click: `import click` would find another package's click whose
+        # exception classes never match, and report a typo as a bug (kafkaops.cli.common says how).
+        from kafkaops.cli.common import CLICK_EXCEPTION
 
-        if isinstance(exc, ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+        if isinstance(exc, CLICK_EXCEPTION):
+            shown = cast(Any, exc)
+            shown.show()
+            sys.exit(shown.exit_code)
         if os.environ.get("KAFKAOPS_DEBUG"):
             raise
         sys.stderr.write(f"internal error: {exc!r} (re-run with KAFKAOPS_DEBUG=1 for the traceback)\n")

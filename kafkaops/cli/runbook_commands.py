@@ -27,26 +27,15 @@ import json
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
-from typer import BadParameter
-
-# typer 0.26 (pinned: 0.27+ imports pydantic on every command) vendors click as ``typer._click`` and does
-# not depend on the ``click`` distribution: its commands run on the vendored classes, so a public
-# ``click.BadParameter`` raised in one is an internal error (exit 1), not a usage error (exit 2), and a
-# ``click.Choice`` is no type to it (typer's is ``TyperChoice``). What typer does not re-export is
-# therefore imported from its vendored click, here only.
-from typer._click import Context, HelpFormatter, Parameter
-from typer._click.core import ParameterSource
-from typer._click.exceptions import UsageError
-from typer._click.globals import get_current_context
-from typer._click.types import ParamType
-from typer._types import TyperChoice
+from typer import BadParameter, Context
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from kafkaops.cli import complete
 from kafkaops.cli.common import (
+    USAGE_ERROR,
     CommandLineError,
     Output,
     PlanOutput,
@@ -114,23 +103,38 @@ def parse_value(param: Param, decl: ParamDecl, value: Any) -> Any:
     return typed
 
 
-class _ValueType(ParamType):
-    """The click type of a runbook parameter: converts and checks like ``--param`` does."""
+def _converter(param: Param, decl: ParamDecl) -> Callable[[Any], Any]:
+    """The click type of a runbook parameter: a function that converts and checks like ``--param`` does.
 
-    def __init__(self, param: Param, decl: ParamDecl) -> None:
-        self.param, self.decl = param, decl
-        self.name = _TYPE_NAMES.get(param.type, "value")
+    click makes any callable a parameter type (named by the function: the help's metavar); a mistake is
+    raised as a usage error, and click names the option it came from (exit 2)."""
 
-    def get_metavar(self, param: Parameter, ctx: Context) -> str | None:
-        if self.decl.choices:
-            return "[" + "|".join(_text(self.param, c) for c in self.decl.choices) + "]"
-        return {"list": "A,B,...", "map": "JSON"}.get(self.param.type)
-
-    def convert(self, value: Any, param: Parameter | None, ctx: Context | None) -> Any:
+    def convert(value: Any) -> Any:
         try:
-            return parse_value(self.param, self.decl, value)
+            return parse_value(param, decl, value)
         except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+            raise BadParameter(str(exc)) from None
+
+    convert.__name__ = _TYPE_NAMES.get(param.type, "value")
+    return convert
+
+
+def _metavar(param: Param, decl: ParamDecl) -> str | None:
+    if decl.choices:
+        return "[" + "|".join(_text(param, c) for c in decl.choices) + "]"
+    return {"list": "A,B,...", "map": "JSON"}.get(param.type)
+
+
+def _choice(choices: list[str]) -> dict[str, Any]:
+    """A parameter's ``type``, ``metavar`` and completion for one of ``choices``."""
+
+    def one_of(value: Any) -> str:
+        if value not in choices:
+            raise BadParameter(f"{value!r} is not one of {', '.join(map(repr, choices))}.")
+        return str(value)
+
+    return {"type": one_of, "metavar": "[" + "|".join(choices) + "]",
+            "shell_complete": lambda ctx, param, incomplete: [c for c in choices if c.startswith(incomplete)]}
 
 
 def parse_params(rb: Runbook, items: list[str]) -> dict[str, Any]:
@@ -159,7 +163,7 @@ def parse_params(rb: Runbook, items: list[str]) -> dict[str, Any]:
 # --- building the commands -------------------------------------------------------------------------
 
 
-def _common_options() -> list[Parameter]:
+def _common_options() -> list[TyperOption]:
     return [
         TyperOption(param_decls=["--inventory", "-i", "inventory"], metavar="PATH",
                     help="Inventory file (only this one is searched; default: $KAFKAOPS_INVENTORY, else the first "
@@ -171,7 +175,7 @@ def _common_options() -> list[Parameter]:
                     help="Do not ask for confirmation after showing the plan."),
         TyperOption(param_decls=["--dry-run", "dry_run"], is_flag=True, default=False,
                     help="Observe and plan for real, show the plan, change nothing."),
-        TyperOption(param_decls=["--output", "-o", "output"], type=TyperChoice([o.value for o in PlanOutput]),
+        TyperOption(param_decls=["--output", "-o", "output"], **_choice([o.value for o in PlanOutput]),
                     default=PlanOutput.auto.value, show_default=True,
                     help="Plan format: auto (a table on a terminal of 120+ columns, else plain), table, plain "
                          "(one block per step, a roll's steps once: for narrow terminals and logs), "
@@ -202,15 +206,15 @@ def _resolved(rb: Runbook) -> set[str]:
     return {name for name, _ in rb.command.resolve}
 
 
-def _alias_params(rb: Runbook) -> list[Parameter]:
+def _alias_params(rb: Runbook) -> list[Any]:  # click Parameters: TyperArgument, TyperOption
     """Positional arguments, TARGET, the common options, then every flagged parameter in YAML order."""
-    params: list[Parameter] = []
+    params: list[TyperArgument | TyperOption] = []
     resolved = _resolved(rb)
     for name in rb.command.arguments:  # always given: an optional one would take TARGET's place
         p = rb.param(name)
         assert p is not None
         params.append(TyperArgument(param_decls=[_key(name)], metavar=name.upper(), required=True,
-                                    type=_ValueType(p, rb.declaration(name)), help=p.help))
+                                    type=_converter(p, rb.declaration(name)), help=p.help))
     metavar, target_help = TARGET_HELP[rb.command.target]
     params.append(TyperArgument(param_decls=["target"], metavar=metavar, required=True, help=target_help,
                                 shell_complete=complete.for_target(rb.command.target)))
@@ -224,9 +228,9 @@ def _alias_params(rb: Runbook) -> list[Parameter]:
                                       help=decl.flag_help or p.help))
             continue
         required = p.required and p.default is None and p.name not in resolved
-        params.append(TyperOption(param_decls=[*decl.flags, _key(p.name)], type=_ValueType(p, decl),
-                                  required=required, default=p.default, show_default=p.default is not None,
-                                  help=decl.flag_help or p.help))
+        params.append(TyperOption(param_decls=[*decl.flags, _key(p.name)], type=_converter(p, decl),
+                                  metavar=_metavar(p, decl), required=required, default=p.default,
+                                  show_default=p.default is not None, help=decl.flag_help or p.help))
     return params
 
 
@@ -235,7 +239,7 @@ class _RunCommand(TyperCommand):
 
     runbook: Runbook
 
-    def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
+    def format_options(self, ctx: Any, formatter: Any) -> None:  # click's Context and HelpFormatter
         from kafkaops.cli.runbook_text import bounds_text
 
         super().format_options(ctx, formatter)
@@ -259,6 +263,26 @@ class _RunCommand(TyperCommand):
                 formatter.write_dl(rows)
 
 
+#: The keyword under which :class:`_AliasCommand` tells its callback which parameters the operator typed.
+_TYPED = "_typed_on_the_command_line"
+
+
+class _AliasCommand(TyperCommand):
+    """``kafkaops NAME``: a parameter the operator typed (or set in the environment) is bound to the run; one
+    left at its default is not, so the runbook's own default (or its resolver) decides. The callback is told
+    which were typed: click knows each value's source only while the command is being invoked."""
+
+    def invoke(self, ctx: Any) -> Any:
+        typed = frozenset(k for k in ctx.params if _typed(ctx, k))
+        assert self.callback is not None
+        return ctx.invoke(self.callback, **ctx.params, **{_TYPED: typed})
+
+
+def _typed(ctx: Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)  # click's ParameterSource, compared by name (typer keeps click's)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
 def build_command(rb: Runbook, *, alias: bool) -> TyperCommand:
     """The click command of ``rb``: the alias ``kafkaops NAME`` or ``kafkaops run NAME``."""
     _check_flags(rb)
@@ -266,20 +290,15 @@ def build_command(rb: Runbook, *, alias: bool) -> TyperCommand:
     metavar = TARGET_HELP[rb.command.target][0]
     if alias:
         def alias_callback(**kw: Any) -> None:
-            ctx = get_current_context()
-            given: dict[str, Any] = {}
-            for p in rb.parameters:
-                key = _key(p.name)
-                if key not in kw or ctx.get_parameter_source(key) not in (ParameterSource.COMMANDLINE,
-                                                                           ParameterSource.ENVIRONMENT):
-                    continue
-                given[p.name] = (not p.default) if p.type == "bool" else kw[key]
+            typed: frozenset[str] = kw.pop(_TYPED)
+            given = {p.name: (not p.default) if p.type == "bool" else kw[_key(p.name)]
+                     for p in rb.parameters if _key(p.name) in typed}
             run_procedure(rb, kw["target"], given, alias=True, **_common(kw))
 
-        return TyperCommand(name, callback=alias_callback, params=_alias_params(rb), rich_markup_mode=None,
-                            help=rb.command.help or rb.summary,
-                            epilog=f"Runbook {Path(rb.source).name}: `kafkaops run {name} --help` lists its "
-                                   "parameters.")
+        return _AliasCommand(name, callback=alias_callback, params=_alias_params(rb), rich_markup_mode=None,
+                             help=rb.command.help or rb.summary,
+                             epilog=f"Runbook {Path(rb.source).name}: `kafkaops run {name} --help` lists its "
+                                    "parameters.")
 
     def run_callback(**kw: Any) -> None:
         run_procedure(rb, kw["target"], parse_params(rb, list(kw.get("param") or ())), alias=False, **_common(kw))
@@ -367,12 +386,12 @@ def is_runbook(name: str) -> bool:
 class RunGroup(TyperGroup):
     """``kafkaops run``: one subcommand per runbook, built when named (or listed by ``--help``)."""
 
-    def list_commands(self, ctx: Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:
         from kafkaops.catalog import runbook_files
 
         return sorted(runbook_files(_dirs()))
 
-    def get_command(self, ctx: Context, cmd_name: str) -> Any:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         from kafkaops.catalog import runbook_file
 
         path = runbook_file(cmd_name, _dirs())
@@ -386,10 +405,11 @@ class RunGroup(TyperGroup):
         except ConfigError as exc:
             return _invalid(cmd_name, exc)
 
-    def resolve_command(self, ctx: Context, args: list[str]) -> Any:
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:
             return super().resolve_command(ctx, args)
-        except UsageError as exc:
+        except USAGE_ERROR as error:
+            exc = cast(Any, error)
             known = self.list_commands(ctx)
             close = difflib.get_close_matches(args[0], known, n=1) if args else []
             exc.message = (f"no runbook named {args[0]!r}" if args else exc.message) + (

@@ -377,3 +377,21 @@ def test_the_world_rules_catch_each_kind_of_write_and_import() -> None:
         "kafkaops/cli/probe.py:11: kafkaops.cli.probe imports socket",
         "kafkaops/cli/probe.py:4: kafkaops.cli.probe imports subprocess"]
     assert sorted(int(h.split(":")[1]) for h in environ_writes(probe, source)) == [5, 6, 7, 8, 9]
+
+
+def private_typer_imports(path: Path, source: str | None = None) -> list[str]:
+    """``file:line: name`` for each import of a private part of typer (``typer._click``, ``typer._types``)."""
+    found = {imp.line: f"{path.relative_to(ROOT)}:{imp.line}: {imp.name}" for imp in imports(path, source)
+             if imp.name.startswith("typer.") and any(part.startswith("_") for part in imp.name.split(".")[1:])}
+    return [found[line] for line in sorted(found)]
+
+
+def test_nothing_imports_a_private_part_of_typer() -> None:
+    """typer's private modules (its vendored click above all) change in any release: the CLI reaches click's
+    classes through typer's public ones (kafkaops.cli.common), so typer's pin is about start-up time only."""
+    found = [hit for path in modules().values() for hit in private_typer_imports(path)]
+    assert found == [], "private typer imports:\n" + "\n".join(found)
+    probe = ROOT / "kafkaops" / "cli" / "probe.py"  # never written: its source is given
+    source = ("import typer\nfrom typer.core import TyperCommand\nfrom typer._click import Context\n"
+              "def f():\n    from typer._types import TyperChoice\n")
+    assert [h.split(":")[1] for h in private_typer_imports(probe, source)] == ["3", "5"]
