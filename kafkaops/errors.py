@@ -42,6 +42,8 @@ class UnreachableError(KafkaOpsError):
     """
 
     exit_code = 4
+    #: True when retrying cannot help (no name of the system resolves): the caller stops at once.
+    final: bool = False
     retryable = True
 
 
@@ -129,7 +131,7 @@ STDOUT_CLOSED = 141
 
 EXIT_CODES: dict[int, str] = {
     0: "success (for `check`: healthy)",
-    1: "internal error (a bug: re-run with KAFKAOPS_DEBUG=1 and report the traceback)",
+    1: "internal error (a bug: re-run with -v and report the traceback)",
     2: "command-line usage error",
     ConfigError.exit_code: "inventory, runbook or plan file invalid, or unknown host/cluster",
     UnreachableError.exit_code: "a system did not answer (ZooKeeper, etcd, Kafka, SSH, HTTP)",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -213,10 +215,59 @@ class LiveStatus:
                 self._status = None
             return
         if self._status is None:
-            self._status = self.console.status(Text(text), spinner="dots")
-            self._status.start()
+            status = self.console.status(Text(text), spinner="dots")
+            try:
+                status.start()
+            except Exception:  # another live display holds the terminal (rich allows one): a plain line
+                self.console.print(Text(text), highlight=False)
+                return
+            self._status = status
         else:
             self._status.update(Text(text))
+
+
+#: Seconds a wait lasts before :func:`waiting` shows its spinner: a quicker answer shows nothing (no flicker).
+SPINNER_AFTER = 1.0
+
+
+@contextmanager
+def waiting(text: str, *, after: float | None = None) -> Iterator[None]:
+    """A spinner on stderr saying what the command waits for (``asking kafka at HOST:PORT``), once the
+    wait has lasted a second, while the body asks the network. On a terminal only: a log or a pipe gets
+    nothing, and stdout (a table, JSON) is never touched. Without it a first connect to a slow or
+    unreachable cluster was seconds of silence that looked like a hang."""
+    if not err_console.is_terminal:
+        yield
+        return
+    import threading
+
+    from rich.text import Text
+
+    shown: list[Any] = []
+    lock = threading.Lock()
+
+    def show() -> None:
+        with lock:
+            if not shown:
+                status = err_console.status(Text(text), spinner="dots")
+                try:
+                    status.start()
+                except Exception:  # a run's own live status holds the terminal (rich allows one): it says more
+                    return
+                shown.append(status)
+
+    timer = threading.Timer(SPINNER_AFTER if after is None else after, show)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            for status in shown:
+                status.stop()
+            shown.clear()
+            shown.append(None)  # a timer already past its cancel point shows nothing now
 
 
 def live_status() -> LiveStatus | None:

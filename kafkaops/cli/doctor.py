@@ -33,7 +33,7 @@ from typing import Any
 
 import typer
 
-from kafkaops.cli.common import TableOrJson, console, print_json
+from kafkaops.cli.common import TableOrJson, console, print_json, waiting
 from kafkaops.systems.programs import version_line
 
 #: Seconds each protocol probe may take (they all run at once, so the doctor takes about this long).
@@ -250,8 +250,9 @@ def doctor(output: TableOrJson = typer.Option(TableOrJson.table, "--output", "-o
     One line per check, ok / warn / FAIL; exit 0 when none failed (a warning fails nothing), 9 otherwise.
     """
     inventory_checks, clusters = _inventory_checks()
-    results = _run([*_places_checks(), _lock_check(clusters), *inventory_checks, *_ssh_checks(clusters),
-                    *_reach_checks(clusters), *_runtime_checks()])
+    with waiting(f"checking {len(clusters)} cluster(s): Kafka, ZooKeeper, etcd, Alertmanager, SSH host keys"):
+        results = _run([*_places_checks(), _lock_check(clusters), *inventory_checks, *_ssh_checks(clusters),
+                        *_reach_checks(clusters), *_runtime_checks()])
     healthy = all(r.ok for r in results)
     if output == TableOrJson.json:
         print_json({"ok": healthy, "checks": [{**asdict(r), "level": r.level} for r in results]})

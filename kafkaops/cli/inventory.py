@@ -73,7 +73,7 @@ def init_cmd(
     TODO comments: `kafkaops inventory check FILE` names each until it is written. Read-only."""
     import datetime as dt
 
-    from kafkaops.cli.common import check_writable
+    from kafkaops.cli.common import check_writable, waiting
     from kafkaops.environment import Environment
     from kafkaops.errors import ConfigError
     from kafkaops.inventory import read_kafka_security
@@ -88,8 +88,9 @@ def init_cmd(
     asking = Cluster(name=cluster, bootstrap_servers=bootstrap, hosts=(), kafka_security=security)
     env = Environment(asking, dry_run=True)
     try:
-        metadata = env.kafka.metadata()
-        settings = env.kafka.broker_settings([int(b) for b in metadata.brokers], SETTINGS)
+        with waiting(f"asking Kafka at {bootstrap}"):
+            metadata = env.kafka.metadata()
+            settings = env.kafka.broker_settings([int(b) for b in metadata.brokers], SETTINGS)
     finally:
         env.close()
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")

@@ -109,6 +109,10 @@ def _runbooks(value: list[str] | None) -> list[str] | None:
     return value
 
 
+#: ``-v`` was given: an internal error shows its traceback.
+_verbose = False
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
@@ -121,12 +125,24 @@ def _root(
         None, "--runbooks", metavar="DIR", callback=_runbooks, is_eager=True,
         help="Read the runbooks (the procedure commands, `run`, `runbooks`) from DIR instead of those shipped "
              "with kafkaops (repeatable: the first wins; else $KAFKAOPS_RUNBOOKS)."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v",
+        help="Show what kafkaops and its client libraries (librdkafka, kazoo, paramiko, HTTP) log, on stderr as "
+             "it happens (secrets redacted), and an internal error's traceback. Every run also keeps this "
+             "log in its directory: debug.log beside journal.jsonl."),
 ) -> None:
     """Kafka operators' runbooks as safe, resumable procedures."""
     from dataclasses import replace
     from pathlib import Path
 
     from kafkaops import places
+
+    if verbose:
+        from kafkaops.engine import debug_log
+
+        global _verbose
+        _verbose = True
+        debug_log.verbose()
 
     if inventory and not Path(inventory).exists():
         from kafkaops.errors import ConfigError
@@ -262,9 +278,9 @@ def main() -> None:
             shown = cast(Any, exc)
             shown.show()
             sys.exit(shown.exit_code)
-        if os.environ.get("KAFKAOPS_DEBUG"):
+        if _verbose or os.environ.get("KAFKAOPS_DEBUG"):
             raise
-        sys.stderr.write(f"internal error: {exc!r} (re-run with KAFKAOPS_DEBUG=1 for the traceback)\n")
+        sys.stderr.write(f"internal error: {exc!r} (re-run with -v for the traceback)\n")
         sys.exit(1)
 
 

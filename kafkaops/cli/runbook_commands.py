@@ -43,6 +43,7 @@ from kafkaops.cli.common import (
     console,
     err_console,
     live_status,
+    waiting,
 )
 from kafkaops.errors import ConfigError, Declined
 
@@ -509,7 +510,8 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
     request = procedure.Request(rb, target, given, inventory=inventory, reason=reason or "", task=task,
                                 confirm=_confirm(yes), say=_echo, status=live_status())
     try:
-        planned = procedure.plan(request)
+        with waiting(f"planning {rb.name} {target}: asking the cluster"):
+            planned = procedure.plan(request)
     except InvalidParameter as exc:
         raise BadParameter(exc.message, param_hint=_hint(rb, exc.param, alias)) from None
     except NothingToDo as exc:
@@ -542,8 +544,9 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
     load_plugins()
     rb = find_runbook(runbook) if isinstance(runbook, str) else runbook
     try:
-        planned = procedure.plan_run(rb, cluster, hosts, params, reason=reason or "", task=task, say=_echo,
-                                     status=live_status(), confirm=confirm, env=env)
+        with waiting(f"planning {rb.name}: asking the cluster"):
+            planned = procedure.plan_run(rb, cluster, hosts, params, reason=reason or "", task=task, say=_echo,
+                                         status=live_status(), confirm=confirm, env=env)
     except procedure.BadBatch as exc:
         raise BadParameter(str(exc), param_hint="--batch") from None
     _show_and_run(planned, yes=yes, dry_run=dry_run, output=output, save_plan=save_plan, confirmed=confirmed,

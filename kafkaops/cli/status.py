@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from kafkaops.cli import complete
-from kafkaops.cli.common import Output, console, print_json, print_text
+from kafkaops.cli.common import Output, console, print_json, print_text, waiting
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -263,7 +263,8 @@ def register(app: typer.Typer) -> None:
         from kafkaops.lookup import find_cluster
 
         cluster = find_cluster(cluster_name, inventory)
-        data = status(cluster)
+        with waiting(f"asking {cluster.name}: Kafka at {cluster.bootstrap_servers}, its pools and alerts"):
+            data = status(cluster)
         if output == Output.json:
             print_json(data)
         elif output == Output.markdown:

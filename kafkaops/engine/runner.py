@@ -81,6 +81,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, NoReturn
 
+from kafkaops.engine import debug_log
 from kafkaops.engine.audit import AuditLog, default_audit
 from kafkaops.engine.binding import BoundRunbook, BoundStep, BoundTarget, schedule
 from kafkaops.engine.context import NO_PROJECTION, Projection, RunContext, RunEnvironment
@@ -436,7 +437,8 @@ class Runner(Planning, Fencing, Rollback):
         if sampler is not None:
             sampler.start()
         try:
-            return self._steps(journal, state, bound, env, meta, result)
+            with debug_log.recorded(journal.path.parent):  # how each system answered, beside the journal
+                return self._steps(journal, state, bound, env, meta, result)
         finally:
             if sampler is not None:
                 sampler.stop()

@@ -51,6 +51,7 @@ class KafkaAdmin:
 
         self.endpoint = endpoint
         self.bootstrap = endpoint.bootstrap_servers
+        self._names_checked = False  # _resolvable: the bootstrap names are looked up once
         self.timeout = timeout
         self.attempts = attempts
         self.cluster = endpoint.cluster
@@ -97,7 +98,8 @@ class KafkaAdmin:
             # 20 ms makes that pause its 11 ms floor: `kafkaops status` answers ~40 ms sooner.
             "reconnect.backoff.ms": 20,
             "reconnect.backoff.max.ms": 1000,
-            "log_level": 2,  # errors only: a stopped broker is expected during maintenance
+            # info and above (connections failed and made): they go to the run's debug log, not to stderr
+            "log_level": 6,
         }
         return build(AdminClient, conf, self.endpoint)
 
@@ -111,8 +113,54 @@ class KafkaAdmin:
             self._refusals.check(self.endpoint, what, self._admin)
         except AuthError as error:
             return error
-        return UnreachableError(f"Kafka at {self.bootstrap} did not answer {what}: {str(exc) or type(exc).__name__}",
+        if _kafka_code(exc) in _SILENT:
+            return self._silence(what)
+        return UnreachableError(f"Kafka at {self.bootstrap} did not answer {what}: {_kafka_words(exc)}",
                                 hint="check the brokers are up and bootstrap_servers in the inventory")
+
+    def _resolvable(self) -> None:
+        """Before the first request: when no bootstrap name resolves, say so now (a lookup takes
+        milliseconds) rather than after librdkafka's timeout and the retries — a name that does not resolve
+        is a typo or a missing DNS record, and waiting does not fix either.
+
+        Raises:
+            UnreachableError: No bootstrap name resolves (each name and the resolver's words).
+        """
+        if self._names_checked:
+            return
+        from kafkaops.systems.tcp import host_ports, unresolved
+
+        names = host_ports(self.bootstrap, 9092)
+        failures = [f"cannot resolve {host} ({why})" for host, _ in names if (why := unresolved(host))]
+        if failures and len(failures) == len(names):
+            error = UnreachableError(
+                f"cannot reach Kafka at {self.bootstrap}: {'; '.join(failures)}",
+                hint="check kafka.bootstrap_servers in the inventory (and this host's DNS: `kafkaops doctor`)")
+            error.final = True
+            raise error
+        self._names_checked = True
+
+    def _silence(self, what: str) -> UnreachableError:
+        """No broker could be talked to: why, per bootstrap address, in the system's words — the name that
+        does not resolve, the port that refuses — as ``kafkaops doctor`` says it, not librdkafka's
+        ``_TRANSPORT``. When no bootstrap name resolves, the error is marked final: a name that does not
+        resolve now will not in a second, and retrying only makes the operator wait."""
+        from kafkaops.systems.tcp import host_ports, refusal, unresolved
+
+        reasons, names_fail = [], True
+        for host, port in host_ports(self.bootstrap, 9092):
+            dns = unresolved(host)
+            if dns is not None:
+                reasons.append(f"cannot resolve {host} ({dns})")
+                continue
+            names_fail = False
+            why = refusal(host, port, min(self.timeout, 3.0))
+            reasons.append(f"{host}:{port}: {why or 'accepts TCP, but no Kafka answered in time'}")
+        error = UnreachableError(f"no broker of {self.bootstrap} answered {what}: {'; '.join(reasons)}",
+                                 hint="check kafka.bootstrap_servers in the inventory and that this host reaches "
+                                      "the brokers (`kafkaops doctor` checks each one)")
+        error.final = names_fail
+        return error
 
     def _result(self, future: Any, what: str, timeout: float | None = None, needs: Sequence[Acl] = ()) -> Any:
         try:
@@ -126,12 +174,13 @@ class KafkaAdmin:
         """Cluster metadata (brokers, controller id, topics); retried briefly, since a broker bounce
         or a controller election makes single requests time out while the cluster is fine."""
         tries = attempts or self.attempts
+        self._resolvable()
         for attempt in range(tries):
             try:
                 return self._admin.list_topics(timeout=self.timeout)
             except Exception as exc:
                 error = self._unreachable("a metadata request", exc, [acls.topic("DESCRIBE")])
-                if attempt == tries - 1 or isinstance(error, AuthError):
+                if attempt == tries - 1 or isinstance(error, AuthError) or getattr(error, "final", False):
                     raise error from exc
                 time.sleep(1.0)
         raise AssertionError("unreachable")
@@ -484,6 +533,30 @@ class KafkaAdmin:
 
 
 _CORRELATION = itertools.count(1)
+
+
+#: librdkafka's codes for "no broker could be talked to" (as opposed to a broker that answered "no").
+_SILENT = frozenset({"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_RESOLVE"})
+
+
+def _kafka_error(exc: BaseException) -> Any:
+    """The ``KafkaError`` a confluent-kafka exception carries (``KafkaException(KafkaError)``), else None."""
+    inner = exc.args[0] if exc.args else None
+    return inner if hasattr(inner, "name") and hasattr(inner, "str") else None
+
+
+def _kafka_code(exc: BaseException) -> str | None:
+    error = _kafka_error(exc)
+    return str(error.name()) if error is not None else None
+
+
+def _kafka_words(exc: BaseException) -> str:
+    """What went wrong, in words: the KafkaError's text (``Failed to get metadata: Local: Broker transport
+    failure``), never its repr (``KafkaError{code=_TRANSPORT,val=-195,...}``)."""
+    error = _kafka_error(exc)
+    if error is not None:
+        return str(error.str())
+    return str(exc) or type(exc).__name__
 
 
 def _source(entry: Any) -> int:

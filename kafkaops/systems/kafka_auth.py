@@ -18,6 +18,7 @@ certificate or a missing ACL never heal by waiting, so they are :class:`~kafkaop
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 from collections.abc import Sequence
@@ -100,10 +101,22 @@ def librdkafka_config(endpoint: KafkaEndpoint) -> dict[str, Any]:
     return conf
 
 
+#: Where librdkafka's log lines go: the debug log and ``-v`` (through the root logger), never logging's
+#: last-resort stderr handler (hence the NullHandler).
+LIBRDKAFKA_LOG = logging.getLogger("librdkafka")
+LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
+
+
 def build(factory: Any, conf: dict[str, Any], endpoint: KafkaEndpoint) -> Any:
     """``factory(conf)`` (an AdminClient, Consumer or Producer), where librdkafka's refusal of the
     configuration itself — a CA or key file that is not PEM, a key that does not match its certificate —
-    is one line naming the cluster (exit 3), not a traceback."""
+    is one line naming the cluster (exit 3), not a traceback.
+
+    librdkafka logs through Python's logging (logger ``librdkafka``, served when the client is polled), not
+    straight to stderr: what it says lands in a run's debug log and under ``-v``, redacted like the rest, and
+    never on the operator's terminal otherwise (a stopped broker's refused connections are expected during
+    maintenance)."""
+    conf = {"logger": LIBRDKAFKA_LOG, **conf}
     try:
         return factory(conf)
     except Exception as exc:

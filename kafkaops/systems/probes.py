@@ -18,25 +18,12 @@ line with its fix. Nothing is written, nobody is logged in to over SSH, nothing 
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from kafkaops.errors import ConfigError, UnreachableError
 from kafkaops.model import Cluster
+from kafkaops.systems.tcp import host_ports
 
 #: Seconds each probe may take (each protocol step is bounded by it; the doctor runs them all at once).
 TIMEOUT = 4.0
-
-
-def host_ports(spec: str, default_port: int) -> list[tuple[str, int]]:
-    """``a:9092,b:9092``, ``zk1:2181,zk2:2181/chroot`` or URLs -> ``[(host, port)]``."""
-    out = []
-    for item in spec.split("/", 1)[0].split(",") if "://" not in spec else spec.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        parsed = urlsplit(item if "://" in item else f"//{item}")
-        out.append((parsed.hostname or item, parsed.port or default_port))
-    return out
 
 
 def kafka(cluster: Cluster, timeout: float = TIMEOUT) -> str:

@@ -236,6 +236,9 @@ def test_a_reboot_with_the_post_check_under_load_leaves_the_password_nowhere(poo
     assert not any(p.decode() in run_output for p in passwords)
     artifacts = [p for base in (home, plans) for p in base.rglob("*") if p.is_file()]
     assert any(p.name == "journal.jsonl" for p in artifacts) and len(artifacts) >= 5, artifacts
+    # the run's debug log (issue 45) holds what the client libraries said — and is searched like the rest
+    debug = next(p for p in artifacts if p.name == "debug.log").read_text()
+    assert "paramiko.transport" in debug, debug[-2000:]
     lab_logs = [p for p in lab.rglob("*.log") if p.is_file()]
     assert len(lab_logs) >= 10, lab_logs
     holding = holding_secrets([*artifacts, *lab_logs], passwords)
