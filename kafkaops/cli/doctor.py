@@ -93,8 +93,11 @@ def _inventory_checks() -> tuple[list[Callable[[], Result]], list[Any]]:
     checks: list[Callable[[], Result]] = []
     clusters: list[Any] = []
     if used is None or not used.files:
-        checks.append(lambda: Result("inventories", False, f"none found; searched {searched} "
-                                     f"(put one in {places.inventory_dirs()[0]}/ or {places.inventory_dirs()[1]}/)"))
+        home = places.inventory_dirs()[0]
+        checks.append(lambda: Result("inventories", False, f"none found; searched {searched} (draft one from the "
+                                     f"cluster: kafkaops inventory init CLUSTER --bootstrap HOST:PORT --out "
+                                     f"{home}/CLUSTER.yaml; or put one in {home}/ or "
+                                     f"{places.inventory_dirs()[1]}/)"))
         return checks, clusters
     checks.append(lambda: Result("inventories", True, f"in use: {used.describe()}; searched {searched}"))
     examples = [p for p in places.example_inventories() if used.path is not None and p.parent == used.path]

@@ -1,8 +1,8 @@
 """Issue 29's acceptance, as an operator installs kafkaops: the wheel (built from the sdist) installed —
 not editable — into a fresh virtualenv outside the checkout, run from a temporary directory with its
 inventory in a temporary ``$XDG_CONFIG_HOME``, without ``PYTHONPATH``: it lists every runbook, plans a
-reboot, registers the lab's commands through its entry point, and restarts a broker of the lab for real
-with the Spark post-check on.
+reboot, registers the lab's commands through the entry point of the lab's own wheel (kafkaops-lab), and
+restarts a broker of the lab for real with the Spark post-check on.
 
 The venv sees the machine's site-packages (``--system-site-packages``: pyspark and the client libraries
 come from there, as on an admin host whose packages configuration management installs); the wheel is
@@ -32,7 +32,8 @@ def venv(built_dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
     root = tmp_path_factory.mktemp("venv")
     subprocess.run(["python3", "-m", "venv", "--system-site-packages", str(root)], check=True, timeout=300)
     subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--disable-pip-version-check", str(built_dist["wheel"])], check=True, timeout=300)
+                    "--disable-pip-version-check", str(built_dist["wheel"]), str(built_dist["lab_wheel"])],
+                   check=True, timeout=300)
     return root
 
 
@@ -60,10 +61,11 @@ def test_the_installed_package_runs_without_the_checkout(venv: Path, pooled_lab:
         return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=work,
                               stdin=subprocess.DEVNULL)
 
-    where = run(str(venv / "bin" / "python"), "-c", "import kafkaops; print(kafkaops.__file__)").stdout.strip()
-    assert not Path(where).resolve().is_relative_to(REPO), where
-    assert not Path(where).resolve().is_relative_to(Path("/work/main")), where  # the machine's editable install
-    assert Path(where).resolve().is_relative_to(venv.resolve()), where
+    for package in ("kafkaops", "kafkaops_lab"):  # the product's wheel and the lab's (issue 45)
+        where = run(str(venv / "bin" / "python"), "-c", f"import {package}; print({package}.__file__)").stdout.strip()
+        assert not Path(where).resolve().is_relative_to(REPO), where
+        assert not Path(where).resolve().is_relative_to(Path("/work/main")), where  # the machine's editable install
+        assert Path(where).resolve().is_relative_to(venv.resolve()), where
 
     kafkaops = str(venv / "bin" / "kafkaops")
     listed = run(kafkaops, "runbooks", "list")
