@@ -194,9 +194,11 @@ def _reach_checks(clusters: list[Any]) -> list[Callable[[], Result]]:
 def _probe(name: str, probe: Callable[[Any, float], str], cluster: Any) -> Result:
     """One probe as a check: what it saw, or its error's one line (what, and in parentheses how to fix it)."""
     from kafkaops.errors import KafkaOpsError
+    from kafkaops.systems.probes import Unchecked
 
     try:
-        return Result(name, True, probe(cluster, PROBE_TIMEOUT))
+        said = probe(cluster, PROBE_TIMEOUT)
+        return Result(name, True, str(said), warn=isinstance(said, Unchecked))
     except KafkaOpsError as exc:
         return Result(name, False, " ".join(str(exc).split()))
 

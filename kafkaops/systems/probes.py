@@ -26,6 +26,10 @@ from kafkaops.systems.tcp import host_ports
 TIMEOUT = 4.0
 
 
+class Unchecked(str):
+    """A probe's answer that checked nothing, and says why (a host behind a bastion): a warning, not a pass."""
+
+
 def kafka(cluster: Cluster, timeout: float = TIMEOUT) -> str:
     """ApiVersions answered by a bootstrap broker (over TLS when the listeners have it: the CA is checked
     here), then a Metadata request through the AdminClient a run uses (SASL: the password is checked here).
@@ -126,10 +130,13 @@ def ssh_host_key(cluster: Cluster, timeout: float = TIMEOUT) -> str:
         HostKeyError: unknown, different or revoked key; a certificate that does not prove the host.
         UnreachableError: no SSH handshake.
     """
-    from kafkaops.systems.ssh import SshClient
+    from kafkaops.systems.ssh import BehindBastion, SshClient
 
     if not cluster.hosts:
         return "no host in the inventory"
     host = cluster.hosts[0]
-    return f"{host.name}: " + SshClient(host.ssh, name=host.name, connect_timeout=timeout,
-                                        dry_run=True).verify_host_key()
+    try:
+        return f"{host.name}: " + SshClient(host.ssh, name=host.name, connect_timeout=timeout,
+                                            dry_run=True).verify_host_key()
+    except BehindBastion as exc:
+        return Unchecked(str(exc))

@@ -39,6 +39,11 @@ from kafkaops.systems.known_hosts import (
 )
 
 
+class BehindBastion(ConfigError):
+    """A host's key cannot be checked without logging in to its ProxyJump bastion: left to the first real
+    connection, which verifies it like any other (``kafkaops doctor`` says so as a warning)."""
+
+
 @dataclass(frozen=True)
 class CommandResult:
     command: str
@@ -260,13 +265,13 @@ class SshClient:
         Raises:
             HostKeyError: unknown, different or revoked key; a certificate that does not prove the host.
             UnreachableError: no SSH handshake within ``connect_timeout``.
-            ConfigError: the host is reached through a ProxyJump (checking it would log in to the bastion).
+            BehindBastion: the host is reached through a ProxyJump (checking it would log in to the bastion).
         """
         import paramiko
 
         t = _resolve(self.endpoint, self.ssh_config)
         if t.proxy_jump:
-            raise ConfigError(f"{self._where(t)} is reached through ProxyJump {t.proxy_jump}: its key is checked "
+            raise BehindBastion(f"{self._where(t)} is reached through ProxyJump {t.proxy_jump}: its key is checked "
                               "on the first connection (checking it here would log in to the bastion)",
                               hint="connect once with ssh(1) through the bastion to check it by hand")
         client, certificate, files = self._trusting(t)

@@ -121,3 +121,23 @@ def test_warnings_fail_nothing_and_their_hints_print_as_written(monkeypatch: pyt
     assert result.output.splitlines() == ["ok   version: kafkaops x", "ok   locks: file", f"warn spark: {hint}"]
     monkeypatch.setattr(doctor, "_runtime_checks", lambda: [lambda: doctor.Result("java", False, "broken")])
     assert CliRunner().invoke(register(), ["doctor"]).exit_code == 9
+
+
+def test_a_host_behind_a_bastion_is_a_warning_not_a_failure(tmp_path: Path) -> None:
+    """Its key cannot be checked without logging in to the bastion: doctor says so (warn, exit unchanged);
+    nothing is connected to."""
+    from dataclasses import replace
+
+    from kafkaops.cli.doctor import _probe
+    from kafkaops.model import Cluster, Host, SshEndpoint
+    from kafkaops.systems import probes
+
+    host = Host(name="kafka1001", fqdn="kafka1001.example", address="127.0.0.1", broker_id=1001, dc="eqiad",
+                rack="A1", ssh=SshEndpoint(address="127.0.0.1", port=1, known_hosts=str(tmp_path / "known_hosts"),
+                                           proxy_jump="bastion.example"))
+    (tmp_path / "known_hosts").write_text("")
+    cluster = Cluster(name="main", bootstrap_servers="127.0.0.1:1", hosts=(host,))
+    result = _probe("ssh host key main", probes.ssh_host_key, cluster)
+    assert result.level == "warn" and "ProxyJump bastion.example" in result.detail, result
+    direct = replace(cluster, hosts=(replace(host, ssh=replace(host.ssh, proxy_jump=None)),))
+    assert _probe("ssh host key main", probes.ssh_host_key, direct).level == "fail"  # port 1 refuses
