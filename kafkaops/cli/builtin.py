@@ -25,6 +25,7 @@ COMMAND_MODULES = {
     "doctor": "doctor",
     "docs": "docs",
     "inventory": "inventory",
+    "broker": "broker",
 }
 
 #: The entry-point group through which other packages add command groups (``[project.entry-points.

@@ -4,7 +4,7 @@ Every "is it done?" question is answered from the cluster's side — registratio
 from a command's exit code: a stop command that returns early (Yelp #148) or a broker that starts but
 has not caught up must not let the run proceed. Waits are gates on observed state, never fixed sleeps.
 
-Why one module of ~930 lines: it holds every ``kafka.*`` step kind (eleven of them), and a kind lives in
+Why one module of ~950 lines: it holds every ``kafka.*`` step kind (twelve of them), and a kind lives in
 the module named after its prefix (a runbook, plan or journal says ``kafka.stop_broker``; a maintainer
 opens this file, tests/unit/test_step_modules.py). The decisions are not here — the gates are
 :mod:`kafkaops.policy`, the unit watch :mod:`kafkaops.stepkit.broker_unit` — each kind is its observe, plan,
@@ -412,6 +412,28 @@ class VerifyNotLeader(_BrokerStateStep):
 
         wait(ctx, gone, what=f"broker {host.broker_id} out of leadership and ISR",
              timeout=float(self.params["timeout"]), fast=FAST_POLL)
+
+
+class VerifyLeadsNothing(_BrokerStateStep):
+    """Wait until a running broker leads no partition (``broker demote``): its replicas stay in sync, so a
+    maintenance done by hand on it moves no leader and fails no producer."""
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["state"]["leads"]:
+            return Noop(f"broker {d['broker']} leads nothing")
+        return Action(description=f"wait until broker {d['broker']} leads nothing (leads {len(d['state']['leads'])})",
+                      commands=("AdminClient metadata: the leader of every partition, polled",), impact="read-only")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        host = target_host(ctx)
+
+        def off() -> tuple[bool, str]:
+            leads = _state(cluster_snapshot(ctx), host.broker_id)["leads"]
+            return not leads, f"leads {len(leads)}" + (f" ({names(leads)})" if leads else "")
+
+        wait(ctx, off, what=f"broker {host.broker_id} out of leadership", timeout=float(self.params["timeout"]),
+             fast=FAST_POLL)
 
 
 class WaitInSync(_BrokerStateStep):
@@ -899,6 +921,8 @@ register_step("kafka.cluster_whole", ClusterWhole, [Param("timeout", "duration",
 register_step("kafka.start_broker", StartBroker, [TIMEOUT], roles=BROKER)
 register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "duration", default=120.0)], roles=BROKER,
               effect="read-only")
+register_step("kafka.verify_leads_nothing", VerifyLeadsNothing, [Param("timeout", "duration", default=120.0)],
+              roles=BROKER, effect="read-only")
 register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)], roles=BROKER,
               effect="read-only")
 ELECTION_SCOPES = ("broker", "cluster")

@@ -1,0 +1,127 @@
+"""``kafkaops broker demote|promote HOST``: leadership off a broker that stays up, and back (issue 46).
+
+* ``demote HOST``: the broker last in the replica list of every partition it holds (a reorder: no data
+  moves), then one preferred election: it leads nothing, its replicas stay in sync. Refused up front
+  when a partition's leadership cannot move (the broker its only in-sync replica, or the ISR without it
+  under the topic's min ISR). The order before is recorded in the plan and the run's journal.
+* ``promote HOST``: the order the last finished demote of HOST recorded, put back for every partition whose
+  replicas are still the same brokers, then one election: the broker leads its preferred partitions again.
+
+Each binds a runbook (``broker-demote``, ``broker-promote``): a plan for review (``--dry-run``,
+``--save-plan``), the cluster lock, the journal, ``kafkaops resume RUN`` after a kill.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kafkaops.cli.common import PlanOutput, waiting
+from kafkaops.cli.runs import ConfirmedOpt
+
+app = typer.Typer(help="A broker's life: move its leadership off (demote) and back (promote).",
+                  no_args_is_help=True, rich_markup_mode=None)
+
+HostArg = typer.Argument(..., metavar="HOST", help="The broker's host (short name or FQDN).")
+ReasonOpt = typer.Option(None, "--reason", "-r", help="Why (required unless --dry-run; goes to the audit log).")
+TaskOpt = typer.Option(None, "--task", help="Task or ticket id, e.g. T123456.")
+YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation after showing the plan.")
+DryRunOpt = typer.Option(False, "--dry-run", help="Observe and plan for real, show the plan, change nothing.")
+OutputOpt = typer.Option(PlanOutput.auto, "--output", "-o", help="Plan format: auto, table, plain, markdown, json.")
+SavePlanOpt = typer.Option(None, "--save-plan", metavar="PATH", help="Write the plan for `kafkaops apply`.")
+InventoryOpt = typer.Option(None, "--inventory", "-i", help="Inventory file.")
+
+
+def _current(env: Any) -> tuple[dict[tuple[str, int], tuple[int, ...]], Any]:
+    """Every partition's replica list now, and the snapshot it came from (leaders, ISRs, min ISR)."""
+    snap = env.kafka.snapshot(with_configs=True)
+    return {(p.topic, p.partition): tuple(p.replicas) for p in snap.partitions}, snap
+
+
+def demote_cmd(host: str = HostArg, reason: str | None = ReasonOpt, task: str | None = TaskOpt,
+               yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: PlanOutput = OutputOpt,
+               save_plan: Path | None = SavePlanOpt, confirmed: list[str] | None = ConfirmedOpt,
+               inventory: Path | None = InventoryOpt) -> None:
+    """Move every partition's leadership off HOST's broker; it stays up and in sync (maintenance by hand).
+
+    The broker goes last in the replica list of each partition it holds (no data moves), then one
+    preferred-replica election. Refused when a partition's leadership cannot move safely. `kafkaops broker
+    promote HOST` puts the recorded order back."""
+    from kafkaops.cli.runbook_commands import run_runbook
+    from kafkaops.environment import Environment
+    from kafkaops.errors import SafetyRefusal
+    from kafkaops.lookup import find_host
+    from kafkaops.placement.assignment import assignment_param
+    from kafkaops.placement.lifecycle import demote_order, leadership_refusals
+
+    cluster, target = find_host(host, inventory)
+    env = Environment.of(cluster, dry_run=True)
+    try:
+        with waiting(f"asking {cluster.name} for every partition's replicas"):
+            current, snap = _current(env)
+        broker = target.broker_id
+        refused = leadership_refusals(
+            current, {(p.topic, p.partition): tuple(p.isr) for p in snap.partitions},
+            {(p.topic, p.partition): p.leader for p in snap.partitions}, broker,
+            {t: c.min_insync_replicas for t, c in snap.topics.items()})
+        if refused:
+            shown = "; ".join(f"{t}-{p}: {why}" for (t, p), why in list(refused.items())[:5])
+            raise SafetyRefusal(f"refusing to demote broker {broker}: {len(refused)} partition(s) cannot lose it as "
+                                f"leader ({shown})", hint="wait until they are back in sync (`kafkaops status "
+                                f"{cluster.name}`)")
+        order = demote_order(current, broker)
+        params = {"assignment": assignment_param(order),
+                  "original": assignment_param({tp: current[tp] for tp in order})}
+    finally:
+        env.close()
+    run_runbook("broker-demote", cluster, [target], params, reason=reason, task=task, yes=yes, dry_run=dry_run,
+                output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))
+
+
+def promote_cmd(host: str = HostArg, reason: str | None = ReasonOpt, task: str | None = TaskOpt,
+                yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: PlanOutput = OutputOpt,
+                save_plan: Path | None = SavePlanOpt, confirmed: list[str] | None = ConfirmedOpt,
+                inventory: Path | None = InventoryOpt) -> None:
+    """Put back the replica order the last finished `broker demote HOST` recorded, then elect: HOST's broker
+    leads its preferred partitions again. Partitions reassigned since (other brokers) are left as they are,
+    and counted."""
+    from kafkaops.cli.common import err_console
+    from kafkaops.cli.runbook_commands import run_runbook
+    from kafkaops.engine.journal import list_runs
+    from kafkaops.environment import Environment
+    from kafkaops.errors import ConfigError
+    from kafkaops.lookup import find_host
+    from kafkaops.placement.assignment import assignment_param, target_assignment
+
+    cluster, target = find_host(host, inventory)
+    demotes = sorted((s for s in list_runs() if s.runbook == "broker-demote" and s.cluster == cluster.name
+                      and s.targets == [target.name] and s.status == "finished"), key=lambda s: s.run_id)
+    if not demotes:
+        raise ConfigError(f"no finished `broker demote {target.name}` run on this admin host: nothing to put back",
+                          hint="`kafkaops runs list` shows the runs; a demote recorded elsewhere is promoted there")
+    demote = demotes[-1]
+    original = target_assignment(demote.started["runbook"]["params"].get("original"))
+    env = Environment.of(cluster, dry_run=True)
+    try:
+        with waiting(f"asking {cluster.name} for every partition's replicas"):
+            current, _ = _current(env)
+    finally:
+        env.close()
+    restore = {tp: r for tp, r in original.items() if tp in current and set(current[tp]) == set(r)
+               and current[tp] != r}
+    moved = sorted(tp for tp, r in original.items() if tp not in current or set(current[tp]) != set(r))
+    if moved:
+        err_console.print(f"{len(moved)} partition(s) of run {demote.run_id} have other replicas now: left as they "
+                          "are", highlight=False)
+    params = {"assignment": assignment_param(restore), "demote_run": demote.run_id}
+    run_runbook("broker-promote", cluster, [target], params, reason=reason, task=task, yes=yes, dry_run=dry_run,
+                output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))
+
+
+def register(root: typer.Typer) -> None:
+    """Add ``kafkaops broker`` (demote, promote)."""
+    app.command("demote")(demote_cmd)
+    app.command("promote")(promote_cmd)
+    root.add_typer(app, name="broker")
