@@ -107,8 +107,8 @@ def refuse_leadership(refusals: Sequence[LeadershipRefusal], broker: int, action
         return
     shown = "; ".join(f"{_name(r.partition)}: {r.reason}" for r in refusals[:3])
     more = f" (and {len(refusals) - 3} more)" if len(refusals) > 3 else ""
-    raise SafetyRefusal(f"cannot {action} broker {broker}: {len(refusals)} partition(s) would go offline or "
-                        f"under min ISR — {shown}{more}",
+    raise SafetyRefusal(f"cannot {action} broker {broker}: {len(refusals)} partition(s) cannot safely lose it — "
+                        f"{shown}{more}",
                         hint="bring the other replicas back in sync first (kafkaops status shows the ISR)")
 
 
@@ -240,8 +240,7 @@ def decommission_plan(assignment: Assignment, broker: int, *, dc_of: Mapping[int
         if len(left) < rf:
             raise SafetyRefusal(f"cannot decommission broker {broker}: {len(left)} broker(s) left, topic {tp_max[0]} "
                                 f"has replication factor {rf}",
-                                hint="add a broker first (kafkaops placement add), or lower that topic's "
-                                     "replication factor")
+                                hint="add a broker first, or lower that topic's replication factor")
     multi_dc = len(dcs_of(dc_of)) > 1
     home_dc, home_rack = dc_of.get(broker), rack_of.get(broker)
     before = bytes_per_broker(assignment, sizes, [broker, *left])
