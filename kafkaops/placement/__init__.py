@@ -14,7 +14,8 @@ different DCs. The layout the seed asks for, per partition:
 Pure logic only (no client library): :mod:`~kafkaops.placement.layout` checks an assignment against
 those rules and analyses the loss of a DC, :mod:`~kafkaops.placement.planner` computes the target
 assignment with the fewest replica moves, :mod:`~kafkaops.placement.estimate` the data to move, its time
-at a throttle and the cross-DC traffic of a layout. The procedure that applies a plan is the runbook
+at a throttle and the cross-DC traffic of a layout, :mod:`~kafkaops.placement.lifecycle` the demotion,
+decommission and addition of one broker (issue 46). The procedure that applies a plan is the runbook
 ``placement-apply`` (:mod:`kafkaops.steps.placement`), which drives Kafka's own
 ``kafka-reassign-partitions`` (:mod:`kafkaops.systems.reassign`).
 """
