@@ -49,29 +49,30 @@ def demote_cmd(host: str = HostArg, reason: str | None = ReasonOpt, task: str | 
     The broker goes last in the replica list of each partition it holds (no data moves), then one
     preferred-replica election. Refused when a partition's leadership cannot move safely. `kafkaops broker
     promote HOST` puts the recorded order back."""
-    from kafkaops.cli.runbook_commands import run_runbook
+    from kafkaops.cli.runbook_commands import require_reason, run_runbook
     from kafkaops.environment import Environment
-    from kafkaops.errors import SafetyRefusal
     from kafkaops.lookup import find_host
     from kafkaops.placement.assignment import assignment_param
-    from kafkaops.placement.lifecycle import demote_order, leadership_refusals
+    from kafkaops.placement.lifecycle import demote_order, leadership_refusals, refuse_leadership
 
+    require_reason(reason, dry_run)  # before any system is asked
     cluster, target = find_host(host, inventory)
     env = Environment.of(cluster, dry_run=True)
     try:
         with waiting(f"asking {cluster.name} for every partition's replicas"):
             current, snap = _current(env)
         broker = target.broker_id
-        refused = leadership_refusals(
+        refuse_leadership(leadership_refusals(
             current, {(p.topic, p.partition): tuple(p.isr) for p in snap.partitions},
             {(p.topic, p.partition): p.leader for p in snap.partitions}, broker,
-            {t: c.min_insync_replicas for t, c in snap.topics.items()})
-        if refused:
-            shown = "; ".join(f"{t}-{p}: {why}" for (t, p), why in list(refused.items())[:5])
-            raise SafetyRefusal(f"refusing to demote broker {broker}: {len(refused)} partition(s) cannot lose it as "
-                                f"leader ({shown})", hint="wait until they are back in sync (`kafkaops status "
-                                f"{cluster.name}`)")
+            {t: c.min_insync_replicas for t, c in snap.topics.items()}), broker, "demote")
         order = demote_order(current, broker)
+        if not order:
+            from kafkaops.cli.render import nothing_to_do
+
+            nothing_to_do(f"broker {broker} is already last in every replica list it is in (`kafkaops broker "
+                          f"promote {target.name}` puts the order back)", output)
+            return
         params = {"assignment": assignment_param(order),
                   "original": assignment_param({tp: current[tp] for tp in order})}
     finally:
@@ -88,13 +89,14 @@ def promote_cmd(host: str = HostArg, reason: str | None = ReasonOpt, task: str |
     leads its preferred partitions again. Partitions reassigned since (other brokers) are left as they are,
     and counted."""
     from kafkaops.cli.common import err_console
-    from kafkaops.cli.runbook_commands import run_runbook
+    from kafkaops.cli.runbook_commands import require_reason, run_runbook
     from kafkaops.engine.journal import list_runs
     from kafkaops.environment import Environment
     from kafkaops.errors import ConfigError
     from kafkaops.lookup import find_host
     from kafkaops.placement.assignment import assignment_param, target_assignment
 
+    require_reason(reason, dry_run)  # before any system is asked
     cluster, target = find_host(host, inventory)
     demotes = sorted((s for s in list_runs() if s.runbook == "broker-demote" and s.cluster == cluster.name
                       and s.targets == [target.name] and s.status == "finished"), key=lambda s: s.run_id)
@@ -115,6 +117,11 @@ def promote_cmd(host: str = HostArg, reason: str | None = ReasonOpt, task: str |
     if moved:
         err_console.print(f"{len(moved)} partition(s) of run {demote.run_id} have other replicas now: left as they "
                           "are", highlight=False)
+    if not restore:
+        from kafkaops.cli.render import nothing_to_do
+
+        nothing_to_do(f"every partition of run {demote.run_id} is already in its recorded order", output)
+        return
     params = {"assignment": assignment_param(restore), "demote_run": demote.run_id}
     run_runbook("broker-promote", cluster, [target], params, reason=reason, task=task, yes=yes, dry_run=dry_run,
                 output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))

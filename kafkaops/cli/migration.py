@@ -55,12 +55,12 @@ def migrate_cmd(
     run does the same)."""
     from kafkaops.catalog import load_plugins
     from kafkaops.cli.render import nothing_to_do
-    from kafkaops.cli.runbook_commands import _echo, _require_reason
+    from kafkaops.cli.runbook_commands import _echo, require_reason
     from kafkaops.lookup import find_cluster
     from kafkaops.policy.migration import STAGES, next_stage
     from kafkaops.queries.migration import judge_phase
 
-    _require_reason(reason, dry_run)  # before any system is asked
+    require_reason(reason, dry_run)  # before any system is asked
     load_plugins()
     found = find_cluster(cluster, inventory)
     options = StageOptions(scan=scan, syn_window=syn_window, inventory=inventory, reason=reason, task=task, yes=yes,

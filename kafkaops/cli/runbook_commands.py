@@ -467,7 +467,7 @@ def _check_command_line(rb: Runbook, given: Mapping[str, Any], alias: bool) -> N
                              + (f" ({p.help})" if p.help else ""))
 
 
-def _require_reason(reason: str | None, dry_run: bool) -> None:
+def require_reason(reason: str | None, dry_run: bool) -> None:
     if not dry_run and not (reason or "").strip():  # a blank reason (--reason "$EMPTY") is none
         raise BadParameter("--reason is required for anything that changes state (or use --dry-run)",
                            param_hint="--reason")
@@ -502,7 +502,7 @@ def run_procedure(rb: Runbook, target: str, given: Mapping[str, Any], *, invento
     from kafkaops.queries.selectors import InvalidParameter, NothingToDo
     from kafkaops.templates import check_values
 
-    _require_reason(reason, dry_run)
+    require_reason(reason, dry_run)
     _check_command_line(rb, given, alias)
     check_values(given)  # a revision, a repository: refused (exit 3) before any system is asked
     if save_plan is not None:  # before the dry-run asks anything: its plan must not be lost at the end
@@ -540,7 +540,7 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
     from kafkaops import procedure
     from kafkaops.catalog import find_runbook, load_plugins
 
-    _require_reason(reason, dry_run)
+    require_reason(reason, dry_run)
     load_plugins()
     rb = find_runbook(runbook) if isinstance(runbook, str) else runbook
     try:

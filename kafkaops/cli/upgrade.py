@@ -40,7 +40,7 @@ def upgrade_cmd(
     metadata-version). A roll stopped half-way resumes with `kafkaops resume RUN`."""
     from kafkaops.catalog import find_runbook, load_plugins
     from kafkaops.cli.render import nothing_to_do
-    from kafkaops.cli.runbook_commands import _echo, _require_reason, given_options, run_procedure
+    from kafkaops.cli.runbook_commands import _echo, given_options, require_reason, run_procedure
     from kafkaops.environment import Environment
     from kafkaops.facts.features import parse_features, release_of
     from kafkaops.lookup import find_cluster
@@ -49,7 +49,7 @@ def upgrade_cmd(
     problem = check_version(to)
     if problem:
         raise typer.BadParameter(problem, param_hint="--to")
-    _require_reason(reason, dry_run)  # before any system is asked
+    require_reason(reason, dry_run)  # before any system is asked
     load_plugins()
     found = find_cluster(cluster, inventory)
     env = Environment.of(found, dry_run=True)
