@@ -33,6 +33,11 @@ def controller_key(node: int) -> str:
     return f"controller/{node}"
 
 
+def replicas_key(topic: str, partition: int) -> str:
+    """A partition's replica list once a planned reassignment (``placement.reassign``) has completed."""
+    return f"replicas/{topic}/{partition}"
+
+
 def pool_key(fqdn: str, service: str) -> str:
     return f"pool/{fqdn}/{service}"
 
@@ -68,7 +73,17 @@ def provenance(ctx: RunContext, keys: Iterable[str]) -> str:
 
 
 def broker_keys(ctx: RunContext) -> list[str]:
-    return [k for k in ctx.projected if k.startswith("broker/") or k == CLUSTER_ELECTED]
+    return [k for k in ctx.projected if k.startswith(("broker/", "replicas/")) or k == CLUSTER_ELECTED]
+
+
+def project_replicas(p: PartitionState, replicas: tuple[int, ...]) -> PartitionState:
+    """One partition once a reassignment to ``replicas`` has completed: Kafka finishes one only when every
+    new replica is in sync, so they are in the ISR and the removed ones are gone; the leader stays unless it
+    was removed (then the first replica in sync leads). Its preferred leader is the new first replica: the
+    election after sees it."""
+    isr = tuple(b for b in replicas if b in p.isr or b not in p.replicas)
+    leader = p.leader if p.leader in replicas else next(iter(isr), None)
+    return dataclasses.replace(p, replicas=replicas, isr=isr, leader=leader)
 
 
 def _leader_from(p: PartitionState, isr: tuple[int, ...]) -> int | None:
@@ -100,9 +115,12 @@ def project_partition(p: PartitionState, broker: int, state: str) -> PartitionSt
 def project_snapshot(snap: ClusterSnapshot, ctx: RunContext) -> ClusterSnapshot:
     """``snap`` as it will be once the steps planned before this one have run."""
     states = {int(k.split("/", 1)[1]): v for k, v in ctx.projected.items() if k.startswith("broker/")}
-    if not states and CLUSTER_ELECTED not in ctx.projected:
+    moved = {tuple(k.split("/", 1)[1].rsplit("/", 1)): tuple(v) for k, v in ctx.projected.items()
+             if k.startswith("replicas/")}
+    if not states and not moved and CLUSTER_ELECTED not in ctx.projected:
         return snap
-    partitions = list(snap.partitions)
+    partitions = [project_replicas(p, moved[(p.topic, str(p.partition))]) if (p.topic, str(p.partition)) in moved
+                  else p for p in snap.partitions]
     brokers = set(snap.brokers)
     for broker, state in sorted(states.items()):
         partitions = [project_partition(p, broker, state) for p in partitions]

@@ -37,7 +37,7 @@ from kafkaops.placement.layout import TopicPartition
 from kafkaops.placement.planner import batches
 from kafkaops.policy.availability import cluster_health
 from kafkaops.stepkit.common import environment, names, wait
-from kafkaops.stepkit.projection import broker_key, project_registered, provenance
+from kafkaops.stepkit.projection import broker_key, project_registered, provenance, replicas_key
 
 #: The dynamic configs a throttle consists of: set before a batch, deleted at the end.
 RATE_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -228,6 +228,11 @@ class Reassign(StepBase):
             rollback="`kafkaops runs abort RUN --rollback` cancels the batch in flight and clears the throttles; "
                      "finished batches stay (moving them back is another placement plan)",
             data={"batches": [[list(tp) for tp in b] for b in parts]})
+
+    def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
+        """Every partition on its target replicas: the steps planned after (an election, a leadership check, an
+        emptiness check) see the order and the brokers the reassignment leaves."""
+        return {replicas_key(t, p): list(r) for (t, p), r in target_assignment(self.params["assignment"]).items()}
 
     def precondition(self, ctx: RunContext, action: Action) -> str:
         """Right before submitting, what ``placement.preflight`` checked is asked again, because a resume

@@ -83,3 +83,21 @@ def test_no_step_module_asks_whether_it_is_a_dry_run() -> None:
 
     offenders = [p.name for p in Path(kafkaops.steps.__file__).parent.glob("*.py") if "dry_run" in p.read_text()]
     assert offenders == []
+
+
+def test_a_planned_reassignment_gives_the_steps_after_it_the_new_order_and_brokers() -> None:
+    """A demote's reorder makes the next election move the leader; a move off broker 1 takes it out of the
+    list and the ISR, the new replica in sync (Kafka completes a reassignment only then), and its leadership
+    to the first replica left."""
+    projected = Projection()
+    projected.set("replicas/t/0", [2, 3, 1], "h step 3 (placement.reassign)")
+    projected.set("replicas/u/0", [2, 4], "h step 3 (placement.reassign)")
+    ctx = RunContext(run_id="", operator="o", reason="r", task=None, target="h", params={}, env=None,
+                     projected=projected)
+    snap = project_snapshot(_snap(), ctx)
+    by = {f"{p.topic}-{p.partition}": p for p in snap.partitions}
+    assert by["t-0"].replicas == (2, 3, 1) and by["t-0"].preferred_leader == 2 and by["t-0"].leader == 1
+    assert by["u-0"].replicas == (2, 4) and by["u-0"].isr == (2, 4) and by["u-0"].leader == 2
+    assert by["t-1"] == _snap().partitions[1]  # not reassigned: as it is
+    projected.set(CLUSTER_ELECTED, True, "h step 4 (kafka.preferred_election)")
+    assert {p.topic + str(p.partition): p.leader for p in project_snapshot(_snap(), ctx).partitions}["t0"] == 2
