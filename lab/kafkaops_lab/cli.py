@@ -309,6 +309,34 @@ def host_knob(
     console.print(f"{h.host.name}: {name} " + ("cleared" if clear else f"= {value:g}"), highlight=False)
 
 
+@host_app.command("add")
+def host_add(host: str | None = typer.Argument(None, help="The host to add (default: the next one, kafka1004 on "
+                                               "the default lab)."),
+             inventory: Path | None = typer.Option(None, "--inventory", "-i",
+                                                   help="An inventory of the running lab that lists HOST (default: "
+                                                        "the lab's own, with the next host added).")) -> None:
+    """Start one more broker host on the running lab: sshd, eventbus (depooled), and a Kafka broker that joins
+    the cluster holding no replica — a new machine, racked, for `kafkaops broker add` and `broker decommission`.
+    Prints the inventory that names it (`kafkaops -i FILE ...`). `lab down` stops it with the rest."""
+    from kafkaops.inventory import load_inventory
+    from kafkaops_lab import lab
+    from kafkaops_lab.dirs import lab_dir
+    from kafkaops_lab.inventories import with_next_host
+
+    if inventory is None:
+        source = _default_inventory()
+        name, inventory = with_next_host(source, lab_dir() / f"{source.stem}-next-host.yaml")
+        if host is not None and host != name:
+            raise LabError(f"the next host of {source.name} is {name}, not {host}",
+                           hint="give an inventory that lists it with --inventory")
+        host = name
+    if host is None:
+        raise LabError("name the host to add from --inventory", hint="kafkaops lab host add HOST -i FILE")
+    added = lab.add_host(load_inventory(inventory), host, progress=_progress)
+    console.print(f"{added.name} up: broker {added.broker_id} holds no replica, its eventbus is depooled; the "
+                  f"inventory naming it: {inventory} (`kafkaops -i {inventory} broker ...`)", highlight=False)
+
+
 @host_app.command("boot")
 def host_boot(host: str = typer.Argument(..., help="Lab host, short name or FQDN.")) -> None:
     """Power on a crashed host: new boot id, sshd, then kafka and eventbus."""

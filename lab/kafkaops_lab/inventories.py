@@ -27,3 +27,30 @@ def inventory_dir() -> Path:
 def lab_inventory(name: str = LAB) -> Path:
     """One of the lab's inventories by file name (``lab.yaml``, ``lab-kraft.yaml``, ``lab-sites.yaml``)."""
     return inventory_dir() / name
+
+
+def with_next_host(source: Path, out: Path) -> tuple[str, Path]:
+    """``source`` with one more broker host, the next of its hosts (``kafka1004`` after ``kafka1003``: the
+    next address, broker id and rack letter, the same DC, services and pool), written to ``out``: what an
+    operator's inventory holds once a new machine is racked, and what ``lab host add`` starts. Returns the
+    new host's name and ``out``."""
+    import re
+
+    import yaml
+
+    data = yaml.safe_load(source.read_text())
+    hosts = data["hosts"]
+    last_name, last = next(reversed(hosts.items()))
+    number = re.fullmatch(r"(\D+)(\d+)", last_name)
+    if number is None:
+        raise ValueError(f"{source}: cannot number a host after {last_name!r}")
+    name = f"{number.group(1)}{int(number.group(2)) + 1}"
+    head, octet = str(last["address"]).rsplit(".", 1)
+    rack = str(last.get("rack", ""))
+    entry = {**last, "fqdn": str(last["fqdn"]).replace(last_name, name, 1), "address": f"{head}.{int(octet) + 1}",
+             "broker_id": int(last["broker_id"]) + 1,
+             "rack": chr(ord(rack) + 1) if len(rack) == 1 and rack.isalpha() else rack}
+    hosts[name] = entry
+    out.write_text(f"# {source.name} with {name} added by `kafkaops lab host add` (a new machine, racked)\n"
+                   + yaml.safe_dump(data, sort_keys=False))
+    return name, out

@@ -6,6 +6,7 @@ refusal leaves the machine untouched; if a later step fails it tears down what i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import signal
@@ -27,7 +28,7 @@ from kafkaops_lab.dirs import host_dirs, lab_dir, lab_dirs
 from kafkaops_lab.host import LabHost
 from kafkaops_lab.kafka import LabKafka, TopicSpec
 from kafkaops_lab.pools import LabConftool
-from kafkaops_lab.spec import LabSpec, from_inventory
+from kafkaops_lab.spec import LabHostSpec, LabSpec, from_inventory
 
 #: Topics that exist when the lab comes up: the runbook's EventBus streams in both DCs (for the
 #: eqiad/codfw parity check) and the load generator's topic.
@@ -185,41 +186,10 @@ def _prepare(spec: LabSpec) -> None:
                     str(ssh / "host_ca")], check=True)
     names = []
     for h in (*spec.hosts, *([spec.deploy] if spec.deploy else [])):
-        d = host_dirs(h.name, base)
-        for path in (d.run, d.log, d.bin, d.etc, *(() if h is spec.deploy else (d.kafka_data, d.release))):
-            path.mkdir(parents=True, exist_ok=True)
         if h is spec.hosts[0]:
             security.prepare(spec)  # the CA, keystores and passwords every server.properties names
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.fqdn, "-f",
-                        str(d.etc / "ssh_host_ed25519_key")], check=True)
-        subprocess.run(["ssh-keygen", "-q", "-s", str(ssh / "host_ca"), "-I", h.fqdn, "-h", "-n",
-                        f"{h.address},{h.fqdn}", "-V", "-5m:+52w", str(d.etc / "ssh_host_ed25519_key.pub")],
-                       check=True)
-        names += [f"[{h.address}]:{h.ssh_port}", f"[{h.fqdn}]:{h.ssh_port}"]
-        (d.etc / "sshd_config").write_text(configs.sshd_config(spec, h, d, ssh / "authorized_keys"))
-        if h is spec.deploy:
-            script = d.bin / "labdeploy"
-            script.write_text(configs.labdeploy_script(spec))
-            script.chmod(0o755)
-
-            seed_releases(base)
-            continue
-        # A secured broker's server.properties holds its password and its keystore's: owner-only.
-        security.write_private(d.etc / "server.properties", configs.server_properties(spec, h, d))
-        if spec.kraft or spec.migration:  # a migration lab's node may be upgraded to Kafka 4 (log4j2)
-            (d.etc / "log4j2.properties").write_text(configs.log4j2_properties(d))
-            (d.etc / "tools-log4j2.properties").write_text(configs.tools_log4j2_properties())
-        if not spec.kraft:
-            (d.etc / "log4j.properties").write_text(configs.log4j_properties(d))
-        script = d.bin / "hostctl"
-        script.write_text(configs.hostctl_script(spec))
-        script.chmod(0o755)
-        for tool, main_class in configs.kafka_tools(spec).items():
-            script = d.bin / tool
-            script.write_text(configs.kafka_tool_script(spec, main_class, d))
-            script.chmod(0o755)
-    ca_key = " ".join((ssh / "host_ca.pub").read_text().split()[:2])
-    (ssh / "known_hosts").write_text(f"@cert-authority {','.join(names)} {ca_key}\n")
+        names += _prepare_host(spec, h)
+    _trust(spec, names)
     (base / "zookeeper" / "zoo.cfg").write_text(configs.zoo_cfg(spec, base / "zookeeper"))
     (base / "conftool" / "etcdrc").write_text(configs.etcdrc(spec))
     monitoring.prepare(spec)
@@ -227,6 +197,95 @@ def _prepare(spec: LabSpec) -> None:
     Path(spec.conftool_config).write_text(
         configs.conftool_config(spec, base / "conftool" / "etcdrc", base / "conftool" / "cache"))
     spec.save()
+
+
+def _prepare_host(spec: LabSpec, h: LabHostSpec) -> list[str]:
+    """One host's directories, SSH host key (signed by the lab's host CA), sshd and Kafka configs and
+    scripts; returns the names its certificate is known by (for the CA line of ``known_hosts``)."""
+    base = Path(spec.lab_dir)
+    ssh = base / "ssh"
+    d = host_dirs(h.name, base)
+    for path in (d.run, d.log, d.bin, d.etc, *(() if h is spec.deploy else (d.kafka_data, d.release))):
+        path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.fqdn, "-f",
+                    str(d.etc / "ssh_host_ed25519_key")], check=True)
+    subprocess.run(["ssh-keygen", "-q", "-s", str(ssh / "host_ca"), "-I", h.fqdn, "-h", "-n",
+                    f"{h.address},{h.fqdn}", "-V", "-5m:+52w", str(d.etc / "ssh_host_ed25519_key.pub")],
+                   check=True)
+    (d.etc / "sshd_config").write_text(configs.sshd_config(spec, h, d, ssh / "authorized_keys"))
+    names = [f"[{h.address}]:{h.ssh_port}", f"[{h.fqdn}]:{h.ssh_port}"]
+    if h is spec.deploy:
+        script = d.bin / "labdeploy"
+        script.write_text(configs.labdeploy_script(spec))
+        script.chmod(0o755)
+        seed_releases(base)
+        return names
+    # A secured broker's server.properties holds its password and its keystore's: owner-only.
+    security.write_private(d.etc / "server.properties", configs.server_properties(spec, h, d))
+    if spec.kraft or spec.migration:  # a migration lab's node may be upgraded to Kafka 4 (log4j2)
+        (d.etc / "log4j2.properties").write_text(configs.log4j2_properties(d))
+        (d.etc / "tools-log4j2.properties").write_text(configs.tools_log4j2_properties())
+    if not spec.kraft:
+        (d.etc / "log4j.properties").write_text(configs.log4j_properties(d))
+    script = d.bin / "hostctl"
+    script.write_text(configs.hostctl_script(spec))
+    script.chmod(0o755)
+    for tool, main_class in configs.kafka_tools(spec).items():
+        script = d.bin / tool
+        script.write_text(configs.kafka_tool_script(spec, main_class, d))
+        script.chmod(0o755)
+    return names
+
+
+def _trust(spec: LabSpec, names: list[str]) -> None:
+    """The admin side's ``known_hosts``: one ``@cert-authority`` line for every lab host name, no host key."""
+    ssh = Path(spec.lab_dir) / "ssh"
+    ca_key = " ".join((ssh / "host_ca.pub").read_text().split()[:2])
+    (ssh / "known_hosts").write_text(f"@cert-authority {','.join(names)} {ca_key}\n")
+
+
+def add_host(cluster: Cluster, name: str, progress: Progress = _noop) -> LabHostSpec:
+    """Start one more host of ``cluster``'s inventory on the running lab — sshd, eventbus (depooled), a Kafka
+    broker that joins the cluster holding no replica — for ``broker add`` and ``broker decommission`` to act
+    on. Its keys, certificates and configs are made like every other host's; the lab's saved spec names it,
+    so ``lab status`` shows it and ``lab down`` stops it.
+
+    Raises:
+        LabError: No lab up, the inventory describes another lab, the host is already a lab host or is not
+            a broker of the inventory, or its ports are taken.
+    """
+    running = LabSpec.load()
+    wanted = from_inventory(cluster)
+    if wanted.lab_dir != running.lab_dir or wanted.cluster != running.cluster:
+        raise LabError(f"{cluster.source} describes lab {wanted.cluster} in {wanted.lab_dir}, not the running "
+                       f"{running.cluster} ({running.lab_dir})", hint="give the running lab's inventory with the host")
+    if any(name in (h.name, h.fqdn) for h in running.hosts):
+        raise LabError(f"{name} is already a host of the lab", hint="`kafkaops lab status` lists them")
+    h = wanted.host(name)
+    if h.role != "broker":
+        raise LabError(f"{name} is a {h.role} in {cluster.source}: only a broker host can be added")
+    ports = ((h.kafka_port, "kafka"), (h.ssh_port, "sshd"), (h.http_port, "eventbus"))
+    taken = [f"{what} {h.address}:{port}" for port, what in ports if not procs.port_free(h.address, port)]
+    if taken:
+        raise LabError(f"port(s) already in use: {', '.join(taken)}", hint="`ss -ltnp` shows who listens there")
+    spec = dataclasses.replace(running, hosts=(*running.hosts, h))
+    progress(f"preparing {h.name}: keys, certificate, configs")
+    if spec.secured:
+        security.node_keystore(spec, h)
+    names = [n for other in (*running.hosts, *([running.deploy] if running.deploy else []))
+             for n in (f"[{other.address}]:{other.ssh_port}", f"[{other.fqdn}]:{other.ssh_port}")]
+    _trust(spec, [*names, *_prepare_host(spec, h)])
+    if h.conftool_tags:
+        LabConftool(spec.conftool_config).ensure(h.fqdn, h.conftool_tags, pooled="no", weight=10)
+    spec.save()
+    host = LabHost(spec, h)
+    progress(f"booting {h.name} (sshd, kafka{', eventbus' if h.eventbus else ''})")
+    host.power_on(wait=False)
+    _wait(f"broker {h.broker_id} registered",
+          lambda: _brokers_alive([host]) and h.broker_id in _metadata_brokers(spec), 90)
+    for unit in ("sshd", *host.enabled_units):
+        host.start(unit, wait=True)
+    return h
 
 
 def _format_storage(spec: LabSpec) -> None:

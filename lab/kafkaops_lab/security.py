@@ -192,20 +192,28 @@ def prepare(spec: LabSpec) -> None:
         write_private(password_file(spec, user), secrets.token_urlsafe(24) + "\n")
     store_password = password_file(spec, "broker").read_text().strip()
     for h in (*spec.brokers, *spec.controllers):
-        key, csr, cert = d / f"{h.name}.key", d / f"{h.name}.csr", d / f"{h.name}.pem"
-        ext = d / f"{h.name}.ext"
-        ext.write_text(f"subjectAltName=DNS:{h.fqdn},IP:{h.address}\nextendedKeyUsage=serverAuth,clientAuth\n")
-        _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key),
-                 "-out", str(csr), "-subj", f"/CN={h.fqdn}")
-        _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
-                 "-out", str(cert), "-days", str(_VALID_DAYS), "-extfile", str(ext))
-        # The keystore's password comes from a file descriptor's worth of file, never the argv.
-        _openssl("pkcs12", "-export", "-in", str(cert), "-inkey", str(key), "-out", str(keystore(spec, h)),
-                 "-name", h.fqdn, "-passout", f"file:{password_file(spec, 'broker')}")
-        for tmp in (csr, ext):
-            tmp.unlink()
+        node_keystore(spec, h)
     if not store_password:
         raise LabError("the lab's broker password is empty")
+
+
+def node_keystore(spec: LabSpec, h: LabHostSpec) -> None:
+    """A broker's (or controller's) key and certificate, signed by the lab's CA, in its PKCS#12 keystore: at
+    ``lab up`` for each node, and for a host added to a running lab (``lab host add``)."""
+    d = tls_dir(spec)
+    ca_key, ca = d / "ca.key", ca_file(spec)
+    key, csr, cert = d / f"{h.name}.key", d / f"{h.name}.csr", d / f"{h.name}.pem"
+    ext = d / f"{h.name}.ext"
+    ext.write_text(f"subjectAltName=DNS:{h.fqdn},IP:{h.address}\nextendedKeyUsage=serverAuth,clientAuth\n")
+    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key),
+             "-out", str(csr), "-subj", f"/CN={h.fqdn}")
+    _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+             "-out", str(cert), "-days", str(_VALID_DAYS), "-extfile", str(ext))
+    # The keystore's password comes from a file descriptor's worth of file, never the argv.
+    _openssl("pkcs12", "-export", "-in", str(cert), "-inkey", str(key), "-out", str(keystore(spec, h)),
+             "-name", h.fqdn, "-passout", f"file:{password_file(spec, 'broker')}")
+    for tmp in (csr, ext):
+        tmp.unlink()
 
 
 def scram_credentials(password: str) -> str:
