@@ -127,8 +127,126 @@ def promote_cmd(host: str = HostArg, reason: str | None = ReasonOpt, task: str |
                 output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))
 
 
+ThrottleOpt = typer.Option("10MB/s", "--throttle", help="Replication throttle per broker while moving (e.g. 10MB/s).")
+BatchOpt = typer.Option(20, "--batch-size", min=1, max=10000, help="Partitions submitted to Kafka together.")
+ScanOpt = typer.Option(True, "--scan/--no-scan", help="The post-check scans the data on Spark (--no-scan: metadata "
+                                                      "only).")
+
+
+def _moving(env: Any, cluster: Any, current: dict[tuple[str, int], tuple[int, ...]]) -> dict[str, Any]:
+    """What the planners need of the live cluster beside the replica lists: DCs, racks, partition sizes."""
+    return {"dc_of": {h.broker_id: h.dc for h in cluster.hosts},
+            "rack_of": {h.broker_id: h.rack for h in cluster.hosts},
+            "sizes": env.kafka.partition_sizes(sorted(current))}
+
+
+def _rate(throttle: str) -> float:
+    from kafkaops.placement.estimate import parse_rate
+
+    try:
+        return parse_rate(throttle)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--throttle") from None
+
+
+def _say_moves(what: str, moves: int, estimate: Any, rate: float) -> None:
+    from kafkaops.cli.common import err_console
+    from kafkaops.placement.estimate import human_bytes
+
+    err_console.print(f"{what}: {moves} replica copy(ies), {human_bytes(estimate.bytes_total)} "
+                      f"({human_bytes(estimate.bytes_cross_dc)} across DCs), about "
+                      f"{estimate.seconds_at(rate):.0f} s at {human_bytes(rate)}/s per broker", highlight=False)
+
+
+def add_cmd(host: str = HostArg, throttle: str = ThrottleOpt, batch_size: int = BatchOpt, scan: bool = ScanOpt,
+            reason: str | None = ReasonOpt, task: str | None = TaskOpt, yes: bool = YesOpt, dry_run: bool = DryRunOpt,
+            output: PlanOutput = OutputOpt, save_plan: Path | None = SavePlanOpt,
+            confirmed: list[str] | None = ConfirmedOpt, inventory: Path | None = InventoryOpt) -> None:
+    """Give a new broker (running, registered, holding nothing) its share: the fewest replica copies that bring
+    it to its DC's mean load by bytes, throttled and resumable, then its share of leaders, then pool it."""
+    from kafkaops.cli.runbook_commands import require_reason, run_runbook
+    from kafkaops.environment import Environment
+    from kafkaops.errors import SafetyRefusal
+    from kafkaops.lookup import find_host
+    from kafkaops.placement.assignment import assignment_param
+    from kafkaops.placement.lifecycle import add_plan
+
+    require_reason(reason, dry_run)
+    rate = _rate(throttle)
+    cluster, target = find_host(host, inventory)
+    env = Environment.of(cluster, dry_run=True)
+    try:
+        with waiting(f"asking {cluster.name} for every partition's replicas and size"):
+            current, snap = _current(env)
+            if target.broker_id not in snap.brokers:
+                raise SafetyRefusal(f"broker {target.broker_id} ({target.name}) is not registered: nothing can move "
+                                    "onto it", hint="start its broker first (it joins holding no replica)")
+            plan = add_plan(current, target.broker_id, **_moving(env, cluster, current))
+    finally:
+        env.close()
+    if not plan.target:
+        from kafkaops.cli.render import nothing_to_do
+
+        nothing_to_do(f"broker {target.broker_id} already holds its share ({plan.stopped})", output)
+        return
+    _say_moves(f"add broker {target.broker_id}", plan.moves, plan.estimate, rate)
+    params = {"assignment": assignment_param(plan.target), "throttle": rate, "batch_size": batch_size, "scan": scan}
+    run_runbook("broker-add", cluster, [target], params, reason=reason, task=task, yes=yes, dry_run=dry_run,
+                output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))
+
+
+def decommission_cmd(host: str = HostArg, throttle: str = ThrottleOpt, batch_size: int = BatchOpt,
+                     capacity: str | None = typer.Option(None, "--capacity", metavar="BYTES",
+                                                         help="Bytes a broker may hold (e.g. 4TB): refused when a "
+                                                              "broker receiving data would exceed it."),
+                     syn_window: str = typer.Option("10s", "--syn-window", help="How long new SYNs must stay at "
+                                                    "zero after the depool."),
+                     scan: bool = ScanOpt, reason: str | None = ReasonOpt, task: str | None = TaskOpt,
+                     yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: PlanOutput = OutputOpt,
+                     save_plan: Path | None = SavePlanOpt, confirmed: list[str] | None = ConfirmedOpt,
+                     inventory: Path | None = InventoryOpt) -> None:
+    """Retire HOST's broker for good: its leadership off first, the fewest replica moves off it that keep the
+    placement rules (throttled, resumable), an emptiness check, silence, depool, stop. Refused up front when
+    the brokers left cannot hold it (RF, min ISR, a DC's share, --capacity)."""
+    from kafkaops.cli.runbook_commands import require_reason, run_runbook
+    from kafkaops.engine.step import parse_duration
+    from kafkaops.environment import Environment
+    from kafkaops.lookup import find_host
+    from kafkaops.placement.assignment import assignment_param
+    from kafkaops.placement.lifecycle import decommission_plan, demote_order, leadership_refusals, refuse_leadership
+
+    require_reason(reason, dry_run)
+    rate = _rate(throttle)
+    limit = int(_rate(capacity.removesuffix("/s"))) if capacity else None
+    try:
+        window = parse_duration(syn_window)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--syn-window") from None
+    cluster, target = find_host(host, inventory)
+    broker = target.broker_id
+    env = Environment.of(cluster, dry_run=True)
+    try:
+        with waiting(f"asking {cluster.name} for every partition's replicas and size"):
+            current, snap = _current(env)
+            min_isr = {t: c.min_insync_replicas for t, c in snap.topics.items()}
+            refuse_leadership(leadership_refusals(
+                current, {(p.topic, p.partition): tuple(p.isr) for p in snap.partitions},
+                {(p.topic, p.partition): p.leader for p in snap.partitions}, broker, min_isr), broker, "decommission")
+            plan = decommission_plan(current, broker, capacity=limit, min_isr=min_isr,
+                                     **_moving(env, cluster, current))
+    finally:
+        env.close()
+    _say_moves(f"decommission broker {broker}", plan.moves, plan.estimate, rate)
+    params = {"demote": assignment_param(demote_order(current, broker)), "assignment": assignment_param(plan.target),
+              "throttle": rate, "batch_size": batch_size, "syn_window": window, "scan": scan}
+    run_runbook("broker-decommission", cluster, [target], params, reason=reason, task=task, yes=yes,
+                dry_run=dry_run, output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))
+
+
 def register(root: typer.Typer) -> None:
-    """Add ``kafkaops broker`` (demote, promote)."""
+    """Add ``kafkaops broker`` (demote, promote, add, decommission)."""
     app.command("demote")(demote_cmd)
     app.command("promote")(promote_cmd)
+    app.command("add")(add_cmd)
+    app.command("decommission")(decommission_cmd)
     root.add_typer(app, name="broker")

@@ -213,6 +213,25 @@ class Repool(StepBase):
 
 
 SERVICES = Param("services", "list", default=[], help="conftool services (default: the host's conftool tags)")
+class Pool(Repool):
+    """Pool the host in its services, whatever it was before: a host entering service (``broker add``), once
+    it holds its share of the data. A host taken out for maintenance is put back with ``conftool.repool``,
+    which restores only what the run found."""
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        host, states = obs.data["host"], obs.data["services"]
+        if not states:
+            return Noop(f"{host} " + NO_POOL.format("pool"))
+        todo = [s for s, v in states.items() if v["pooled"] != "yes"]
+        if not todo:
+            return Noop(f"{host} is pooled")
+        return Action(description=f"pool {host} in {', '.join(todo)} (it enters service)",
+                      commands=tuple(_confctl("pool", host, s) for s in todo),
+                      impact="the balancer sends new connections to the host within ~1 s",
+                      data={"services": todo})
+
+
 register_step("conftool.depool", Depool, [SERVICES], effect="disruptive",
               compensate=Compensation("conftool.repool", note="repool what this run depooled"), roles=BROKER)
 register_step("conftool.repool", Repool, [SERVICES], roles=BROKER)
+register_step("conftool.pool", Pool, [SERVICES], roles=BROKER)

@@ -436,6 +436,35 @@ class VerifyLeadsNothing(_BrokerStateStep):
              fast=FAST_POLL)
 
 
+class VerifyEmpty(_BrokerStateStep):
+    """A broker about to be stopped for good holds nothing: no replica, no leadership, no reassignment in
+    flight to or from it. Checked from the cluster's side after the moves, so a decommission never stops a
+    broker that still holds the only copy of anything (an earlier step's bug, or someone else's reassignment)."""
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["state"]["hosted"] and not d["state"]["leads"]:
+            return Noop(f"broker {d['broker']} holds no replica and leads nothing")
+        return Action(description=f"check broker {d['broker']} holds no replica (holds {d['state']['hosted']} now: "
+                                  "the moves before empty it)",
+                      commands=("AdminClient metadata: every partition's replicas; kafka-reassign-partitions "
+                                "--list",), impact="read-only")
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        self.verify(ctx)
+
+    def verify(self, ctx: RunContext) -> None:
+        host = target_host(ctx)
+        state = _state(cluster_snapshot(ctx), host.broker_id)
+        moving = [f"{t}-{p}" for (t, p), r in environment(ctx).reassigner().list().items()
+                  if host.broker_id in (*r.replicas, *r.adding, *r.removing)]
+        if state["hosted"] or state["leads"] or moving:
+            raise CheckFailed(f"broker {host.broker_id} is not empty: holds {state['hosted']} replica(s), leads "
+                              f"{len(state['leads'])}, {len(moving)} reassignment(s) in flight with it"
+                              + (f" ({names(moving)})" if moving else ""),
+                              hint="resume the run once they are done; it stops nothing that holds data")
+
+
 class WaitInSync(_BrokerStateStep):
     """Wait until the broker is registered and back in the ISR of every partition it hosts.
 
@@ -923,6 +952,7 @@ register_step("kafka.verify_not_leader", VerifyNotLeader, [Param("timeout", "dur
               effect="read-only")
 register_step("kafka.verify_leads_nothing", VerifyLeadsNothing, [Param("timeout", "duration", default=120.0)],
               roles=BROKER, effect="read-only")
+register_step("kafka.verify_empty", VerifyEmpty, [], roles=BROKER, effect="read-only")
 register_step("kafka.wait_in_sync", WaitInSync, [Param("timeout", "duration", default=1800.0)], roles=BROKER,
               effect="read-only")
 ELECTION_SCOPES = ("broker", "cluster")

@@ -337,6 +337,16 @@ def host_add(host: str | None = typer.Argument(None, help="The host to add (defa
                   f"inventory naming it: {inventory} (`kafkaops -i {inventory} broker ...`)", highlight=False)
 
 
+@host_app.command("remove")
+def host_remove(host: str = typer.Argument(..., help="A lab broker host holding no replica (decommissioned).")) -> None:
+    """Take a decommissioned broker host out of the running lab: its processes stopped, its pool object
+    deleted; `lab status` no longer lists it. Refused while its broker holds a replica."""
+    from kafkaops_lab import lab
+
+    removed = lab.remove_host(host, progress=_progress)
+    console.print(f"{removed.name} removed from the lab", highlight=False)
+
+
 @host_app.command("boot")
 def host_boot(host: str = typer.Argument(..., help="Lab host, short name or FQDN.")) -> None:
     """Power on a crashed host: new boot id, sshd, then kafka and eventbus."""

@@ -270,6 +270,7 @@ def add_host(cluster: Cluster, name: str, progress: Progress = _noop) -> LabHost
         raise LabError(f"port(s) already in use: {', '.join(taken)}", hint="`ss -ltnp` shows who listens there")
     spec = dataclasses.replace(running, hosts=(*running.hosts, h))
     progress(f"preparing {h.name}: keys, certificate, configs")
+    shutil.rmtree(host_dirs(h.name, Path(spec.lab_dir)).root, ignore_errors=True)  # a new machine: an empty disk
     if spec.secured:
         security.node_keystore(spec, h)
     names = [n for other in (*running.hosts, *([running.deploy] if running.deploy else []))
@@ -285,6 +286,31 @@ def add_host(cluster: Cluster, name: str, progress: Progress = _noop) -> LabHost
           lambda: _brokers_alive([host]) and h.broker_id in _metadata_brokers(spec), 90)
     for unit in ("sshd", *host.enabled_units):
         host.start(unit, wait=True)
+    return h
+
+
+def remove_host(name: str, progress: Progress = _noop) -> LabHostSpec:
+    """Take a broker host out of the running lab for good (after ``kafkaops broker decommission``): its
+    processes stopped, its pool object deleted, the lab's saved spec without it. Refused while its broker
+    holds a replica: the lab would be left with partitions short of a replica.
+
+    Raises:
+        LabError: No lab up, an unknown host, the last broker, or a broker that still holds replicas.
+    """
+    spec = LabSpec.load()
+    h = spec.host(name)
+    if h.role != "broker" or len(spec.brokers) <= 1:
+        raise LabError(f"{h.name} is the lab's last broker or not a broker: it stays")
+    admin = KafkaAdmin(security.endpoint(spec), timeout=10)
+    held = [p for p in admin.snapshot(with_configs=False).partitions if h.broker_id in p.replicas]
+    if held:
+        raise LabError(f"broker {h.broker_id} still holds {len(held)} replica(s)",
+                       hint=f"`kafkaops broker decommission {h.name}` first")
+    progress(f"stopping {h.name}")
+    LabHost(spec, h).power_off(clean=True)
+    if h.conftool_tags:
+        LabConftool(spec.conftool_config).remove(h.fqdn, h.conftool_tags)
+    dataclasses.replace(spec, hosts=tuple(x for x in spec.hosts if x is not h)).save()
     return h
 
 

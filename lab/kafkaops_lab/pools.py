@@ -26,6 +26,15 @@ class LabConftool(Conftool):
             raise self._unreachable(exc) from exc
 
 
+    @write
+    def remove(self, fqdn: str, tags: Mapping[str, str]) -> None:
+        """Delete an object (a host taken out of the lab: ``lab host remove``)."""
+        try:
+            self._obj(fqdn, tags).delete()
+        except Exception as exc:
+            raise self._unreachable(exc) from exc
+
+
 class LabDiscovery(Discovery):
     """:class:`Discovery` that can also create records (the two-site lab seeds them)."""
 
