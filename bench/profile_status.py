@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import raw_result  # noqa: E402  (bench/ is not a package)
+import raw_result  # bench/ is not a package
 
 REPO = Path(__file__).resolve().parents[1]
 
