@@ -3,16 +3,25 @@
 Targets (issue: broker maintenance): median <= 0.5 s and >= 5x faster than
 `kafka-topics --describe --under-replicated-partitions`; `kcat -L` reported beside it.
 
-Run by hand with the lab up:  python bench/bench_status.py [RUNS]
+Run by hand with a lab up:  python bench/bench_status.py [--runs N] [--inventory bench/lab-bench.yaml]
 
 Two floors are timed beside it, to show where the time goes: the interpreter alone (`python -c pass`,
 site hooks included) and a bare script that only imports confluent-kafka and makes status's two Kafka
-requests (metadata, then the topics' configs). The package is byte-compiled first, as a regular
-install is.
+requests (metadata, then the topics' configs), with the cluster's own client configuration (TLS, SASL:
+the lab's brokers are secured, and a floor that does not authenticate does not reach them). The package is
+byte-compiled first, as a regular install is.
+
+The commands are run in rounds, each round every command once (A B C A B C ...): on a shared machine the
+noise of a round hits every command, and the medians compare. ``--before DIR`` adds the status of another
+tree of kafkaops (``git archive REF kafkaops | tar -x -C DIR``) to the rounds. The raw times go to
+``bench/results/status-bench-DATE.json`` (:mod:`raw_result`): docs/performance.md states only what those
+files show.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import statistics
@@ -20,59 +29,97 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from kafkaops.inventory import load_inventory
+from kafkaops.systems.kafka_auth import librdkafka_config
 from kafkaops_lab.dirs import kafka_jars
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import raw_result  # bench/ is not a package
 
-def timed(argv: list[str], runs: int) -> list[float]:
-    out = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        out.append(time.perf_counter() - t)
-    return out
+REPO = Path(__file__).resolve().parents[1]
 
 
-# Only what `status` asks Kafka: the floor any Python status command built on confluent-kafka pays.
+def _once(argv: list[str], env: dict[str, str] | None, stdin: str | None) -> tuple[float, int]:
+    t = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                          text=True, env=env)
+    return time.perf_counter() - t, proc.returncode
+
+
+# Only what `status` asks Kafka: the floor any Python status command built on confluent-kafka pays. The
+# client configuration (bootstrap, TLS, SASL) comes on stdin: a password is never put on a command line.
 _KAFKA_FLOOR = """
-import sys
+import json, sys
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
-admin = AdminClient({"bootstrap.servers": sys.argv[1], "reconnect.backoff.ms": 20, "log_level": 2})
+admin = AdminClient({**json.loads(sys.stdin.read()), "reconnect.backoff.ms": 20, "log_level": 2})
 md = admin.list_topics(timeout=10)
 futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in md.topics], request_timeout=10)
 print({r.name: f.result()["min.insync.replicas"].value for r, f in futures.items()})
 """
 
+STATUS = "kafkaops status -o json"
+FLOOR = "floor: python + confluent-kafka, metadata + configs"
+
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    cluster = load_inventory(Path(__file__).resolve().parents[1] / "inventory" / "lab.yaml")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="rounds (each command once a round)")
+    parser.add_argument("--inventory", type=Path, default=REPO / "inventory" / "lab.yaml")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="another kafkaops tree (a directory holding kafkaops/) timed beside this one")
+    parser.add_argument("--no-java", action="store_true", help="leave out kafka-topics (a JVM: ~1 s a run)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    cluster = load_inventory(args.inventory)
     bootstrap = cluster.bootstrap_servers
     import kafkaops
 
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(kafkaops.__file__).parent)],
-                   check=True, stdout=subprocess.DEVNULL)
+    here = Path(kafkaops.__file__).parent
+    for tree in (here, *([args.before / "kafkaops"] if args.before else [])):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], check=True, stdout=subprocess.DEVNULL)
     entry = Path(sys.executable).parent / "kafkaops"  # the installed console script, not a shell shim
-    cases = {
-        "kafkaops status lab -o json": [str(entry), "-i", cluster.source, "status", "lab", "-o", "json"],
-        "kafka-topics --describe --under-replicated-partitions": [
-            "java", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{kafka_jars()}/*",
-            "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap.split(",")[0], "--describe",
-            "--under-replicated-partitions"],
-        "kcat -L": ["kcat", "-L", "-b", bootstrap],
-        "floor: python -c pass": [sys.executable, "-c", "pass"],
-        "floor: python + confluent-kafka, metadata + configs": [sys.executable, "-c", _KAFKA_FLOOR, bootstrap],
+    status = [str(entry), "-i", str(args.inventory), "status", cluster.name, "-o", "json"]
+    lab_path = str(REPO / "lab")
+    this = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parent), lab_path])}
+    cases: dict[str, tuple[list[str], dict[str, str] | None, str | None]] = {
+        STATUS: (status, this, None),
+        FLOOR: ([sys.executable, "-c", _KAFKA_FLOOR], None, json.dumps(librdkafka_config(cluster.kafka))),
+        "floor: python -c pass": ([sys.executable, "-c", "pass"], None, None),
     }
-    if not shutil.which("kcat"):
-        del cases["kcat -L"]
-    results = {name: timed(argv, runs) for name, argv in cases.items()}
-    base = statistics.median(results["kafkaops status lab -o json"])
-    print(f"{'command':<58} {'median':>8} {'min':>8} {'max':>8}  vs status")
-    for name, times in results.items():
-        med = statistics.median(times)
-        print(f"{name:<58} {med:8.3f} {min(times):8.3f} {max(times):8.3f}  {med / base:6.1f}x")
-    print(f"(runs={runs}, cores={os.cpu_count()}; status does more: configs for min ISR, pools, leaders per DC)")
+    if args.before:
+        before = {**os.environ, "PYTHONPATH": os.pathsep.join([str(args.before), lab_path])}
+        cases[f"{STATUS} (before: {args.before.name})"] = (status, before, None)
+    if shutil.which("kcat") and cluster.kafka.security is None:
+        cases["kcat -L"] = (["kcat", "-L", "-b", bootstrap], None, None)
+    if not args.no_java and cluster.kafka.security is None:  # the tool without a --command-config: plaintext only
+        cases["kafka-topics --describe --under-replicated-partitions"] = (
+            ["java", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{kafka_jars()}/*",
+             "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap.split(",")[0], "--describe",
+             "--under-replicated-partitions"], None, None)
+    path = args.out or raw_result.default_path("status-bench")
+    result: dict[str, Any] = raw_result.header("status-bench", vars(args), args.inventory)
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    exits: dict[str, list[int]] = {name: [] for name in cases}
+    for _ in range(args.runs):
+        for name, (argv, env, stdin) in cases.items():
+            took, code = _once(argv, env, stdin)
+            times[name].append(round(took, 4))
+            exits[name].append(code)
+    floor = statistics.median(times[FLOOR])
+    summary = {name: {"median_s": round(statistics.median(t), 4), "min_s": min(t), "max_s": max(t),
+                      "vs_floor": round(statistics.median(t) / floor, 3), "exits": sorted(set(exits[name]))}
+               for name, t in times.items()}
+    result.update({"cluster": cluster.name, "rounds": args.runs, "order": list(cases), "times": times,
+                   "summary": summary, "complete": True, "finished": raw_result.now()})
+    raw_result.write(path, result)
+    print(f"{'command':<62} {'median':>8} {'min':>8} {'max':>8}  vs floor")
+    for name, row in summary.items():
+        print(f"{name:<62} {row['median_s']:8.3f} {row['min_s']:8.3f} {row['max_s']:8.3f}  {row['vs_floor']:6.2f}x"
+              + ("" if row["exits"] == [0] else f"  exits {row['exits']}"))
+    print(f"(rounds={args.runs}, cores={os.cpu_count()}, load at start {result['machine']['loadavg_at_start'][0]:.2f}; "
+          f"floor = {FLOOR}) -> {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
 
 
 if __name__ == "__main__":

@@ -18,20 +18,19 @@ otherwise hid the quorum from status for good.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
-from kafkaops.environment import Environment
 from kafkaops.errors import KafkaOpsError, UnreachableError
-from kafkaops.health.nodes import configured_phase
 from kafkaops.policy.availability import broker_dc_map, cluster_health
 from kafkaops.policy.quorum import judge
 from kafkaops.policy.snapshot_scan import partition_name
-from kafkaops.systems.alertmanager import Matcher
+from kafkaops.systems.alertmanager import Alertmanager, Matcher
 from kafkaops.systems.conftool import read_discovery, read_pools
 from kafkaops.systems.kafka import KafkaAdmin
-from kafkaops.systems.mirror import MirrorLag
 
 Data = dict[str, Any]
 
@@ -70,28 +69,97 @@ def _snapshot(admin: Any) -> tuple[Any, str]:
         return snap, str(exc)
 
 
+#: How long ``status`` waits for each question besides Kafka's, counted from the moment it was asked (all
+#: are asked at once, before Kafka's metadata). Each is a little above the adapter's own timeouts (etcd 3 s
+#: per pool group; Alertmanager 5 s per request; the quorum and the controllers' phases over SSH, a JVM
+#: tool each), so the adapter's own words win when it gives up; the bound is for what its timeouts do not
+#: cover — a server that accepts and trickles, a hung SSH session. Kafka's two requests are bounded by
+#: :meth:`KafkaAdmin.look` (one 5 s try each), on the main thread.
+BOUNDS: dict[str, float] = {"pools": 4.0, "alerts": 6.0, "quorum": 15.0, "migration": 20.0}
+
+
+def ask(name: str, question: Callable[[Any], Any], cluster: Any) -> Future[Any]:
+    """``question(cluster)`` on a daemon thread of its own, started now; its answer as a future.
+
+    Not a ``ThreadPoolExecutor``: its workers are joined when the interpreter exits, so a question that
+    hangs past its bound would still hold ``kafkaops status`` until it returned. A daemon thread is left
+    behind instead: the operator gets the verdict, with that question said to have timed out."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(question(cluster))
+        except BaseException as exc:  # handed to the waiter, who re-raises it: a bug stays a bug
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=f"status-{name}", daemon=True).start()
+    return future
+
+
+def answer(future: Future[Any], deadline: float) -> tuple[Any, bool]:
+    """(the question's answer, False), or (None, True) when it has not answered by ``deadline``
+    (:func:`time.monotonic`); an exception the question raised is raised here."""
+    try:
+        return future.result(timeout=max(0.0, deadline - time.monotonic())), False
+    except TimeoutError:
+        return None, True
+
+
+def _timed_out(cluster: Any, name: str, bound: float) -> Any:
+    """What a question that did not answer within ``bound`` seconds shows: its usual "unknown" answer,
+    with an error saying it was not waited for, so the verdict and every renderer treat it as unread."""
+    why = f"did not answer within {bound:g}s (status does not wait longer)"
+    if name == "pools":
+        return {}, f"etcd (conftool) {why}"
+    if name == "alerts":
+        return {"alertmanager": cluster.monitoring.alertmanager, "error": f"Alertmanager {why}", "firing": [],
+                "silenced": [], "silences": []}
+    if name == "quorum":
+        return {"error": f"the metadata quorum {why}", "leader": None, "voters": [], "observers": []}
+    seen = judge_migration(cluster, {}, {h.name: why for h in cluster.controllers})
+    seen["note"] = f"the controllers' phases are unknown: they {why}"
+    return seen
+
+
 def collect(cluster: Any) -> dict[str, Any]:
     """Everything ``status`` shows, as plain data (also the ``--output json`` document).
 
-    etcd is read on a second thread while librdkafka (which releases the GIL) waits on the brokers:
-    an operator runs this before and after every step, so its latency is the sum of neither.
+    Every question is asked at once: etcd's pools, Alertmanager's alerts, the KRaft quorum or the
+    migration's controllers, each on a thread of its own, while the main thread asks Kafka (librdkafka
+    releases the GIL while it waits). An operator runs this before and after every step, so its latency
+    is the slowest question's, not their sum; and each is bounded (:data:`BOUNDS`): one that has not
+    answered in time is shown as unknown and named in ``timed_out``, never waited for — a slow
+    Alertmanager must not hold "can I touch this cluster?".
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-
-    # Starts connecting at once. One 5 s try: an operator asking "can I touch this cluster?" wants
-    # "Kafka did not answer" in seconds, not after a maintenance run's patient retries.
+    # First Kafka's client, which starts connecting at once (librdkafka's own threads: TLS, SASL), the
+    # longest of the questions; the others are asked while it connects. One 5 s try: an operator asking
+    # "can I touch this cluster?" wants "Kafka did not answer" in seconds, not after a run's retries.
     admin = KafkaAdmin.look(cluster, timeout=5.0)
-    with ThreadPoolExecutor(max_workers=3) as executor:
-        pending = executor.submit(_pool_states, cluster) if cluster.conftool_config else None
-        asking = executor.submit(quorum_state, cluster) if cluster.kraft and cluster.controllers else None
-        migrating = executor.submit(migration_state, cluster) if _migrating(cluster) else None
-        monitoring = executor.submit(alerts_state, cluster) if cluster.monitoring else None
-        snap, min_isr_error = _snapshot(admin)
-        pools, pool_error = pending.result() if pending else ({}, "")
-        migration = migrating.result() if migrating else None
-        quorum = asking.result() if asking else migration.pop("quorum_state", None) if migration else None
-        alerts = monitoring.result() if monitoring else None
+    asked_at = time.monotonic()
+    questions: dict[str, Callable[[Any], Any]] = {}
+    if cluster.conftool_config:
+        questions["pools"] = _pool_states
+    if cluster.kraft and cluster.controllers:
+        questions["quorum"] = quorum_state
+    if _migrating(cluster):
+        questions["migration"] = migration_state
+    if cluster.monitoring and cluster.monitoring.alertmanager:
+        questions["alerts"] = alerts_state
+    futures = {name: ask(name, question, cluster) for name, question in questions.items()}
+    snap, min_isr_error = _snapshot(admin)
+    answers: dict[str, Any] = {}
+    timed_out: list[str] = []
+    for name, future in futures.items():
+        answers[name], late = answer(future, asked_at + BOUNDS[name])
+        if late:
+            timed_out.append(name)
+            answers[name] = _timed_out(cluster, name, BOUNDS[name])
+    pools, pool_error = answers.get("pools", ({}, ""))
+    migration = answers.get("migration")
+    quorum = answers["quorum"] if "quorum" in answers else migration.pop("quorum_state", None) if migration else None
+    alerts = answers.get("alerts")
     # From the finalizing roll on, the KRaft quorum is the controller, whatever the inventory still says.
     kraft = cluster.kraft or bool(migration and migration["quorum"])
 
@@ -131,6 +199,7 @@ def collect(cluster: Any) -> dict[str, Any]:
         **({"quorum": quorum} if quorum is not None else {}),
         **({"migration": migration} if migration is not None else {}),
         **({"alerts": alerts} if alerts is not None else {}),
+        **({"timed_out": timed_out} if timed_out else {}),
     }
 
 
@@ -148,6 +217,8 @@ def controller_phases(cluster: Any) -> tuple[dict[str, str], dict[str, str]]:
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from kafkaops.environment import Environment  # SSH and the rest: only a migrating cluster's status needs it
+    from kafkaops.health.nodes import configured_phase
 
     def read(host: Any) -> str:
         env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
@@ -231,19 +302,21 @@ def alerts_state(cluster: Any) -> Data | None:
     monitoring = cluster.monitoring
     if monitoring is None or not monitoring.alertmanager:
         return None
-    env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
+    # The adapter itself, as Environment.alertmanager builds it (5 s a request, writes refused): the
+    # environment module imports every adapter (SSH, ZooKeeper, ...), which status would pay at start-up.
+    manager = Alertmanager(monitoring.alertmanager, timeout=5.0, dry_run=True, auth=monitoring.auth)
     scope = monitoring.scope_labels(cluster.name)
     hosts = {frozenset(Matcher(label, value, is_regex=True)
                        for label, value in monitoring.host_regexes(h, cluster.name)): h.name
              for h in (*cluster.hosts, *cluster.controllers)}
     try:
-        alerts = env.alertmanager.alerts(scope)
-        silences = [s for s in env.alertmanager.silences() if s.live]
+        alerts = manager.alerts(scope)
+        silences = [s for s in manager.silences() if s.live]
     except KafkaOpsError as exc:
         return {"alertmanager": monitoring.alertmanager, "error": exc.message, "firing": [], "silenced": [],
                 "silences": []}
     finally:
-        env.close()
+        manager.close()
     scoped = {Matcher(label, value) for label, value in scope}
     ours = []
     for silence in silences:
@@ -261,6 +334,7 @@ def alerts_state(cluster: Any) -> Data | None:
 def quorum_state(cluster: Any) -> dict[str, Any]:
     """The KRaft metadata quorum as ``kafka-metadata-quorum describe --status`` and ``--replication`` tell
     it (over SSH on a controller node), each voter judged caught up or not as the roll's gate judges it."""
+    from kafkaops.environment import Environment  # SSH: only a KRaft cluster's status needs it
 
     env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
     try:
@@ -291,6 +365,7 @@ def collect_sites(sites: Any) -> Data:
     healthy, every service active in exactly one site, and MirrorMaker's lag readable in every direction."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from kafkaops.systems.mirror import MirrorLag
 
     def site(dc: str) -> Data:
         try:
