@@ -51,6 +51,7 @@ EXPECTED: dict[str, str] = {
     "canary.confirm": "read-only",
     "conftool.depool": "disruptive",
     "conftool.repool": "change",
+    "conftool.pool": "change",
     "deploy.deploy": "disruptive",
     "deploy.rollback": "disruptive",
     "deploy.verify_revision": "read-only",
@@ -70,6 +71,8 @@ EXPECTED: dict[str, str] = {
     "kafka.stop_broker": "disruptive",
     "kafka.verify_leaders": "change",  # elects, then judges
     "kafka.verify_not_leader": "read-only",
+    "kafka.verify_leads_nothing": "read-only",
+    "kafka.verify_empty": "read-only",
     "kafka.wait_healthy": "read-only",
     "kafka.wait_in_sync": "read-only",
     "kafka.wait_stable": "read-only",
