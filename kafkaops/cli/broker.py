@@ -40,6 +40,16 @@ def _current(env: Any) -> tuple[dict[tuple[str, int], tuple[int, ...]], Any]:
     return {(p.topic, p.partition): tuple(p.replicas) for p in snap.partitions}, snap
 
 
+def _refuse_leadership(current: dict[tuple[str, int], tuple[int, ...]], snap: Any, broker: int, action: str) -> None:
+    """Refuse ``action`` (exit 6) when a partition cannot safely lose ``broker`` as its leader."""
+    from kafkaops.placement.lifecycle import leadership_refusals, refuse_leadership
+
+    refuse_leadership(leadership_refusals(
+        current, {(p.topic, p.partition): tuple(p.isr) for p in snap.partitions},
+        {(p.topic, p.partition): p.leader for p in snap.partitions}, broker,
+        {t: c.min_insync_replicas for t, c in snap.topics.items()}), broker, action)
+
+
 def demote_cmd(host: str = HostArg, reason: str | None = ReasonOpt, task: str | None = TaskOpt,
                yes: bool = YesOpt, dry_run: bool = DryRunOpt, output: PlanOutput = OutputOpt,
                save_plan: Path | None = SavePlanOpt, confirmed: list[str] | None = ConfirmedOpt,
@@ -53,7 +63,7 @@ def demote_cmd(host: str = HostArg, reason: str | None = ReasonOpt, task: str | 
     from kafkaops.environment import Environment
     from kafkaops.lookup import find_host
     from kafkaops.placement.assignment import assignment_param
-    from kafkaops.placement.lifecycle import demote_order, leadership_refusals, refuse_leadership
+    from kafkaops.placement.lifecycle import demote_order
 
     require_reason(reason, dry_run)  # before any system is asked
     cluster, target = find_host(host, inventory)
@@ -62,10 +72,7 @@ def demote_cmd(host: str = HostArg, reason: str | None = ReasonOpt, task: str | 
         with waiting(f"asking {cluster.name} for every partition's replicas"):
             current, snap = _current(env)
         broker = target.broker_id
-        refuse_leadership(leadership_refusals(
-            current, {(p.topic, p.partition): tuple(p.isr) for p in snap.partitions},
-            {(p.topic, p.partition): p.leader for p in snap.partitions}, broker,
-            {t: c.min_insync_replicas for t, c in snap.topics.items()}), broker, "demote")
+        _refuse_leadership(current, snap, broker, "demote")
         order = demote_order(current, broker)
         if not order:
             from kafkaops.cli.render import nothing_to_do
@@ -213,7 +220,7 @@ def decommission_cmd(host: str = HostArg, throttle: str = ThrottleOpt, batch_siz
     from kafkaops.environment import Environment
     from kafkaops.lookup import find_host
     from kafkaops.placement.assignment import assignment_param
-    from kafkaops.placement.lifecycle import decommission_plan, demote_order, leadership_refusals, refuse_leadership
+    from kafkaops.placement.lifecycle import decommission_plan, demote_order
 
     require_reason(reason, dry_run)
     rate = _rate(throttle)
@@ -229,9 +236,7 @@ def decommission_cmd(host: str = HostArg, throttle: str = ThrottleOpt, batch_siz
         with waiting(f"asking {cluster.name} for every partition's replicas and size"):
             current, snap = _current(env)
             min_isr = {t: c.min_insync_replicas for t, c in snap.topics.items()}
-            refuse_leadership(leadership_refusals(
-                current, {(p.topic, p.partition): tuple(p.isr) for p in snap.partitions},
-                {(p.topic, p.partition): p.leader for p in snap.partitions}, broker, min_isr), broker, "decommission")
+            _refuse_leadership(current, snap, broker, "decommission")
             plan = decommission_plan(current, broker, capacity=limit, min_isr=min_isr,
                                      **_moving(env, cluster, current))
     finally:
