@@ -213,3 +213,24 @@ def test_a_malformed_assignment_parameter_is_refused(value: list) -> None:
 
     with pytest.raises(ConfigError):
         target_assignment(value)
+
+
+def test_a_batch_has_arrived_only_when_its_replicas_are_exactly_the_target_and_all_in_sync() -> None:
+    """The metadata poll that spares a JVM start per poll must not call a move done early: while Kafka moves a
+    partition its replica list is old + new (longer than the target), and a replica just added is not yet
+    in sync; a reorder is done only once the order is the target's."""
+    from kafkaops.model import ClusterSnapshot, PartitionState
+    from kafkaops.steps.placement import arrived_at_target
+
+    def state(p: int, replicas: tuple[int, ...], isr: tuple[int, ...]) -> PartitionState:
+        return PartitionState(topic="t", partition=p, leader=replicas[0], replicas=replicas, isr=isr)
+
+    snap = ClusterSnapshot(cluster="c", taken_at=0.0, brokers=(1, 2, 3, 4), controller=1, partitions=(
+        state(0, (1, 2, 3), (1, 2, 3)),       # done
+        state(1, (4, 2, 3, 1), (1, 2, 3)),    # moving 1 -> 4: the union
+        state(2, (4, 2, 3), (2, 3)),          # at the target's brokers, 4 not in sync yet
+        state(3, (2, 1, 3), (1, 2, 3)),       # a reorder not applied yet
+        state(4, (1, 2, 3), (1, 2, 3)),       # not in the batch
+    ))
+    batch = {("t", 0): (1, 2, 3), ("t", 1): (4, 2, 3), ("t", 2): (4, 2, 3), ("t", 3): (1, 2, 3)}
+    assert arrived_at_target(snap, batch) == [("t", 0)]
