@@ -257,7 +257,7 @@ def down(sites: Cluster, progress: Progress = _noop) -> int:
     pid = mirror_pid(base)
     if pid is not None:
         progress("stopping MirrorMaker 2")
-        stopped += len(procs.terminate([pid], timeout=20))
+        stopped += len(procs.terminate([pid], timeout=lab.DOWN_GRACE))
     for dc, site in sites.sites.items():
         progress(f"site {dc}: stopping {site.name}")
         stopped += lab.down(dirs.lab_dir(site.name), progress=_prefixed(progress, dc))
