@@ -28,6 +28,7 @@ Level 0 is the lab as it is. The topics it creates (``bench-scale-N``) are delet
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
@@ -171,6 +172,10 @@ def processes(cluster: Cluster, inventory: Path, runs: int, java: bool, props: P
             "peak_rss_mib": {k: round(max(v) / 1024, 1) for k, v in rss.items()}}
 
 
+def _say(level: int, message: str) -> None:
+    print(f"  [{level}] {message}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inventory", type=Path, default=REPO / "bench" / "lab-bench.yaml")
@@ -195,9 +200,9 @@ def main() -> None:
         try:
             for level in levels:
                 started = time.monotonic()
-                held = grow(cluster, level, args.per_topic, lambda m, lv=level: print(f"  [{lv}] {m}", flush=True))
+                held = grow(cluster, level, args.per_topic, functools.partial(_say, level))
                 print(f"level {level}: {held} partitions, ready in {time.monotonic() - started:.0f} s", flush=True)
-                row = {"level": level, "partitions": held, "in_process": in_process(cluster, args.runs),
+                row: dict[str, Any] = {"level": level, "partitions": held, "in_process": in_process(cluster, args.runs),
                        "processes": processes(cluster, args.inventory, args.runs, not args.no_java, props)}
                 result["levels"].append(row)
                 raw_result.write(path, result)

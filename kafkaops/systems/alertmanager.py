@@ -15,7 +15,8 @@ silence. This adapter is all of that kafkaops does with Alertmanager:
   dry-run refuses them.
 
 Every request has a timeout. What Alertmanager answers is input: labels and comments are kept as
-strings, a malformed answer is an error naming the endpoint. ``requests`` is imported lazily.
+strings, a malformed answer is an error naming the endpoint. The standard library speaks HTTP here, not
+``requests``: ``kafkaops status`` asks Alertmanager on every call (:mod:`kafkaops.systems.http_json`).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from typing import Any
 
 from kafkaops.errors import ConfigError, UnreachableError
 from kafkaops.model import HttpAuth
-from kafkaops.systems import http_auth
+from kafkaops.systems import http_auth, http_json
 from kafkaops.systems.guard import write
+from kafkaops.systems.http_json import HttpAnswer
 
 _HINT = "check Alertmanager is up and monitoring.alertmanager in the inventory"
 #: Alertmanager's ids are UUIDs: anything else is not put into a URL path.
@@ -148,45 +150,39 @@ class Alertmanager:
     timeout: float = 10.0
     dry_run: bool = False
     auth: HttpAuth | None = field(default=None, repr=False)
-    _session: Any = field(default=None, repr=False)
 
     def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+        """Nothing to release: each request has its own connection (:mod:`kafkaops.systems.http_json`)."""
 
     # --- the wire ----------------------------------------------------------------------------------
 
-    def _send(self, method: str, path: str, *, params: Any = None, body: Any = None) -> Any:
-        """One request; the ``requests`` response of a 2xx or 3xx.
+    def _send(self, method: str, path: str, *, params: Any = None, body: Any = None) -> HttpAnswer:
+        """One request; the answer of a 2xx or 3xx.
 
         Raises:
             UnreachableError: Nothing answered in time, or Alertmanager failed (5xx).
-            AuthError: 401/403: it refused kafkaops' credentials (:func:`~kafkaops.systems.http_auth.refusal`).
+            AuthError: 401/403, or TLS refused: it refused kafkaops' credentials
+                (:func:`~kafkaops.systems.http_auth.refusal`).
             ConfigError: Alertmanager refused the request (another 4xx).
         """
-        import requests
-
-        if self._session is None:
-            self._session = http_auth.session(self.auth, f"Alertmanager {self.url}")
-        where = f"{self.url}{path}"
+        system = f"Alertmanager {self.url}"
         try:
-            resp = self._session.request(method, where, params=params, json=body, timeout=self.timeout)
-        except requests.Timeout:
-            raise UnreachableError(f"Alertmanager {self.url} did not answer {method} {path} within "
-                                   f"{self.timeout:g}s", hint=_HINT) from None
-        except requests.RequestException as exc:
-            raise UnreachableError(f"Alertmanager {self.url} did not answer {method} {path}: "
-                                   f"{type(exc).__name__}", hint=_HINT) from None
+            resp = http_json.send(method, http_json.url_with(self.url, path, params),
+                                  headers=http_auth.headers(self.auth, system), body=body, timeout=self.timeout,
+                                  ca_file=self.auth.ca_file if self.auth else None)
+        except http_json.HttpFailure as exc:
+            if exc.timed_out:
+                raise UnreachableError(f"{system} did not answer {method} {path} within {self.timeout:g}s",
+                                       hint=_HINT) from None
+            raise UnreachableError(f"{system} did not answer {method} {path}: {exc.reason}", hint=_HINT) from None
         text = resp.text.strip()[:200].replace("\n", " ")
-        refused = http_auth.refusal(resp.status_code, f"Alertmanager {self.url}", f"{method} {path}", self.auth)
+        refused = http_auth.refusal(resp.status, system, f"{method} {path}", self.auth)
         if refused is not None:
             raise refused
-        if resp.status_code >= 500:
-            raise UnreachableError(f"Alertmanager {self.url} failed {method} {path}: HTTP {resp.status_code} {text}",
-                                   hint=_HINT)
-        if resp.status_code >= 400:
-            raise ConfigError(f"Alertmanager {self.url} refused {method} {path}: HTTP {resp.status_code} {text}",
+        if resp.status >= 500:
+            raise UnreachableError(f"{system} failed {method} {path}: HTTP {resp.status} {text}", hint=_HINT)
+        if resp.status >= 400:
+            raise ConfigError(f"{system} refused {method} {path}: HTTP {resp.status} {text}",
                               hint="monitoring.alertmanager must be an Alertmanager (>= 0.16, API v2) base URL")
         return resp
 

@@ -38,6 +38,21 @@ def pinned_session() -> Any:
     return Pinned()
 
 
+def headers(auth: HttpAuth | None, system: str) -> dict[str, str]:
+    """The ``Authorization`` header ``auth`` asks for (basic auth, or a bearer token), read from where its
+    secret lives now; none without credentials."""
+    import base64
+
+    if auth is None:
+        return {}
+    if auth.token is not None:
+        return {"Authorization": f"Bearer {_reveal(auth.token, system, 'bearer token')}"}
+    if auth.username and auth.password is not None:
+        pair = f"{auth.username}:{_reveal(auth.password, system, 'password')}".encode()
+        return {"Authorization": f"Basic {base64.b64encode(pair).decode('ascii')}"}
+    return {}
+
+
 def session(auth: HttpAuth | None, system: str) -> Any:
     """A ``requests`` session that authenticates as ``auth`` says (none: a plain session)."""
     s = pinned_session()
@@ -45,10 +60,7 @@ def session(auth: HttpAuth | None, system: str) -> Any:
         return s
     if auth.ca_file:
         s.verify = auth.ca_file
-    if auth.username and auth.password is not None:
-        s.auth = (auth.username, _reveal(auth.password, system, "password"))
-    if auth.token is not None:
-        s.headers["Authorization"] = f"Bearer {_reveal(auth.token, system, 'bearer token')}"
+    s.headers.update(headers(auth, system))
     return s
 
 
