@@ -5,11 +5,12 @@ Targets (issue: broker maintenance): median <= 0.5 s and >= 5x faster than
 
 Run by hand with a lab up:  python bench/bench_status.py [--runs N] [--inventory bench/lab-bench.yaml]
 
-Two floors are timed beside it, to show where the time goes: the interpreter alone (`python -c pass`,
-site hooks included) and a bare script that only imports confluent-kafka and makes status's two Kafka
+Three floors are timed beside it, to show where the time goes: the interpreter alone (`python -c pass`,
+site hooks included); a bare script that only imports confluent-kafka and makes status's two Kafka
 requests (metadata, then the topics' configs), with the cluster's own client configuration (TLS, SASL:
-the lab's brokers are secured, and a floor that does not authenticate does not reach them). The package is
-byte-compiled first, as a regular install is.
+the lab's brokers are secured, and a floor that does not authenticate does not reach them); and the same
+script importing Typer and rich first — the CLI framework the product is built on, which any Typer command
+pays before it asks anything. The package is byte-compiled first, as a regular install is.
 
 The commands are run in rounds, each round every command once (A B C A B C ...): on a shared machine the
 noise of a round hits every command, and the medians compare. ``--before DIR`` adds the status of another
@@ -59,8 +60,13 @@ futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in
 print({r.name: f.result()["min.insync.replicas"].value for r, f in futures.items()})
 """
 
+# The same, with the CLI framework the product is built on (Typer, and rich, which Typer imports) imported
+# first: what any Typer command pays before it asks anything — the floor of a status that is a Typer command.
+_CLI_FLOOR = "import typer, rich.console\n" + _KAFKA_FLOOR
+
 STATUS = "kafkaops status -o json"
 FLOOR = "floor: python + confluent-kafka, metadata + configs"
+CLI_FLOOR = "floor: the same, Typer and rich imported first"
 
 
 def main() -> None:
@@ -86,6 +92,7 @@ def main() -> None:
     cases: dict[str, tuple[list[str], dict[str, str] | None, str | None]] = {
         STATUS: (status, this, None),
         FLOOR: ([sys.executable, "-c", _KAFKA_FLOOR], None, json.dumps(librdkafka_config(cluster.kafka))),
+        CLI_FLOOR: ([sys.executable, "-c", _CLI_FLOOR], None, json.dumps(librdkafka_config(cluster.kafka))),
         "floor: python -c pass": ([sys.executable, "-c", "pass"], None, None),
     }
     if args.before:
@@ -108,15 +115,18 @@ def main() -> None:
             times[name].append(round(took, 4))
             exits[name].append(code)
     floor = statistics.median(times[FLOOR])
+    cli_floor = statistics.median(times[CLI_FLOOR])
     summary = {name: {"median_s": round(statistics.median(t), 4), "min_s": min(t), "max_s": max(t),
-                      "vs_floor": round(statistics.median(t) / floor, 3), "exits": sorted(set(exits[name]))}
+                      "vs_floor": round(statistics.median(t) / floor, 3),
+                      "vs_cli_floor": round(statistics.median(t) / cli_floor, 3), "exits": sorted(set(exits[name]))}
                for name, t in times.items()}
     result.update({"cluster": cluster.name, "rounds": args.runs, "order": list(cases), "times": times,
                    "summary": summary, "complete": True, "finished": raw_result.now()})
     raw_result.write(path, result)
-    print(f"{'command':<62} {'median':>8} {'min':>8} {'max':>8}  vs floor")
+    print(f"{'command':<62} {'median':>8} {'min':>8} {'max':>8}  vs floor  vs CLI floor")
     for name, row in summary.items():
         print(f"{name:<62} {row['median_s']:8.3f} {row['min_s']:8.3f} {row['max_s']:8.3f}  {row['vs_floor']:6.2f}x"
+              f"  {row['vs_cli_floor']:6.2f}x"
               + ("" if row["exits"] == [0] else f"  exits {row['exits']}"))
     print(f"(rounds={args.runs}, cores={os.cpu_count()}, load at start {result['machine']['loadavg_at_start'][0]:.2f}; "
           f"floor = {FLOOR}) -> {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
