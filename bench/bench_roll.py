@@ -9,11 +9,16 @@ Issue 14's measure, printed last: overhead = wall - (sum of floors + sum of conf
 the windows being one zero-SYN window per host and one stability window between hosts, as configured
 (``--syn-window``, ``--stable-for``; defaults 10 s and 5 s). Target: <= 2 s per broker.
 
-Run by hand with the lab up:  python bench/bench_roll.py [--under-load] [extra kafkaops args...]
+Issue 47's measure beside it: kafkaops' own cost = wall - floors - windows - the post-check, per broker
+(target <= 1 s), and the post-check itself (target <= 5 s: its reader warmed while the roll runs).
+
+Run by hand with the lab up:
+    python bench/bench_roll.py [--under-load] [--inventory bench/lab-bench.yaml] [extra kafkaops args...]
 
 ``--under-load`` runs the lab's load generator (200 msg/s, acks=all) through the roll, as production
 traffic would: only then has the post-check's Spark scan data to read (on a quiet lab it has none and
-stops after the metadata checks).
+stops after the metadata checks). The figures and the journal's time per step go to
+``bench/results/roll-DATE.json`` (:mod:`raw_result`).
 """
 
 from __future__ import annotations
@@ -26,10 +31,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from kafkaops.inventory import load_inventory
 from kafkaops.model import KafkaEndpoint
 from kafkaops.systems.kafka import KafkaAdmin
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import raw_result  # bench/ is not a package
 
 
 class FloorWatch(threading.Thread):
@@ -76,22 +85,34 @@ def configured_windows(extra: list[str], hosts: int) -> float:
     return hosts * option("--syn-window", "10s") + (hosts - 1) * option("--stable-for", "5s")
 
 
+def _option(argv: list[str], name: str) -> tuple[str | None, list[str]]:
+    """``name VALUE`` taken out of ``argv``: (VALUE or None, the rest)."""
+    if name in argv:
+        i = argv.index(name)
+        return argv[i + 1], argv[:i] + argv[i + 2:]
+    return None, argv
+
+
 def main() -> None:
-    extra = [a for a in sys.argv[1:] if a != "--under-load"]
+    repo = Path(__file__).resolve().parents[1]
+    inventory_arg, extra = _option([a for a in sys.argv[1:] if a != "--under-load"], "--inventory")
+    inventory = Path(inventory_arg) if inventory_arg else repo / "inventory" / "lab.yaml"
+    cluster = load_inventory(inventory)
     load = None
     if "--under-load" in sys.argv[1:]:
-        load = subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", "lab", "load", "-s", "600"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        load = subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", "lab", "load", "-s", "600", "-i",
+                                 str(inventory)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(5)  # producer connected and writing before the roll starts
-    cluster = load_inventory(Path(__file__).resolve().parents[1] / "inventory" / "lab.yaml")
     watch = FloorWatch(cluster.kafka, [h.broker_id for h in cluster.hosts])
     watch.start()
     time.sleep(1)
     home = tempfile.mkdtemp(prefix="kafkaops-bench-")
+    path = raw_result.default_path("roll")
+    result: dict[str, Any] = raw_result.header("roll", {"extra": extra, "under_load": load is not None}, inventory)
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "rolling-restart", "lab", "--yes",
-                             "--reason", "bench_roll", *extra], capture_output=True, text=True,
-                            env={**os.environ, "KAFKAOPS_HOME": home, "KAFKAOPS_INVENTORY": cluster.source})
+    done = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "rolling-restart", cluster.name, "--yes",
+                           "--reason", "bench_roll", *extra], capture_output=True, text=True,
+                          env={**os.environ, "KAFKAOPS_HOME": home, "KAFKAOPS_INVENTORY": cluster.source})
     wall = time.monotonic() - started
     if load is not None:
         load.terminate()
@@ -99,8 +120,8 @@ def main() -> None:
     time.sleep(1)
     watch.stop.set()
     watch.join()
-    if result.returncode != 0:
-        sys.exit(f"rolling-restart failed ({result.returncode}): {result.stderr[-2000:]}")
+    if done.returncode != 0:
+        sys.exit(f"rolling-restart failed ({done.returncode}): {done.stderr[-2000:]}")
     floors = watch.floor
     total = sum(floors.values())
     run = os.listdir(os.path.join(home, "runs"))[0]
@@ -115,18 +136,32 @@ def main() -> None:
         elif r["type"] in ("step_verified",) and key in open_at:
             t0, kind = open_at.pop(key)
             by_kind[kind] = by_kind.get(kind, 0.0) + r["ts"] - t0
+    brokers = len(floors)
+    windows = configured_windows(extra, brokers)
+    post_check = by_kind.get("health.post_check", 0.0)
+    overhead = wall - total - windows
+    own = overhead - post_check
+    result.update({"cluster": cluster.name, "wall_s": round(wall, 2), "floors_s": {str(b): round(v, 2)
+                                                                                   for b, v in floors.items()},
+                   "windows_s": windows, "post_check_s": round(post_check, 2),
+                   "overhead_per_broker_s": round(overhead / brokers, 2),
+                   "own_cost_per_broker_s": round(own / brokers, 2),
+                   "by_kind_s": {k: round(v, 2) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])},
+                   "complete": True, "finished": raw_result.now()})
+    raw_result.write(path, result)
     print(f"args: {' '.join(extra) or '(defaults)'}{' under load' if load is not None else ''}")
     print(f"wall time of rolling-restart (plan included): {wall:6.1f} s")
     for b, secs_down in floors.items():
         print(f"  floor of broker {b}: {secs_down:5.1f} s")
     print(f"sum of floors: {total:6.1f} s   overhead ratio: {wall / total:4.2f}  (target <= 1.10)")
-    windows = configured_windows(extra, len(floors))
-    overhead = wall - total - windows
     print(f"configured safety windows: {windows:6.1f} s   overhead = wall - floors - windows: {overhead:5.1f} s, "
-          f"{overhead / len(floors):4.1f} s per broker (target <= 2 s); {wall / len(floors):4.1f} s wall per broker")
+          f"{overhead / brokers:4.1f} s per broker (target <= 2 s); {wall / brokers:4.1f} s wall per broker")
+    print(f"post-check {post_check:4.1f} s (target <= 5 s); kafkaops' own cost = overhead - post-check: "
+          f"{own / brokers:4.1f} s per broker (target <= 1 s)")
     print("time per step kind (observe -> verified, summed over hosts):")
     for kind, secs in sorted(by_kind.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:<28} {secs:6.1f} s")
+    print(f"-> {path.relative_to(repo) if path.is_relative_to(repo) else path}")
 
 
 if __name__ == "__main__":
