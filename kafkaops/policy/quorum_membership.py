@@ -23,6 +23,7 @@ The caught-up judgement is :func:`kafkaops.policy.quorum.judge`'s (on the leader
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 from kafkaops.facts.quorum import QuorumReplica
@@ -125,3 +126,22 @@ def kraft_version_refusal(features: Mapping[str, str], upgrades: Mapping[str, in
         return None
     return (f"this upgrade would raise kraft.version from 0 to {want}: the static metadata quorum would become "
             "dynamic, irreversibly, while every node still lists controller.quorum.voters (KAFKA-21426)")
+
+
+def upgrade_refusal(args: str, features: Mapping[str, str], mapping: Mapping[str, int]) -> str | None:
+    """Why ``kafka-features ARGS`` must not be sent (None: it may), judged by what the tool would apply:
+    ``upgrade --release-version R`` sets every feature of ``mapping`` (R's ``version-mapping``), ``kraft.version``
+    included; ``upgrade --feature NAME=LEVEL ...`` sets those named. Refused when that raises ``kraft.version``
+    off 0 (:func:`kraft_version_refusal`)."""
+    words = args.split()
+    if not words or words[0] != "upgrade":
+        return None
+    upgrades: dict[str, int] = {}
+    for flag, value in itertools.pairwise(words[1:]):
+        if flag == "--release-version":
+            upgrades.update(mapping)
+        elif flag == "--feature" and "=" in value:
+            name, _, level = value.partition("=")
+            if level.isdigit():
+                upgrades[name] = int(level)
+    return kraft_version_refusal(features, upgrades)
