@@ -148,6 +148,22 @@ class FormatController(StepBase):
                       rollback="none needed: an unused formatted directory is removed with the node",
                       data={"cluster_id": d["want"]})
 
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Read again right before the format: the quorum still reports the cluster id planned (an inventory
+        now pointing at another cluster's controllers is another cluster), and the node's storage was not
+        formatted since for another cluster (kafkaops never reformats a node)."""
+        env = environment(ctx)
+        host = target_host(ctx)
+        planned, now = str(action.data["cluster_id"]), env.quorum().status().cluster_id
+        if now != planned:
+            raise SafetyRefusal(f"the quorum's cluster id is now {now}, not the {planned} this step was planned to "
+                                f"format {host.name}'s storage with", hint="check the inventory, then plan again")
+        has = storage_id(env, host)
+        if has and has != now:
+            raise SafetyRefusal(f"{host.name}'s storage is formatted for cluster {has}, not {now}",
+                                hint="a node of another cluster? (kafkaops never reformats a node)")
+        return f"cluster id {now}, as planned; {host.name}'s storage " + ("formatted for it" if has else "not formatted")
+
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
         host = target_host(ctx)
@@ -420,7 +436,7 @@ def _check_change(params: Any) -> str | None:
 register_step("quorum.membership_gate", MembershipGate,
               [Param("change", "str", required=True, help="add or remove"), MIN_VOTERS, *CAUGHT_UP],
               check=_check_change, roles=CONTROLLER, effect="read-only")
-register_step("quorum.format_controller", FormatController, [], roles=CONTROLLER)
+register_step("quorum.format_controller", FormatController, [], roles=CONTROLLER, effect="disruptive")
 register_step("quorum.wait_observer", WaitObserver, [TIMEOUT, *CAUGHT_UP], roles=CONTROLLER, effect="read-only")
 register_step("quorum.add_voter", AddVoter, [TIMEOUT, *CAUGHT_UP], roles=CONTROLLER, effect="disruptive",
               compensate=Compensation("quorum.remove_voter", params={}, note="remove the added voter again"))

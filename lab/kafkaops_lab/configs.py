@@ -294,9 +294,11 @@ def hostctl_script(spec: LabSpec) -> str:
 
 #: Kafka's own command-line tools a lab host has on its PATH, as a Debian Kafka package installs them.
 KAFKA_TOOLS = {"kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"}
-#: ... and those only Kafka 4 (KRaft) hosts have: the quorum's own view, and storage formatting.
+#: ... and those only Kafka 4 (KRaft) hosts have: the quorum's own view, storage formatting, feature levels, and
+#: the cluster's registrations (``kafka-cluster list-endpoints|unregister``).
 KRAFT_TOOLS = {"kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
-               "kafka-storage": "kafka.tools.StorageTool", "kafka-features": "org.apache.kafka.tools.FeatureCommand"}
+               "kafka-storage": "kafka.tools.StorageTool", "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+               "kafka-cluster": "org.apache.kafka.tools.ClusterTool"}
 
 
 def kafka_tools(spec: LabSpec) -> dict[str, str]:
