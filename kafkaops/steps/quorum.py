@@ -162,7 +162,8 @@ class FormatController(StepBase):
         if has and has != now:
             raise SafetyRefusal(f"{host.name}'s storage is formatted for cluster {has}, not {now}",
                                 hint="a node of another cluster? (kafkaops never reformats a node)")
-        return f"cluster id {now}, as planned; {host.name}'s storage " + ("formatted for it" if has else "not formatted")
+        state = "formatted for it" if has else "not formatted"
+        return f"cluster id {now}, as planned; {host.name}'s storage {state}"
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)

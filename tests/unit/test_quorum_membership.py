@@ -49,8 +49,8 @@ def _with(rows: list[QuorumReplica], *extra: QuorumReplica) -> list[QuorumReplic
 def _lagging(rows: list[QuorumReplica], node: int) -> list[QuorumReplica]:
     """``node`` 5000 records and 30 s behind the leader (stopped, or paused)."""
     now = next(r.last_caught_up_ms for r in rows if r.status == "Leader")
-    return [QuorumReplica(r.node_id, r.log_end_offset - 5000, 5000, now - 30_000, now - 30_000, r.status, r.directory_id)
-            if r.node_id == node else r for r in rows]
+    return [QuorumReplica(r.node_id, r.log_end_offset - 5000, 5000, now - 30_000, now - 30_000, r.status,
+                          r.directory_id) if r.node_id == node else r for r in rows]
 
 
 def _voter(node: int, rows: list[QuorumReplica], directory: str = "Bq7Ew8TlSz6XjNiA8yq6Ew") -> QuorumReplica:
