@@ -63,9 +63,18 @@ def _feature_levels(env: Environment) -> dict[str, str]:
     return {name: f.finalized for name, f in parse_features(features(env, "describe")).items()}
 
 
-def _static(env: Environment) -> SafetyRefusal | None:
-    refusal = static_quorum_refusal(_feature_levels(env))
-    return None if refusal is None else SafetyRefusal(refusal, hint=TO_DYNAMIC)
+#: The run's fact: the quorum was seen dynamic. ``kraft.version`` never goes back to 0, so a run asks once.
+DYNAMIC_SEEN = "quorum/dynamic"
+
+
+def _static(ctx: RunContext) -> SafetyRefusal | None:
+    if ctx.facts.get(DYNAMIC_SEEN):
+        return None
+    refusal = static_quorum_refusal(_feature_levels(environment(ctx)))
+    if refusal is None:
+        ctx.facts.set(DYNAMIC_SEEN, True)
+        return None
+    return SafetyRefusal(refusal, hint=TO_DYNAMIC)
 
 
 def _row(replicas: tuple[QuorumReplica, ...], node: int) -> QuorumReplica | None:
@@ -92,7 +101,8 @@ class MembershipGate(StepBase):
         host = target_host(ctx)
         view, replicas = _replication(ctx, self)
         row = _row(replicas, host.broker_id)
-        static = static_quorum_refusal(_feature_levels(env))
+        refusal = _static(ctx)
+        static = refusal.message if refusal is not None else None
         data = {"host": host.name, "node": host.broker_id, "change": self.params["change"], "static": static,
                 "voter": view.voter(host.broker_id) is not None, "voters": [v.node_id for v in view.voters],
                 "summary": view.summary(), "asked": env.quorum().asked}
@@ -243,13 +253,12 @@ class AddVoter(StepBase):
 
     def precondition(self, ctx: RunContext, action: Action) -> str:
         """Asked now: the quorum dynamic, led, every voter caught up, and the node an observer caught up."""
-        env = environment(ctx)
         host = target_host(ctx)
         keys = [controller_key(host.broker_id)]
         if ctx.projected.get(keys[0]) == STARTED:  # planning: the node is started by an earlier step
             return ("node started by an earlier step" + provenance(ctx, keys) + ": the quorum and its catch-up "
                     "are asked again right before the add")
-        static = _static(env)
+        static = _static(ctx)
         if static is not None:
             raise static
         view, replicas = _replication(ctx, self)
