@@ -62,7 +62,9 @@ OPTIONAL_COMMANDS = ("service_restart", "service_status", "deploy", "syn_capture
                      "kafka_version", "kafka_configure", "kafka_configured", "kafka_storage_id", "kafka_format",
                      "kafka_deprovision",
                      # the rolling upgrade (kafkaops rolling-upgrade)
-                     "kafka_install", "kafka_features")
+                     "kafka_install", "kafka_features",
+                     # KRaft quorum membership (kafkaops controllers add|remove) and unregistering a broker
+                     "kafka_add_controller", "kafka_cluster")
 #: What ``environment:`` may say: a lab needs no --yes for a benchmark; production is the default.
 ENVIRONMENTS = ("production", "lab")
 

@@ -96,7 +96,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "kafka_log": frozenset({"since"}), "failed_events_read": frozenset({"path"}),
     "deploy": frozenset({"rev", "message", "repo", "deploy_host"}), "deploy_revision": frozenset({"repo"}),
     "kafka_configure": frozenset({"phase"}), "kafka_format": frozenset({"cluster_id"}),
-    "kafka_install": frozenset({"version"}),
+    "kafka_install": frozenset({"version"}), "kafka_cluster": frozenset({"subcommand"}),
 }
 _ALWAYS = frozenset({"host", "cluster"})
 

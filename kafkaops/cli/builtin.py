@@ -26,6 +26,7 @@ COMMAND_MODULES = {
     "docs": "docs",
     "inventory": "inventory",
     "broker": "broker",
+    "controllers": "controllers",
 }
 
 #: The entry-point group through which other packages add command groups (``[project.entry-points.

@@ -25,6 +25,8 @@ _LINE = re.compile(r"^Feature:\s+(?P<name>[a-z][a-z0-9._]{0,63})\s+SupportedMinV
                    r"Epoch:\s+-?\d{1,19}$")
 _LEVEL = re.compile(r"^(?:(?:UNKNOWN )?\d{1,5}|\d{1,3}\.\d{1,3}(?:-IV\d{1,3})?|-)$")
 _MAPPING = re.compile(r"^metadata\.version=(?P<level>\d{1,5}) \((?P<release>\d{1,3}\.\d{1,3}(?:-IV\d{1,3})?)\)$")
+_MAPPING_LINE = re.compile(r"^(?P<name>[a-z][a-z0-9._]{0,63})=(?P<level>\d{1,5})"
+                           r"(?: \(\d{1,3}\.\d{1,3}(?:-IV\d{1,3})?\))?$")
 _SHAPE = ("'Feature: NAME  SupportedMinVersion: V  SupportedMaxVersion: V  FinalizedVersionLevel: V  Epoch: N' lines "
           "(tabs in 3.9, spaces in 4.x)")
 
@@ -62,6 +64,26 @@ def parse_mapping_level(text: str) -> int:
         if m:
             return int(m["level"])
     raise MalformedAnswer("a 'metadata.version=N (R)' line", text, command="kafka-features version-mapping")
+
+
+def parse_mapping(text: str) -> dict[str, int]:
+    """``kafka-features version-mapping --release-version R``: every feature's level in release R
+    (``metadata.version=30 (4.3)``, ``kraft.version=1``, ...) — what ``upgrade --release-version R`` would set.
+
+    Raises:
+        MalformedAnswer: A line of another shape, or no ``metadata.version``.
+    """
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        m = _MAPPING_LINE.match(line.strip())
+        if m is None:
+            raise MalformedAnswer("'FEATURE=LEVEL' lines", text, command="kafka-features version-mapping")
+        out[m["name"]] = int(m["level"])
+    if "metadata.version" not in out:
+        raise MalformedAnswer("a 'metadata.version=N (R)' line", text, command="kafka-features version-mapping")
+    return out
 
 
 def release_of(level: str) -> tuple[int, int]:

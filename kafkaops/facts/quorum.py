@@ -12,8 +12,9 @@ Shapes:
   ``HighWatermark``, ``MaxFollowerLag``, ``MaxFollowerLagTimeMs``, ``CurrentVoters`` and
   ``CurrentObservers`` (JSON lists of ``{"id": ..., ...}``; Kafka 3.x printed bare ids ``[1,2,3]``).
 * ``describe --replication``: a tab-separated table with a header row (``NodeId``, ``LogEndOffset``,
-  ``Lag``, ``LastFetchTimestamp``, ``LastCaughtUpTimestamp``, ``Status``; 4.x adds ``DirectoryId``), one
-  row per voter and observer, ``Status`` one of ``Leader``, ``Follower``, ``Observer``.
+  ``Lag``, ``LastFetchTimestamp``, ``LastCaughtUpTimestamp``, ``Status``; 4.x adds ``DirectoryId``, which
+  ``remove-controller`` needs), one row per voter and observer, ``Status`` one of ``Leader``, ``Follower``,
+  ``Observer``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ _STATUS_KEYS = ("ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFol
 _REPLICATION_COLUMNS = ("NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
 _ROLES = ("Leader", "Follower", "Observer")
 _NUMBER = re.compile(r"^-?\d{1,19}$")
+#: A KIP-853 directory id as the tool prints it: 16 bytes, URL-safe base64 without padding (22 characters).
+DIRECTORY_ID = re.compile(r"^[A-Za-z0-9_-]{22}$")
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class QuorumReplica:
     last_fetch_ms: int
     last_caught_up_ms: int
     status: str  # Leader | Follower | Observer
+    directory_id: str = ""  # KIP-853's id of its metadata log directory (4.x); "" when the tool printed none
 
     @property
     def voter(self) -> bool:
@@ -138,6 +142,9 @@ def parse_replication(output: str) -> tuple[QuorumReplica, ...]:
         status = cells[where["Status"]]
         if status not in _ROLES:
             raise MalformedAnswer("a status of Leader, Follower or Observer (--replication)", status)
+        directory = cells[header.index("DirectoryId")] if "DirectoryId" in header else ""
+        if directory and not DIRECTORY_ID.match(directory):
+            raise MalformedAnswer("a DirectoryId of 22 URL-safe base64 characters (--replication)", line)
         out.append(QuorumReplica(
             node_id=_int(cells[where["NodeId"]], "NodeId", line),
             log_end_offset=_int(cells[where["LogEndOffset"]], "LogEndOffset", line),
@@ -145,6 +152,7 @@ def parse_replication(output: str) -> tuple[QuorumReplica, ...]:
             last_fetch_ms=_int(cells[where["LastFetchTimestamp"]], "LastFetchTimestamp", line),
             last_caught_up_ms=_int(cells[where["LastCaughtUpTimestamp"]], "LastCaughtUpTimestamp", line),
             status=status,
+            directory_id=directory,
         ))
     if sum(r.status == "Leader" for r in out) > 1:
         raise MalformedAnswer("at most one Leader row (kafka-metadata-quorum --replication)", output)

@@ -8,8 +8,10 @@ precondition is one function, asked by each just before its change.
 from __future__ import annotations
 
 from kafkaops.engine.context import RunContext
-from kafkaops.errors import SafetyRefusal
-from kafkaops.model import ClusterSnapshot
+from kafkaops.environment import Environment
+from kafkaops.errors import CheckFailed, SafetyRefusal
+from kafkaops.facts.registrations import parse_endpoints
+from kafkaops.model import ClusterSnapshot, Host
 from kafkaops.policy.snapshot_scan import partition_name
 from kafkaops.policy.stop_impact import stop_impact
 from kafkaops.stepkit.common import environment, names
@@ -17,6 +19,7 @@ from kafkaops.stepkit.projection import (
     project_registered,
     project_snapshot,
 )
+from kafkaops.systems import command_config
 
 
 def cluster_snapshot(ctx: RunContext, *, configs: bool = False) -> ClusterSnapshot:
@@ -40,3 +43,24 @@ def stop_keeps_min_isr(ctx: RunContext, broker: int, doing: str) -> str:
                             f"min.insync.replicas: {names(hurt)}",
                             hint="wait until their ISR is complete again, then resume the run")
     return f"{doing} keeps every partition online and at min ISR ({len(impact.loses_isr_replica)} lose a replica)"
+
+
+def registrations(env: Environment, target: Host) -> tuple[dict[int, str], Host]:
+    """Every broker's registration state on KRaft, fenced ones too (``kafka_cluster list-endpoints
+    --include-fenced-brokers``, :mod:`kafkaops.facts.registrations`), asked on a running broker other than
+    ``target``; and that broker, the one ``unregister`` is sent from."""
+    alive = set(env.registered_brokers())
+    via = next((h for h in env.cluster.hosts if h.broker_id in alive and h.name != target.name), None)
+    if via is None:
+        raise CheckFailed(f"no running broker of {env.cluster.name} other than {target.name} to ask kafka-cluster on")
+    command, stdin = command_config.wrap(env.cluster.kafka, env.command(via, "kafka_cluster",
+                                                                         subcommand="list-endpoints"),
+                                         subcommand="--include-fenced-brokers")
+    return parse_endpoints(env.run(via, command, timeout=120, stdin=stdin).stdout), via
+
+
+def unregister_command(env: Environment, via: Host, broker: int) -> tuple[str, bytes | None]:
+    """``kafka_cluster unregister --id BROKER`` on ``via``, with its standard input (a secured cluster's client
+    settings)."""
+    return command_config.wrap(env.cluster.kafka, env.command(via, "kafka_cluster", subcommand="unregister"),
+                               subcommand=f"--id {int(broker)}")

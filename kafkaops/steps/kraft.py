@@ -1,4 +1,4 @@
-"""KRaft controller steps: the quorum gate, stop, start, and the wait for a caught-up voter.
+"""KRaft steps: the controller quorum gate, stop, start, the wait for a caught-up voter; a retired broker unregistered.
 
 These run on controller-only nodes (inventory ``controllers:``) of ``rolling-restart --role
 controllers|all``; a broker target leaves them out (their role is ``controller``), as a controller node
@@ -6,6 +6,11 @@ leaves out the broker steps. Every answer about the quorum comes from the quorum
 (``kafka-metadata-quorum`` through :class:`~kafkaops.systems.quorum.MetadataQuorum`), judged by
 :mod:`kafkaops.policy.quorum`: a controller process that exited is not yet a quorum that has a new leader, and
 one that started is not yet a voter that has caught up.
+
+``kraft.unregister_broker`` runs on a broker target, the last change of ``broker-decommission``: a stopped
+KRaft broker stays registered (fenced) until ``kafka-cluster unregister --id N`` (the inventory's
+``kafka_cluster`` template); on ZooKeeper mode it is a no-op, the broker's ephemeral ``/brokers/ids/N`` having
+gone with its session.
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ from typing import Any
 
 from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Compensation, Noop, Observation, Param, StepBase, register_step
-from kafkaops.errors import SafetyRefusal
-from kafkaops.model import CONTROLLER, Host
+from kafkaops.errors import CheckFailed, SafetyRefusal
+from kafkaops.model import BROKER, CONTROLLER, Host
 from kafkaops.policy.quorum import QuorumView, judge, leader_clock, majority, restart_refusals
-from kafkaops.stepkit.common import environment, target_host, wait
-from kafkaops.stepkit.projection import STARTED, STOPPED, controller_key, provenance
+from kafkaops.queries.brokers import registrations, unregister_command
+from kafkaops.stepkit.common import environment, first_line, target_host, wait
+from kafkaops.stepkit.projection import STARTED, STOPPED, broker_key, controller_key, provenance
 
 
 def _started_fact(host: Host) -> str:
@@ -207,6 +213,76 @@ class WaitVoterCaughtUp(StepBase):
              timeout=float(self.params["timeout"]), interval=0.5)
 
 
+# --- a decommissioned broker's registration ------------------------------------------------------------------
+
+
+class UnregisterBroker(StepBase):
+    """On KRaft, unregister the stopped broker (``kafka-cluster unregister --id N``): a stopped KRaft broker stays
+    registered, fenced, until then. ZooKeeper mode: nothing to do — its registration, an ephemeral
+    ``/brokers/ids/N``, went with its session when it stopped."""
+
+    def observe(self, ctx: RunContext) -> Observation:
+        env = environment(ctx)
+        host = target_host(ctx)
+        if not env.cluster.kraft:
+            return Observation({"host": host.name, "node": host.broker_id, "kraft": False},
+                               summary="ZooKeeper mode: registrations are ephemeral znodes")
+        key = broker_key(host.broker_id)
+        states, via = registrations(environment(ctx), host)
+        state = "fenced" if ctx.projected.get(key) == STOPPED else states.get(host.broker_id)
+        command = unregister_command(env, via, host.broker_id)[0]
+        return Observation({"host": host.name, "node": host.broker_id, "kraft": True, "state": state,
+                            "via": via.name, "command": command},
+                           summary=f"broker {host.broker_id}: {state or 'not registered'}"
+                                   + provenance(ctx, [key]))
+
+    def plan(self, obs: Observation) -> Action | Noop:
+        d = obs.data
+        if not d["kraft"]:
+            return Noop("ZooKeeper mode: the stopped broker left /brokers/ids by itself (its session ended); "
+                        "nothing to unregister")
+        if d["state"] is None:
+            return Noop(f"broker {d['node']} is not registered")
+        if d["state"] != "fenced":
+            raise SafetyRefusal(f"broker {d['node']} ({d['host']}) is {d['state']}: a running broker is not "
+                                "unregistered", hint="stop it first (kafka.stop_broker), then resume the run")
+        return Action(description=f"unregister broker {d['node']} (fenced: stopped for good) from the cluster's "
+                                  "metadata",
+                      commands=(f"on {d['via']}: {d['command']}",),
+                      impact="the broker's registration leaves the metadata; its id can be registered again by a "
+                             "new broker",
+                      rollback="none needed: starting the broker again registers it anew")
+
+    def precondition(self, ctx: RunContext, action: Action) -> str:
+        """Asked now: the broker is fenced or gone (a broker started again since its stop is not unregistered
+        under it)."""
+        host = target_host(ctx)
+        key = broker_key(host.broker_id)
+        if ctx.projected.get(key) == STOPPED:
+            return f"broker {host.broker_id} stopped by an earlier step" + provenance(ctx, [key])
+        state = registrations(environment(ctx), host)[0].get(host.broker_id)
+        if state not in (None, "fenced"):
+            raise SafetyRefusal(f"broker {host.broker_id} ({host.name}) is {state} again: not unregistered",
+                                hint="stop it first, then resume the run")
+        return f"broker {host.broker_id}: {state or 'not registered'}"
+
+    def apply(self, ctx: RunContext, action: Action) -> None:
+        env = environment(ctx)
+        host = target_host(ctx)
+        _, via = registrations(env, host)
+        command, stdin = unregister_command(env, via, host.broker_id)
+        result = env.change(via, command, timeout=120, check=False, stdin=stdin)
+        if result.exit_code != 0 and "is not currently registered" not in result.stdout + result.stderr:
+            raise CheckFailed(f"kafka-cluster unregister --id {host.broker_id} failed (exit {result.exit_code}): "
+                              f"{first_line(result.stderr or result.stdout)[:200]}")
+
+    def verify(self, ctx: RunContext) -> None:
+        host = target_host(ctx)
+        state = registrations(environment(ctx), host)[0].get(host.broker_id)
+        if state is not None:
+            raise CheckFailed(f"broker {host.broker_id} is still registered ({state}) after kafka-cluster unregister")
+
+
 TIMEOUT = Param("timeout", "duration", default=300.0, help="give up after this long")
 CAUGHT_UP = [
     Param("max_lag", "int", default=1000, min=0, max=10_000_000,
@@ -219,5 +295,6 @@ register_step("kraft.stop_controller", StopController, [TIMEOUT, *CAUGHT_UP], ro
               compensate=Compensation("kraft.start_controller", params={}, note="start the controller again",
                                       verify="kafka.cluster_whole"), effect="disruptive")
 register_step("kraft.start_controller", StartController, [TIMEOUT], roles=CONTROLLER)
+register_step("kraft.unregister_broker", UnregisterBroker, [], roles=BROKER, effect="disruptive")
 register_step("kraft.wait_voter_caught_up", WaitVoterCaughtUp, [Param("timeout", "duration", default=600.0),
                                                                  *CAUGHT_UP], roles=CONTROLLER, effect="read-only")

@@ -22,9 +22,10 @@ from kafkaops.engine.context import RunContext
 from kafkaops.engine.step import Action, Noop, Observation, Param, StepBase, register_step
 from kafkaops.environment import Environment
 from kafkaops.errors import CheckFailed, SafetyRefusal
-from kafkaops.facts.features import parse_features, parse_mapping_level, release_of
+from kafkaops.facts.features import parse_features, parse_mapping, release_of
 from kafkaops.health.nodes import kafka_running
 from kafkaops.model import Host
+from kafkaops.policy.quorum_membership import TO_DYNAMIC, upgrade_refusal
 from kafkaops.queries.migration import judge_phase, migration_view
 from kafkaops.queries.versions import behind, check_version, features, installed_version, versions
 from kafkaops.stepkit.common import NodeSettingStep, environment, names, target_host
@@ -124,20 +125,36 @@ class Install(NodeSettingStep):
                       data={"was": d["now"]})
 
 
+def _upgrade_args(env: Environment, release: str) -> tuple[str, dict[str, str], dict[str, int]]:
+    """The ``kafka-features`` arguments that raise ``metadata.version`` to ``release``'s level, with what they
+    are judged by: the features' finalized levels now and the release's whole version mapping."""
+    mapping = parse_mapping(features(env, f"version-mapping --release-version {shlex.quote(release)}"))
+    levels = {name: f.finalized for name, f in parse_features(features(env, "describe")).items()}
+    return f"upgrade --feature metadata.version={mapping['metadata.version']}", levels, mapping
+
+
 class MetadataVersion(StepBase):
     """Raise ``metadata.version`` to the target release's (``kafka-features upgrade --feature
     metadata.version=N``, N from ``version-mapping``), once every node runs that release: the end of an
     upgrade, and a one-way door. Only ``metadata.version``: ``--release-version`` would raise every feature
-    of the release (``kraft.version`` 1 — a dynamic quorum —, share groups...), each a change of its own."""
+    of the release (``kraft.version`` 1 — a dynamic quorum —, share groups...), each a change of its own.
+
+    KAFKA-21426: ``upgrade --release-version`` raises ``kraft.version`` too, so a routine bump turns a static
+    quorum (``controller.quorum.voters`` on every node) dynamic, irreversibly. Right before the bump the
+    arguments about to be sent are judged by what the tool would apply
+    (:func:`kafkaops.policy.quorum_membership.upgrade_refusal`): any that would move ``kraft.version`` off 0
+    is refused; after it, ``kraft.version`` must be what it was."""
 
     def observe(self, ctx: RunContext) -> Observation:
         env = environment(ctx)
         want = str(self.params["version"])
         if ctx.projected.get("upgrade/metadata.version"):
             return Observation({"done": True, "want": want}, summary="raised by an earlier step of this run")
-        level = parse_features(features(env, "describe"))["metadata.version"].finalized
-        return Observation({"done": False, "want": want, "level": level, "versions": versions(env)},
-                           summary=f"metadata.version {level}")
+        found = parse_features(features(env, "describe"))
+        level = found["metadata.version"].finalized
+        kraft = found["kraft.version"].finalized if "kraft.version" in found else "0"
+        return Observation({"done": False, "want": want, "level": level, "versions": versions(env), "kraft": kraft},
+                           summary=f"metadata.version {level}, kraft.version {kraft}")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
@@ -149,7 +166,9 @@ class MetadataVersion(StepBase):
         left = behind(d["versions"], d["want"])
         if left:
             raise _not_on_release(left, d["want"], d["level"])
-        return Action(description=f"raise metadata.version from {d['level']} to release {release}'s",
+        static = d.get("kraft", "0") in ("0", "-")
+        stays = "; kraft.version stays 0 (the quorum stays static: KAFKA-21426)" if static else ""
+        return Action(description=f"raise metadata.version from {d['level']} to release {release}'s{stays}",
                       commands=(f"kafka-features version-mapping --release-version {release} (its metadata.version "
                                 "level N)", "kafka-features upgrade --feature metadata.version=N (on a controller; "
                                 "metadata.version only: --release-version would also raise kraft.version, "
@@ -164,11 +183,17 @@ class MetadataVersion(StepBase):
         have changed since — one installed back to the old release, a node added — and after the bump no node
         of an older release can join or read the metadata."""
         want = str(self.params["version"])
-        installed = versions(environment(ctx))
+        env = environment(ctx)
+        installed = versions(env)
         left = behind(installed, want)
         if left:
             raise _not_on_release(left, want, str(action.data.get("level", "")))
-        return f"all {len(installed)} nodes run Kafka {want} ({names(sorted(installed))})"
+        args, levels, mapping = _upgrade_args(env, ".".join(want.split(".")[:2]))
+        refusal = upgrade_refusal(args, levels, mapping)
+        if refusal is not None:
+            raise SafetyRefusal(f"kafka-features {args}: {refusal}", hint=TO_DYNAMIC)
+        return (f"all {len(installed)} nodes run Kafka {want} ({names(sorted(installed))}); kafka-features {args} "
+                f"leaves kraft.version at {levels.get('kraft.version', '0')}")
 
     def effects(self, obs: Observation, action: Action) -> dict[str, Any]:
         return {"upgrade/metadata.version": True}
@@ -176,14 +201,30 @@ class MetadataVersion(StepBase):
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)
         release = ".".join(str(self.params["version"]).split(".")[:2])
-        level = parse_mapping_level(features(env, f"version-mapping --release-version {shlex.quote(release)}"))
-        features(env, f"upgrade --feature metadata.version={level}", change=True)
+        args, levels, mapping = _upgrade_args(env, release)
+        refusal = upgrade_refusal(args, levels, mapping)  # what is sent is what the precondition judged
+        if refusal is not None:
+            raise SafetyRefusal(f"kafka-features {args}: {refusal}", hint=TO_DYNAMIC)
+        ctx.facts.set(KRAFT_BEFORE, levels.get("kraft.version", "0"))
+        features(env, args, change=True)
 
     def verify(self, ctx: RunContext) -> None:
         release = ".".join(str(self.params["version"]).split(".")[:2])
-        level = parse_features(features(environment(ctx), "describe"))["metadata.version"].finalized
+        found = parse_features(features(environment(ctx), "describe"))
+        level = found["metadata.version"].finalized
         if release_of(level) < _key(release):
             raise CheckFailed(f"metadata.version is {level} after raising it to {release}'s")
+        before, after = str(ctx.facts.get(KRAFT_BEFORE) or "0"), (
+            found["kraft.version"].finalized if "kraft.version" in found else "0")
+        if before in ("0", "-") and after not in ("0", "-"):
+            raise CheckFailed(f"kraft.version moved from 0 to {after} with metadata.version: the quorum is dynamic now "
+                              "while its nodes list controller.quorum.voters (KAFKA-21426)",
+                              hint="there is no way back to 0: move every node to controller.quorum.bootstrap.servers "
+                                   "(Kafka's docs 'KRaft > Upgrade')")
+
+
+#: The run's fact holding ``kraft.version`` as the bump found it (checked unchanged after it).
+KRAFT_BEFORE = "upgrade/kraft.version.before"
 
 
 def _check(params: Any) -> str | None:

@@ -314,18 +314,25 @@ def host_add(host: str | None = typer.Argument(None, help="The host to add (defa
                                                "the default lab)."),
              inventory: Path | None = typer.Option(None, "--inventory", "-i",
                                                    help="An inventory of the running lab that lists HOST (default: "
-                                                        "the lab's own, with the next host added).")) -> None:
+                                                        "the lab's own, with the next host added)."),
+             controller: bool = typer.Option(False, "--controller",
+                                             help="The KRaft lab: the next controller node (kafka-ctrl3004), "
+                                                  "Kafka configured, not formatted, not running: for `kafkaops "
+                                                  "controllers add`.")) -> None:
     """Start one more broker host on the running lab: sshd, eventbus (depooled), and a Kafka broker that joins
     the cluster holding no replica — a new machine, racked, for `kafkaops broker add` and `broker decommission`.
     Prints the inventory that names it (`kafkaops -i FILE ...`). `lab down` stops it with the rest."""
     from kafkaops.inventory import load_inventory
     from kafkaops_lab import lab
     from kafkaops_lab.dirs import lab_dir
-    from kafkaops_lab.inventories import with_next_host
+    from kafkaops_lab.inventories import with_next_controller, with_next_host
 
     if inventory is None:
         source = _default_inventory()
-        name, inventory = with_next_host(source, lab_dir() / f"{source.stem}-next-host.yaml")
+        if controller:
+            name, inventory = with_next_controller(source, lab_dir() / f"{source.stem}-next-controller.yaml")
+        else:
+            name, inventory = with_next_host(source, lab_dir() / f"{source.stem}-next-host.yaml")
         if host is not None and host != name:
             raise LabError(f"the next host of {source.name} is {name}, not {host}",
                            hint="give an inventory that lists it with --inventory")
@@ -333,6 +340,11 @@ def host_add(host: str | None = typer.Argument(None, help="The host to add (defa
     if host is None:
         raise LabError("name the host to add from --inventory", hint="kafkaops lab host add HOST -i FILE")
     added = lab.add_host(load_inventory(inventory), host, progress=_progress)
+    if added.role == "controller":
+        console.print(f"{added.name} up: controller node {added.broker_id}, Kafka configured, storage not formatted "
+                      f"(`kafkaops -i {inventory} controllers add {added.name}`); the inventory naming it: "
+                      f"{inventory}", highlight=False)
+        return
     console.print(f"{added.name} up: broker {added.broker_id} holds no replica, its eventbus is depooled; the "
                   f"inventory naming it: {inventory} (`kafkaops -i {inventory} broker ...`)", highlight=False)
 

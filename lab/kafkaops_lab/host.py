@@ -96,8 +96,9 @@ class LabHost:
     def provisioned(self) -> bool:
         """Kafka is installed and set up here. Every node of the other labs is; a migration lab's controller
         host is once ``hostctl kafka-format`` wrote its storage's ``meta.properties`` (the migration's
-        provisioning step), as a real controller host is once its Kafka storage is formatted."""
-        return not (self.spec.migration and self.host.role == "controller") or (
+        provisioning step), as a real controller host is once its Kafka storage is formatted; so is the KRaft
+        lab's fourth controller (``lab host add --controller``), which ``kafkaops controllers add`` formats."""
+        return not ((self.spec.migration or self.spec.kraft) and self.host.role == "controller") or (
             self.dirs.kafka_data / "meta.properties").exists()
 
     # --- configuration (the migration lab: what Puppet would write for the node's migration phase) ---
@@ -163,9 +164,11 @@ class LabHost:
         self.record("kafka-install", version=version)
         return True
 
-    def format_storage(self, cluster_id: str) -> bool:
+    def format_storage(self, cluster_id: str, *, no_initial_controllers: bool = False) -> bool:
         """``kafka-storage format`` of this node's log directory with ``cluster_id``: True if it formatted,
-        False if it already was (with that id); an error if it was with another."""
+        False if it already was (with that id); an error if it was with another. ``no_initial_controllers``:
+        a controller joining a dynamic quorum (KIP-853) — it starts as an observer, with a directory id of
+        its own, until ``add-controller`` makes it a voter."""
         import re
         import subprocess
 
@@ -180,7 +183,8 @@ class LabHost:
                                hint="a node is formatted once, with the cluster's own id")
             return False
         argv = [str(self.dirs.bin / "kafka-storage"), "format", "-t", cluster_id, "-c",
-                str(self.dirs.etc / "server.properties")]
+                str(self.dirs.etc / "server.properties"), *(["--no-initial-controllers"] if no_initial_controllers
+                                                            else [])]
         if self.spec.secured and self.spec.migration:
             argv = self._format_with_kafkaops_scram(argv)
         try:
@@ -190,7 +194,9 @@ class LabHost:
         if done.returncode != 0:
             raise LabError(f"{self.host.name}: kafka-storage format failed: {(done.stderr or done.stdout)[-300:]}")
         self.record("kafka-format", cluster_id=cluster_id)
-        monitoring.provisioned(self.spec, [h for h in self.spec.controllers if LabHost(self.spec, h).provisioned])
+        if self.spec.migration:  # the KRaft lab's fourth controller is not scraped: it comes and goes
+            monitoring.provisioned(self.spec, [h for h in self.spec.controllers
+                                               if LabHost(self.spec, h).provisioned])
         return True
 
     def _format_with_kafkaops_scram(self, argv: list[str]) -> list[str]:

@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("kafka-format", help="format this node's Kafka storage with the cluster's id "
                        "(idempotent; refuses another id)")
     p.add_argument("cluster_id")
+    p.add_argument("--no-initial-controllers", action="store_true",
+                   help="a controller joining a dynamic quorum: an observer until added as a voter")
     sub.add_parser("kafka-storage-id", help="the cluster id this node's Kafka storage is formatted with "
                    "(nothing when it is not formatted)")
     sub.add_parser("kafka-deprovision", help="remove this controller's Kafka storage (Kafka's revert of a "
@@ -148,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 changed = host.configure(args.phase)
                 print(f"{host.host.name}: kafka configured for {args.phase}" + ("" if changed else " (unchanged)"))
         elif args.cmd == "kafka-format":
-            formatted = host.format_storage(args.cluster_id)
+            formatted = host.format_storage(args.cluster_id, no_initial_controllers=args.no_initial_controllers)
             print(f"{host.host.name}: storage " + ("formatted" if formatted else "already formatted"))
         elif args.cmd == "kafka-install":
             changed = host.install(args.version)

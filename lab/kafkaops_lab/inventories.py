@@ -54,3 +54,33 @@ def with_next_host(source: Path, out: Path) -> tuple[str, Path]:
     out.write_text(f"# {source.name} with {name} added by `kafkaops lab host add` (a new machine, racked)\n"
                    + yaml.safe_dump(data, sort_keys=False))
     return name, out
+
+
+def with_next_controller(source: Path, out: Path) -> tuple[str, Path]:
+    """``source`` (a KRaft inventory) with one more controller node, the next of its ``controllers:``
+    (``kafka-ctrl3004`` after ``kafka-ctrl3003``: the next address after every host's, node id and rack
+    letter, the same DC), written to ``out``: what ``lab host add --controller`` starts and ``kafkaops
+    controllers add`` adds. Returns the new node's name and ``out``."""
+    import re
+
+    import yaml
+
+    data = yaml.safe_load(source.read_text())
+    controllers = data.get("controllers") or {}
+    if not controllers:
+        raise ValueError(f"{source}: no controllers: to add one after")
+    last_name, last = next(reversed(controllers.items()))
+    number = re.fullmatch(r"(\D+)(\d+)", last_name)
+    if number is None:
+        raise ValueError(f"{source}: cannot number a controller after {last_name!r}")
+    name = f"{number.group(1)}{int(number.group(2)) + 1}"
+    head = str(last["address"]).rsplit(".", 1)[0]
+    taken = {int(str(h["address"]).rsplit(".", 1)[1]) for h in (*data.get("hosts", {}).values(), *controllers.values())}
+    rack = str(last.get("rack", ""))
+    entry = {**last, "fqdn": str(last["fqdn"]).replace(last_name, name, 1), "address": f"{head}.{max(taken) + 1}",
+             "node_id": int(last["node_id"]) + 1,
+             "rack": chr(ord(rack) + 1) if len(rack) == 1 and rack.isalpha() else rack}
+    controllers[name] = entry
+    out.write_text(f"# {source.name} with controller {name} added by `kafkaops lab host add --controller`\n"
+                   + yaml.safe_dump(data, sort_keys=False))
+    return name, out

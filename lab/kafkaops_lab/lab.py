@@ -250,9 +250,14 @@ def add_host(cluster: Cluster, name: str, progress: Progress = _noop) -> LabHost
     on. Its keys, certificates and configs are made like every other host's; the lab's saved spec names it,
     so ``lab status`` shows it and ``lab down`` stops it.
 
+    On the KRaft lab the host may be a controller node (``controllers:`` of the inventory): a racked machine
+    with Kafka installed and configured (``controller.quorum.bootstrap.servers``) but its storage not
+    formatted and Kafka not running — what ``kafkaops controllers add`` starts from (it formats, starts and
+    adds it).
+
     Raises:
         LabError: No lab up, the inventory describes another lab, the host is already a lab host or is not
-            a broker of the inventory, or its ports are taken.
+            a broker of the inventory (or a controller of a KRaft lab's), or its ports are taken.
     """
     running = LabSpec.load()
     wanted = from_inventory(cluster)
@@ -262,9 +267,10 @@ def add_host(cluster: Cluster, name: str, progress: Progress = _noop) -> LabHost
     if any(name in (h.name, h.fqdn) for h in running.hosts):
         raise LabError(f"{name} is already a host of the lab", hint="`kafkaops lab status` lists them")
     h = wanted.host(name)
-    if h.role != "broker":
-        raise LabError(f"{name} is a {h.role} in {cluster.source}: only a broker host can be added")
-    ports = ((h.kafka_port, "kafka"), (h.ssh_port, "sshd"), (h.http_port, "eventbus"))
+    if h.role != "broker" and not (h.role == "controller" and running.kraft):
+        raise LabError(f"{name} is a {h.role} in {cluster.source}: only a broker host (or a KRaft lab's controller) "
+                       "can be added")
+    ports = ((h.kafka_port, "kafka"), (h.ssh_port, "sshd"), *(((h.http_port, "eventbus"),) if h.eventbus else ()))
     taken = [f"{what} {h.address}:{port}" for port, what in ports if not procs.port_free(h.address, port)]
     if taken:
         raise LabError(f"port(s) already in use: {', '.join(taken)}", hint="`ss -ltnp` shows who listens there")
@@ -280,6 +286,10 @@ def add_host(cluster: Cluster, name: str, progress: Progress = _noop) -> LabHost
         LabConftool(spec.conftool_config).ensure(h.fqdn, h.conftool_tags, pooled="no", weight=10)
     spec.save()
     host = LabHost(spec, h)
+    if h.role == "controller":  # not provisioned: `kafkaops controllers add` formats and starts it
+        progress(f"booting {h.name} (sshd; Kafka configured, storage not formatted)")
+        host.power_on(wait=True)
+        return h
     progress(f"booting {h.name} (sshd, kafka{', eventbus' if h.eventbus else ''})")
     host.power_on(wait=False)
     _wait(f"broker {h.broker_id} registered",
@@ -292,15 +302,25 @@ def add_host(cluster: Cluster, name: str, progress: Progress = _noop) -> LabHost
 def remove_host(name: str, progress: Progress = _noop) -> LabHostSpec:
     """Take a broker host out of the running lab for good (after ``kafkaops broker decommission``): its
     processes stopped, its pool object deleted, the lab's saved spec without it. Refused while its broker
-    holds a replica: the lab would be left with partitions short of a replica.
+    holds a replica: the lab would be left with partitions short of a replica. A KRaft lab's added controller
+    (after ``kafkaops controllers remove``) likewise, refused while its Kafka runs.
 
     Raises:
         LabError: No lab up, an unknown host, the last broker, or a broker that still holds replicas.
     """
     spec = LabSpec.load()
     h = spec.host(name)
+    if h.role == "controller" and spec.kraft and len(spec.controllers) > 3:
+        if LabHost(spec, h).pid("kafka") is not None:
+            raise LabError(f"controller {h.broker_id} ({h.name}) still runs",
+                           hint=f"`kafkaops controllers remove {h.name}` first (it leaves the voters, then stops)")
+        progress(f"stopping {h.name}")
+        LabHost(spec, h).power_off(clean=True)
+        dataclasses.replace(spec, hosts=tuple(x for x in spec.hosts if x is not h)).save()
+        return h
     if h.role != "broker" or len(spec.brokers) <= 1:
-        raise LabError(f"{h.name} is the lab's last broker or not a broker: it stays")
+        raise LabError(f"{h.name} is the lab's last broker or not a broker (or one of the KRaft lab's first three "
+                       "controllers): it stays")
     admin = KafkaAdmin(security.endpoint(spec), timeout=10)
     held = [p for p in admin.snapshot(with_configs=False).partitions if h.broker_id in p.replicas]
     if held:
@@ -319,9 +339,14 @@ def _format_storage(spec: LabSpec) -> None:
     unformatted log directory (it holds the cluster id and the node's directory id)."""
     base = Path(spec.lab_dir)
     running = []
+    # A dynamic quorum (KIP-853): every controller is formatted with the same initial voters, each with its
+    # own directory id (made here as Kafka makes one: 16 random bytes, URL-safe base64).
+    ids = {h.name: _directory_id() for h in spec.controllers}
+    initial = ["--initial-controllers", spec.initial_controllers(ids)]
     for h in spec.hosts:
         d = host_dirs(h.name, base)
-        argv = [str(d.bin / "kafka-storage"), "format", "-t", spec.cluster_id, "-c", str(d.etc / "server.properties")]
+        argv = [str(d.bin / "kafka-storage"), "format", "-t", spec.cluster_id, "-c", str(d.etc / "server.properties"),
+                *(initial if h.role == "controller" else [])]
         log = open(d.log / "storage-format.log", "wb")  # noqa: SIM115 - closed below, after the wait
         running.append((h, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
     failed = []
@@ -332,6 +357,13 @@ def _format_storage(spec: LabSpec) -> None:
     if failed:
         raise LabError(f"kafka-storage format failed on {', '.join(failed)}",
                        hint=f"see hosts/{failed[0]}/log/storage-format.log under {base}")
+
+
+def _directory_id() -> str:
+    import base64
+    import uuid
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def _start_zookeeper(spec: LabSpec) -> int:

@@ -121,8 +121,21 @@ class LabSpec:
 
     @property
     def quorum_voters(self) -> str:
-        """``controller.quorum.voters``: a static quorum, ``id@host:port`` for each controller node."""
+        """``controller.quorum.voters``: a static quorum, ``id@host:port`` for each controller node (the
+        migration lab: Kafka's ZooKeeper migration runs on a static quorum)."""
         return ",".join(f"{h.broker_id}@{h.address}:{h.kafka_port}" for h in self.controllers)
+
+    @property
+    def quorum_bootstrap(self) -> str:
+        """``controller.quorum.bootstrap.servers``: where a node of a dynamic quorum (KIP-853, the KRaft lab)
+        finds the quorum; the voters themselves are in the metadata log, not in any node's configuration."""
+        return ",".join(f"{h.address}:{h.kafka_port}" for h in self.controllers)
+
+    def initial_controllers(self, directory_ids: dict[str, str]) -> str:
+        """``kafka-storage format --initial-controllers``: ``id@host:port:directory-id`` of each controller the
+        quorum starts with (the same value on every controller; ``directory_ids`` by host name)."""
+        return ",".join(f"{h.broker_id}@{h.address}:{h.kafka_port}:{directory_ids[h.name]}"
+                        for h in self.controllers if h.name in directory_ids)
 
     @property
     def dcs(self) -> tuple[str, ...]:
@@ -308,7 +321,8 @@ CONTROLLER_PORT = 9093
 
 
 def _kraft_cluster_id() -> str:
-    """A new cluster id as ``kafka-storage random-uuid`` prints it: 16 random bytes, URL-safe base64."""
+    """A new cluster id as ``kafka-storage random-uuid`` prints it: 16 random bytes, URL-safe base64 (a
+    controller's directory id has the same shape)."""
     import base64
     import uuid
 

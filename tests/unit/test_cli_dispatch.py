@@ -26,7 +26,7 @@ PROCEDURES = ("reboot", "restart", "rolling-reboot", "rolling-restart", "restart
 #: The built-in commands.
 BUILTINS = ("status", "resume", "apply", "runs", "check", "snapshot", "run", "runbooks", "failed-events",
             "service", "placement", "switchover", "offsets", "migrate-to-kraft", "rolling-upgrade",
-            "doctor", "docs", "inventory", "broker")
+            "doctor", "docs", "inventory", "broker", "controllers")
 #: Command groups other packages register through the entry-point group ``kafkaops.commands``: the lab's.
 ENTRY_POINTS = ("lab",)
 

@@ -34,6 +34,12 @@ BROKERS = ("kafka-mig1001", "kafka-mig1002", "kafka-mig1003")
 CONTROLLERS = ("kafka-mctl3001", "kafka-mctl3002", "kafka-mctl3003")
 KRAFT = {"brokerid": 3001, "kraftControllerEpoch": 4}
 COPIED = {"kraft_metadata_offset": 812}
+#: ``kafka-features`` of the migrated lab (a static quorum, kraft.version 0) and of the KRaft lab (dynamic),
+#: and ``version-mapping --release-version 4.3``: recorded from Kafka 4.3.1.
+RECORDED = Path(__file__).parent / "recorded"
+STATIC = (RECORDED / "kafka-features-describe-4.3.1.txt").read_text()
+DYNAMIC = (RECORDED / "kafka-features-describe-4.3.1-dynamic.txt").read_text()
+MAPPING = (RECORDED / "kafka-features-version-mapping-4.3.txt").read_text()
 
 DISRUPTIVE = ("migration.configure", "migration.format", "migration.stop_controller", "migration.release_zookeeper",
               "migration.deprovision", "upgrade.install", "upgrade.metadata_version")
@@ -53,9 +59,15 @@ class Migrating(Environment):
         self.running = set(BROKERS) | (set(CONTROLLERS) if running else set())
         self.versions = dict.fromkeys(BROKERS + CONTROLLERS, "3.9.1")
         self.zk_id, self.record, self.migration, self.leader = OURS, record, migration, leader
+        self.features = STATIC  # kafka-features describe: kraft.version 0, a static quorum
 
-    def run(self, host: Any, command: str, *, timeout: float = 60.0, check: bool = True) -> CommandResult:
-        if command.endswith("kafka-config show"):
+    def run(self, host: Any, command: str, *, timeout: float = 60.0, check: bool = True,
+            stdin: bytes | None = None) -> CommandResult:
+        if "kafka-features" in command and command.endswith(" describe"):
+            out, code = self.features.rstrip("\n"), 0
+        elif "kafka-features" in command and "version-mapping --release-version" in command:
+            out, code = MAPPING.rstrip("\n"), 0
+        elif command.endswith("kafka-config show"):
             out, code = self.configured[host.name], 0
         elif command.endswith("kafka-storage-id"):
             out, code = self.storage.get(host.name) or "", 0
@@ -67,7 +79,8 @@ class Migrating(Environment):
             raise AssertionError(f"unexpected command on {host.name}: {command}")
         return CommandResult(command, code, out + "\n", "", 0.0)
 
-    def change(self, host: Any, command: str, *, timeout: float = 60.0, check: bool = True) -> CommandResult:
+    def change(self, host: Any, command: str, *, timeout: float = 60.0, check: bool = True,
+               stdin: bytes | None = None) -> CommandResult:
         raise AssertionError(f"a precondition wrote: {command} on {host.name}")
 
     @contextmanager
@@ -299,3 +312,47 @@ def test_metadata_version_holds_only_while_every_node_runs_the_release(tmp_path:
     env.versions["kafka-mig1002"] = "3.9.1"  # installed back by hand since the plan
     with pytest.raises(SafetyRefusal, match=r"kafka-mig1002 do not run Kafka 4\.3\.1"):
         step.precondition(ctx, action)
+
+
+@pytest.mark.parametrize(("features", "kraft"), [(STATIC, "0"), (DYNAMIC, "1")])
+def test_metadata_version_sends_only_its_own_feature_and_leaves_kraft_version(tmp_path: Path, features: str,
+                                                                             kraft: str) -> None:
+    """KAFKA-21426: the bump is `--feature metadata.version=30` (the level of 4.3's version-mapping), judged
+    before it is sent: it leaves kraft.version as it is, a static quorum static."""
+    env = Migrating(tmp_path)
+    env.versions = dict.fromkeys(env.versions, "4.3.1")
+    env.features = features
+    step = _step("upgrade.metadata_version", version="4.3.1")
+    ctx = _ctx(env, "kafka-mctl3001")
+    action = step.plan(Observation({"done": False, "want": "4.3.1", "level": "3.9-IV0", "kraft": kraft,
+                                    "versions": dict(env.versions)}))
+    assert isinstance(action, Action)
+    assert ("kraft.version stays 0" in action.description) == (kraft == "0")
+    found = step.precondition(ctx, action)
+    assert f"kafka-features upgrade --feature metadata.version=30 leaves kraft.version at {kraft}" in found
+
+
+def test_metadata_version_refuses_arguments_that_would_raise_kraft_version_on_a_static_quorum(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were the bump ever built as Kafka's upgrade notes write it (`upgrade --release-version 4.3`), the
+    precondition refuses it on a static quorum: that would set kraft.version=1 too (KAFKA-21426)."""
+    from kafkaops.steps import upgrade
+
+    env = Migrating(tmp_path)
+    env.versions = dict.fromkeys(env.versions, "4.3.1")
+    real = upgrade._upgrade_args
+
+    def release_version(e: Any, release: str) -> Any:
+        _, levels, mapping = real(e, release)
+        return f"upgrade --release-version {release}", levels, mapping
+
+    monkeypatch.setattr(upgrade, "_upgrade_args", release_version)
+    step = _step("upgrade.metadata_version", version="4.3.1")
+    ctx = _ctx(env, "kafka-mctl3001")
+    action = step.plan(Observation({"done": False, "want": "4.3.1", "level": "3.9-IV0", "kraft": "0",
+                                    "versions": dict(env.versions)}))
+    with pytest.raises(SafetyRefusal, match=r"raise kraft.version from 0 to 1: the static metadata quorum") as no:
+        step.precondition(ctx, action)
+    assert "kraft.version=1" in (no.value.hint or "")
+    env.features = DYNAMIC  # already dynamic: --release-version moves nothing that matters here
+    assert "leaves kraft.version at 1" in step.precondition(ctx, action)

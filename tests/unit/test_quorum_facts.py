@@ -76,7 +76,8 @@ def test_status_of_another_shape_is_refused(text: str) -> None:
 def test_replication_recorded_from_kafka_4() -> None:
     rows = parse_replication(ONE_DOWN)
     assert [r.node_id for r in rows] == [3001, 3002, 3003, 1003, 1001, 1002]
-    assert rows[2] == QuorumReplica(3003, 671, 16, 1795560065452, 1795560064962, "Follower")
+    assert rows[2] == QuorumReplica(3003, 671, 16, 1795560065452, 1795560064962, "Follower",
+                                    "AAAAAAAAAAAAAAAAAAAAAA")  # a static quorum's voter: no directory id
     assert [r.voter for r in rows] == [True, True, True, False, False, False]
 
 

@@ -79,6 +79,7 @@ EXPECTED: dict[str, str] = {
     "kraft.quorum_gate": "read-only",
     "kraft.start_controller": "change",
     "kraft.stop_controller": "disruptive",
+    "kraft.unregister_broker": "disruptive",  # a registration deleted: the broker must be fenced, read now
     "kraft.wait_voter_caught_up": "read-only",
     "logs.mark_start": "read-only",
     "logs.scan_kafka": "read-only",
@@ -99,6 +100,13 @@ EXPECTED: dict[str, str] = {
     "placement.cancel": "change",
     "placement.preflight": "read-only",
     "placement.reassign": "disruptive",
+    "quorum.add_voter": "disruptive",  # the majority grows: gated again right before
+    "quorum.format_controller": "disruptive",
+    "quorum.healthy": "read-only",
+    "quorum.membership_gate": "read-only",
+    "quorum.remove_voter": "disruptive",
+    "quorum.stop_removed": "disruptive",
+    "quorum.wait_observer": "read-only",
     "service.restart": "disruptive",
     "service.scan_log": "read-only",
     "service.verify_health": "read-only",
