@@ -341,7 +341,8 @@ def main() -> None:
         params = run_params(records)
         target = {(str(t), int(p)): tuple(r) for t, p, r in params.get("assignment", [])}
         planned = sum(now["sizes"].get(tp, 0) * len(n) for tp, n in new_replicas(cur, target).items())
-        result["add"]["real"] = {"rc": rc, "wall_s": seconds, "load": load.summary(), "planned_bytes": planned,
+        result["add"]["real"] = {"rc": rc, "wall_s": seconds, "loadavg_after": list(os.getloadavg()),
+                                 "load": load.summary(), "planned_bytes": planned,
                                  "bytes_on_disk_of_new_replicas": on_disk(base, names, new_replicas(cur, target)),
                                  "partitions": len(target), "steps": step_seconds(records),
                                  "batches": sum(1 for r in records if r.get("event") == "batch_submitted")}
@@ -386,7 +387,7 @@ def main() -> None:
             after = live(env)
         finally:
             env.close()
-        real = {"rc": rc, "wall_s": seconds, "load": load.summary(),
+        real = {"rc": rc, "wall_s": seconds, "loadavg_after": list(os.getloadavg()), "load": load.summary(),
                 "planned_bytes": sum(now["sizes"].get(tp, 0) * len(n) for tp, n in new_replicas(cur, target).items()),
                 "bytes_on_disk_of_new_replicas": on_disk(base, names, new_replicas(cur, target)),
                 "partitions": len(target), "steps": step_seconds(records),
