@@ -146,12 +146,22 @@ def run_killed(home: Path, args: list[str], point: KillPoint | None, work: Path,
 
 
 def once_per_journal(records: list[dict[str, Any]]) -> list[str]:
-    """Changes the journal shows done twice: a step applied twice, a batch of a step submitted twice."""
+    """Changes the journal shows done twice: a step applied twice, a partition submitted to Kafka twice by
+    one reassignment step (a resumed step numbers its batches from 1 again: the partitions are compared,
+    each ``batch_submitted`` standing for the ``batch_submitting`` before it)."""
     applied = Counter(int(r["step"]) for r in records if r["type"] == "step_applied")
-    batches = Counter((r.get("step"), r.get("batch")) for r in records
-                      if r["type"] == "event" and r.get("event") == "batch_submitted")
+    submitted: Counter[tuple[Any, str]] = Counter()
+    pending: dict[Any, list[str]] = {}
+    for r in records:
+        if r["type"] != "event":
+            continue
+        if r.get("event") == "batch_submitting":
+            pending[r.get("step")] = list(r.get("partitions") or [])
+        elif r.get("event") == "batch_submitted":
+            submitted.update((r.get("step"), tp) for tp in pending.pop(r.get("step"), []))
+    twice = sorted((s, tp) for (s, tp), n in submitted.items() if n > 1)
     return ([f"step {s} applied {n} times" for s, n in sorted(applied.items()) if n > 1]
-            + [f"step {s} batch {b} submitted {n} times" for (s, b), n in sorted(batches.items()) if n > 1])
+            + [f"step {s}: {tp} submitted more than once" for s, tp in twice[:5]])
 
 
 def check(cluster: Any, home: Path, proc: Procedure, *, decommissioned: bool, stops_before: int) -> None:
