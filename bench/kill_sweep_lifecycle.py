@@ -35,7 +35,7 @@ Invariants checked after each resume (each failure is named in the point's ``pro
 Raw result: ``bench/results/kill-sweep-lifecycle-<date>.json`` (:mod:`raw_result`), rewritten after each
 cycle::
 
-    python bench/kill_sweep_lifecycle.py [--throttle 1MB/s] [--batch-size 200] [--max-cycles N]
+    python bench/kill_sweep_lifecycle.py [--throttle 200KB/s] [--batch-size 200] [--max-cycles N]
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def check(cluster: Any, home: Path, proc: Procedure, *, decommissioned: bool, st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--throttle", default="1MB/s")
+    parser.add_argument("--throttle", default="200KB/s", help="low: a batch still moves a second after it is submitted")
     parser.add_argument("--batch-size", type=int, default=200, help="one batch: the fewest JVM starts of the tool")
     parser.add_argument("--max-cycles", type=int, default=0, help="stop after this many killed cycles (0: all)")
     parser.add_argument("--topics", type=int, default=0,
