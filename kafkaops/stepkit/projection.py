@@ -121,7 +121,9 @@ def project_snapshot(snap: ClusterSnapshot, ctx: RunContext) -> ClusterSnapshot:
     partition led by the election's leader, not by the moves' new first replica — that takes the
     election planned after the moves.
     """
-    facts = [(k, v) for k, v in ctx.projected.history()
+    # a plain mapping (a test's hand-made projection) has no history: its items, in their order
+    history = getattr(ctx.projected, "history", None)
+    facts = [(k, v) for k, v in (history() if history is not None else ctx.projected.items())
              if k.startswith(("broker/", "replicas/")) or (k == CLUSTER_ELECTED and v)]
     if not facts:
         return snap
