@@ -104,6 +104,20 @@ def points_of(runbook: str) -> list[KillPoint]:
     return [*inside, *ends]
 
 
+def chosen(points: list[KillPoint], wanted: str) -> list[KillPoint]:
+    """``points`` narrowed and ordered by ``wanted`` (``"9,14,inside"``: step 9's end, step 14's end, every
+    kill inside a batch); empty: all of them. A second sweep covers what a first one cut short did not."""
+    if not wanted.strip():
+        return points
+    out: list[KillPoint] = []
+    for item in (w.strip() for w in wanted.split(",") if w.strip()):
+        if item == "inside":
+            out.extend(p for p in points if p.label.startswith("inside") and p not in out)
+        else:
+            out.extend(p for p in points if p.label.startswith(f"after step {int(item)} ") and p not in out)
+    return out
+
+
 def spawn(home: Path, *args: str, log: Path) -> subprocess.Popen[str]:
     out = open(log, "w")  # noqa: SIM115 - a file, never an unread pipe
     return subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", *args], stdout=out,
@@ -215,6 +229,10 @@ def main() -> None:
     parser.add_argument("--throttle", default="200KB/s", help="low: a batch still moves a second after it is submitted")
     parser.add_argument("--batch-size", type=int, default=200, help="one batch: the fewest JVM starts of the tool")
     parser.add_argument("--max-cycles", type=int, default=0, help="stop after this many killed cycles (0: all)")
+    parser.add_argument("--add-points", default="", metavar="LIST",
+                        help="sweep only these add points, in this order: step numbers (a step's end) and "
+                             "'inside' (the batch), e.g. 5,7,inside (default: every one, batches first)")
+    parser.add_argument("--decommission-points", default="", metavar="LIST", help="the same for decommission")
     parser.add_argument("--topics", type=int, default=0,
                         help="bench topics (RF 3 and 2 alternately) to add to the lab's own (0: the lab's only)")
     parser.add_argument("--partitions", type=int, default=12)
@@ -278,7 +296,8 @@ def main() -> None:
     try:
         if args.topics:
             seed(cluster, args.topics, args.partitions, args.mb_per_topic, sorted(h.broker_id for h in cluster.hosts))
-        add_points, retire_points = points_of("broker-add"), points_of("broker-decommission")
+        add_points = chosen(points_of("broker-add"), args.add_points)
+        retire_points = chosen(points_of("broker-decommission"), args.decommission_points)
         result["points"] = {"add": [p.label for p in add_points], "decommission": [p.label for p in retire_points]}
         print(f"{len(add_points)} add point(s), {len(retire_points)} decommission point(s)", flush=True)
         total = max(len(add_points), len(retire_points))
