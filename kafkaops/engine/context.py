@@ -61,10 +61,17 @@ class Projection(Mapping[str, Any]):
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
         self._sources: dict[str, str] = {}
+        self._history: list[tuple[str, Any]] = []
 
     def set(self, key: str, value: Any, source: str) -> None:
         self._values[key] = value
         self._sources[key] = source
+        self._history.append((key, value))
+
+    def history(self) -> list[tuple[str, Any]]:
+        """Every fact in the order the planned steps set it, a key set twice listed twice: what changed
+        in between (a reorder, then an election, then another reorder) is seen in its order."""
+        return list(self._history)
 
     def source(self, key: str) -> str | None:
         """Which step leaves ``key`` as projected (``kafka1001 step 3 (conftool.depool)``)."""
@@ -81,7 +88,7 @@ class Projection(Mapping[str, Any]):
 
     def copy(self) -> Projection:
         out = Projection()
-        out._values, out._sources = dict(self._values), dict(self._sources)
+        out._values, out._sources, out._history = dict(self._values), dict(self._sources), list(self._history)
         return out
 
 

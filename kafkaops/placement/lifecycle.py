@@ -11,7 +11,9 @@ Retiring a broker is three steps, cheapest first, each its own planner here:
    so clients see their one leadership change now, not at the end of hours of copying.
 3. **Decommission** (:func:`decommission_plan`): the broker leaves every replica list and each partition it
    held gets exactly one replacement, in its DC and rack when there is one, on the least loaded broker.
-   Nothing else changes, so the number of copies is the least possible (one per partition it held).
+   Nothing else is copied, so the number of copies is the least possible (one per partition it held). The
+   order of those partitions' lists is then chosen (:func:`balance_leaders`, free: no data moves) so the
+   brokers left share the preferred leaders evenly, per DC, for the one election at the end.
 
 Adding a broker (:func:`add_plan`) is the inverse: the fewest copies that bring the new broker to its DC's
 mean load, each one replacing a replica of a busy broker of the same DC in place, then a share of
@@ -179,12 +181,20 @@ class DecommissionPlan:
     bytes_before: Mapping[int, int]  # per broker, the removed one included
     bytes_after: Mapping[int, int]  # per remaining broker
     cross_dc: tuple[TopicPartition, ...]  # replacements in another DC (the broker's DC had no candidate)
+    leaders_before: Mapping[int, int]  # preferred leaders per broker, the removed one included
+    leaders_after: Mapping[int, int]  # per remaining broker, once the target is in place
+    #: Partitions whose preferred leader at the end is not the demote's (the leader during the moves):
+    #: each moves leadership a second time, at the final election.
+    releaded: tuple[TopicPartition, ...]
 
     def to_dict(self) -> dict[str, object]:
         return {"broker": self.broker, "moves": self.moves, "bytes": self.estimate.bytes_total,
                 "estimate": self.estimate.to_dict(),
                 "bytes_before": {str(b): n for b, n in sorted(self.bytes_before.items())},
                 "bytes_after": {str(b): n for b, n in sorted(self.bytes_after.items())},
+                "leaders_before": {str(b): n for b, n in sorted(self.leaders_before.items())},
+                "leaders_after": {str(b): n for b, n in sorted(self.leaders_after.items())},
+                "releaded": [_name(tp) for tp in self.releaded],
                 "replacements": [[t, p, b] for (t, p), b in sorted(self.replacements.items())],
                 "cross_dc": [_name(tp) for tp in self.cross_dc],
                 "assignment": assignment_param(self.target)}
@@ -194,9 +204,9 @@ def replace_in_place(replicas: Sequence[int], old: int, new: int) -> tuple[int, 
     """``replicas`` with ``new`` in ``old``'s place; when that place is first, ``new`` goes second and the
     next replica leads.
 
-    Why: the decommission demotes first, so the leader during and after the copy is the next replica,
-    already in sync. A fresh copy standing first would take leadership again as soon as it joined the ISR
-    (a second leadership change for every client, at the end of the copy). Second, a same-DC replacement
+    Why: the decommission demotes first, so the leader during the copy is the next replica, already in
+    sync; this order is where :func:`balance_leaders` starts from (it changes a leader only to even out the
+    brokers left). Second, a same-DC replacement
     keeps the stretch layout: ``[A1, A2, B1, B2]`` without A1 becomes ``[A2, A3, B1, B2]`` — grouped, the
     first two in one DC. The same target results from the demoted order (``[A2, B1, B2, A1]`` replaced in
     place also leads with A2), so it can be planned before or after the demotion.
@@ -217,7 +227,8 @@ def decommission_plan(assignment: Assignment, broker: int, *, dc_of: Mapping[int
     then with the fewest replicas, then the lowest id. Partitions are placed largest first, so the big ones
     spread before the small ones fill the gaps. A replacement from another DC is taken only when the
     broker's DC keeps at least :data:`PER_DC` replicas of the partition without it (a one-DC cluster has no
-    other DC); it stands where :func:`replace_in_place` puts it.
+    other DC); it stands where :func:`replace_in_place` puts it. Then :func:`balance_leaders` reorders
+    those partitions (and only those) so the brokers left lead evenly, per DC.
 
     Args:
         assignment: ``{(topic, partition): replicas}`` of the whole cluster (loads are counted over it).
@@ -278,8 +289,96 @@ def decommission_plan(assignment: Assignment, broker: int, *, dc_of: Mapping[int
             raise SafetyRefusal(f"cannot decommission broker {broker}: broker {worst} would hold {projected} bytes, "
                                 f"over its capacity of {capacity} ({len(over)} broker(s) over)",
                                 hint="add a broker or free space first")
+    demoted = dict(target)
+    target = balance_leaders(assignment, target, dc_of)
+    releaded = tuple(sorted(tp for tp in target if target[tp][0] != demoted[tp][0]))
     estimate = estimate_moves(assignment, target, sizes, dc_of)
-    return DecommissionPlan(broker, target, chosen, estimate.replicas, estimate, before, load, tuple(cross))
+    leaders_before = leaders_per_broker(assignment, [broker, *left])
+    leaders_after = leaders_per_broker(_merged(assignment, target), left)
+    return DecommissionPlan(broker, target, chosen, estimate.replicas, estimate, before, load, tuple(cross),
+                            leaders_before, leaders_after, releaded)
+
+
+def balance_leaders(assignment: Assignment, target: Target, dc_of: Mapping[int, str]) -> Target:
+    """``target`` with each partition's preferred leader chosen so the brokers share leadership evenly.
+
+    Why: after a decommission the leaders left are the demote's — the next replica of each partition the
+    broker led — so one broker may end up leading far more than the others (every partition where it
+    stood second). The final preferred election (after every new replica is in sync) puts leadership on
+    each list's first replica; choosing that replica here costs no copy, only a reorder in partitions the
+    reassignment changes anyway. The partitions outside ``target`` keep their order and their leaders: a
+    decommission moves nobody else's leadership.
+
+    Each partition of ``target`` may be led by any of its replicas **in the DC of the leader it has now**
+    (its first replica): a partition led from eqiad stays led from eqiad, so leadership per DC does not
+    change, and the chosen replica swaps places with the first one — a swap within one DC keeps every rule
+    of the stretch layout. The counts balanced are every preferred leader per broker (the partitions
+    outside ``target`` counted as they are), per DC.
+
+    The method is the load-balancing one of semi-matchings (Harvey et al., 2003): while some broker leads
+    at least two more than another it can reach through a chain of partitions (each led by one broker of
+    the chain and held by the next), leadership shifts one step along the shortest such chain. When no
+    chain is left the counts are optimal — the largest is the least possible, and so on down — and each
+    shift changes as few leaders as the chain is long, so few partitions lead from another replica than
+    the demote's.
+    """
+    order = {tp: list(r) for tp, r in target.items()}
+    leads: dict[int, int] = {}
+    for tp, replicas in assignment.items():
+        head = (order[tp] if tp in order else list(replicas))[:1]
+        if head and head[0] in dc_of:
+            leads[head[0]] = leads.get(head[0], 0) + 1
+    for b in {b for r in order.values() for b in r if b in dc_of}:
+        leads.setdefault(b, 0)
+    # who may lead each partition of the target: its replicas in the DC of its leader now
+    options = {tp: [b for b in r if b in dc_of and dc_of[b] == dc_of.get(r[0])] for tp, r in order.items() if r}
+    by_leader: dict[int, set[TopicPartition]] = {}
+    for tp in options:
+        by_leader.setdefault(order[tp][0], set()).add(tp)
+    while (chain := _shift_chain(leads, options, by_leader)) is not None:
+        source, sink, shifts = chain
+        for tp, new in shifts:
+            old = order[tp][0]
+            j = order[tp].index(new)
+            order[tp][0], order[tp][j] = new, old
+            by_leader[old].discard(tp)
+            by_leader.setdefault(new, set()).add(tp)
+        leads[source] -= 1
+        leads[sink] += 1
+    return {tp: tuple(r) for tp, r in order.items()}
+
+
+def _shift_chain(leads: Mapping[int, int], options: Mapping[TopicPartition, Sequence[int]],
+                 by_leader: Mapping[int, set[TopicPartition]]
+                 ) -> tuple[int, int, list[tuple[TopicPartition, int]]] | None:
+    """The shortest chain from a broker leading the most to one leading at least two fewer, as
+    ``(source, sink, [(partition, its new leader), ...])``; None when no broker has one (the counts are
+    balanced as far as the replicas allow). Brokers are tried busiest first, ties by id; the search is
+    breadth-first, partitions and brokers in sorted order, so the plan is the same for the same input."""
+    for source in sorted(leads, key=lambda b: (-leads[b], b)):
+        came: dict[int, tuple[int, TopicPartition]] = {}
+        seen = {source}
+        frontier = [source]
+        while frontier:
+            nxt: list[int] = []
+            for u in frontier:
+                for tp in sorted(by_leader.get(u, ())):
+                    for v in options[tp]:
+                        if v in seen:
+                            continue
+                        seen.add(v)
+                        came[v] = (u, tp)
+                        if leads[v] <= leads[source] - 2:
+                            shifts: list[tuple[TopicPartition, int]] = []
+                            w = v
+                            while w != source:
+                                u_prev, tp_prev = came[w]
+                                shifts.append((tp_prev, w))
+                                w = u_prev
+                            return source, v, shifts[::-1]
+                        nxt.append(v)
+            frontier = nxt
+    return None
 
 
 def _refuse_new_criticals(current: Assignment, target: Target, dc_of: Mapping[int, str],

@@ -113,24 +113,47 @@ def project_partition(p: PartitionState, broker: int, state: str) -> PartitionSt
 
 
 def project_snapshot(snap: ClusterSnapshot, ctx: RunContext) -> ClusterSnapshot:
-    """``snap`` as it will be once the steps planned before this one have run."""
-    states = {int(k.split("/", 1)[1]): v for k, v in ctx.projected.items() if k.startswith("broker/")}
-    moved = {tuple(k.split("/", 1)[1].rsplit("/", 1)): tuple(v) for k, v in ctx.projected.items()
-             if k.startswith("replicas/")}
-    if not states and not moved and CLUSTER_ELECTED not in ctx.projected:
+    """``snap`` as it will be once the steps planned before this one have run.
+
+    The facts are applied in the order the planned steps set them (:meth:`Projection.history`), each run
+    of consecutive reassignments together, each broker state or cluster-wide election at its place:
+    a decommission's demote (a reorder), its election, then its moves (another order) leave each
+    partition led by the election's leader, not by the moves' new first replica — that takes the
+    election planned after the moves.
+    """
+    # a plain mapping (a test's hand-made projection) has no history: its items, in their order
+    history = getattr(ctx.projected, "history", None)
+    facts = [(k, v) for k, v in (history() if history is not None else ctx.projected.items())
+             if k.startswith(("broker/", "replicas/")) or (k == CLUSTER_ELECTED and v)]
+    if not facts:
         return snap
-    partitions = [project_replicas(p, moved[(p.topic, str(p.partition))]) if (p.topic, str(p.partition)) in moved
-                  else p for p in snap.partitions]
+    partitions = list(snap.partitions)
     brokers = set(snap.brokers)
-    for broker, state in sorted(states.items()):
-        partitions = [project_partition(p, broker, state) for p in partitions]
-        if state == STOPPED:
+    moved: dict[tuple[str, str], tuple[int, ...]] = {}
+
+    def flush() -> None:
+        if moved:
+            partitions[:] = [project_replicas(p, moved[key]) if (key := (p.topic, str(p.partition))) in moved
+                             else p for p in partitions]
+            moved.clear()
+
+    for key, value in facts:
+        if key.startswith("replicas/"):
+            topic, part = key.split("/", 1)[1].rsplit("/", 1)
+            moved[(topic, part)] = tuple(value)
+            continue
+        flush()
+        if key == CLUSTER_ELECTED:
+            partitions[:] = [dataclasses.replace(p, leader=p.preferred_leader)
+                             if p.preferred_leader in p.isr else p for p in partitions]
+            continue
+        broker = int(key.split("/", 1)[1])
+        partitions[:] = [project_partition(p, broker, value) for p in partitions]
+        if value == STOPPED:
             brokers.discard(broker)
         else:
             brokers.add(broker)
-    if ctx.projected.get(CLUSTER_ELECTED):
-        partitions = [dataclasses.replace(p, leader=p.preferred_leader)
-                      if p.preferred_leader in p.isr else p for p in partitions]
+    flush()
     controller = snap.controller
     if controller is not None and controller not in brokers:
         controller = min(brokers) if brokers else None  # an election follows; which broker wins is not known

@@ -328,11 +328,12 @@ def host_add(host: str | None = typer.Argument(None, help="The host to add (defa
     from kafkaops_lab.inventories import with_next_controller, with_next_host
 
     if inventory is None:
-        source = _default_inventory()
+        source = _default_inventory()  # `kafkaops -i bench/lab-bench.yaml lab host add`: that lab's directory
+        where = lab_dir(load_inventory(source).name)
         if controller:
-            name, inventory = with_next_controller(source, lab_dir() / f"{source.stem}-next-controller.yaml")
+            name, inventory = with_next_controller(source, where / f"{source.stem}-next-controller.yaml")
         else:
-            name, inventory = with_next_host(source, lab_dir() / f"{source.stem}-next-host.yaml")
+            name, inventory = with_next_host(source, where / f"{source.stem}-next-host.yaml")
         if host is not None and host != name:
             raise LabError(f"the next host of {source.name} is {name}, not {host}",
                            hint="give an inventory that lists it with --inventory")

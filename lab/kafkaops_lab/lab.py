@@ -259,7 +259,7 @@ def add_host(cluster: Cluster, name: str, progress: Progress = _noop) -> LabHost
         LabError: No lab up, the inventory describes another lab, the host is already a lab host or is not
             a broker of the inventory (or a controller of a KRaft lab's), or its ports are taken.
     """
-    running = LabSpec.load()
+    running = LabSpec.load(lab_dir(cluster.name))  # the inventory's lab (the bench lab's own directory)
     wanted = from_inventory(cluster)
     if wanted.lab_dir != running.lab_dir or wanted.cluster != running.cluster:
         raise LabError(f"{cluster.source} describes lab {wanted.cluster} in {wanted.lab_dir}, not the running "

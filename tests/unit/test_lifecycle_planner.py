@@ -7,6 +7,7 @@ heavier than the heaviest broker was) are checked on any cluster, not only the e
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 
@@ -108,13 +109,38 @@ def test_stretch_remove_a_broker_keeps_each_dc_its_replicas_and_the_layout() -> 
     assert plan.estimate.bytes_cross_dc == 600  # t-1 and t-3 are copied from their codfw leaders
 
 
-def test_the_target_leads_with_the_demoted_leader_whether_planned_before_or_after_demotion() -> None:
+def test_the_target_leads_alike_whether_planned_before_or_after_demotion() -> None:
     plan = decommission_plan(LAID_OUT, A1, dc_of=STRETCH, rack_of=RACKS, sizes={}, min_isr={})
     demoted = {**LAID_OUT, **demote_order(LAID_OUT, A1)}
     again = decommission_plan(demoted, A1, dc_of=STRETCH, rack_of=RACKS, sizes={}, min_isr={})
-    for tp, replicas in plan.target.items():
+    for tp, replicas in plan.target.items():  # balanced already: every partition led by the demote's leader
         assert replicas[0] == demoted[tp][0] == again.target[tp][0]
         assert set(replicas) == set(again.target[tp])
+    assert plan.releaded == () == again.releaded
+
+
+def test_the_brokers_left_share_the_leaders_the_demote_piled_on_one() -> None:
+    # broker 4 leads four partitions and broker 1 is second in each: after the demote broker 1 leads five
+    # of seven, 2 and 3 one each
+    current = {("t", 0): (4, 1, 2), ("t", 1): (4, 1, 3), ("t", 2): (4, 1, 2), ("t", 3): (4, 1, 3),
+               ("u", 0): (1, 2, 3), ("u", 1): (2, 3, 1), ("u", 2): (3, 1, 2)}
+    demoted = {**current, **demote_order(current, 4)}
+    assert leaders_per_broker(demoted, [1, 2, 3]) == {1: 5, 2: 1, 3: 1}
+    plan = decommission_plan(current, 4, dc_of=ONE_DC, rack_of={}, sizes={}, min_isr={})
+    assert plan.leaders_before == {4: 4, 1: 1, 2: 1, 3: 1}
+    assert sorted(plan.leaders_after.values()) == [2, 2, 3]  # 7 leaders over 3 brokers
+    assert plan.moves == 4 and set(plan.target) == {("t", 0), ("t", 1), ("t", 2), ("t", 3)}  # u-* untouched
+    assert len(plan.releaded) == 2  # the fewest: broker 1 gives away two of its five
+    assert plan.to_dict()["leaders_after"] == {str(b): n for b, n in plan.leaders_after.items()}
+
+
+def test_leadership_stays_in_its_dc_when_balanced() -> None:
+    # A1 led both; after the demote A2 leads both (second in each) and A3 none: one goes to A3, none to codfw
+    current = {("t", 0): (A1, A2, B1, B2), ("t", 1): (A1, A2, B2, B3)}
+    dc_of = {A1: "eqiad", A2: "eqiad", A3: "eqiad", B1: "codfw", B2: "codfw", B3: "codfw"}
+    plan = decommission_plan(current, A1, dc_of=dc_of, rack_of={}, sizes={}, min_isr={})
+    assert plan.leaders_after == {A2: 1, A3: 1, B1: 0, B2: 0, B3: 0}
+    assert {plan.target[tp][:2] for tp in current} == {(A2, A3), (A3, A2)}  # the first two stay in eqiad
 
 
 def test_the_same_rack_is_preferred_within_the_dc() -> None:
@@ -247,7 +273,10 @@ def test_decommission_removes_the_broker_with_one_copy_per_partition_it_held(cas
     demoted = {**current, **demote_order(current, broker)}
     for tp, replicas in plan.target.items():
         assert broker not in replicas
-        assert replicas[0] == demoted[tp][0] or len(replicas) == 1  # leadership moves once, at the demotion
+        # the leader at the end is led from the DC the demote's leader is in; another replica than the
+        # demote's leads only in the partitions the plan names (their second change, at the final election)
+        assert len(replicas) == 1 or dc_of[replicas[0]] == dc_of[demoted[tp][0]]
+        assert (replicas[0] != demoted[tp][0] and len(replicas) > 1) == (tp in plan.releaded)
         assert len(replicas) == len(set(replicas)) == len(current[tp])
         assert set(replicas) - set(current[tp]) == {plan.replacements[tp]}
         home = dc_of[broker]
@@ -258,6 +287,49 @@ def test_decommission_removes_the_broker_with_one_copy_per_partition_it_held(cas
     after = {**current, **plan.target}
     assert plan.bytes_after == {b: n for b, n in bytes_per_broker(after, sizes, sorted(dc_of)).items() if b != broker}
     assert plan.estimate.bytes_total == sum(sizes[tp] for tp in held)
+    assert plan.leaders_after == leaders_per_broker(after, sorted(left))
+
+
+def _leader_counts(assignment: dict, dc_of: dict) -> dict[str, list[int]]:
+    """Preferred leaders per broker of each DC, largest first (the balance judged per DC)."""
+    per_dc: dict[str, list[int]] = {}
+    for b, n in leaders_per_broker(assignment, sorted(dc_of)).items():
+        per_dc.setdefault(dc_of[b], []).append(n)
+    return {dc: sorted(ns, reverse=True) for dc, ns in per_dc.items()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(), st.data())
+def test_decommission_leaders_are_as_balanced_as_any_order_of_the_same_replicas_allows(
+        case: tuple, data: st.DataObject) -> None:
+    """Against brute force: every order of the moved partitions' replicas that keeps each one led from its
+    DC (the demote's leader's), the plan's leader counts per DC are the least possible, largest first —
+    and nothing outside the moved partitions is reordered."""
+    current, dc_of, rack_of, sizes = case
+    broker = data.draw(st.sampled_from(sorted(dc_of)))
+    try:
+        plan = decommission_plan(current, broker, dc_of=dc_of, rack_of=rack_of, sizes=sizes, min_isr={})
+    except SafetyRefusal:
+        return
+    left = {b: d for b, d in dc_of.items() if b != broker}
+    demoted = {**current, **demote_order(current, broker)}
+    choices = {tp: [b for b in r if dc_of[b] == dc_of[demoted[tp][0]]] for tp, r in plan.target.items()}
+    combos = 1
+    for options in choices.values():
+        combos *= len(options)
+    if combos > 3000:
+        return  # too many to enumerate; the smaller clusters cover the rule
+    best = None
+    tps = sorted(choices)
+    for heads in itertools.product(*(choices[tp] for tp in tps)):
+        trial = dict(current)
+        for tp, head in zip(tps, heads, strict=True):
+            trial[tp] = (head, *(b for b in plan.target[tp] if b != head))
+        counts = _leader_counts({tp: r for tp, r in trial.items() if broker not in r}, left)
+        key = sorted((dc, ns) for dc, ns in counts.items())
+        best = key if best is None or key < best else best
+    after = {**current, **plan.target}
+    assert sorted(_leader_counts({tp: r for tp, r in after.items() if broker not in r}, left).items()) == best
 
 
 @settings(max_examples=300, deadline=None)

@@ -101,3 +101,23 @@ def test_a_planned_reassignment_gives_the_steps_after_it_the_new_order_and_broke
     assert by["t-1"] == _snap().partitions[1]  # not reassigned: as it is
     projected.set(CLUSTER_ELECTED, True, "h step 4 (kafka.preferred_election)")
     assert {p.topic + str(p.partition): p.leader for p in project_snapshot(_snap(), ctx).partitions}["t0"] == 2
+
+
+def test_a_reorder_planned_after_an_election_leaves_the_elected_leader_until_the_next_election() -> None:
+    """A decommission: the demote's reorder, its election, then the moves' balanced order. The steps
+    between the moves and the final election see the election's leader, off the new preferred one (so the
+    dry-run plan shows that final election as work to do); a fact set twice counts at both places."""
+    projected = Projection()
+    projected.set("replicas/t/0", [2, 3, 1], "h step 5 (placement.reassign)")  # broker 1 demoted
+    projected.set(broker_key(2), ELECTED, "h step 6 (kafka.preferred_election)")
+    projected.set(broker_key(3), ELECTED, "h step 6 (kafka.preferred_election)")
+    ctx = RunContext(run_id="", operator="o", reason="r", task=None, target="h", params={}, env=None,
+                     projected=projected)
+    assert {p.topic + str(p.partition): p.leader for p in project_snapshot(_snap(), ctx).partitions}["t0"] == 2
+    projected.set("replicas/t/0", [3, 2, 4], "h step 8 (placement.reassign)")  # 1 out, 4 in, 3 first
+    t0 = next(p for p in project_snapshot(_snap(), ctx).partitions if (p.topic, p.partition) == ("t", 0))
+    assert t0.replicas == (3, 2, 4) and t0.leader == 2 and t0.preferred_leader == 3
+    assert [k for k, _ in projected.history()].count("replicas/t/0") == 2
+    projected.set(CLUSTER_ELECTED, True, "h step 9 (kafka.cluster_whole)")
+    t0 = next(p for p in project_snapshot(_snap(), ctx).partitions if (p.topic, p.partition) == ("t", 0))
+    assert t0.leader == 3
