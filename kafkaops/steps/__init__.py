@@ -28,6 +28,7 @@ from kafkaops.steps import (
     offsets,
     operator,
     placement,
+    replace,
     roll_alerts,
     service,
     sites,
@@ -36,8 +37,8 @@ from kafkaops.steps import (
 )
 
 __all__ = ["alerts", "canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka",
-           "kraft", "logs", "metrics", "migration", "mirror", "offsets", "operator", "placement", "roll_alerts",
-           "service", "sites", "traffic", "upgrade"]
+           "kraft", "logs", "metrics", "migration", "mirror", "offsets", "operator", "placement", "replace",
+           "roll_alerts", "service", "sites", "traffic", "upgrade"]
 
 
 def register_all() -> None:
