@@ -248,6 +248,26 @@ def decommission_cmd(host: str = HostArg, throttle: str = ThrottleOpt, batch_siz
                 dry_run=dry_run, output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))
 
 
+def _recorded_order(host: str, cluster: str, current: dict[tuple[str, int], tuple[int, ...]]
+                    ) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The replica order the last demote or replace of ``host`` on this admin host recorded (its ``original``),
+    for the partitions whose replicas are still the same brokers in another order; empty: none."""
+    from kafkaops.engine.journal import list_runs
+    from kafkaops.placement.assignment import target_assignment
+
+    runs = sorted((r for r in list_runs() if r.runbook in ("broker-demote", "broker-replace") and r.cluster == cluster
+                   and r.targets == [host]), key=lambda r: r.run_id)
+    for run in reversed(runs):
+        recorded = (run.started.get("runbook") or {}).get("params", {}).get("original")
+        if not recorded:
+            continue
+        found = {tp: r for tp, r in target_assignment(recorded).items()
+                 if tp in current and set(current[tp]) == set(r) and current[tp] != r}
+        if found:
+            return found
+    return {}
+
+
 def replace_cmd(host: str = HostArg,
                 throttle: str = typer.Option("1MB/s", "--throttle", help="The catch-up's starting replication rate "
                                              "per broker (e.g. 1MB/s)."),
@@ -312,12 +332,20 @@ def replace_cmd(host: str = HostArg,
     finally:
         env.close()
     order = demote_order(current, broker)
+    original = {tp: current[tp] for tp in order}
+    if not order:  # already last everywhere (a demote, or a replace stopped before): the reorder is a no-op
+        order = {tp: current[tp] for tp in hosted}
+        original = _recorded_order(target.name, cluster.name, current) or order
+        err_console.print(f"broker {broker} is already last in every replica list: " + (
+            f"the order a run of this admin host recorded before is put back at the end ({len(original)} "
+            "partition(s))" if original != order else "no recorded order to put back; it stays last (a "
+            "preferred-leader rebalance, `kafkaops placement plan`, spreads the leaders)"), highlight=False)
     total = sum(sizes.get(tp, 0) for tp in hosted)
     err_console.print(f"replace broker {broker}: {human_bytes(total)} to catch up in {len(hosted)} partition(s), about "
                       f"{seconds_at(total, rates['--throttle']):.0f} s at {human_bytes(rates['--throttle'])}/s, "
                       f"{seconds_at(total, rates['--max-throttle']):.0f} s at {human_bytes(rates['--max-throttle'])}/s "
                       "per broker", highlight=False)
-    params = {"demote": assignment_param(order), "original": assignment_param({tp: current[tp] for tp in order}),
+    params = {"demote": assignment_param(order), "original": assignment_param(original),
               "throttle": rates["--throttle"], "min_throttle": rates["--min-throttle"],
               "max_throttle": rates["--max-throttle"], "interval": durations["--interval"],
               "syn_window": durations["--syn-window"], "storage_timeout": durations["--storage-timeout"], "scan": scan}

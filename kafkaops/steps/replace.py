@@ -20,7 +20,9 @@ steps every procedure shares (demote's reorder, depool, stop, start, election):
   journaling each change (``throttle_changed``) and printing the bytes caught up. The rate in force is a
   run fact, so a resume after a SIGKILL continues from it. In sync, it deletes every throttle. A failure
   or a pause keeps the throttle (the broker would otherwise copy the rest unthrottled); ``kafkaops runs
-  abort RUN --rollback`` clears it once the broker is back in sync (``replace.unthrottle``).
+  abort RUN --rollback`` clears it once the broker is back in sync, and puts the recorded replica order back
+  (``replace.restore``, the compensation of ``replace.throttle``): a rollback leaves the broker leading its
+  preferred partitions, as before the run.
 """
 
 from __future__ import annotations
@@ -358,35 +360,75 @@ class CatchUp(StepBase):
             raise CheckFailed(f"replication throttles still set on {names(d['throttles'])}")
 
 
-class Unthrottle(StepBase):
-    """Rollback of the catch-up throttle: delete every throttle config from the brokers and from the topics of
-    the target's partitions."""
+def _recorded(params: Mapping[str, Any]) -> dict[TopicPartition, tuple[int, ...]]:
+    """The replica order recorded before the demote (``original``; empty when the broker was already last)."""
+    from kafkaops.placement.assignment import target_assignment
+
+    return target_assignment(params["original"]) if params.get("original") else {}
+
+
+class Restore(StepBase):
+    """Rollback of a replace's preparation: the catch-up throttle deleted, then the replica order recorded
+    before the demote put back where the replicas are still the same brokers, and one election — the broker
+    leads its preferred partitions again, as before the run."""
 
     def observe(self, ctx: RunContext) -> Observation:
         host = target_host(ctx)
-        hosted = _hosted(cluster_snapshot(ctx), host.broker_id)
+        snap = cluster_snapshot(ctx)
+        hosted = _hosted(snap, host.broker_id)
         topics = sorted({t for t, _ in hosted})
         found = _found(ctx, sorted({b for r in hosted.values() for b in r} | {host.broker_id}), topics)
-        return Observation({"broker": host.broker_id, "topics": topics, "throttles": sorted(found)},
-                           summary=f"throttles on {len(found)} resource(s)")
+        current = {(p.topic, p.partition): tuple(p.replicas) for p in snap.partitions}
+        restore = {tp: r for tp, r in _recorded(self.params).items()
+                   if tp in current and set(current[tp]) == set(r) and current[tp] != r}
+        out = sorted(f"{t}-{p}" for (t, p) in hosted if (t, p) in restore and not any(
+            x.topic == t and x.partition == p and host.broker_id in x.isr for x in snap.partitions))
+        data = {"broker": host.broker_id, "topics": topics, "throttles": sorted(found),
+                "restore": [[t, p, list(r)] for (t, p), r in sorted(restore.items())], "out_of_isr": out}
+        return Observation(data, summary=f"throttles on {len(found)} resource(s); {len(restore)} partition(s) off "
+                                         "their recorded order")
 
     def plan(self, obs: Observation) -> Action | Noop:
         d = obs.data
-        if not d["throttles"]:
-            return Noop("no throttle left")
-        return Action(description=f"delete the replication throttles on {names(d['throttles'])}",
-                      data={"topics": d["topics"]},
-                      commands=("AdminClient.incremental_alter_configs(DELETE *.replication.throttled.*)",),
-                      impact="a replica still out of the ISR catches up unthrottled")
+        if not d["throttles"] and not d["restore"]:
+            return Noop("no throttle left; every partition in its recorded order")
+        commands = ["AdminClient.incremental_alter_configs(DELETE *.replication.throttled.*)"] if d["throttles"] else []
+        if d["restore"]:
+            commands += [f"kafka-reassign-partitions --execute: the recorded order of {len(d['restore'])} partition(s) "
+                         "(a reorder: no data moves), polled with --verify until completed",
+                         "AdminClient.elect_leaders(PREFERRED, those partitions)"]
+        return Action(description=f"delete the catch-up throttle; put the order recorded before the demote back on "
+                                  f"{len(d['restore'])} partition(s) and elect their preferred leaders",
+                      commands=tuple(commands), data={"topics": d["topics"], "restore": d["restore"]},
+                      impact=f"broker {d['broker']} leads its preferred partitions again")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         cleared = clear_throttles(ctx, list(action.data["topics"]))
         ctx.record("throttle_cleared", configs=cleared)
+        restore = {(str(t), int(p)): tuple(r) for t, p, r in action.data["restore"]}
+        if not restore:
+            return
+        env = environment(ctx)
+        tool = env.reassigner()
+        tool.execute(restore)
+
+        def reordered() -> tuple[bool, str]:
+            states = tool.verify(restore)
+            done = sum(1 for v in states.values() if v == "completed")
+            return done == len(restore), f"{done}/{len(restore)} partition(s) in their recorded order"
+
+        # A reorder completes once every replica is in the ISR: the broker's stop was undone before (its restore
+        # waits until it is back in sync), so this is seconds.
+        wait(ctx, reordered, what="the recorded replica order put back", timeout=600, interval=1.0)
+        failed = env.kafka.elect_preferred_leaders(sorted(restore))
+        ctx.record("order_restored", partitions=len(restore), election_failed=sorted(failed))
 
     def verify(self, ctx: RunContext) -> None:
-        left = self.observe(ctx).data["throttles"]
-        if left:
-            raise CheckFailed(f"replication throttles still set on {names(left)}")
+        d = self.observe(ctx).data
+        if d["throttles"]:
+            raise CheckFailed(f"replication throttles still set on {names(d['throttles'])}")
+        if d["restore"]:
+            raise CheckFailed(f"{len(d['restore'])} partition(s) still off the order recorded before the demote")
 
 
 def _sizes(ctx: RunContext, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -408,9 +450,13 @@ def _check_rates(params: Mapping[str, Any]) -> str | None:
 
 THROTTLE = Param("throttle", "float", default=1_000_000.0, min=1,
                  help="the catch-up's starting replication rate, bytes/s per broker")
-register_step("replace.throttle", Throttle, [THROTTLE], roles=BROKER, compensate=Compensation(
-    "replace.unthrottle", params={}, note="delete the catch-up throttle (after the broker is back in sync)"))
-register_step("replace.unthrottle", Unthrottle, [], roles=BROKER)
+ORIGINAL = Param("original", "list", default=[],
+                 help="the replica order before the demote, [[topic, partition, [broker ids]], ...]: what a rollback "
+                      "puts back")
+register_step("replace.throttle", Throttle, [THROTTLE, ORIGINAL], roles=BROKER, compensate=Compensation(
+    "replace.restore", params=None, note="delete the catch-up throttle, then put the order recorded before the demote "
+                                         "back and elect (the broker's stop is undone before: it is back in sync)"))
+register_step("replace.restore", Restore, [THROTTLE, ORIGINAL], roles=BROKER)
 register_step("replace.wait_storage_replaced", WaitStorageReplaced, [
     Param("timeout", "duration", default=4 * 3600.0, min=1, max=7 * 86400,
           help="how long the run waits for the disk (or the machine) to be replaced"),
@@ -425,4 +471,4 @@ register_step("replace.catch_up", CatchUp, [
     Param("metric_gates", "bool", default=True, help="also gate on the inventory's monitoring gates"),
     Param("timeout", "duration", default=12 * 3600.0, min=1, max=7 * 86400, help="give up after this long"),
 ], check=_check_rates, roles=BROKER,
-    irreversible="nothing to undo but the throttle, which replace.throttle's rollback deletes")
+    irreversible="nothing to undo but the throttle, which replace.throttle's rollback (replace.restore) deletes")
