@@ -242,7 +242,10 @@ def decommission_cmd(host: str = HostArg, throttle: str = ThrottleOpt, batch_siz
     finally:
         env.close()
     _say_moves(f"decommission broker {broker}", plan.moves, plan.estimate, rate)
-    params = {"demote": assignment_param(demote_order(current, broker)), "assignment": assignment_param(plan.target),
+    # Already last everywhere (a demote before, or a decommission rolled back after its demote): the reorder is a
+    # no-op, given as the current order (the runbook's reassignment refuses an empty one).
+    demote = demote_order(current, broker) or {tp: r for tp, r in current.items() if broker in r}
+    params = {"demote": assignment_param(demote), "assignment": assignment_param(plan.target),
               "throttle": rate, "batch_size": batch_size, "syn_window": window, "scan": scan}
     run_runbook("broker-decommission", cluster, [target], params, reason=reason, task=task, yes=yes,
                 dry_run=dry_run, output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))
