@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from kafkaops.model import ClusterSnapshot
+
 Change = Literal["raise", "lower", "hold"]
 
 
@@ -128,6 +130,18 @@ def next_rate(rate: float, gates: Gates, bounds: Bounds, good_polls: int = 0) ->
     if higher > now:
         return Decision(higher, "raise", 0, f"gates held for {good} poll(s): raised")
     return Decision(now, "hold" if now == rate else "lower", good, "gates hold; at the maximum")
+
+
+def cluster_gates(snapshot: ClusterSnapshot, broker: int) -> Gates:
+    """The metadata gates of one poll: partitions offline, under their topic's ``min.insync.replicas``
+    (``snapshot`` with topic configs; a topic without a config is not judged), and under-replicated through
+    a broker other than ``broker`` — its own replicas out of the ISR are the catch-up itself. Judged over
+    every partition of the cluster (Kafka's URP count is a leader's, so a subset would miss some)."""
+    parts = snapshot.partitions
+    under_min = sum(1 for p in parts if p.topic in snapshot.topics
+                    and len(p.isr) < snapshot.topics[p.topic].min_insync_replicas)
+    other = sum(1 for p in parts if any(r not in p.isr for r in p.replicas if r != broker))
+    return Gates(offline=sum(1 for p in parts if p.offline), under_min_isr=under_min, other_urp=other)
 
 
 def seconds_at(total_bytes: float, rate: float) -> float:

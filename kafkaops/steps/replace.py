@@ -37,7 +37,7 @@ from kafkaops.errors import CheckFailed, KafkaOpsError
 from kafkaops.model import BROKER, ClusterSnapshot
 from kafkaops.placement.estimate import human_bytes
 from kafkaops.placement.layout import TopicPartition
-from kafkaops.policy.autothrottle import Bounds, Gates, next_rate, seconds_at
+from kafkaops.policy.autothrottle import Bounds, Gates, cluster_gates, next_rate, seconds_at
 from kafkaops.queries.brokers import cluster_snapshot, registered_brokers
 from kafkaops.stepkit.common import StableObservation, environment, names, target_host, wait
 from kafkaops.stepkit.projection import IN_SYNC, broker_key, fact_key, projected_fact, provenance
@@ -198,16 +198,6 @@ class WaitStorageReplaced(StepBase):
             raise CheckFailed(f"the storage of {ctx.target} was not seen empty")
 
 
-def _gates(snap: ClusterSnapshot, broker: int) -> Gates:
-    """The cluster's gates for the autothrottle, from one snapshot (with topic configs): offline, under min
-    ISR, and under-replicated through a broker other than the one catching up."""
-    offline = sum(1 for p in snap.partitions if p.offline)
-    under_min = sum(1 for p in snap.partitions
-                    if p.topic in snap.topics and len(p.isr) < snap.topics[p.topic].min_insync_replicas)
-    other = sum(1 for p in snap.partitions if any(r not in p.isr for r in p.replicas if r != broker))
-    return Gates(offline=offline, under_min_isr=under_min, other_urp=other)
-
-
 def _metric_failures(ctx: RunContext) -> list[str]:
     """The inventory's metric gates that do not hold now (produce p99, under-min-ISR as monitoring sees them),
     each as a line; none when the cluster has no monitoring gates. Monitoring out of reach counts as a failing
@@ -327,7 +317,7 @@ class CatchUp(StepBase):
             now = time.monotonic()
             if out and now >= state["next"]:
                 state["next"] = now + interval
-                gates = _gates(snap, broker)
+                gates = cluster_gates(snap, broker)
                 if use_metrics:
                     gates = Gates(gates.offline, gates.under_min_isr, gates.other_urp, tuple(_metric_failures(ctx)))
                 decision = next_rate(state["rate"], gates, bounds, state["good"])
