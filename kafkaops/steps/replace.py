@@ -120,7 +120,8 @@ class Throttle(StepBase):
                       f"{names(d['topics'])})"),
             impact="none while its replicas are in sync (Kafka throttles only replicas out of the ISR); from its "
                    "start on an empty disk, its copy runs at the throttle",
-            rollback="`kafkaops runs abort RUN --rollback` deletes the throttle (replace.unthrottle)")
+            rollback="`kafkaops runs abort RUN --rollback` deletes the throttle and puts the recorded order back "
+                     "(replace.restore)")
 
     def apply(self, ctx: RunContext, action: Action) -> None:
         env = environment(ctx)

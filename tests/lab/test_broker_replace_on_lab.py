@@ -138,6 +138,11 @@ def test_replace_a_broker_on_an_empty_disk(pooled_lab: Cluster, home: Path) -> N
         sampler.stop.set()
         sampler.join(10)
         assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    # Seen from outside: while it was out of an ISR it led nothing and its follower throttle was set.
+    catching = [s for s in sampler.samples if s[0] > 0]
+    assert catching, f"the catch-up was never sampled: {sampler.samples[-20:]}"
+    assert all(leads == 0 for _, leads, _ in catching), catching
+    assert any(rate is not None and 100_000 <= int(rate) <= 20_000_000 for _, _, rate in catching), catching
     journal = live_journal(home)
     # Throttled from its first fetch: set before the stop, at the starting rate, changed only by the autothrottle
     # within its bounds, cleared at the end of the catch-up.
@@ -145,15 +150,11 @@ def test_replace_a_broker_on_an_empty_disk(pooled_lab: Cluster, home: Path) -> N
     assert throttle_set and throttle_set[0]["rate"] == 200_000, throttle_set
     changes = [r for r in journal if r.get("event") == "throttle_changed"]
     assert changes and all(100_000 <= r["rate"] <= 20_000_000 for r in changes), changes
-    assert any(r["change"] == "raise" for r in changes), changes   # the gates held on an idle lab: raised
+    # it acted on the gates: raised while they held, or lowered (a loaded machine's produce p99 over the lab's 1 s)
+    assert any(r["change"] in ("raise", "lower") for r in changes), changes
     assert any(r.get("event") == "throttle_cleared" and r.get("step") == CATCH_UP_STEP for r in journal)
     progress = [r for r in journal if r.get("event") == "catch_up_progress"]
     assert progress and all(r["leads"] == 0 for r in progress), progress
-    # Seen from outside: while it was out of an ISR it led nothing and its follower throttle was set.
-    catching = [s for s in sampler.samples if s[0] > 0]
-    assert catching, f"the catch-up was never sampled: {sampler.samples[-20:]}"
-    assert all(leads == 0 for _, leads, _ in catching), catching
-    assert any(rate is not None and 100_000 <= int(rate) <= 20_000_000 for _, _, rate in catching), catching
     after, leaders, throttles = _cluster_state(cluster)
     assert after == before   # the order recorded before the demote put back
     preferred = [tp for tp, r in after.items() if r[0] == BROKER]
