@@ -242,16 +242,125 @@ def decommission_cmd(host: str = HostArg, throttle: str = ThrottleOpt, batch_siz
     finally:
         env.close()
     _say_moves(f"decommission broker {broker}", plan.moves, plan.estimate, rate)
-    params = {"demote": assignment_param(demote_order(current, broker)), "assignment": assignment_param(plan.target),
+    # Already last everywhere (a demote before, or a decommission rolled back after its demote): the reorder is a
+    # no-op, given as the current order (the runbook's reassignment refuses an empty one).
+    demote = demote_order(current, broker) or {tp: r for tp, r in current.items() if broker in r}
+    params = {"demote": assignment_param(demote), "assignment": assignment_param(plan.target),
               "throttle": rate, "batch_size": batch_size, "syn_window": window, "scan": scan}
     run_runbook("broker-decommission", cluster, [target], params, reason=reason, task=task, yes=yes,
                 dry_run=dry_run, output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))
 
 
+def _recorded_order(host: str, cluster: str, current: dict[tuple[str, int], tuple[int, ...]]
+                    ) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The replica order the last demote or replace of ``host`` on this admin host recorded (its ``original``),
+    for the partitions whose replicas are still the same brokers in another order; empty: none."""
+    from kafkaops.engine.journal import list_runs
+    from kafkaops.placement.assignment import target_assignment
+
+    runs = sorted((r for r in list_runs() if r.runbook in ("broker-demote", "broker-replace") and r.cluster == cluster
+                   and r.targets == [host]), key=lambda r: r.run_id)
+    for run in reversed(runs):
+        recorded = (run.started.get("runbook") or {}).get("params", {}).get("original")
+        if not recorded:
+            continue
+        found = {tp: r for tp, r in target_assignment(recorded).items()
+                 if tp in current and set(current[tp]) == set(r) and current[tp] != r}
+        if found:
+            return found
+    return {}
+
+
+def replace_cmd(host: str = HostArg,
+                throttle: str = typer.Option("1MB/s", "--throttle", help="The catch-up's starting replication rate "
+                                             "per broker (e.g. 1MB/s)."),
+                min_throttle: str = typer.Option("100KB/s", "--min-throttle", help="The autothrottle's lowest rate."),
+                max_throttle: str = typer.Option("50MB/s", "--max-throttle", help="The autothrottle's highest rate."),
+                interval: str = typer.Option("10s", "--interval", help="How often the autothrottle reads the gates "
+                                             "and adjusts the rate."),
+                syn_window: str = typer.Option("10s", "--syn-window", help="How long new SYNs must stay at zero "
+                                               "after the depool."),
+                storage_timeout: str = typer.Option("4h", "--storage-timeout", help="How long the run waits for the "
+                                                    "disk or the machine to be replaced."),
+                scan: bool = ScanOpt, reason: str | None = ReasonOpt, task: str | None = TaskOpt, yes: bool = YesOpt,
+                dry_run: bool = DryRunOpt, output: PlanOutput = OutputOpt, save_plan: Path | None = SavePlanOpt,
+                confirmed: list[str] | None = ConfirmedOpt, inventory: Path | None = InventoryOpt) -> None:
+    """Replace HOST's disk or machine under the same broker id: its leadership off and its catch-up throttle
+    set while it is up, depooled and stopped, the run waiting for the empty disk, then started and caught up
+    under an autothrottle (raised while the cluster's gates hold, lowered when not), leading nothing until in
+    sync; the order put back, one election, repooled last."""
+    from kafkaops.cli.common import err_console
+    from kafkaops.cli.runbook_commands import require_reason, run_runbook
+    from kafkaops.engine.step import parse_duration
+    from kafkaops.environment import Environment
+    from kafkaops.errors import SafetyRefusal
+    from kafkaops.lookup import find_host
+    from kafkaops.placement.assignment import assignment_param
+    from kafkaops.placement.estimate import human_bytes
+    from kafkaops.placement.lifecycle import demote_order
+    from kafkaops.policy.autothrottle import seconds_at
+
+    require_reason(reason, dry_run)
+    rates: dict[str, float] = {}
+    for flag, text in (("--throttle", throttle), ("--min-throttle", min_throttle), ("--max-throttle", max_throttle)):
+        try:
+            from kafkaops.placement.estimate import parse_rate
+
+            rates[flag] = parse_rate(text)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=flag) from None
+    if not rates["--min-throttle"] <= rates["--throttle"] <= rates["--max-throttle"]:
+        raise typer.BadParameter(f"{throttle} is not between --min-throttle {min_throttle} and --max-throttle "
+                                 f"{max_throttle}", param_hint="--throttle")
+    durations: dict[str, float] = {}
+    for flag, text in (("--interval", interval), ("--syn-window", syn_window), ("--storage-timeout", storage_timeout)):
+        try:
+            durations[flag] = parse_duration(text)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=flag) from None
+    cluster, target = find_host(host, inventory)
+    broker = target.broker_id
+    env = Environment.of(cluster, dry_run=True)
+    try:
+        with waiting(f"asking {cluster.name} for every partition's replicas and size"):
+            current, snap = _current(env)
+            if broker not in snap.brokers:
+                raise SafetyRefusal(f"broker {broker} ({target.name}) is not registered: its leadership cannot be "
+                                    "moved off nor its catch-up throttle set while it is up",
+                                    hint="start it first; a broker whose disk already failed is not handled by "
+                                         "`broker replace` yet (docs/lifecycle.md)")
+            _refuse_leadership(current, snap, broker, "replace")
+            hosted = sorted(tp for tp, r in current.items() if broker in r)
+            sizes = env.kafka.partition_sizes(hosted)
+    finally:
+        env.close()
+    order = demote_order(current, broker)
+    original = {tp: current[tp] for tp in order}
+    if not order:  # already last everywhere (a demote, or a replace stopped before): the reorder is a no-op
+        order = {tp: current[tp] for tp in hosted}
+        original = _recorded_order(target.name, cluster.name, current) or order
+        err_console.print(f"broker {broker} is already last in every replica list: " + (
+            f"the order a run of this admin host recorded before is put back at the end ({len(original)} "
+            "partition(s))" if original != order else "no recorded order to put back; it stays last (a "
+            "preferred-leader rebalance, `kafkaops placement plan`, spreads the leaders)"), highlight=False)
+    total = sum(sizes.get(tp, 0) for tp in hosted)
+    err_console.print(f"replace broker {broker}: {human_bytes(total)} to catch up in {len(hosted)} partition(s), about "
+                      f"{seconds_at(total, rates['--throttle']):.0f} s at {human_bytes(rates['--throttle'])}/s, "
+                      f"{seconds_at(total, rates['--max-throttle']):.0f} s at {human_bytes(rates['--max-throttle'])}/s "
+                      "per broker", highlight=False)
+    params = {"demote": assignment_param(order), "original": assignment_param(original),
+              "throttle": rates["--throttle"], "min_throttle": rates["--min-throttle"],
+              "max_throttle": rates["--max-throttle"], "interval": durations["--interval"],
+              "syn_window": durations["--syn-window"], "storage_timeout": durations["--storage-timeout"], "scan": scan}
+    run_runbook("broker-replace", cluster, [target], params, reason=reason, task=task, yes=yes, dry_run=dry_run,
+                output=output, save_plan=save_plan, confirmed=tuple(confirmed or ()))
+
+
 def register(root: typer.Typer) -> None:
-    """Add ``kafkaops broker`` (demote, promote, add, decommission)."""
+    """Add ``kafkaops broker`` (demote, promote, add, decommission, replace)."""
     app.command("demote")(demote_cmd)
     app.command("promote")(promote_cmd)
     app.command("add")(add_cmd)
     app.command("decommission")(decommission_cmd)
+    app.command("replace")(replace_cmd)
     root.add_typer(app, name="broker")

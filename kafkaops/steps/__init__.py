@@ -29,6 +29,7 @@ from kafkaops.steps import (
     operator,
     placement,
     quorum,
+    replace,
     roll_alerts,
     service,
     sites,
@@ -38,7 +39,7 @@ from kafkaops.steps import (
 
 __all__ = ["alerts", "canary", "conftool", "deploy", "discovery", "env", "failed_events", "health", "host", "kafka",
            "kraft", "logs", "metrics", "migration", "mirror", "offsets", "operator", "placement", "quorum",
-           "roll_alerts", "service", "sites", "traffic", "upgrade"]
+           "replace", "roll_alerts", "service", "sites", "traffic", "upgrade"]
 
 
 def register_all() -> None:

@@ -531,6 +531,21 @@ class KafkaAdmin:
             out.update({k: sizes[k] for k in keys if k in sizes})
         return out
 
+    def replica_sizes(self, broker: int, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        """Bytes on disk of ``broker``'s own replica of each partition (``DescribeLogDirs`` v1 to that broker,
+        read-only): how far a broker catching up on an empty disk has come. Best effort like
+        :meth:`partition_sizes`: a broker not in the metadata, or not answering, gives ``{}``."""
+        md = self.metadata()
+        meta = md.brokers.get(broker)
+        keys = list(dict.fromkeys(partitions))
+        if meta is None or not keys:
+            return {}
+        try:
+            sizes = describe_log_dirs(self.endpoint, meta.host, int(meta.port), keys, timeout=self.timeout)
+        except (OSError, ValueError, struct.error):
+            return {}
+        return {k: sizes[k] for k in keys if k in sizes}
+
 
 _CORRELATION = itertools.count(1)
 

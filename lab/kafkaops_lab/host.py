@@ -235,6 +235,25 @@ class LabHost:
         monitoring.provisioned(self.spec, [h for h in self.spec.controllers if LabHost(self.spec, h).provisioned])
         return True
 
+    def replace_disk(self) -> bool:
+        """A broker's disk replaced (``kafkaops broker replace`` rehearsed): its log directory emptied, as a new
+        disk or a new machine under the same broker id comes: no ``meta.properties``, no partition. True if
+        there was anything. Refused while Kafka runs here (the broker stopped first, as the runbook does)."""
+        import shutil
+
+        if self.host.role == "controller":
+            raise LabError(f"{self.host.name}: a controller's storage is not a broker disk",
+                           hint="replace a broker host's disk")
+        if self.unit_state("kafka") in ("active", "activating"):
+            raise LabError(f"{self.host.name}: Kafka runs here; its disk is in use", hint="hostctl stop kafka")
+        data = self.dirs.kafka_data
+        if not data.exists() or not any(data.iterdir()):
+            return False
+        shutil.rmtree(data)
+        data.mkdir(parents=True)
+        self.record("kafka-replace-disk")
+        return True
+
     def argv(self, unit: str) -> list[str]:
         d = self.dirs
         if unit == "sshd":

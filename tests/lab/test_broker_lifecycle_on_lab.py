@@ -4,7 +4,9 @@ A new machine is racked (``kafkaops lab host add``: kafka1004, its broker joined
 add`` gives it replicas and leaders and pools it; ``broker demote`` takes its leadership off while it stays
 in sync, ``broker promote`` gives it back the order recorded; ``broker decommission`` — SIGKILLed while a
 throttled batch is moving replicas off it, then resumed — leaves it with no replica and no leadership,
-stopped and gone from ZooKeeper, with no throttle left. Nothing is lost or duplicated throughout.
+stopped and gone from ZooKeeper, with no throttle left. Before that, a decommission SIGKILLed inside a
+throttled batch and rolled back (``runs abort --rollback``) leaves the cluster whole: nothing moving, no
+throttle, every partition with its replication factor, all in sync. Nothing is lost or duplicated throughout.
 """
 
 from __future__ import annotations
@@ -77,6 +79,44 @@ def _throttles(cluster: Cluster) -> dict[str, dict[str, str]]:
     return {k: v for k, v in found.items() if v}
 
 
+def _killed_in_a_batch(home: Path, cluster: Cluster) -> str:
+    """Start ``broker decommission kafka1004`` throttled to 100 KB/s, SIGKILL it once its first move batch is
+    submitted (Kafka moving under the throttle), and return its run id."""
+    proc = spawn(home, cluster, "broker", "decommission", NEW, "--yes", "--reason", "hardware refresh",
+                 "--no-scan", "--syn-window", "2s", "--throttle", "100KB/s", "--batch-size", "2")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not any(
+            r.get("event") == "batch_submitted" and r.get("step") == 8 for r in live_journal(home)):
+        time.sleep(0.1)
+    assert proc.poll() is None, "the decommission ended before a move batch could be interrupted:\n" + output(proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    return str(live_journal(home)[0]["run_id"])
+
+
+def _assert_whole(cluster: Cluster) -> None:
+    """Nothing moving, no throttle on any broker or topic, every partition with its replication factor and all
+    of its replicas in sync (waited for: a cancelled move's replicas rejoin in seconds)."""
+    env = Environment.of(cluster, dry_run=True)
+    try:
+        assert env.reassigner().list() == {}
+        topics = sorted({p.topic for p in env.kafka.snapshot(with_configs=False).partitions})
+        left = env.kafka.dynamic_configs(brokers=[h.broker_id for h in cluster.hosts], topics=topics,
+                                         names=(*RATE_CONFIGS, *REPLICA_CONFIGS))
+        assert {k: v for k, v in left.items() if v} == {}
+        deadline = time.monotonic() + 60
+        while True:
+            snap = env.kafka.snapshot(with_configs=True)
+            short = [f"{p.topic}-{p.partition}" for p in snap.partitions
+                     if len(p.replicas) != snap.topics[p.topic].replication_factor or set(p.isr) != set(p.replicas)]
+            if not short or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert short == [], short
+    finally:
+        env.close()
+
+
 def test_add_demote_promote_and_decommission_a_broker(racked: Cluster, home: Path) -> None:
     cluster = racked
     assert _held(cluster) == (0, 0, True)  # racked: registered, holding nothing
@@ -93,17 +133,18 @@ def test_add_demote_promote_and_decommission_a_broker(racked: Cluster, home: Pat
         assert promoted.returncode == 0, promoted.stdout[-3000:] + promoted.stderr[-3000:]
         assert _held(cluster)[:2] == (replicas, leads)  # the recorded order back: the same leaders
 
+        # A decommission changed half-way: SIGKILLed inside a throttled batch, then rolled back. The batch in
+        # flight goes back to its replicas, the throttles go; the cluster is whole (the broker keeps its
+        # replicas, leading nothing: the demote half is not undone). Then retired for good, from there.
+        rolled = home / "rolled-back"
+        run_id = _killed_in_a_batch(rolled, cluster)
+        aborted = kafkaops(rolled, cluster, "runs", "abort", run_id, "--rollback", "--reason", "changed our mind")
+        assert aborted.returncode == 0, aborted.stdout[-3000:] + aborted.stderr[-3000:]
+        _assert_whole(cluster)
+        assert _held(cluster)[0] > 0
+
         retire = home / "decommission"
-        proc = spawn(retire, cluster, "broker", "decommission", NEW, "--yes", "--reason", "hardware refresh",
-                     "--no-scan", "--syn-window", "2s", "--throttle", "100KB/s", "--batch-size", "2")
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None and not any(
-                r.get("event") == "batch_submitted" and r.get("step") == 8 for r in live_journal(retire)):
-            time.sleep(0.1)
-        assert proc.poll() is None, "the decommission ended before a move batch could be interrupted:\n" + output(proc)
-        os.killpg(proc.pid, signal.SIGKILL)  # mid-batch: Kafka goes on moving under the throttle
-        proc.wait(10)
-        run_id = str(live_journal(retire)[0]["run_id"])
+        run_id = _killed_in_a_batch(retire, cluster)  # Kafka goes on moving under the throttle
         resumed = kafkaops(retire, cluster, "resume", run_id)
         assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert _held(cluster) == (0, 0, False)  # empty, stopped, gone from ZooKeeper's registrations

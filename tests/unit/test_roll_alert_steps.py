@@ -107,12 +107,14 @@ def test_every_runbook_that_stops_a_broker_silences_its_roll_alerts_only_while_i
         kinds = [s.kind for s in load_runbook(path).steps]
         if "kafka.stop_broker" not in kinds:
             continue
-        if "kafka.wait_in_sync" not in kinds:  # stopped for good (a decommission): empty first, nothing to alert on
+        # back in every ISR: waited for, or caught up on a new disk (a replace)
+        back = next((k for k in ("kafka.wait_in_sync", "replace.catch_up") if k in kinds), None)
+        if back is None:  # stopped for good (a decommission): empty first, nothing to alert on
             assert kinds.index("kafka.verify_empty") < kinds.index("kafka.stop_broker"), path.name
             assert "roll_alerts.silence" not in kinds, path.name
             continue
         found.append(path.stem)
-        stop, in_sync = kinds.index("kafka.stop_broker"), kinds.index("kafka.wait_in_sync")
+        stop, in_sync = kinds.index("kafka.stop_broker"), kinds.index(back)
         assert kinds[stop - 1] == "roll_alerts.silence", path.name
         assert kinds[in_sync + 1] == "roll_alerts.unsilence", path.name
         assert kinds.count("roll_alerts.silence") == kinds.count("roll_alerts.unsilence") == 1, path.name
