@@ -244,6 +244,42 @@ def test_a_voter_lagging_after_the_gate_makes_the_resumed_stop_refuse(kraft: Clu
     assert stopped() == dict.fromkeys(hosts, 0) | dict.fromkeys(order, 1)
 
 
+def test_a_fourth_controllers_add_is_planned_and_a_removal_below_three_voters_is_refused(kraft: Cluster,
+                                                                                          tmp_path: Path) -> None:
+    """The suite's short version of the scenario below (each `kafka-metadata-quorum` call is a JVM start: the
+    whole add and remove under load takes minutes, so it is a long scenario, bench/long_scenarios.py). Here: the
+    fourth controller host up, `controllers add` planned for real against the dynamic quorum — the gate passes,
+    the node's storage to format, the observer to wait for, the voter to add — and nothing changes; then the
+    removal that would leave two voters refused at the plan, one line, exit 6."""
+    home = tmp_path / "home"
+    added = kafkaops(home, kraft, "lab", "--lab", kraft.name, "host", "add", "--controller")
+    assert added.returncode == 0, added.stdout + added.stderr
+    from kafkaops_lab.dirs import lab_dir
+
+    inventory = lab_dir(kraft.name) / f"{Path(kraft.source).stem}-next-controller.yaml"
+    try:
+        planned = kafkaops(home, kraft, "-i", str(inventory), "controllers", "add", "kafka-ctrl3004", "--dry-run",
+                           "-o", "json")
+        refused = kafkaops(home, kraft, "-i", str(inventory), "controllers", "remove", kraft.controllers[0].name,
+                           "--yes", "--reason", "issue 46: must refuse")
+    finally:
+        gone = kafkaops(home, kraft, "lab", "--lab", kraft.name, "host", "remove", "kafka-ctrl3004")
+    assert planned.returncode == 0, planned.stdout[-3000:] + planned.stderr
+    steps = {s["kind"]: s for s in json.loads(planned.stdout)["steps"]}
+    assert {"quorum.membership_gate", "quorum.format_controller", "quorum.wait_observer",
+            "quorum.add_voter"} <= set(steps)
+    assert steps["quorum.membership_gate"]["noop_reason"], steps["quorum.membership_gate"]  # the gate passes
+    assert steps["quorum.add_voter"]["action"] is not None, steps["quorum.add_voter"]  # a change, planned
+    assert refused.returncode == 6, refused.stdout[-2000:] + refused.stderr
+    said = refused.stderr.strip().splitlines()
+    assert len(said) == 1 and "would leave 2 voter(s); at least 3 stay" in said[0], refused.stderr
+    assert _status(kraft)["voters"] == [3001, 3002, 3003]
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+
+
+# A long scenario (bench/long_scenarios.py); the suite's short version is above.
+@pytest.mark.long
+@pytest.mark.timeout(1800)
 def test_a_fourth_controller_is_added_then_removed_and_the_quorum_keeps_its_majority(kraft: Cluster,
                                                                                     tmp_path: Path) -> None:
     home = tmp_path / "home"
