@@ -139,8 +139,11 @@ def run_killed(home: Path, args: list[str], point: KillPoint | None, work: Path,
                 os.killpg(proc.pid, signal.SIGKILL)
                 last = journal(home)[-1]
                 out.killed_after = {k: last[k] for k in ("type", "kind", "step", "event", "batch") if k in last}
-            else:  # the last step's end: the run finished between its record and the kill
-                out.note = "the point was reached but the run ended before the kill landed"
+            if not out.killed_after or out.killed_after.get("type") == "finished":
+                # the last step's end: the run finished (journaled ``finished``, or exited) before the kill
+                # landed — nothing to resume (`resume` says so with exit 3), not a failed point
+                out.note = "the point was reached but the run had finished before the kill landed"
+                out.killed_after = {}
             break
         time.sleep(0.05)
     out.run_rc = proc.wait(1800)
