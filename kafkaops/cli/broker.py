@@ -328,7 +328,7 @@ def replace_cmd(host: str = HostArg,
                 raise SafetyRefusal(f"broker {broker} ({target.name}) is not registered: its leadership cannot be "
                                     "moved off nor its catch-up throttle set while it is up",
                                     hint="start it first; a broker whose disk already failed is not handled by "
-                                         "`broker replace` yet (docs/lifecycle.md)")
+                                         "`broker replace` yet (`kafkaops docs lifecycle`)")
             _refuse_leadership(current, snap, broker, "replace")
             hosted = sorted(tp for tp, r in current.items() if broker in r)
             sizes = env.kafka.partition_sizes(hosted)
