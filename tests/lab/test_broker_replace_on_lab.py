@@ -142,7 +142,9 @@ def test_replace_a_broker_on_an_empty_disk(pooled_lab: Cluster, home: Path) -> N
     catching = [s for s in sampler.samples if s[0] > 0]
     assert catching, f"the catch-up was never sampled: {sampler.samples[-20:]}"
     assert all(leads == 0 for _, leads, _ in catching), catching
-    assert any(rate is not None and 100_000 <= int(rate) <= 20_000_000 for _, _, rate in catching), catching
+    # throttled throughout, not only before the catch-up step: every sample out of an ISR saw the broker's follower
+    # rate within the bounds (the last two may race the deletion at the end: metadata lags the configs)
+    assert all(rate is not None and 100_000 <= int(rate) <= 20_000_000 for _, _, rate in catching[:-2]), catching
     journal = live_journal(home)
     # Throttled from its first fetch: set before the stop, at the starting rate, changed only by the autothrottle
     # within its bounds, cleared at the end of the catch-up.
