@@ -18,19 +18,13 @@ from typing import Any
 
 import typer
 
-from kafkaops.cli.common import PlanOutput, waiting
+from kafkaops.cli.common import DryRunOpt, OutputOpt, PlanOutput, ReasonOpt, SavePlanOpt, TaskOpt, YesOpt, waiting
 from kafkaops.cli.runs import ConfirmedOpt
 
 app = typer.Typer(help="A broker's life: move its leadership off (demote) and back (promote).",
                   no_args_is_help=True, rich_markup_mode=None)
 
 HostArg = typer.Argument(..., metavar="HOST", help="The broker's host (short name or FQDN).")
-ReasonOpt = typer.Option(None, "--reason", "-r", help="Why (required unless --dry-run; goes to the audit log).")
-TaskOpt = typer.Option(None, "--task", help="Task or ticket id, e.g. T123456.")
-YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation after showing the plan.")
-DryRunOpt = typer.Option(False, "--dry-run", help="Observe and plan for real, show the plan, change nothing.")
-OutputOpt = typer.Option(PlanOutput.auto, "--output", "-o", help="Plan format: auto, table, plain, markdown, json.")
-SavePlanOpt = typer.Option(None, "--save-plan", metavar="PATH", help="Write the plan for `kafkaops apply`.")
 InventoryOpt = typer.Option(None, "--inventory", "-i", help="Inventory file.")
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import typer
 
-from kafkaops.cli.common import PlanOutput
+from kafkaops.cli.common import DryRunOpt, OutputOpt, PlanOutput, ReasonOpt, SavePlanOpt, TaskOpt, YesOpt
 from kafkaops.cli.runs import ConfirmedOpt
 
 app = typer.Typer(help="A KRaft cluster's metadata quorum: add or remove a controller (KIP-853, dynamic quorums).",
@@ -27,12 +27,6 @@ app = typer.Typer(help="A KRaft cluster's metadata quorum: add or remove a contr
 
 NodeArg = typer.Argument(..., metavar="NODE", help="The controller node (short name or FQDN, under the inventory's "
                                                    "controllers:).")
-ReasonOpt = typer.Option(None, "--reason", "-r", help="Why (required unless --dry-run; goes to the audit log).")
-TaskOpt = typer.Option(None, "--task", help="Task or ticket id, e.g. T123456.")
-YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation after showing the plan.")
-DryRunOpt = typer.Option(False, "--dry-run", help="Observe and plan for real, show the plan, change nothing.")
-OutputOpt = typer.Option(PlanOutput.auto, "--output", "-o", help="Plan format: auto, table, plain, markdown, json.")
-SavePlanOpt = typer.Option(None, "--save-plan", metavar="PATH", help="Write the plan for `kafkaops apply`.")
 InventoryOpt = typer.Option(None, "--inventory", "-i", help="Inventory file.")
 MaxLagOpt = typer.Option(1000, "--max-lag", min=0, max=10_000_000,
                          help="Records a voter (or the new observer) may be behind the leader and count as caught up.")
