@@ -26,7 +26,9 @@ def no_lock_left_behind(request: pytest.FixtureRequest, home: Path) -> Iterator[
     removed by force. Without this one failed test held the lab's lock and failed every test after it
     (CI, 2026-11-26: 13 tests behind one SSH-hang run); with it each failure stays its own."""
     yield
-    runs = {p.name for p in (home / "runs").iterdir()} if (home / "runs").is_dir() else set()
+    # The test's runs, in its home or in a home of its own below it (a test that keeps one home per phase):
+    # run id -> the KAFKAOPS_HOME it ran in, which its abort must use.
+    runs = {run.name: d.parent for d in home.rglob("runs") if d.is_dir() for run in d.iterdir()}
     if not runs:
         return
     from kafkaops.engine.lock import force_unlock
@@ -39,8 +41,8 @@ def no_lock_left_behind(request: pytest.FixtureRequest, home: Path) -> Iterator[
             holder = env.lock.holder(cluster.name)
             if holder is None or holder.run_id not in runs:
                 continue
-            kafkaops(home, cluster, "runs", "abort", holder.run_id, "--rollback", "--reason", "test clean-up",
-                     "--accept-inventory-change")
+            kafkaops(runs[holder.run_id], cluster, "runs", "abort", holder.run_id, "--rollback", "--reason",
+                     "test clean-up", "--accept-inventory-change")
             if (left := env.lock.holder(cluster.name)) is not None and left.run_id in runs:
                 force_unlock(cluster.name, "test clean-up: the abort left the lock", operator="pytest",
                              backend=env.lock)
