@@ -278,7 +278,12 @@ class UnregisterBroker(StepBase):
 
     def verify(self, ctx: RunContext) -> None:
         host = target_host(ctx)
-        state = registrations(environment(ctx), host)[0].get(host.broker_id)
+        env = environment(ctx)
+        if not env.cluster.kraft:  # ZooKeeper mode: the stopped broker's ephemeral znode is gone by itself
+            if host.broker_id in env.registered_brokers():
+                raise CheckFailed(f"broker {host.broker_id} is still registered in ZooKeeper after its stop")
+            return
+        state = registrations(env, host)[0].get(host.broker_id)
         if state is not None:
             raise CheckFailed(f"broker {host.broker_id} is still registered ({state}) after kafka-cluster unregister")
 
