@@ -141,13 +141,13 @@ def _moving(env: Any, cluster: Any, current: dict[tuple[str, int], tuple[int, ..
             "sizes": env.kafka.partition_sizes(sorted(current))}
 
 
-def _rate(throttle: str) -> float:
+def _rate(text: str, flag: str = "--throttle") -> float:
     from kafkaops.placement.estimate import parse_rate
 
     try:
-        return parse_rate(throttle)
+        return parse_rate(text)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--throttle") from None
+        raise typer.BadParameter(str(exc), param_hint=flag) from None
 
 
 def _say_moves(what: str, moves: int, estimate: Any, rate: float) -> None:
@@ -295,14 +295,8 @@ def replace_cmd(host: str = HostArg,
     from kafkaops.policy.autothrottle import seconds_at
 
     require_reason(reason, dry_run)
-    rates: dict[str, float] = {}
-    for flag, text in (("--throttle", throttle), ("--min-throttle", min_throttle), ("--max-throttle", max_throttle)):
-        try:
-            from kafkaops.placement.estimate import parse_rate
-
-            rates[flag] = parse_rate(text)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint=flag) from None
+    rates = {flag: _rate(text, flag) for flag, text in (("--throttle", throttle), ("--min-throttle", min_throttle),
+                                                        ("--max-throttle", max_throttle))}
     if not rates["--min-throttle"] <= rates["--throttle"] <= rates["--max-throttle"]:
         raise typer.BadParameter(f"{throttle} is not between --min-throttle {min_throttle} and --max-throttle "
                                  f"{max_throttle}", param_hint="--throttle")
