@@ -263,9 +263,12 @@ def built_dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture
 def lab_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """A lab directory (``KAFKAOPS_LAB_DIR``) holding only what the secured lab inventory names for
-    kafkaops (its CA, its 0600 password file), for tests that build a client from inventory/lab.yaml
-    without a lab: every client checks those files before it is built. Returns the directory."""
+    """A lab directory holding only what the secured lab inventories name for kafkaops (its CA, its 0600
+    password files), for tests that build a client (or a Kafka tool's ``--command-config``) from a lab
+    inventory without a lab: every client checks those files before it is built. Every lab's directory
+    variable (``KAFKAOPS_LAB_DIR``, ``KAFKAOPS_LAB_DIR_LAB_MIGRATION``, ...) points at it, so a test never
+    depends on a lab having once run on the machine (found: a clean CI machine has no ~/.local/state).
+    Returns the directory."""
     base = tmp_path / "labdir"
     (base / "tls").mkdir(parents=True)
     (base / "tls" / "ca.pem").write_text(Path("/etc/ssl/certs/ca-certificates.crt").read_text())  # valid PEM
@@ -274,5 +277,7 @@ def lab_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         password = base / "secrets" / f"{name}.password"
         password.write_text("lab-password\n")
         password.chmod(0o600)
-    monkeypatch.setenv("KAFKAOPS_LAB_DIR", str(base))
+    for variable in ("KAFKAOPS_LAB_DIR", *(f"KAFKAOPS_LAB_DIR_LAB_{lab}" for lab in
+                                           ("STRETCH", "KRAFT", "MIGRATION", "EQIAD", "CODFW", "BENCH"))):
+        monkeypatch.setenv(variable, str(base))
     return base

@@ -28,6 +28,9 @@ from kafkaops.facts.quorum import QuorumReplica
 from kafkaops.inventory import load_inventory
 from kafkaops.systems.ssh import CommandResult
 
+#: The Kafka tools' --command-config is built from the lab inventory's CA and password files.
+pytestmark = pytest.mark.usefixtures("lab_secrets")
+
 REPO = Path(__file__).resolve().parents[2]
 OURS, OTHER = "OY1P1D2cTLyvXpcrpaR9Dw", "A" * 22
 BROKERS = ("kafka-mig1001", "kafka-mig1002", "kafka-mig1003")
