@@ -28,6 +28,20 @@ class _LazyConsole:
         self._stderr = stderr
         self._console: Console | None = None
 
+    @property
+    def is_terminal(self) -> bool:
+        """rich's answer, without importing rich when the stream is no terminal and no variable of rich's
+        (``TTY_COMPATIBLE``, ``FORCE_COLOR``) says to treat it as one: the usual case of ``-o json`` read by
+        a tool, which :func:`waiting` asks before every network wait."""
+        if self._console is None and not {"TTY_COMPATIBLE", "FORCE_COLOR"} & os.environ.keys():
+            stream = sys.stderr if self._stderr else sys.stdout
+            try:
+                if not stream.isatty():
+                    return False
+            except (AttributeError, ValueError):  # no stream, or a closed one: rich says False too
+                return False
+        return bool(self.__getattr__("is_terminal"))
+
     def __getattr__(self, name: str) -> Any:
         if self._console is None:
             from rich.console import Console

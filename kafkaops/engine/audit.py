@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -334,4 +333,4 @@ def current_operator() -> str:
     import getpass
 
     user = os.environ.get("SUDO_USER") or getpass.getuser()
-    return f"{user}@{socket.gethostname()}"
+    return f"{user}@{os.uname().nodename}"  # gethostname(2) is uname's nodename: no socket module needed

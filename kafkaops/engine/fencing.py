@@ -17,6 +17,7 @@ from kafkaops.engine.binding import BoundStep
 from kafkaops.engine.context import RunContext, RunEnvironment
 from kafkaops.engine.journal import STEP_DONE, Journal, RunState
 from kafkaops.engine.lock import LockBackend
+from kafkaops.engine.read_only import writes_allowed
 from kafkaops.engine.run_types import RunMeta
 from kafkaops.engine.step import (
     Action,
@@ -24,7 +25,6 @@ from kafkaops.engine.step import (
     LeaseStep,
     Step,
     require_kind,
-    writes_allowed,
 )
 from kafkaops.errors import (
     ConfigError,

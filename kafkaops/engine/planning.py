@@ -14,6 +14,7 @@ from kafkaops.engine.context import Projection, RunContext, RunEnvironment
 from kafkaops.engine.journal import Journal, new_run_id
 from kafkaops.engine.lock import LockBackend, held_error, lock_info
 from kafkaops.engine.plan import Plan, PlannedStep, compute_fingerprint, diff_observations
+from kafkaops.engine.read_only import read_only_scope
 from kafkaops.engine.run_facts import RunFacts
 from kafkaops.engine.run_types import RunMeta, RunResult
 from kafkaops.engine.step import (
@@ -21,7 +22,6 @@ from kafkaops.engine.step import (
     Noop,
     Observation,
     Step,
-    read_only_scope,
     require_kind,
 )
 from kafkaops.errors import (

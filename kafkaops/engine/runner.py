@@ -96,6 +96,7 @@ from kafkaops.engine.journal import (
 )
 from kafkaops.engine.lock import LockBackend, lock_info
 from kafkaops.engine.planning import Planning, _summary
+from kafkaops.engine.read_only import read_only_scope
 from kafkaops.engine.retry import RetryPolicy
 from kafkaops.engine.rollback import Rollback
 from kafkaops.engine.run_facts import FACTS_FILE, RunFacts
@@ -104,7 +105,6 @@ from kafkaops.engine.step import (
     Action,
     Noop,
     Step,
-    read_only_scope,
     require_kind,
 )
 from kafkaops.engine.wait import Clock, SystemClock

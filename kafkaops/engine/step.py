@@ -51,7 +51,6 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -297,40 +296,6 @@ class StepKind:
             with contextlib.suppress(AttributeError):  # frozen objects keep their own
                 step.kind = self.kind
         return step
-
-
-_READ_ONLY: ContextVar[str] = ContextVar("kafkaops_read_only", default="")
-
-
-@contextmanager
-def read_only_scope(what: str) -> Iterator[None]:
-    """Run a block in which every adapter write is refused (``what`` names who promised to write nothing).
-
-    The runner wraps every ``observe``, ``plan``, ``verify`` and ``precondition``, and the ``apply`` of a
-    ``read-only`` kind: a kind that declared it changes nothing, and then calls an adapter's write, stops
-    with :class:`~kafkaops.systems.guard.ReadOnlyViolation` before any byte leaves the process.
-    Adapters consult :func:`writes_refused_by`; a thread a step starts itself does not inherit the scope.
-    """
-    token = _READ_ONLY.set(what)
-    try:
-        yield
-    finally:
-        _READ_ONLY.reset(token)
-
-
-@contextmanager
-def writes_allowed() -> Iterator[None]:
-    """Lift :func:`read_only_scope` for a block the runner itself drives (a lease renewed during a wait)."""
-    token = _READ_ONLY.set("")
-    try:
-        yield
-    finally:
-        _READ_ONLY.reset(token)
-
-
-def writes_refused_by() -> str:
-    """Who refuses writes here (``"kafka.wait_in_sync apply"``), or ``""``: writes are allowed."""
-    return _READ_ONLY.get()
 
 
 _REGISTRY: dict[str, StepKind] = {}

@@ -26,10 +26,7 @@ from typing import Any
 
 from kafkaops.errors import KafkaOpsError, UnreachableError
 from kafkaops.policy.availability import broker_dc_map, cluster_health
-from kafkaops.policy.quorum import judge
 from kafkaops.policy.snapshot_scan import partition_name
-from kafkaops.systems.alertmanager import Alertmanager, Matcher
-from kafkaops.systems.conftool import read_discovery, read_pools
 from kafkaops.systems.kafka import KafkaAdmin
 
 Data = dict[str, Any]
@@ -43,6 +40,7 @@ def status(cluster: Any) -> Data:
 
 def _pool_states(cluster: Any) -> tuple[dict[str, Any], str]:
     """{host fqdn: PoolState} from etcd, or ({}, why not): status still answers when etcd does not."""
+    from kafkaops.systems.conftool import read_pools  # on the question's thread, overlapping Kafka's wait
 
     pools: dict[str, Any] = {}
     try:
@@ -302,6 +300,10 @@ def alerts_state(cluster: Any) -> Data | None:
     monitoring = cluster.monitoring
     if monitoring is None or not monitoring.alertmanager:
         return None
+    # Imported here, on the question's own thread: the HTTP client (urllib, http.client, ssl) is a fifth of
+    # status's start-up, and loading it here overlaps the main thread's wait on Kafka.
+    from kafkaops.systems.alertmanager import Alertmanager, Matcher
+
     # The adapter itself, as Environment.alertmanager builds it (5 s a request, writes refused): the
     # environment module imports every adapter (SSH, ZooKeeper, ...), which status would pay at start-up.
     manager = Alertmanager(monitoring.alertmanager, timeout=5.0, dry_run=True, auth=monitoring.auth)
@@ -335,6 +337,7 @@ def quorum_state(cluster: Any) -> dict[str, Any]:
     """The KRaft metadata quorum as ``kafka-metadata-quorum describe --status`` and ``--replication`` tell
     it (over SSH on a controller node), each voter judged caught up or not as the roll's gate judges it."""
     from kafkaops.environment import Environment  # SSH: only a KRaft cluster's status needs it
+    from kafkaops.policy.quorum import judge
 
     env = Environment(cluster, dry_run=True, kafka_timeout=5.0)
     try:
@@ -381,6 +384,8 @@ def collect_sites(sites: Any) -> Data:
         behind = sorted((p for p in lags if p.lag), key=lambda p: -p.lag)
         return {"lag": sum(p.lag for p in lags), "partitions": len(lags),
                 "worst": [f"{p.topic}-{p.partition} ({p.lag})" for p in behind[:3]], "error": ""}
+
+    from kafkaops.systems.conftool import read_discovery
 
     flows = [(a, b) for a in sites.sites for b in sites.sites if a != b]
     # Every site and every flow at once: with a site down, each waits out its own 5 s, not the sum of them.

@@ -19,7 +19,6 @@ built afterwards includes them.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,6 +39,8 @@ class TcpSink:
     def emit(self, record: Mapping[str, Any]) -> None:
         line = record.get("sal") or record.get("message", "")
         text = (self.prefix + str(line)).replace("\n", " ")[:450]
+        import socket  # here: every command installs the sinks at start-up, few ever relay a line
+
         with socket.create_connection((self.host, self.port), timeout=self.timeout) as sock:
             sock.sendall(text.encode() + b"\n")
 

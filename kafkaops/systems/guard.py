@@ -12,7 +12,7 @@ expects the error; :func:`write_methods` is how it finds them, so a new write is
 is marked.
 
 The same mark enforces the step contract in a real run: inside the engine's
-:func:`~kafkaops.engine.step.read_only_scope` (every observe, plan, verify and precondition, and the
+:func:`~kafkaops.engine.read_only.read_only_scope` (every observe, plan, verify and precondition, and the
 apply of a kind registered ``read-only``) a marked method raises :class:`ReadOnlyViolation`.
 """
 
@@ -22,7 +22,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from kafkaops.engine.step import writes_refused_by
+from kafkaops.engine.read_only import writes_refused_by
 from kafkaops.errors import KafkaOpsError
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -26,16 +26,17 @@ import struct
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaops.errors import AuthError, KafkaOpsError, UnreachableError
 from kafkaops.model import Cluster, ClusterSnapshot, KafkaEndpoint, PartitionState, TopicConfig
 from kafkaops.policy import kafka_acls as acls
-from kafkaops.policy.acl_migration import AclEntry
 from kafkaops.policy.kafka_acls import Acl
 from kafkaops.systems.guard import write
 from kafkaops.systems.kafka_auth import RefusalWatch, build, classify, librdkafka_config
-from kafkaops.systems.kafka_wire import open_connection, read_frame, remaining
+
+if TYPE_CHECKING:
+    from kafkaops.policy.acl_migration import AclEntry
 
 TopicPartitionKey = tuple[str, int]
 
@@ -486,6 +487,8 @@ class KafkaAdmin:
             if isinstance(error, KafkaError) and error.code() == KafkaError.SECURITY_DISABLED:
                 return None
             raise self._unreachable("a DescribeAcls request", exc, [acls.cluster("DESCRIBE")]) from exc
+        from kafkaops.policy.acl_migration import AclEntry
+
         # librdkafka names Kafka's CLUSTER resource type (4) BROKER.
         return sorted(AclEntry("CLUSTER" if b.restype.name == "BROKER" else b.restype.name, b.name,
                                b.resource_pattern_type.name, b.principal, b.host, b.operation.name,
@@ -592,6 +595,10 @@ def describe_log_dirs(endpoint: KafkaEndpoint, host: str, port: int, partitions:
         OSError: Connection failed or closed early.
         ValueError: The broker answered with an error, or not DescribeLogDirs.
     """
+    # Here, not at the top: the raw connection (socket, ssl) serves this one request, and every Kafka
+    # command, `kafkaops status` first, imports this module.
+    from kafkaops.systems.kafka_wire import open_connection, read_frame, remaining
+
     topics: dict[str, list[int]] = {}
     for t, p in partitions:
         topics.setdefault(t, []).append(p)

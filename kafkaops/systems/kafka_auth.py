@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import logging
 import os
-import ssl
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaops.errors import AuthError, ConfigError
 from kafkaops.model import KafkaEndpoint, KafkaSecurity
 from kafkaops.policy.kafka_acls import Acl, lacking
 from kafkaops.systems.credentials import reveal
+
+if TYPE_CHECKING:
+    import ssl
 
 #: The JAAS login module of each SASL mechanism, as Kafka's Java clients name it.
 _LOGIN_MODULES = {
@@ -200,6 +202,8 @@ def _utf16(ch: str) -> list[int]:
 def tls_context(security: KafkaSecurity) -> ssl.SSLContext:
     """The TLS context of a raw connection to a broker: the inventory's CA (or the system's), hostname
     checked, the client certificate when the cluster wants mutual TLS."""
+    import ssl  # here: librdkafka does its own TLS, and every Kafka command imports this module
+
     ctx = ssl.create_default_context(cafile=security.ca_file) if security.ca_file else ssl.create_default_context()
     if security.cert_file and security.key_file:
         ctx.load_cert_chain(security.cert_file, security.key_file)

@@ -161,3 +161,25 @@ def test_status_never_reads_a_runbook(tmp_path: Path) -> None:
             "print('RUNBOOK' if 'kafkaops.engine.runbook' in sys.modules else 'NONE')")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip().endswith("NONE"), out.stdout + out.stderr
+
+
+def test_status_loads_no_module_its_main_thread_does_not_need() -> None:
+    """`kafkaops status -o json` under a tool: what the main thread imports before asking Kafka is paid on every
+    call (issue 47: status at its floor). rich (the spinner's check on a pipe answers without it), the HTTP
+    client of Alertmanager (imported on that question's own thread), ssl (librdkafka does its own TLS) and
+    the engine's step machinery (only the read-only scope is needed) stay out."""
+    code = ("import json, sys\n"
+            "from kafkaops.cli import main, status\n"
+            "from kafkaops.cli.common import err_console, waiting\n"
+            "import kafkaops.health.status, kafkaops.lookup, kafkaops.systems.audit_sinks, kafkaops.systems.kafka\n"
+            "kafkaops.systems.audit_sinks.install()\n"
+            "with waiting('asking'):\n    pass\n"
+            "assert err_console.is_terminal is False\n"
+            "print(json.dumps(sorted(m for m in ('rich', 'rich.console', 'urllib.request', 'http.client', 'ssl',"
+            " 'kafkaops.engine.step', 'kafkaops.systems.alertmanager', 'kafkaops.policy.quorum', 'socket')"
+            " if m in sys.modules)))")
+    env = {k: v for k, v in os.environ.items() if k not in ("TTY_COMPATIBLE", "FORCE_COLOR")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []
