@@ -30,12 +30,13 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from kafkaops.inventory import load_inventory
-from kafkaops.systems.kafka_auth import librdkafka_config
+from kafkaops.systems.kafka_auth import java_properties, librdkafka_config, properties_text
 from kafkaops_lab.dirs import kafka_jars
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -105,20 +106,27 @@ def main() -> None:
         cases[f"{STATUS} (before: {args.before.name})"] = (status, before, None)
     if shutil.which("kcat") and cluster.kafka.security is None:
         cases["kcat -L"] = (["kcat", "-L", "-b", bootstrap], None, None)
-    if not args.no_java and cluster.kafka.security is None:  # the tool without a --command-config: plaintext only
+    private = Path(tempfile.mkdtemp(prefix="kafkaops-bench-"))  # the tool's client config: 0600, removed after
+    if not args.no_java:
+        config = private / "client.properties"
+        config.touch(mode=0o600)
+        config.write_text(properties_text(java_properties(cluster.kafka)))
         cases["kafka-topics --describe --under-replicated-partitions"] = (
             ["java", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{kafka_jars()}/*",
              "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap.split(",")[0], "--describe",
-             "--under-replicated-partitions"], None, None)
+             "--under-replicated-partitions", "--command-config", str(config)], None, None)
     path = args.out or raw_result.default_path("status-bench")
     result: dict[str, Any] = raw_result.header("status-bench", vars(args), args.inventory)
     times: dict[str, list[float]] = {name: [] for name in cases}
     exits: dict[str, list[int]] = {name: [] for name in cases}
-    for _ in range(args.runs):
-        for name, (argv, env, stdin) in cases.items():
-            took, code = _once(argv, env, stdin)
-            times[name].append(round(took, 4))
-            exits[name].append(code)
+    try:
+        for _ in range(args.runs):
+            for name, (argv, env, stdin) in cases.items():
+                took, code = _once(argv, env, stdin)
+                times[name].append(round(took, 4))
+                exits[name].append(code)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
     floor = statistics.median(times[FLOOR])
     cli_floor = statistics.median(times[CLI_FLOOR])
     summary = {name: {"median_s": round(statistics.median(t), 4), "min_s": min(t), "max_s": max(t),
