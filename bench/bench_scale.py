@@ -20,7 +20,9 @@ Targets: a gate poll at 10,000 partitions within 2x its time at the lab's ~30; t
 200 MiB. The raw times go to ``bench/results/scale-DATE.json`` (:mod:`raw_result`); docs/performance.md
 states only what those files show.
 
-Run by hand with a lab up (the bench lab beside the default one):
+Run by hand with a lab up (the bench lab beside the default one), its brokers given a production-like heap
+(at 10,000 partitions the lab's default 320m ran out: OutOfMemoryError in every broker):
+    kafkaops -i bench/lab-bench.yaml lab up --broker-heap 1g
     python bench/bench_scale.py --inventory bench/lab-bench.yaml [--levels 0,3000,10000] [--runs 5] [--keep]
 Level 0 is the lab as it is. The topics it creates (``bench-scale-N``) are deleted at the end unless --keep.
 """
@@ -56,11 +58,14 @@ TIME = "/usr/bin/time"
 
 
 def _admin_client(cluster: Cluster) -> Any:
+    """The lab's super user: kafkaops' own user may not create or delete topics (the lab's ACLs give it only
+    what a maintenance needs), and the bench's topics are the lab's set-up, not kafkaops' work."""
     from confluent_kafka.admin import AdminClient
 
     from kafkaops.systems.kafka_auth import librdkafka_config
+    from kafkaops_lab.security import admin_endpoint
 
-    return AdminClient({**librdkafka_config(cluster.kafka), "log_level": 2})
+    return AdminClient({**librdkafka_config(admin_endpoint(cluster)), "log_level": 2})
 
 
 def grow(cluster: Cluster, total: int, per_topic: int, progress: Callable[[str], None]) -> int:

@@ -125,6 +125,10 @@ def up(inventory: Path | None = InventoryOpt,
                                         help="eqiad,codfw: the two-site lab (inventory/lab-sites.yaml): main-eqiad "
                                              "and main-codfw, an eventbus per site, MirrorMaker 2 between them, "
                                              "discovery records in conftool (eqiad active)."),
+       broker_heap: str | None = typer.Option(None, "--broker-heap", metavar="SIZE",
+                                              help="Each broker's JVM heap (-Xmx), default 320m; 1g for a bench "
+                                                   "that grows the lab to thousands of partitions "
+                                                   "(bench/bench_scale.py)."),
        ) -> None:
     """Start the lab from scratch (about 30-60 s with jars cached). Refuses if it is already up."""
     from kafkaops.inventory import load_inventory
@@ -141,9 +145,11 @@ def up(inventory: Path | None = InventoryOpt,
         layout = lab_inventory(MODES[mode]) if mode else _layout_inventory(brokers, dcs)
     cluster = load_inventory(inventory or layout or _default_inventory())
     if cluster.multi_site:
+        if broker_heap is not None:
+            raise LabError("--broker-heap is for a one-cluster lab", hint="start the two-site lab without it")
         _sites_up(cluster, sites)
         return
-    seconds = lab.up(cluster, progress=_progress)
+    seconds = lab.up(cluster, progress=_progress, broker_heap=broker_heap)
     which = "" if cluster.name == "lab" else f" --lab {cluster.name}"
     console.print(f"[green]lab {cluster.name} up[/] in {seconds:.1f}s — `kafkaops lab{which} status` to inspect, "
                   f"`kafkaops lab{which} down` to stop")

@@ -260,7 +260,8 @@ class LabHost:
             return ["/usr/sbin/sshd", "-D", "-e", "-f", str(d.etc / "sshd_config")]
         if unit == "kafka":
             # A controller-only node holds the metadata log, not partitions: a smaller heap.
-            heap = ["-Xms128m", "-Xmx256m"] if self.host.role == "controller" else ["-Xms192m", "-Xmx320m"]
+            heap = (["-Xms128m", "-Xmx256m"] if self.host.role == "controller"
+                    else ["-Xms192m", f"-Xmx{self.spec.broker_heap}"])
             logging = (f"-Dlog4j2.configurationFile={d.etc / 'log4j2.properties'}" if self.spec.kraft
                        else f"-Dlog4j.configuration=file:{d.etc / 'log4j.properties'}")
             if self.spec.migration:  # 3.9 or 4.x, whichever is installed: each reads its own setting

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -472,10 +473,15 @@ def _create_topics(spec: LabSpec) -> None:
     admin.elect_preferred_leaders()
 
 
-def up(cluster: Cluster, progress: Progress = _noop) -> float:
-    """Start the lab described by ``cluster``; return the seconds it took."""
+def up(cluster: Cluster, progress: Progress = _noop, *, broker_heap: str | None = None) -> float:
+    """Start the lab described by ``cluster`` (its brokers with ``broker_heap``, default the spec's); return
+    the seconds it took."""
     started = time.monotonic()
     spec = from_inventory(cluster)
+    if broker_heap is not None:
+        if not re.fullmatch(r"[1-9][0-9]*[mg]", broker_heap):
+            raise LabError(f"broker heap {broker_heap!r} is not a JVM size", hint="e.g. 320m or 1g")
+        spec = dataclasses.replace(spec, broker_heap=broker_heap)
     if is_up(Path(spec.lab_dir)):
         raise LabError(f"the lab is already up ({spec.lab_dir})", hint="`kafkaops lab down` first, or use it")
     net.clear(spec.cluster)  # a partition left by a killed run must not greet the new lab

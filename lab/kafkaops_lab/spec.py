@@ -64,6 +64,10 @@ class LabSpec:
     alertmanager_address: str = ""
     receiver_address: str = ""
     jmx_agent: str = ""
+    #: Each broker's heap (``-Xmx``): 320m holds the lab's ~30 partitions with room to spare; a bench that grows
+    #: the lab to thousands of partitions starts it with ``lab up --broker-heap 1g`` (at 10,000 partitions the
+    #: 320m brokers died of OutOfMemoryError, the JMX exporter's scrape among the allocations).
+    broker_heap: str = "320m"
     #: The brokers' listeners (:mod:`kafkaops_lab.security`): PLAINTEXT, or SASL_SSL with SCRAM-SHA-512,
     #: as the inventory's ``kafka.security`` says; with the CA and password files it names for kafkaops.
     kafka_protocol: str = "PLAINTEXT"

@@ -64,3 +64,26 @@ def test_status_without_a_lab_says_how_to_start_one(tmp_path: Path, monkeypatch:
 
 def test_down_without_a_lab_is_a_no_op(tmp_path: Path) -> None:
     assert lab.down(tmp_path / "none") == 0
+
+
+@pytest.mark.parametrize("heap", ["1 g", "-Xmx1g", "0m", "1t", ""])
+def test_a_broker_heap_that_is_no_jvm_size_is_refused_and_nothing_starts(other_lab: Path, tmp_path: Path,
+                                                                         heap: str) -> None:
+    with pytest.raises(LabError, match="not a JVM size"):
+        lab.up(load_inventory(other_lab), broker_heap=heap)
+    assert not (tmp_path / "lab").exists()
+
+
+def test_the_broker_heap_reaches_each_brokers_jvm_and_only_theirs(other_lab: Path) -> None:
+    """`lab up --broker-heap 1g` (bench/bench_scale.py's 10,000 partitions): the brokers' -Xmx, kept in the
+    lab's spec so a broker restarted by hostctl gets it too; the KRaft controllers keep their own."""
+    from dataclasses import replace
+
+    from kafkaops_lab.host import LabHost
+    from kafkaops_lab.spec import from_inventory
+
+    spec = from_inventory(load_inventory(other_lab))
+    assert "-Xmx320m" in LabHost(spec, spec.hosts[0]).argv("kafka")
+    big = replace(spec, broker_heap="1g")
+    argv = LabHost(big, big.hosts[0]).argv("kafka")
+    assert "-Xmx1g" in argv and "-Xmx320m" not in argv
