@@ -114,12 +114,30 @@ def shrink(cluster: Cluster) -> None:
 
 def in_process(cluster: Cluster, runs: int) -> dict[str, Any]:
     """The gate's poll and the stop-impact analysis, timed in this process (a run's own cost per poll)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    from kafkaops.systems.kafka_auth import librdkafka_config
+
     admin = KafkaAdmin.for_cluster(cluster)
+    # The floor of a poll: the same two requests through a bare confluent-kafka client, nothing of kafkaops
+    # (librdkafka parses the metadata in C; confluent-kafka builds a Python object per partition and replica).
+    bare = AdminClient({**librdkafka_config(cluster.kafka), "log_level": 2})
     broker = cluster.hosts[0].broker_id
-    times: dict[str, list[float]] = {"metadata+configs": [], "gate: cluster health": [], "gate poll": [],
+    times: dict[str, list[float]] = {"floor: list_topics": [], "floor: list_topics + describe_configs": [],
+                                     "metadata+configs": [], "gate: cluster health": [], "gate poll": [],
                                      "stop impact": []}
     partitions = 0
     for _ in range(runs):
+        f0 = time.perf_counter()
+        md = bare.list_topics(timeout=30)
+        f1 = time.perf_counter()
+        configs = bare.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in md.topics],
+                                        request_timeout=30)
+        for future in configs.values():
+            future.result(30)
+        f2 = time.perf_counter()
+        times["floor: list_topics"].append(round(f1 - f0, 4))
+        times["floor: list_topics + describe_configs"].append(round(f2 - f0, 4))
         t0 = time.perf_counter()
         snap = admin.snapshot(with_configs=True)
         t1 = time.perf_counter()

@@ -232,7 +232,9 @@ def plan_run(runbook: Runbook, cluster: Cluster, hosts: Sequence[Host], params: 
                              params=params, batches=[[h.name for h in b] for b in batches])
         runner = Runner(echo=say, status=status)
         operator = current_operator()
-        made = runner.dry_run(bound, env=plan_env, operator=operator, reason=reason, task=task, notes=tuple(notes))
+        with plan_env.one_instant():  # the plan is made of one instant of the cluster
+            made = runner.dry_run(bound, env=plan_env, operator=operator, reason=reason, task=task,
+                                  notes=tuple(notes))
     finally:
         plan_env.close()
     return Planned(runbook=runbook, bound=bound, plan=made, hosts=ordered, env=plan_env, runner=runner,
