@@ -57,6 +57,7 @@ from kafkaops.model import KafkaEndpoint  # noqa: E402
 from kafkaops.systems.kafka_auth import java_properties, librdkafka_config, properties_text  # noqa: E402
 from kafkaops_lab.kafka import LabKafka as KafkaAdmin  # noqa: E402
 from kafkaops_lab.kafka import TopicSpec  # noqa: E402
+from kafkaops_lab.security import admin_endpoint  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import raw_result  # noqa: E402  (bench/ is not a package)
@@ -167,7 +168,7 @@ def time_spark_source(endpoint: KafkaEndpoint, topic: str, end: dict[int, int], 
 
     options = _reader_options(ScanSpec(endpoint.bootstrap_servers, (), security=endpoint.security))
     t = time.monotonic()
-    n = (spark.read.format("kafka").options(**options)
+    n = (spark.read.format("kafka").options(**options).option("kafka.bootstrap.servers", endpoint.bootstrap_servers)
          .option("assign", json.dumps({topic: sorted(end)}))
          .option("startingOffsets", json.dumps({topic: {str(p): 0 for p in end}}))
          .option("endingOffsets", json.dumps({topic: {str(p): e for p, e in end.items()}}))
@@ -220,7 +221,7 @@ def main() -> None:
             master = stack.enter_context(standalone(args.standalone, logs))
             print(f"Spark standalone: {master}, {args.standalone} workers (1 core, 1g each)", flush=True)
         result.update(master=master, rows=[], complete=False)
-        _measure(args, cluster.kafka, master, result, path)
+        _measure(args, cluster.kafka, admin_endpoint(cluster), master, result, path)
     result.update(complete=True, finished=raw_result.now())
     raw_result.write(path, result)
     print("\n| records | reader | seconds | records/s | vs kcat |\n|---|---|---|---|---|")
@@ -231,10 +232,12 @@ def main() -> None:
     print(f"-> {path}")
 
 
-def _measure(args: argparse.Namespace, b: KafkaEndpoint, master: str, result: dict[str, Any], path: Path) -> None:
+def _measure(args: argparse.Namespace, b: KafkaEndpoint, lab_admin: KafkaEndpoint, master: str,
+             result: dict[str, Any], path: Path) -> None:
     """Every size, every reader: each row appended to ``result`` and written at once (a run stopped half-way
-    keeps what it measured)."""
-    admin = KafkaAdmin(b, timeout=30)
+    keeps what it measured). The topic is the lab's set-up: created, written and deleted as the lab's super
+    user (``lab_admin``); every reader reads as kafkaops, as the post-check does."""
+    admin = KafkaAdmin(lab_admin, timeout=30)
     admin.create_topics([TopicSpec(args.topic, args.partitions, args.replication)])
     skip = set(filter(None, args.skip.split(",")))
     spark = None
@@ -244,7 +247,7 @@ def _measure(args: argparse.Namespace, b: KafkaEndpoint, master: str, result: di
             end = ends(b, args.topic, args.partitions)
             have = sum(end.values())
             if have < size:
-                secs = produce(b, args.topic, have, size - have)
+                secs = produce(lab_admin, args.topic, have, size - have)
                 print(f"produced {size - have:,} records in {secs:.1f} s ({(size - have) / secs:,.0f}/s)", flush=True)
                 end = ends(b, args.topic, args.partitions)
             total = sum(end.values())
@@ -307,7 +310,7 @@ def _measure(args: argparse.Namespace, b: KafkaEndpoint, master: str, result: di
         # An RF-1 topic below the lab's min.insync.replicas would make every later pre-flight refuse.
         from confluent_kafka.admin import AdminClient
 
-        deleter = AdminClient(librdkafka_config(b))  # kept alive until its futures resolve
+        deleter = AdminClient(librdkafka_config(lab_admin))  # kept alive until its futures resolve
         for fut in deleter.delete_topics([args.topic]).values():
             fut.result(30)
 
