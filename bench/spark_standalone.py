@@ -5,7 +5,7 @@ The post-check runs on ``local[2]`` on the lab, and on a standalone or YARN mast
 fleet: a standalone cluster is where the scan's executors are separate JVMs that fetch from Kafka
 themselves and the driver only collects one summary row per partition. Issue 47 measures the scan there
 (two workers). Everything binds to one loopback address; the daemons' logs go to a directory of the
-caller's, kept for a failed start.
+caller's, and a start that fails says so with the tail of the daemon's log.
 """
 
 from __future__ import annotations

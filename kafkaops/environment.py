@@ -271,8 +271,9 @@ class Environment:
         Planning observes every step of every host — a roll of three brokers took 26 snapshots, each a
         Metadata request, the topics' configs, a probe of every broker and the controller's own view — and
         nothing changes while it does (a dry-run writes nothing; what the steps planned before will change
-        is the projection's, not the snapshot's). At 10,000 partitions those snapshots were most of a
-        12.6 s dry-run. Only planning pins: a run's gates and waits always take a fresh snapshot."""
+        is the projection's, not the snapshot's). With one snapshot, each step's projection can also resume
+        from the step before (:mod:`kafkaops.stepkit.projection`). Only planning pins: a run's gates and
+        waits always take a fresh snapshot."""
         self._instant = {}
         try:
             yield
