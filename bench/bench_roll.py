@@ -2,7 +2,8 @@
 
 A broker's floor is the time the cluster itself sees it degraded — from the moment it leaves (it is
 unregistered or missing from an ISR it belongs to) until it is registered and back in every ISR —
-measured by polling metadata every 0.2 s, independently of kafkaops. Everything else in the roll
+measured by polling ZooKeeper's registrations and the metadata every 0.1 s, independently of kafkaops' run
+(:class:`FloorWatch`). Everything else in the roll
 (pre-flight, depool, SYN window, elections, health gates) costs time on top of it.
 
 Issue 14's measure, printed last: overhead = wall - (sum of floors + the configured safety windows on the
@@ -35,39 +36,63 @@ from pathlib import Path
 from typing import Any
 
 from kafkaops.inventory import load_inventory
-from kafkaops.model import KafkaEndpoint
+from kafkaops.model import Cluster, ClusterSnapshot
 from kafkaops.systems.kafka import KafkaAdmin
+from kafkaops.systems.zookeeper import ZooKeeper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import raw_result  # bench/ is not a package
 
 
 class FloorWatch(threading.Thread):
-    def __init__(self, endpoint: KafkaEndpoint, brokers: list[int]) -> None:
+    """Each broker's time out of service, seen from outside kafkaops: unregistered in ZooKeeper, missing from
+    the metadata, or out of an ISR it belongs to.
+
+    Two sources, because one alone missed a whole floor (bench/results/roll-2026-12-07-2.json: broker 1001,
+    0.0 s): the watcher's metadata request went to the broker that was stopping, and hung past its restart.
+    ZooKeeper's registrations answer through a restart; the metadata (asked with one short try) adds the ISR.
+    A poll where neither answers changes nothing."""
+
+    def __init__(self, cluster: Cluster) -> None:
         super().__init__(daemon=True)
-        self.admin = KafkaAdmin(endpoint, timeout=5)
-        self.brokers = brokers
-        self.degraded_since: dict[int, float | None] = dict.fromkeys(brokers)
-        self.floor: dict[int, float] = dict.fromkeys(brokers, 0.0)
+        self.admin = KafkaAdmin(cluster.kafka, timeout=2)
+        self.zk = ZooKeeper.for_cluster(cluster, timeout=2) if cluster.zookeeper else None
+        self.brokers = [h.broker_id for h in cluster.hosts]
+        self.degraded_since: dict[int, float | None] = dict.fromkeys(self.brokers)
+        self.floor: dict[int, float] = dict.fromkeys(self.brokers, 0.0)
         self.stop = threading.Event()
+
+    def _registered(self) -> set[int] | None:
+        if self.zk is None:
+            return None
+        try:
+            return set(self.zk.open().registered_brokers())
+        except Exception:
+            return None
+
+    def _snapshot(self) -> ClusterSnapshot | None:
+        try:
+            return self.admin.snapshot(with_configs=False, attempts=1)
+        except Exception:
+            return None
 
     def run(self) -> None:
         while not self.stop.is_set():
-            try:
-                snap = self.admin.snapshot(with_configs=False)
-            except Exception:
-                time.sleep(0.2)
-                continue
+            registered, snap = self._registered(), self._snapshot()
             now = time.monotonic()
-            for b in self.brokers:
-                degraded = b not in snap.brokers or any(b in p.replicas and b not in p.isr for p in snap.partitions)
-                since = self.degraded_since[b]
-                if degraded and since is None:
-                    self.degraded_since[b] = now
-                elif not degraded and since is not None:
-                    self.floor[b] += now - since
-                    self.degraded_since[b] = None
-            time.sleep(0.2)
+            if registered is not None or snap is not None:
+                for b in self.brokers:
+                    degraded = (registered is not None and b not in registered) or (snap is not None and (
+                        b not in snap.brokers or any(b in p.replicas and b not in p.isr for p in snap.partitions)))
+                    since = self.degraded_since[b]
+                    if degraded and since is None:
+                        self.degraded_since[b] = now
+                    elif not degraded and since is not None:
+                        self.floor[b] += now - since
+                        self.degraded_since[b] = None
+            self.stop.wait(0.1)
+        if self.zk is not None:
+            self.zk.close()
 
 
 def configured_windows(extra: list[str], hosts: int) -> float:
@@ -109,7 +134,7 @@ def main() -> None:
         load = subprocess.Popen([sys.executable, "-m", "kafkaops.cli.main", "lab", "load", "-s", "600", "-i",
                                  str(inventory)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(5)  # producer connected and writing before the roll starts
-    watch = FloorWatch(cluster.kafka, [h.broker_id for h in cluster.hosts])
+    watch = FloorWatch(cluster)
     watch.start()
     time.sleep(1)
     home = tempfile.mkdtemp(prefix="kafkaops-bench-")

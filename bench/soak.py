@@ -76,7 +76,7 @@ def one_roll(cluster: Any, number: int, extra: list[str], workdir: Path) -> Roll
     from kafkaops.health.status import collect
 
     home = workdir / f"roll-{number}"
-    watch = FloorWatch(cluster.kafka, [h.broker_id for h in cluster.hosts])
+    watch = FloorWatch(cluster)
     watch.start()
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "kafkaops.cli.main", "rolling-reboot", cluster.name, "--yes",

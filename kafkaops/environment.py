@@ -105,7 +105,7 @@ class Environment:
         self._lock: LockBackend | None = None
         self._quorum: MetadataQuorum | None = None
         self._stability_watch: StabilityWatch | None = None
-        self._registrations_zk: ZooKeeper | None = None
+        self._zk: ZooKeeper | None = None
         self._probe: BrokerProbe | None = None
         self._instant: dict[bool, ClusterSnapshot] | None = None
         self._reassigner: Reassigner | None = None
@@ -238,13 +238,9 @@ class Environment:
 
     @contextmanager
     def zookeeper(self) -> Iterator[ZooKeeper | None]:
-        """A ZooKeeper session, or None for KRaft clusters (callers fall back to Kafka metadata)."""
-        if not self.cluster.zookeeper:
-            yield None
-            return
-
-        with ZooKeeper.for_cluster(self.cluster, timeout=self.kafka_timeout, dry_run=self.dry_run) as zk:
-            yield zk
+        """The run's ZooKeeper session (:meth:`_session`), or None for KRaft clusters (callers fall back to Kafka
+        metadata). Leaving the block keeps the session: the next step's read needs it again."""
+        yield self._session() if self.cluster.zookeeper else None
 
     def snapshot(self, *, with_configs: bool = True) -> ClusterSnapshot:
         """The cluster's metadata with only the brokers that are alive (:func:`~kafkaops.policy.
@@ -286,7 +282,7 @@ class Environment:
         if not self.cluster.zookeeper:
             return as_alive(snap, alive)
         try:
-            zk = self._registrations(self.cluster.zookeeper)
+            zk = self._session()
             alive &= self._registered(zk, snap.endpoints)
         except UnreachableError:
             return as_alive(snap, alive)
@@ -302,14 +298,16 @@ class Environment:
             self._probe = BrokerProbe(self.cluster.kafka)
         return self._probe
 
-    def _registrations(self, hosts: str) -> ZooKeeper:
-        """One ZooKeeper session kept for the registrations reads of :meth:`snapshot` (a wait polls it
-        twice a second; a session per read would be a connection per poll)."""
-        if self._registrations_zk is None:
-
-            self._registrations_zk = ZooKeeper(hosts, timeout=self.kafka_timeout, dry_run=self.dry_run,
-                                               security=self.cluster.zookeeper_security)
-        return self._registrations_zk.open()
+    def _session(self) -> ZooKeeper:
+        """The one ZooKeeper session this environment keeps, for every read and write of the run (a wait polls
+        the registrations twice a second; a run of three brokers read ZooKeeper about 70 times). A session
+        costs a TCP connection, TLS, the digest login and kazoo's threads — 46 ms each on the lab, about a
+        second of a roll when every read opened its own. A lost or expired session is not reused:
+        :meth:`ZooKeeper.open` connects anew, and every call maps a loss to
+        :class:`~kafkaops.errors.UnreachableError`."""
+        if self._zk is None:
+            self._zk = ZooKeeper.for_cluster(self.cluster, timeout=self.kafka_timeout, dry_run=self.dry_run)
+        return self._zk.open()
 
     def _registered(self, zk: ZooKeeper, endpoints: Mapping[int, tuple[str, int]]) -> set[int]:
         """The brokers registered in ZooKeeper; during a migration to KRaft also the metadata's brokers that
@@ -470,8 +468,10 @@ class Environment:
             site.close()
         if self._stability_watch is not None:
             self._stability_watch.stop()
-        if self._registrations_zk is not None:
-            self._registrations_zk.close()
+        if self._zk is not None:
+            self._zk.close()
+        if self._probe is not None:
+            self._probe.close()
         if self._alertmanager is not None:
             self._alertmanager.close()
         if self._ssh is not None:

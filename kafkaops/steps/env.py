@@ -54,41 +54,39 @@ class Reachable(StepBase):
         host = None if ctx.target == getattr(env.cluster, "name", None) else target_host(ctx)
         wanted = [str(s) for s in self.params["systems"]]
         timeout = float(self.params["timeout"])
-        checks: list[dict[str, Any]] = []
-
-        def check(name: str, fn: Callable[[], str]) -> Any:
-            try:
-                checks.append({"system": name, "ok": True, "detail": fn()})
-            except KafkaOpsError as exc:
-                checks.append({"system": name, "ok": False, "detail": exc.message, "hint": exc.hint or "",
-                               "exit_code": exc.exit_code})
-
+        asks: list[tuple[str, Callable[[], str]]] = []
         seen: dict[str, list[int]] = {}
         if "kafka" in wanted:
+            kafka_admin = env.kafka
+
             def kafka() -> str:
-                seen["kafka"] = sorted(env.kafka.metadata(attempts=1).brokers)
+                seen["kafka"] = sorted(kafka_admin.metadata(attempts=1).brokers)
                 return f"brokers {seen['kafka']}"
-            check("kafka", kafka)
+            asks.append(("kafka", kafka))
         if "zookeeper" in wanted and env.cluster.zookeeper:
             def zookeeper() -> str:
                 with env.zookeeper() as zk:
                     assert zk is not None
                     seen["zookeeper"] = zk.registered_brokers()
                 return f"/brokers/ids {seen['zookeeper']}"
-            check("zookeeper", zookeeper)
+            asks.append(("zookeeper", zookeeper))
         if "conftool" in wanted and env.cluster.conftool_config and host is not None and host.conftool_tags:
+            pooled_host = host
+
             def conftool() -> str:
-                state = env.conftool.get(host.fqdn, host.conftool_tags)
-                return f"{host.fqdn} pooled={state.pooled}"
-            check("conftool", conftool)
+                state = env.conftool.get(pooled_host.fqdn, pooled_host.conftool_tags)
+                return f"{pooled_host.fqdn} pooled={state.pooled}"
+            asks.append(("conftool", conftool))
         if "ssh" in wanted:
             for other in (env.cluster.hosts if host is None else [env.host(n) for n in ctx.targets or (ctx.target,)]):
-                check(f"ssh {other.name}", functools.partial(_ssh, env, other, timeout))
+                asks.append((f"ssh {other.name}", functools.partial(_ssh, env.ssh(other))))
         if "deploy_host" in wanted and env.cluster.deploy_host is not None:
             deployer = env.cluster.deploy_host
-            check(f"ssh {deployer.name}", lambda: _ssh(env, deployer, timeout))
+            asks.append((f"ssh {deployer.name}", functools.partial(_ssh, env.ssh(deployer))))
         if "spark" in wanted and self.params.get("scan", True):
-            check("spark", lambda: _spark(str(self.params["spark_master"]), timeout))
+            master = str(self.params["spark_master"])
+            asks.append(("spark", lambda: _spark(master, timeout)))
+        checks = _ask_all(asks)
 
         inventory = sorted(h.broker_id for h in env.cluster.hosts)
         mismatch = ""
@@ -126,10 +124,36 @@ class Reachable(StepBase):
                                                           for c in obs.data["checks"]))
 
 
-def _ssh(env: Any, host: Any, timeout: float) -> str:
-    """An authenticated SSH session to ``host`` (host key checked); the connection is kept for the run."""
-    env.ssh(host).connect()
+def _ssh(client: Any) -> str:
+    """An authenticated SSH session (host key checked); the connection is kept for the run."""
+    client.connect()
     return "answers"
+
+
+def _ask_all(asks: list[tuple[str, Callable[[], str]]]) -> list[dict[str, Any]]:
+    """Every question asked at once, the answers in the order asked: ``{system, ok, detail[, hint,
+    exit_code]}``.
+
+    Why at once: the questions are independent, and each target of a roll asks them again before its first
+    change; asked one after another they cost the sum of five round trips and an SSH handshake per host, at
+    once the slowest of them. Each runs in a copy of the caller's context, so the runner's read-only scope
+    holds in the worker threads too; the adapters are resolved by the caller first (the environment builds
+    them lazily, and two threads must not both build one)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from contextvars import copy_context
+
+    def answer(name: str, fn: Callable[[], str]) -> dict[str, Any]:
+        try:
+            return {"system": name, "ok": True, "detail": fn()}
+        except KafkaOpsError as exc:
+            return {"system": name, "ok": False, "detail": exc.message, "hint": exc.hint or "",
+                    "exit_code": exc.exit_code}
+
+    if len(asks) <= 1:
+        return [answer(name, fn) for name, fn in asks]
+    with ThreadPoolExecutor(max_workers=len(asks), thread_name_prefix="kafkaops-reachable") as pool:
+        futures = [pool.submit(copy_context().run, answer, name, fn) for name, fn in asks]
+        return [f.result() for f in futures]
 
 
 register_step("env.reachable", Reachable, [

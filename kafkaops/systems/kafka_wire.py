@@ -35,7 +35,9 @@ from kafkaops.model import KafkaEndpoint
 from kafkaops.systems.kafka_auth import password, tls_context
 
 _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
-_CORRELATION = itertools.count(1)
+#: Correlation ids of this process's requests, never reused: on a kept connection (:mod:`kafkaops.systems.
+#: broker_probe`) the id is what tells the answer to this request from a late one to an earlier request.
+CORRELATION = itertools.count(1)
 _CLIENT_ID = b"kafkaops"
 
 #: One resolved address: family, socket type, protocol, the address ``connect`` takes.
@@ -189,7 +191,7 @@ def _sasl(sock: socket.socket, endpoint: KafkaEndpoint, host: str, port: int, de
         return AuthError(f"cluster {endpoint.name}: broker {host}:{port} refused SASL {mechanism} as "
                          f"{sec.principal}: {why}", hint="check kafka.security.sasl (user, password, mechanism)")
 
-    corr = next(_CORRELATION) & 0x7FFFFFFF
+    corr = next(CORRELATION) & 0x7FFFFFFF
     name = mechanism.encode()
     sock.sendall(_request(_SASL_HANDSHAKE, 1, corr, struct.pack(">h", len(name)) + name))
     frame = read_frame(sock, deadline, 1 << 16)
@@ -200,7 +202,7 @@ def _sasl(sock: socket.socket, endpoint: KafkaEndpoint, host: str, port: int, de
         raise refused(f"the listener does not offer {mechanism} (error {error})")
 
     def authenticate(message: bytes) -> bytes:
-        corr = next(_CORRELATION) & 0x7FFFFFFF
+        corr = next(CORRELATION) & 0x7FFFFFFF
         sock.sendall(_request(_SASL_AUTHENTICATE, 1, corr, struct.pack(">i", len(message)) + message))
         frame = read_frame(sock, deadline, 1 << 16)
         (got, error) = struct.unpack_from(">ih", frame, 4)

@@ -172,7 +172,7 @@ def cluster_watch(cluster: Cluster) -> StabilityWatch:
     admin = KafkaAdmin.look(cluster)  # it only reads
     probe = BrokerProbe(cluster.kafka)
     registered: Callable[[], Collection[int]] | None = None
-    closers: list[Callable[[], None]] = []
+    closers: list[Callable[[], None]] = [probe.close]
     snapshot: Callable[[], ClusterSnapshot] = lambda: admin.snapshot(with_configs=False)  # noqa: E731
     if cluster.zookeeper:
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkaops.errors import LabError
-from kafkaops_lab import configs, dirs, monitoring, procs, security
+from kafkaops_lab import dirs, procs
 from kafkaops_lab.dirs import HostDirs, host_dirs
 from kafkaops_lab.spec import LabHostSpec, LabSpec
 
@@ -104,12 +104,16 @@ class LabHost:
     # --- configuration (the migration lab: what Puppet would write for the node's migration phase) ---
     def phase(self) -> str:
         """The node's configuration phase in a migration lab (:data:`configs.PHASES`)."""
+        from kafkaops_lab import configs  # not on hostctl's every call (see its docstring)
+
         f = self.dirs.etc / "kafka-phase"
         return f.read_text().strip() if f.exists() else configs.initial_phase(self.host)
 
     def configure(self, phase: str) -> bool:
         """Write the node's ``server.properties`` for ``phase``; True if it changed. Takes effect at the
         broker's next start, as a configuration change does on a real host."""
+        from kafkaops_lab import configs, security  # not on hostctl's every call (see its docstring)
+
         if not self.spec.migration:
             raise LabError(f"{self.host.name}: only a migration lab's nodes change configuration phase",
                            hint="kafkaops lab up --mode migration")
@@ -172,6 +176,8 @@ class LabHost:
         import re
         import subprocess
 
+        from kafkaops_lab import monitoring  # not on hostctl's every call (see its docstring)
+
         if not re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster_id):
             raise LabError(f"{cluster_id!r} is not a Kafka cluster id (22 characters of URL-safe base64)",
                            hint="read it from ZooKeeper: get /cluster/id")
@@ -204,6 +210,8 @@ class LabHost:
         @FILE``), with ``--add-scram`` for kafkaops: its password never on a command line. The secured
         migration lab's controllers check kafkaops' SCRAM credential before any is migrated from ZooKeeper
         (:func:`kafkaops_lab.security.controller_channel`)."""
+        from kafkaops_lab import configs, security  # not on hostctl's every call (see its docstring)
+
         jars_file = self.dirs.etc / "kafka-jars"
         jars = jars_file.read_text().strip() if jars_file.exists() else str(self.spec.kafka_jars)
         argfile = self.dirs.etc / "kafka-storage.args"
@@ -220,6 +228,8 @@ class LabHost:
         """Remove a migration lab controller's storage (Kafka's revert "deprovisions the quorum"): True if
         there was one. Refused on a broker, and while Kafka runs here."""
         import shutil
+
+        from kafkaops_lab import monitoring  # not on hostctl's every call (see its docstring)
 
         if not (self.spec.migration and self.host.role == "controller"):
             raise LabError(f"{self.host.name}: only a migration lab's controller is deprovisioned",
@@ -255,6 +265,8 @@ class LabHost:
         return True
 
     def argv(self, unit: str) -> list[str]:
+        from kafkaops_lab import monitoring  # not on hostctl's every call (see its docstring)
+
         d = self.dirs
         if unit == "sshd":
             return ["/usr/sbin/sshd", "-D", "-e", "-f", str(d.etc / "sshd_config")]

@@ -12,10 +12,13 @@ import shutil
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkaops.errors import LabError
-from kafkaops.model import Cluster
 from kafkaops_lab import dirs
+
+if TYPE_CHECKING:
+    from kafkaops.model import Cluster
 
 
 @dataclass(frozen=True)

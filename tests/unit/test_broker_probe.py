@@ -102,6 +102,79 @@ def test_a_listener_that_accepts_and_stays_silent_does_not_serve_within_the_dead
         assert time.monotonic() - started < 1.4
 
 
+def _answer_every_request(accepted: list[socket.socket], *,
+                          then_wrong: bool = False) -> Callable[[socket.socket], None]:
+    """A broker's connection: answers each ApiVersions request on it until the client closes it (the
+    connections go to ``accepted``); ``then_wrong``: from the second request on, with another correlation id."""
+    def answer(conn: socket.socket) -> None:
+        accepted.append(conn)
+        conn.settimeout(3)
+        n = 0
+        while True:
+            try:
+                head = conn.recv(4)
+                if len(head) < 4:
+                    return
+                request = conn.recv(struct.unpack(">i", head)[0])
+                (corr,) = struct.unpack(">i", request[4:8])
+                n += 1
+                conn.sendall(_response(corr + (1 if then_wrong and n > 1 else 0)))
+            except OSError:
+                return
+    return answer
+
+
+def test_a_kept_connection_asks_again_without_connecting_again() -> None:
+    """The answer is asked afresh each time; the TLS connection (and the controller's SCRAM login) is not."""
+    from kafkaops.systems.broker_probe import KeptConnections
+
+    accepted: list[socket.socket] = []
+    kept = KeptConnections()
+    with _listener(_answer_every_request(accepted)) as port:
+        assert all(serves(PLAIN, "127.0.0.1", port, timeout=2, kept=kept) for _ in range(3))
+        kept.close()
+    assert len(accepted) == 1
+
+
+def test_a_kept_connection_the_broker_closed_is_replaced_within_the_same_question() -> None:
+    """A restarted broker (or one that closed the connection idle): the same question, on a new connection."""
+    from kafkaops.systems.broker_probe import KeptConnections
+
+    kept = KeptConnections()
+    with _listener(_answer_api_versions) as port:  # one answer per connection, then closed
+        assert serves(PLAIN, "127.0.0.1", port, timeout=2, kept=kept)
+        assert serves(PLAIN, "127.0.0.1", port, timeout=2, kept=kept)
+        kept.close()
+
+
+def test_a_broker_gone_since_the_last_question_does_not_serve_on_its_kept_connection() -> None:
+    from kafkaops.systems.broker_probe import KeptConnections
+
+    kept = KeptConnections()
+    accepted: list[socket.socket] = []
+    with _listener(_answer_every_request(accepted)) as port:
+        assert serves(PLAIN, "127.0.0.1", port, timeout=2, kept=kept)
+        for conn in accepted:  # the broker's process dies: its connections close with it
+            conn.shutdown(socket.SHUT_RDWR)
+    # the listener is gone too: the kept connection must not answer for it, nor may a new one
+    assert not serves(PLAIN, "127.0.0.1", port, timeout=2, kept=kept)
+    kept.close()
+
+
+def test_a_kept_connection_that_answers_another_request_is_never_used_again() -> None:
+    """A late answer to a request given up on must not pass for the next one's: the connection is dropped."""
+    from kafkaops.systems.broker_probe import KeptConnections
+
+    accepted: list[socket.socket] = []
+    kept = KeptConnections()
+    with _listener(_answer_every_request(accepted, then_wrong=True)) as port:
+        assert serves(PLAIN, "127.0.0.1", port, timeout=2, kept=kept)
+        # the kept connection answers another id: dropped, and the question asked on a new connection
+        assert serves(PLAIN, "127.0.0.1", port, timeout=2, kept=kept)
+        kept.close()
+    assert len(accepted) == 2
+
+
 def test_every_question_is_asked_afresh() -> None:
     """A crash a second ago must show: no answer is reused."""
     asked: list[tuple[str, int]] = []
@@ -248,7 +321,7 @@ def _zk_env(monkeypatch: pytest.MonkeyPatch, meta: ClusterSnapshot, zk: _ZooKeep
     lab = load_inventory(Path(__file__).resolve().parents[2] / "inventory" / "lab.yaml")
     env = Environment(lab, dry_run=True)
     monkeypatch.setattr(env, "_kafka", SimpleNamespace(snapshot=lambda with_configs: meta))
-    monkeypatch.setattr(env, "_registrations", lambda hosts: zk)
+    monkeypatch.setattr(env, "_session", lambda: zk)
     monkeypatch.setattr(env, "_probe", BrokerProbe(PLAIN, ask=lambda host, port, timeout: True,
                                                    look=look))  # type: ignore[arg-type]
     return env
