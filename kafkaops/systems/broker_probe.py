@@ -187,12 +187,14 @@ def serves(endpoint: KafkaEndpoint, host: str, port: int, timeout: float = PROBE
            kept: KeptConnections | None = None) -> bool:
     """Whether the broker at ``host:port`` answers an ApiVersions request within ``timeout`` seconds.
 
-    Over TLS when the cluster's listeners have it; never SASL: Kafka answers ApiVersions before
-    authentication (a client needs it to choose the SaslHandshake version), and a probe that logged in
-    would cost each broker a SCRAM exchange (4,096 PBKDF2 rounds) per gate poll. ``kept``: reuse (and
-    keep) a connection to it."""
-    answer = _exchange(endpoint, host, port, api_versions_request, timeout, limit=1 << 20, authenticate=False,
-                       kept=kept)
+    Over TLS when the cluster's listeners have it. Without ``kept``, never SASL: Kafka answers ApiVersions
+    before authentication (a client needs it to choose the SaslHandshake version), and a probe that logged in
+    would cost each broker a SCRAM exchange (4,096 PBKDF2 rounds) per gate poll. With ``kept``, on the kept
+    *authenticated* connection (the one :func:`view_of` uses): a SASL listener closes a connection that sends
+    anything but the handshake after its first ApiVersions, so only a logged-in connection can be asked
+    again — one login per broker for the life of the probe, not one per poll."""
+    answer = _exchange(endpoint, host, port, api_versions_request, timeout, limit=1 << 20,
+                       authenticate=kept is not None, kept=kept)
     return answer is not None and is_api_versions_response(answer[1], answer[0])
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness import Load, kafkaops, output, spawn
@@ -202,6 +203,34 @@ def test_the_probe_needs_no_password_to_ask_if_a_broker_serves_but_its_metadata_
     assert view is not None and view.isr
     with pytest.raises(AuthError, match=r"refused SASL SCRAM-SHA-512 as User:kafkaops"):
         view_of(bad, host.broker_id, host.address, 9092)
+
+
+def test_a_kept_probe_logs_in_once_and_asks_a_sasl_broker_again_on_that_connection(lab_cluster: Cluster) -> None:
+    """A SASL listener closes a connection that sends anything but the handshake after its first ApiVersions:
+    the kept probe asks on its logged-in connection, so a run's every snapshot reuses one connection per
+    broker (and a wrong password is an AuthError, not "not serving")."""
+    import kafkaops.systems.broker_probe as broker_probe
+
+    host = lab_cluster.hosts[0]
+    endpoint = {host.broker_id: (host.address, 9092)}
+    opened: list[bool] = []
+    real = broker_probe.open_connection
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        opened.append(bool(kwargs.get("authenticate")))
+        return real(*args, **kwargs)
+
+    probe = broker_probe.BrokerProbe(lab_cluster.kafka)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(broker_probe, "open_connection", counting)
+            for _ in range(3):
+                assert probe.serving(endpoint) == {host.broker_id}
+                view = probe.view(host.broker_id, endpoint[host.broker_id])
+                assert view is not None and view.isr
+    finally:
+        probe.close()
+    assert opened == [True], f"connections opened (authenticated?): {opened}"
 
 
 def test_a_reboot_with_the_post_check_under_load_leaves_the_password_nowhere(pooled_lab: Cluster,
