@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -116,6 +117,27 @@ def configured_windows(extra: list[str], hosts: int) -> float:
     return hosts * syn + (hosts - 1) * max(0.0, stable - syn)
 
 
+def commands_outside_floors(debug_log: str, cluster: Cluster) -> dict[str, float]:
+    """Seconds the run's commands on the hosts took, by command (its first two words), from the run's debug
+    log (``kafkaops.ssh`` lines) — the time the hosts' own tools (the lab's ``hostctl``: a Python process per
+    command) take, which kafkaops waits for but does not spend. The broker's stop and start are left out:
+    they are the floors' (and the SYN capture is streamed, not logged)."""
+    from kafkaops.environment import Environment
+
+    env = Environment(cluster)
+    floors = {env.command(h, name) for h in cluster.hosts for name in ("kafka_stop", "kafka_start")}
+    line = re.compile(r" kafkaops\.ssh DEBUG \S+: exit -?\d+ in (?P<secs>[\d.]+)s: (?P<command>.*)$")
+    spent: dict[str, float] = {}
+    with open(debug_log) as f:
+        for text in f:
+            m = line.search(text.rstrip("\n"))
+            if m is None or m["command"] in floors:
+                continue
+            kind = " ".join(m["command"].split()[:2])
+            spent[kind] = spent.get(kind, 0.0) + float(m["secs"])
+    return spent
+
+
 def _option(argv: list[str], name: str) -> tuple[str | None, list[str]]:
     """``name VALUE`` taken out of ``argv``: (VALUE or None, the rest)."""
     if name in argv:
@@ -171,6 +193,7 @@ def main() -> None:
     # before the run's first record; the exit after its last.
     before_run = records[0]["ts"] - started_at
     after_run = started_at + wall - records[-1]["ts"]
+    host_commands = commands_outside_floors(os.path.join(home, "runs", run, "debug.log"), cluster)
     brokers = len(floors)
     windows = configured_windows(extra, brokers)
     post_check = by_kind.get("health.post_check", 0.0)
@@ -182,6 +205,7 @@ def main() -> None:
                    "overhead_per_broker_s": round(overhead / brokers, 2),
                    "own_cost_per_broker_s": round(own / brokers, 2),
                    "before_first_record_s": round(before_run, 2), "after_last_record_s": round(after_run, 2),
+                   "host_commands_s": {k: round(v, 2) for k, v in host_commands.items()},
                    "by_kind_s": {k: round(v, 2) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])},
                    "complete": True, "finished": raw_result.now()})
     raw_result.write(path, result)
@@ -196,6 +220,8 @@ def main() -> None:
           f"{own / brokers:4.1f} s per broker (target <= 1 s)")
     print(f"before the run's first record (start, plan, lock): {before_run:4.1f} s; after its last (exit): "
           f"{after_run:4.1f} s")
+    print(f"commands on the hosts outside the floors (status, log scans; not stop, start or the SYN capture): "
+          f"{sum(host_commands.values()):4.1f} s in {len(host_commands)} kinds of command")
     print("time per step kind (observe -> verified, summed over hosts):")
     for kind, secs in sorted(by_kind.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:<28} {secs:6.1f} s")

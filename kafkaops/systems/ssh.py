@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 import select
 import socket
@@ -404,6 +405,7 @@ class SshClient:
             channel.close()
         result = CommandResult(command, code, out.decode(errors="replace"), err.decode(errors="replace"),
                                time.monotonic() - started)
+        _log.debug("%s: exit %d in %.3fs: %s", self.name, code, result.seconds, command)
         if check and not result.ok:
             detail = (result.stderr.strip() or result.stdout.strip()).splitlines()
             raise RemoteCommandError(f"{command!r} on {self.name} exited {code}"
@@ -460,6 +462,12 @@ class SshClient:
         finally:
             channel.close()
         return CommandResult(command, code, out.decode(errors="replace"), "", time.monotonic() - started)
+
+
+#: One DEBUG line per command run on a host (the run's debug log): what ran where, its exit code and how long
+#: it took — the post-mortem's "what did kafkaops do on kafka1002 at 03:12", and the time a roll spent in
+#: the hosts' own commands (bench/bench_roll.py sums it).
+_log = logging.getLogger("kafkaops.ssh")
 
 
 def _until_more(channel: Any, at_most: float) -> None:

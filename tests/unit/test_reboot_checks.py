@@ -5,6 +5,7 @@ log selection by time and its ``eventbus_fails_on_boot`` knob. Pure parts; the l
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +26,7 @@ from kafkaops.queries.service import disruption_name
 from kafkaops.steps import logs
 from kafkaops.steps.logs import KafkaLogErrorsFound, scan_kafka_lines
 from kafkaops_lab.host import KNOBS, LabHost
-from kafkaops_lab.hostctl import line_time, select_lines
+from kafkaops_lab.hostctl import line_time, read_since, select_lines
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "inventory" / "lab.yaml"
@@ -195,6 +196,35 @@ def test_since_keeps_later_entries_with_their_stack_traces() -> None:
     assert len(kept) == 5
     assert list(select_lines(["\tat a continuation of an older entry"], since)) == []
     assert len(list(select_lines(KAFKA_LOG.splitlines(), None))) == 8
+
+
+def test_a_log_read_since_a_time_is_the_whole_logs_lines_since_then(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lab's log scan seeks to the time asked for instead of reading the whole log: the same lines, for
+    every second of the log and between them (stack traces, a line cut in two at every seek). The seek
+    reads on below 256 bytes here, not 64 KiB, so that it halves down to single entries."""
+    import kafkaops_lab.hostctl as hostctl
+
+    monkeypatch.setattr(hostctl, "_SEEK_STOP", 256)
+    start = time.mktime(time.strptime("2026-11-23T20:00:00", "%Y-%m-%dT%H:%M:%S"))
+    lines = []
+    for i in range(2100):
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start + i // 7))
+        lines.append(f"[{stamp},{i % 1000:03d}] INFO entry {i} " + "x" * (i % 90) + "\n")
+        if i % 100 == 0:
+            lines.append(f"java.lang.IllegalStateException: trace of entry {i}\n")
+            lines.append("\tat kafka.log.UnifiedLog.append(UnifiedLog.scala:800)\n")
+    log = tmp_path / "kafka-server.log"
+    log.write_text("".join(lines))
+    for second in range(-2, 303):
+        for since in (start + second, start + second + 0.5):
+            assert list(read_since(log, since)) == list(select_lines(lines, since)), second
+    assert list(read_since(log, None)) == lines
+    # a file last written before the time asked for is not even opened
+    old = tmp_path / "kafka-server.log.1"
+    old.write_text("".join(lines[:10]))
+    os.utime(old, (start, start))
+    assert list(read_since(old, start + 60)) == []
 
 
 # --- the steps' decisions -----------------------------------------------------------------------------------

@@ -196,3 +196,19 @@ def test_a_bare_key_or_a_tampered_certificate_is_refused_without_a_server(fleet:
     tampered = blob[:-1] + bytes([blob[-1] ^ 1])  # the CA's signature, one bit off
     with pytest.raises(CertificateRefused, match=r"does not carry SHA256:\S+'s valid signature"):
         check_host_certificate(key_type, tampered, hostname=ADDRESS, authorities=authorities, revoked={})
+
+
+def test_a_command_is_read_whole_as_it_ends_and_logged_with_its_time(fleet: Fleet,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Output on stderr only, after a pause, then much on stdout, then a non-zero exit: all of it read, the
+    exit code kept, and one line in the run's debug log (what ran where, its exit code, how long)."""
+    import logging
+
+    fleet.serve()
+    client = fleet.client(fleet.known_hosts(fleet.ca_line()))
+    with caplog.at_level(logging.DEBUG, logger="kafkaops.ssh"):
+        result = client.run("sleep 0.3; echo late >&2; seq 1 200000 | tail -c 7; exit 3", check=False)
+    assert (result.exit_code, result.stderr, result.stdout) == (3, "late\n", "200000\n")
+    assert result.seconds >= 0.3
+    assert any(m.startswith("host1: exit 3 in ") and m.endswith("exit 3") and "seq 1 200000" in m
+               for m in caplog.messages), caplog.messages
