@@ -286,9 +286,12 @@ _PYTHONPATH = f"PYTHONPATH={shlex.quote(':'.join(_ROOTS))}${{PYTHONPATH:+:$PYTHO
 
 
 def hostctl_script(spec: LabSpec) -> str:
+    """The lab host's ``hostctl``. ``-S``: no ``site`` — kafkaops and the lab come from ``PYTHONPATH`` and hostctl
+    needs nothing else; ``site`` (every ``.pth`` file of the interpreter, editable installs' finders) was a
+    third of each command's time, and a roll runs a status and two log scans per broker."""
     return f"""#!/bin/sh
 # The lab host's service manager (its systemctl): see lab/kafkaops_lab/hostctl.py
-{_PYTHONPATH} exec {spec.python} -m kafkaops_lab.hostctl "$@"
+{_PYTHONPATH} exec {spec.python} -S -m kafkaops_lab.hostctl "$@"
 """
 
 
