@@ -433,17 +433,17 @@ def run_post_check(
     if before is not None:
         now = probe_removals(kafka_admin, before, now)
     keys = [(p.topic, p.partition) for p in now.partitions if p.log_end_offset is not None]
+    now_ends = {(p.topic, p.partition): p.log_end_offset for p in now.partitions}
 
     if before is not None:
         start_t = before.taken_at
         baseline_ends = {(p.topic, p.partition): p.log_end_offset for p in before.partitions}
     else:
         start_t = now.taken_at - (since if since is not None else 600.0)
-        found = kafka_admin().offsets_for_times(keys, int(start_t * 1000)) if keys else {}
+        found = kafka_admin().offsets_for_times(keys, int(start_t * 1000), log_ends=now_ends) if keys else {}
         # A partition whose offset for that time could not be read is not scanned (rather than
         # scanned from its very first record).
-        ends = {(p.topic, p.partition): p.log_end_offset for p in now.partitions}
-        baseline_ends = {k: (v if v is not None else ends.get(k)) for k, v in found.items()}
+        baseline_ends = {k: (v if v is not None else now_ends.get(k)) for k, v in found.items()}
     win = window or (start_t, now.taken_at)
 
     findings: list[Finding] = list(metadata_findings(before, now))
@@ -451,7 +451,8 @@ def run_post_check(
     ranges: tuple[ScanRange, ...] = ()
     rate_window = RateWindow(win[0] - thresholds.context_s, win[0], win[1], now.taken_at)
     if scan:
-        context = kafka_admin().offsets_for_times(keys, int(rate_window.scan_from * 1000)) if keys else {}
+        context = kafka_admin().offsets_for_times(keys, int(rate_window.scan_from * 1000),
+                                                  log_ends=now_ends) if keys else {}
         ranges = plan_ranges(now, baseline_ends, context)
         events = event_topic_regex(h.dc for h in cluster.hosts)
 

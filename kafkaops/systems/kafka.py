@@ -5,10 +5,7 @@ bounded: the AdminClient's futures are waited on with a timeout, because an oper
 on a half-dead cluster is worse than one that says "Kafka did not answer".
 
 :class:`KafkaAdmin` is the one AdminClient of kafkaops (one configuration, below). Besides metadata it
-reads partition offsets — log start, log end, the offset for a time (``ListOffsets``) — which the
-topic-health post-check pins its data scan to and compares with the baseline; a partition whose
-offsets cannot be read (leader down) maps to ``None`` rather than failing the whole read, because the
-post-check must still report on the rest of the cluster. Its writes are the ones production commands
+reads partition offsets (:mod:`kafkaops.systems.kafka_offsets`, mixed in). Its writes are the ones production commands
 make (preferred-leader election, dynamic configs); the lab's own — creating topics, producing test data,
 deleting records to stage data loss — are the lab's (:mod:`kafkaops_lab.kafka`).
 
@@ -34,14 +31,14 @@ from kafkaops.policy import kafka_acls as acls
 from kafkaops.policy.kafka_acls import Acl
 from kafkaops.systems.guard import write
 from kafkaops.systems.kafka_auth import RefusalWatch, build, classify, librdkafka_config
+from kafkaops.systems.kafka_offsets import OffsetReads, TopicPartitionKey
 
 if TYPE_CHECKING:
     from kafkaops.policy.acl_migration import AclEntry
 
-TopicPartitionKey = tuple[str, int]
 
 
-class KafkaAdmin:
+class KafkaAdmin(OffsetReads):
     """A bounded, typed facade over ``confluent_kafka.admin.AdminClient``."""
 
     def __init__(self, endpoint: KafkaEndpoint, *, timeout: float = 10.0, attempts: int = 3, dry_run: bool = False,
@@ -278,116 +275,6 @@ class KafkaAdmin:
             if code != "ELECTION_NOT_NEEDED":
                 failed[f"{tp.topic}-{tp.partition}"] = err.str() if hasattr(err, "str") else str(err)
         return failed
-
-    # --- offsets -------------------------------------------------------------------------------------
-
-    def _list_offsets(self, request: Mapping[TopicPartitionKey, Any]) -> dict[TopicPartitionKey, int | None]:
-        """One batched ListOffsets call; partitions that fail map to ``None``."""
-        from confluent_kafka import TopicPartition
-
-        if not request:
-            return {}
-        try:
-            futures = self._admin.list_offsets({TopicPartition(t, p): spec for (t, p), spec in request.items()},
-                                               request_timeout=self.timeout)
-        except Exception as exc:
-            raise self._unreachable("ListOffsets", exc, [acls.topic("DESCRIBE")]) from exc
-        out: dict[TopicPartitionKey, int | None] = {}
-        deadline = time.monotonic() + self.timeout + 5
-        for tp, fut in futures.items():
-            try:
-                info = fut.result(timeout=max(0.1, deadline - time.monotonic()))
-                out[(tp.topic, tp.partition)] = int(info.offset) if info.offset >= 0 else None
-            except Exception:
-                out[(tp.topic, tp.partition)] = None  # leader down, or unknown: reported as unknown
-        return out
-
-    def list_offsets(self, partitions: Iterable[TopicPartitionKey]
-                     ) -> dict[TopicPartitionKey, tuple[int | None, int | None]]:
-        """Log start and log end (high watermark) offsets of ``partitions``, in two batched requests.
-
-        Returns:
-            ``{(topic, partition): (log_start_offset, log_end_offset)}``; ``None`` where unreadable.
-
-        Raises:
-            UnreachableError: The request could not be sent at all.
-        """
-        from confluent_kafka.admin import OffsetSpec
-
-        keys = list(dict.fromkeys(partitions))
-        starts = self._list_offsets({k: OffsetSpec.earliest() for k in keys})
-        ends = self._list_offsets({k: OffsetSpec.latest() for k in keys})
-        return {k: (starts.get(k), ends.get(k)) for k in keys}
-
-    def offsets_for_times(self, partitions: Iterable[TopicPartitionKey],
-                          timestamp_ms: int) -> dict[TopicPartitionKey, int | None]:
-        """The first offset whose timestamp is >= ``timestamp_ms``, per partition.
-
-        A partition with no record that recent maps to its log end offset (Kafka answers -1, which is
-        resolved with a LATEST query), so the result is always a valid scan start.
-
-        Returns:
-            ``{(topic, partition): offset}``; ``None`` where unreadable.
-        """
-        from confluent_kafka.admin import OffsetSpec
-
-        keys = list(dict.fromkeys(partitions))
-        found = self._list_offsets({k: OffsetSpec.for_timestamp(timestamp_ms) for k in keys})
-        missing = [k for k, v in found.items() if v is None]
-        if missing:
-            found.update(self._list_offsets({k: OffsetSpec.latest() for k in missing}))
-        return found
-
-    def offsets_at(self, timestamps: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int | None]:
-        """:meth:`offsets_for_times` with a timestamp of its own per partition (one batched request)."""
-        from confluent_kafka.admin import OffsetSpec
-
-        found = self._list_offsets({k: OffsetSpec.for_timestamp(int(ts)) for k, ts in timestamps.items()})
-        missing = [k for k, v in found.items() if v is None]
-        if missing:
-            found.update(self._list_offsets({k: OffsetSpec.latest() for k in missing}))
-        return found
-
-    def offset_timestamps(self, request: Mapping[TopicPartitionKey, int | str]
-                          ) -> dict[TopicPartitionKey, tuple[int, int] | None]:
-        """Which record answers a timestamp query, with that record's own timestamp (read-only).
-
-        ``ListOffsets`` by timestamp finds the first record whose timestamp is >= the given epoch ms
-        (searching from the log start; records without a timestamp never match), and ``"max"`` the
-        record with the largest timestamp (Kafka 3.0+). The post-check reads the timestamps around a
-        partition's log start with it, to tell retention from other removals.
-
-        Args:
-            request: ``{(topic, partition): epoch ms >= 0, or "max"}``.
-
-        Returns:
-            ``{(topic, partition): (offset, timestamp)}``; ``None`` when no record matches (none that
-            recent, an empty log). Partitions that could not be read are left out.
-
-        Raises:
-            UnreachableError: The request could not be sent at all.
-        """
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
-        if not request:
-            return {}
-        specs = {TopicPartition(t, p): OffsetSpec.max_timestamp() if v == "max" else OffsetSpec.for_timestamp(int(v))
-                 for (t, p), v in request.items()}
-        try:
-            futures = self._admin.list_offsets(specs, request_timeout=self.timeout)
-        except Exception as exc:
-            raise self._unreachable("ListOffsets", exc, [acls.topic("DESCRIBE")]) from exc
-        out: dict[TopicPartitionKey, tuple[int, int] | None] = {}
-        deadline = time.monotonic() + self.timeout + 5
-        for tp, fut in futures.items():
-            try:
-                info = fut.result(timeout=max(0.1, deadline - time.monotonic()))
-            except Exception:
-                continue  # leader down, or unknown: left out
-            offset, ts = int(info.offset), int(getattr(info, "timestamp", -1))
-            out[(tp.topic, tp.partition)] = (offset, ts) if offset >= 0 else None
-        return out
 
     def topic_settings(self, topics: Iterable[str], names: Sequence[str]) -> dict[str, dict[str, str]]:
         """The effective values of the topic configs ``names`` (``retention.ms``...), one batched

@@ -151,6 +151,33 @@ def test_deleted_records_are_flagged(lab_cluster: Cluster) -> None:
     assert _failing(result) == [("critical", "log_start_jump", topic, 1)]
 
 
+def test_offsets_read_in_one_list_equal_the_admin_clients_partition_by_partition(lab_cluster: Cluster) -> None:
+    """The check reads offsets through a consumer's ``offsets_for_times`` (one list, not a future per
+    partition) and falls back to the AdminClient: both must give the same log starts (one moved by
+    DeleteRecords), log ends (the high watermark), offsets for a time, and None for a time with no record."""
+    from kafkaops.systems.kafka import KafkaAdmin
+    from kafkaops_lab.kafka import LabKafka
+
+    uid = _uid()
+    topic = f"kotest-{uid}.offsets"
+    _create(lab_cluster, topic)
+    first = int(time.time() * 1000)
+    _produce(lab_cluster, topic, [ProduceRecord(f"r{i}", partition=i % 3, timestamp_ms=first + i)
+                                  for i in range(300)])
+    LabKafka(admin_endpoint(lab_cluster), timeout=15).delete_records({(topic, 2): 40})
+    keys = [(topic, 0), (topic, 1), (topic, 2)]
+    fast = KafkaAdmin.for_cluster(lab_cluster)
+    slow = KafkaAdmin.for_cluster(lab_cluster)
+    slow._offsets_fast = lambda request: None  # type: ignore[method-assign]  # the AdminClient path only
+    assert fast.list_offsets(keys) == slow.list_offsets(keys) == {
+        (topic, 0): (0, 100), (topic, 1): (0, 100), (topic, 2): (40, 100)}
+    at = {k: first + 150 for k in keys}
+    assert fast._list_offsets(at) == slow._list_offsets(at) == {(topic, 0): 50, (topic, 1): 50, (topic, 2): 50}
+    later = dict.fromkeys(keys, first + 10_000_000)
+    assert fast._list_offsets(later) == slow._list_offsets(later) == dict.fromkeys(keys)
+    assert fast._offsets_consumer is not None and slow._offsets_consumer is None  # each path was taken
+
+
 def test_delete_records_to_the_middle_is_loss_naming_partition_and_offsets(lab_cluster: Cluster) -> None:
     """Half of one partition deleted between the baseline and the check: critical, whatever its size.
 
