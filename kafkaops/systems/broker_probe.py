@@ -290,17 +290,20 @@ class BrokerProbe:
     Args:
         endpoint: The cluster's brokers and how to connect to them (TLS, SASL).
         timeout: Deadline of each probe.
+        keep: Keep (logged-in) connections between questions; False for a one-off question, which then asks
+            "does it serve?" without logging in (``kafkaops doctor`` checks TLS first, the password after).
         ask: ``(host, port, timeout) -> bool`` (:func:`serves`; injectable for tests).
         look: ``(broker, host, port, timeout) -> BrokerView | None`` (:func:`view_of`; injectable).
     """
 
-    def __init__(self, endpoint: KafkaEndpoint, *, timeout: float = PROBE_TIMEOUT,
+    def __init__(self, endpoint: KafkaEndpoint, *, timeout: float = PROBE_TIMEOUT, keep: bool = True,
                  ask: Callable[[str, int, float], bool] | None = None,
                  look: Callable[[int, str, int, float], BrokerView | None] | None = None) -> None:
         self._timeout = timeout
         self._kept = KeptConnections()
-        self._ask = ask or partial(serves, endpoint, kept=self._kept)
-        self._look = look or partial(view_of, endpoint, kept=self._kept)
+        kept = self._kept if keep else None
+        self._ask = ask or partial(serves, endpoint, kept=kept)
+        self._look = look or partial(view_of, endpoint, kept=kept)
 
     def serving(self, endpoints: Mapping[int, tuple[str, int]], brokers: Iterable[int] | None = None) -> set[int]:
         """The ids among ``brokers`` (default: every endpoint's) whose listener answers. A broker without

@@ -43,7 +43,7 @@ def kafka(cluster: Cluster, timeout: float = TIMEOUT) -> str:
     from kafkaops.systems.tcp import refusal
 
     bootstrap = dict(enumerate(host_ports(cluster.kafka.bootstrap_servers, 9092)))
-    if not BrokerProbe(cluster.kafka, timeout=timeout).serving(bootstrap):
+    if not BrokerProbe(cluster.kafka, timeout=timeout, keep=False).serving(bootstrap):
         why = "; ".join(f"{h}:{p}: {refusal(h, p, timeout) or 'accepts TCP but did not answer ApiVersions'}"
                         for h, p in bootstrap.values())
         raise UnreachableError(f"no bootstrap broker answered ApiVersions ({why or 'no address'})",
