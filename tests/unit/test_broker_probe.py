@@ -136,6 +136,18 @@ def test_a_kept_connection_asks_again_without_connecting_again() -> None:
     assert len(accepted) == 1
 
 
+def test_a_probe_that_keeps_nothing_connects_for_each_question() -> None:
+    """``kafkaops doctor``'s one-off probe (keep=False) asks without logging in, so each question connects;
+    a run's probe (the default) reuses its connection."""
+    for keep, connections in ((False, 3), (True, 1)):
+        accepted: list[socket.socket] = []
+        probe = BrokerProbe(PLAIN, keep=keep)
+        with _listener(_answer_every_request(accepted)) as port:
+            assert all(probe.serving({1: ("127.0.0.1", port)}) == {1} for _ in range(3))
+            probe.close()
+        assert len(accepted) == connections, keep
+
+
 def test_a_kept_connection_the_broker_closed_is_replaced_within_the_same_question() -> None:
     """A restarted broker (or one that closed the connection idle): the same question, on a new connection."""
     from kafkaops.systems.broker_probe import KeptConnections
