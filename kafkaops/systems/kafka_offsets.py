@@ -4,10 +4,8 @@ The topic-health post-check pins its data scan to these and compares them with t
 translates consumer offsets with them. A partition whose offsets cannot be read (leader down) maps to
 ``None`` rather than failing the whole read: the post-check must still report on the rest of the cluster.
 
-Its own module, mixed into :class:`~kafkaops.systems.kafka.KafkaAdmin`, because offsets are read two ways: as
-one list through a consumer's ``offsets_for_times`` (what a check of 10,000 partitions can afford), and
-partition by partition through the AdminClient when that fails, or when the answer needs what only the
-AdminClient gives (a record's timestamp, ``max_timestamp``).
+Its own module, mixed into :class:`~kafkaops.systems.kafka.KafkaAdmin`: the reads of one request kind (three
+forms of ``ListOffsets``), and why they go through the AdminClient (:meth:`OffsetReads._list_offsets`).
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafkaops.policy import kafka_acls as acls
-from kafkaops.systems.kafka_auth import RefusalWatch, build, librdkafka_config
 
 if TYPE_CHECKING:
     from kafkaops.errors import KafkaOpsError
@@ -27,12 +24,6 @@ if TYPE_CHECKING:
 TopicPartitionKey = tuple[str, int]
 #: ListOffsets' own "timestamps" for a partition's first and next offset (log start, high watermark).
 EARLIEST, LATEST = -2, -1
-#: The group id librdkafka requires of the consumer :meth:`KafkaAdmin._offsets_fast` asks offsets with; it never
-#: joins the group nor commits to it.
-OFFSETS_GROUP = "kafkaops-offsets"
-#: Seconds :meth:`KafkaAdmin._offsets_fast` waits before the partition-by-partition fallback: 10,000 partitions
-#: answered in 0.3 s on the bench lab; a partition without a leader holds the call until this deadline.
-FAST_OFFSETS_TIMEOUT = 5.0
 
 
 class OffsetReads:
@@ -41,8 +32,6 @@ class OffsetReads:
     endpoint: KafkaEndpoint
     timeout: float
     _admin: Any
-    _refusals: RefusalWatch
-    _offsets_consumer: Any = None  # built on the first ListOffsets (:meth:`_offsets_fast`)
 
     if TYPE_CHECKING:
         def _unreachable(self, what: str, exc: BaseException, needs: Sequence[Acl] = ()) -> KafkaOpsError: ...
@@ -51,13 +40,14 @@ class OffsetReads:
         """One batched ListOffsets; ``request`` maps each partition to :data:`EARLIEST`, :data:`LATEST` or a
         timestamp in epoch ms. Partitions that fail map to ``None``.
 
-        Asked first through a consumer's ``offsets_for_times`` (:meth:`_offsets_fast`), else through the
-        AdminClient, which answers each partition on its own."""
+        Through the AdminClient, which makes a Python future per partition: at 10,000 partitions that is most
+        of ``kafkaops check --no-scan``. Not through a consumer's ``offsets_for_times`` (one list, and twice
+        as fast): librdkafka's consumer needs a ``group.id``, and with one it looks up the group's coordinator,
+        which makes Kafka create ``__consumer_offsets`` on a cluster that has none — a read-only check must not
+        change the cluster (found by the stretch lab's layout test, whose check then flagged the new topic).
+        """
         if not request:
             return {}
-        fast = self._offsets_fast(request)
-        if fast is not None:
-            return fast
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
@@ -80,41 +70,6 @@ class OffsetReads:
             except Exception:
                 out[(tp.topic, tp.partition)] = None  # leader down, or unknown: reported as unknown
         return out
-
-    def _offsets_fast(self, request: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, int | None] | None:
-        """The same ListOffsets through librdkafka's ``offsets_for_times``, answered as one list; None when it
-        fails as a whole (a partition without a leader makes it time out), so the caller asks partition by
-        partition instead.
-
-        Why: the AdminClient's ``list_offsets`` makes a Python future per partition and completes each
-        separately; at 10,000 partitions that was most of ``kafkaops check --no-scan`` (four such calls, 2.9 of
-        its 3.0 s). ListOffsets takes -2 and -1 as the earliest and the latest offset, so one call serves
-        every kind the check asks; ``read_uncommitted``, as the AdminClient's default: the log end is the high
-        watermark, not the last stable offset."""
-        from confluent_kafka import TopicPartition
-
-        try:
-            if self._offsets_consumer is None:
-                from confluent_kafka import Consumer
-
-                self._offsets_consumer = build(Consumer, {
-                    **librdkafka_config(self.endpoint), "error_cb": self._refusals, "log_level": 6,
-                    # required by the client, never joined: no subscribe, no commit
-                    "group.id": OFFSETS_GROUP, "enable.auto.commit": False,
-                    "isolation.level": "read_uncommitted",
-                    "socket.timeout.ms": int(self.timeout * 1000),
-                    "socket.connection.setup.timeout.ms": int(min(self.timeout, 5) * 1000),
-                }, self.endpoint)
-            # bounded apart from the request timeout: a failure here costs the fallback's time on top
-            answered = self._offsets_consumer.offsets_for_times(
-                [TopicPartition(t, p, v) for (t, p), v in request.items()],
-                timeout=min(self.timeout, FAST_OFFSETS_TIMEOUT))
-        except Exception:
-            return None
-        out: dict[TopicPartitionKey, int | None] = {}
-        for tp in answered:
-            out[(tp.topic, tp.partition)] = int(tp.offset) if tp.error is None and tp.offset >= 0 else None
-        return out if len(out) == len(request) else None
 
     def list_offsets(self, partitions: Iterable[TopicPartitionKey]
                      ) -> dict[TopicPartitionKey, tuple[int | None, int | None]]:
