@@ -41,10 +41,11 @@ class OffsetReads:
         timestamp in epoch ms. Partitions that fail map to ``None``.
 
         Through the AdminClient, which makes a Python future per partition: at 10,000 partitions that is most
-        of ``kafkaops check --no-scan``. Not through a consumer's ``offsets_for_times`` (one list, and twice
-        as fast): librdkafka's consumer needs a ``group.id``, and with one it looks up the group's coordinator,
-        which makes Kafka create ``__consumer_offsets`` on a cluster that has none — a read-only check must not
-        change the cluster (found by the stretch lab's layout test, whose check then flagged the new topic).
+        of ``kafkaops check --no-scan``. Not through a consumer's ``offsets_for_times`` (one list: the check
+        1.47 s against 1.88 s there): librdkafka's consumer needs a ``group.id``, and with one it looks up the
+        group's coordinator, which makes Kafka create ``__consumer_offsets`` on a cluster that has none — a
+        read-only check must not change the cluster (found by the stretch lab's layout test, whose check then
+        flagged the new topic).
         """
         if not request:
             return {}
