@@ -29,6 +29,7 @@ from kafkaops.errors import CheckFailed, SafetyRefusal
 from kafkaops.health.nodes import CLUSTER_ID, NODE_PHASES, configured_phase, kafka_running, storage_id
 from kafkaops.model import CONTROLLER, Host
 from kafkaops.policy.acl_migration import compare
+from kafkaops.policy.availability import cluster_health
 from kafkaops.policy.migration import (
     NO_RETURN,
     PHASES,
@@ -41,6 +42,7 @@ from kafkaops.policy.migration import (
     stage,
     stage_reached,
 )
+from kafkaops.queries.brokers import cluster_snapshot
 from kafkaops.queries.migration import judge_phase, migration_view
 from kafkaops.stepkit.common import NodeSettingStep, environment, first_line, target_host, wait
 from kafkaops.stepkit.projection import provenance
@@ -633,9 +635,25 @@ class Deprovision(StepBase):
 # --- the end of a stage -----------------------------------------------------------------------------------
 
 
+def _unhealthy(ctx: RunContext) -> str:
+    """Why the cluster is not whole ("" when it is): a partition offline or out of its full ISR."""
+    s = cluster_health(cluster_snapshot(ctx, configs=True))
+    return "" if s.healthy else f"{len(s.under_replicated)} URP, {len(s.offline)} offline"
+
+
+def _revert_left(ctx: RunContext, env: Environment) -> str:
+    """What the revert's controller stage still waits for once a broker holds ``/controller`` ("" for
+    nothing): a controller that can change partition state, then every partition back in its full ISR.
+    The KRaft quorum's last minutes shrank ISRs it could no longer commit; the broker controller restores
+    them as followers catch up. The next stage rolls brokers, and its pre-flight rightly refuses to stop one
+    while partitions sit under min ISR: the stage that caused the dip waits it out, not the operator."""
+    return _controller_fenced(env) or _unhealthy(ctx)
+
+
 class WaitPhase(StepBase):
     """After the stage's last node: wait until the cluster shows the phase the stage ends in (the quorum
-    formed; the metadata copied and a KRaft controller in charge; every broker a KRaft broker; finalized)."""
+    formed; the metadata copied and a KRaft controller in charge; every broker a KRaft broker; finalized;
+    reverted to a broker controller with every partition back in its ISR)."""
 
     def _last(self, ctx: RunContext) -> bool:
         return not ctx.targets or ctx.target == ctx.targets[-1]
@@ -651,7 +669,8 @@ class WaitPhase(StepBase):
         env = environment(ctx)
         view = migration_view(env)
         now = judge_phase(view)
-        return Observation({"skip": False, "end": this.end, "now": now, "reached": stage_reached(this, view)},
+        reached = stage_reached(this, view) and not (this.name == "revert-controllers" and _revert_left(ctx, env))
+        return Observation({"skip": False, "end": this.end, "now": now, "reached": reached},
                            summary=f"migration phase: {now}")
 
     def plan(self, obs: Observation) -> Action | Noop:
@@ -672,8 +691,8 @@ class WaitPhase(StepBase):
 
         def reached() -> tuple[bool, str]:
             view = migration_view(env)
-            fenced = _controller_fenced(env) if this.name == "revert-controllers" and stage_reached(this, view) else ""
-            return stage_reached(this, view) and not fenced, _where(view) + (f"; {fenced}" if fenced else "")
+            left = _revert_left(ctx, env) if this.name == "revert-controllers" and stage_reached(this, view) else ""
+            return stage_reached(this, view) and not left, _where(view) + (f"; {left}" if left else "")
 
         wait(ctx, reached, what=f"the cluster where stage {this.name} leaves it (phase {this.end})",
              timeout=float(self.params["timeout"]), interval=2.0)
@@ -689,6 +708,9 @@ class WaitPhase(StepBase):
         fenced = _controller_fenced(env) if this.name == "revert-controllers" else ""
         if fenced:
             raise CheckFailed(f"the cluster has no working controller: {fenced}", hint=FENCING_HINT)
+        unhealthy = _unhealthy(ctx) if this.name == "revert-controllers" else ""
+        if unhealthy:
+            raise CheckFailed(f"the broker controller has not brought the cluster back whole: {unhealthy}")
 
 
 def _where(view: MigrationView) -> str:

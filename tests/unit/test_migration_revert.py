@@ -179,3 +179,40 @@ def test_a_finalized_migration_is_judged_without_zookeeper_and_an_earlier_phase_
     assert judge_phase(migration_view(_Nodes("kraft"))) == "finalized"  # type: ignore[arg-type]
     with pytest.raises(UnreachableError):  # dual-write or earlier: what ZooKeeper holds decides
         migration_view(_Nodes("migration"))  # type: ignore[arg-type]
+
+
+def _snapshot(isr: tuple[int, ...]) -> Any:
+    from kafkaops.model import ClusterSnapshot, PartitionState
+
+    return ClusterSnapshot("c", 0.0, (1001, 1002, 1003), 1002,
+                           (PartitionState("t", 0, 1002, (1002, 1001, 1003), isr),))
+
+
+def test_the_controller_revert_ends_only_with_every_partition_back_in_its_isr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The KRaft quorum's last minutes leave ISRs shrunk; the broker controller restores them as followers
+    catch up. The stage waits for that, so the next stage's pre-flight (which refuses to stop a broker while
+    partitions sit under min ISR) never meets the dip the revert itself caused (CI at 1b2b3b0)."""
+    import kafkaops.steps.migration as m
+    from kafkaops.engine.context import RunContext
+    from kafkaops.errors import CheckFailed
+
+    shrunk, whole = _snapshot((1002,)), _snapshot((1002, 1001, 1003))
+    answers = [shrunk, shrunk, whole]
+    monkeypatch.setattr(m, "environment", lambda ctx: object())
+    monkeypatch.setattr(m, "migration_view", lambda env: _view({1001: "migration"}, {}, BROKER, None, None))
+    monkeypatch.setattr(m, "_controller_fenced", lambda env: "")
+    monkeypatch.setattr(m, "cluster_snapshot", lambda ctx, configs=False: answers[0] if len(answers) == 1
+                        else answers.pop(0))
+    ctx = RunContext(run_id="r1", operator="o", reason="r", task=None, target="c1", params={}, env=None,
+                     targets=["c1"])
+    step = _step("migration.wait_phase", stage="revert-controllers", timeout=30.0)
+    obs = step.observe(ctx)
+    assert obs.data["reached"] is False                     # a broker controller, but a partition out of its ISR
+    with pytest.raises(CheckFailed, match="back whole: 1 URP"):
+        step.verify(ctx)
+    action = step.plan(obs)
+    assert isinstance(action, Action)
+    step.apply(ctx, action)                                 # polls until the ISR is full again
+    assert answers == [whole]
+    step.verify(ctx)
+    assert isinstance(step.plan(step.observe(ctx)), Noop)
