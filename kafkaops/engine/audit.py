@@ -116,8 +116,15 @@ class AuditSink(Protocol):
     def emit(self, record: Mapping[str, Any]) -> None: ...
 
 
+#: Outcomes written after the fact (the action done): made durable by the file's next fsync — the next
+#: action's ``applying``, or the run's end — as the journal's records after the fact are (its
+#: ``AFTER_THE_FACT``). A killed process loses none of them; only a machine losing power between the two can.
+AFTER_THE_FACT = frozenset({"applied", "rolled-back"})
+
+
 class FileSink:
-    """Appends JSON lines to a file (fsynced: the audit trail must survive the crash it documents)."""
+    """Appends JSON lines to a file, fsynced (the audit trail must survive the crash it documents) before
+    every action and at a run's start and end; an outcome after the fact waits for the next fsync."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -128,7 +135,8 @@ class FileSink:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
         try:
             os.write(fd, line.encode())
-            os.fsync(fd)
+            if record.get("outcome") not in AFTER_THE_FACT:
+                os.fsync(fd)
         finally:
             os.close(fd)
 

@@ -26,6 +26,7 @@ from kafkaops.engine.step import (
     Step,
     require_kind,
 )
+from kafkaops.engine.wait import Clock
 from kafkaops.errors import (
     ConfigError,
     KafkaOpsError,
@@ -61,6 +62,9 @@ class Fencing:
     """The runner's guards before a change (mixed into :class:`~kafkaops.engine.runner.Runner`)."""
 
     if TYPE_CHECKING:  # the runner's, which this part of it uses
+        clock: Clock
+        _renewed: dict[str, float]
+
         def lock_for(self, env: RunEnvironment | None) -> LockBackend: ...
 
     def _precondition(self, obj: Step, ctx: RunContext, step: BoundStep, action: Action) -> None:
@@ -120,3 +124,5 @@ class Fencing:
                 found = obj.renew(lctx, at.index)
             journal.append("lease_renewed", target=ctx.target, step=lease.index, kind=lease.kind, at=at.index,
                            found=found)
+        if live:
+            self._renewed[ctx.target] = self.clock.monotonic()  # a wait's keep-alive counts from here

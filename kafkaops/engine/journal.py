@@ -50,6 +50,24 @@ VERBATIM = frozenset({"runbook", "reason", "task"})
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
+#: Records written after the fact, about what already happened or was only looked at: a step observed,
+#: applied, verified or skipped, a target begun or done, a retry, a lease renewed. Each is made durable by
+#: the next fsync of the file, and every side effect is preceded by one (its intent, ``*_applying``).
+#: A process killed at any instant loses none of them (they are in the kernel's page cache); a machine
+#: that loses power may lose those after the last intent, and a resume then re-observes the step the
+#: intent names — the path every interrupted step takes. Under a broker's write load one fsync cost
+#: 0.8 ms here (ext4 commits other files' dirty data with it): half a roll's records are these.
+AFTER_THE_FACT = frozenset({"step_observed", "step_applied", "step_verified", "step_skipped", "step_retry",
+                            "target_started", "target_finished", "lease_renewed", "compensate_applied",
+                            "compensate_verified", "compensate_skipped"})
+
+
+def needs_fsync(type_: str) -> bool:
+    """Whether a record of ``type_`` is fsynced before :meth:`Journal.append` returns: an intent, a run's
+    start, pause, failure or end, an event a step recorded — everything but :data:`AFTER_THE_FACT`."""
+    return type_ not in AFTER_THE_FACT
+
+
 def check_run_id(run_id: str) -> str:
     """``run_id`` if it is one; a ConfigError otherwise (``../x`` and ``/var/x`` open no journal)."""
     if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
@@ -120,13 +138,12 @@ class Journal:
                 fh.seek(size - 1)
                 self._needs_newline = fh.read(1) != b"\n"
 
-    def append(self, type_: str, *, sync: bool = True, **fields: Any) -> dict[str, Any]:
-        """Append one record and (by default) fsync it before returning.
+    def append(self, type_: str, *, sync: bool | None = None, **fields: Any) -> dict[str, Any]:
+        """Append one record, fsynced before returning when it must be (:func:`needs_fsync`).
 
         Args:
             type_: Record type (see the module docstring).
-            sync: fsync before returning. Only read-only facts (``step_observed``) may skip it: the next
-                synced record makes them durable too, and losing them loses nothing resume needs.
+            sync: fsync or not, overriding :func:`needs_fsync` (None: the record type decides).
             **fields: Record fields (redacted before writing).
 
         Returns:
@@ -149,7 +166,7 @@ class Journal:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             os.write(fd, line.encode())
-            if sync:
+            if needs_fsync(type_) if sync is None else sync:
                 os.fsync(fd)
         finally:
             os.close(fd)

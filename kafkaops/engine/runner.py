@@ -177,6 +177,8 @@ class Runner(Planning, Fencing, Rollback):
         self.echo = echo or _discard
         self.status = status  # a live status line on a terminal (RunContext.status); None: none
         self._pause_requested = False
+        #: When this process last renewed each target's expiring effects (clock.monotonic()).
+        self._renewed: dict[str, float] = {}
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -249,14 +251,12 @@ class Runner(Planning, Fencing, Rollback):
             if journal is not None:
                 journal.append("event", target=target, step=step.index, kind=step.kind, event=event, **fields)
 
-        last_renewal = [float("-inf")]
-
         def keep_alive() -> None:
-            """During a wait of this step: the target's expiring effects renewed, once a LEASE_KEEPALIVE."""
-            now = self.clock.monotonic()
-            if journal is None or now - last_renewal[0] < LEASE_KEEPALIVE:
+            """During a wait of this step: the target's expiring effects renewed when this process has not
+            renewed them for a LEASE_KEEPALIVE (a change renews them right before its intent, so a wait right
+            after one does not ask again; a resumed process asks at its first wait's first poll)."""
+            if journal is None or self.clock.monotonic() - self._renewed.get(target, float("-inf")) < LEASE_KEEPALIVE:
                 return
-            last_renewal[0] = now
             self._renew_leases(journal, meta, ctx, step)
 
         ctx = RunContext(
@@ -550,7 +550,7 @@ class Runner(Planning, Fencing, Rollback):
         with read_only_scope(f"{step.kind} observe"):
             obs = obj.observe(ctx)
             if phase == "step":
-                journal.append("step_observed", sync=False, observed=_summary(obs), **base)
+                journal.append("step_observed", observed=_summary(obs), **base)
             decision = obj.plan(obs)
             if isinstance(decision, Noop):
                 return decision

@@ -92,3 +92,21 @@ def test_network_sinks_configured_but_not_installed_are_reported_never_silent(
     assert (tmp_path / "audit.log").read_text().count("\n") == 1  # the authoritative record is written
     assert len(errors) == 1 and "KAFKAOPS_AUDIT_WEBHOOK set" in errors[0]
     assert "only in the audit file" in errors[0]
+
+
+def test_the_audit_file_is_on_disk_before_every_action_and_an_outcome_waits_for_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    path = tmp_path / "audit.log"
+    synced: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(audit.os, "fsync", lambda fd: (synced.append(
+        json.loads(path.read_text().splitlines()[-1])["outcome"]), real(fd)))
+    log = AuditLog([FileSink(path)])
+    log.start(run="r", runbook="reboot", targets=["kafka1001"], operator="o", reason="why", task=None)
+    for outcome in ("applying", "applied", "rollback-applying", "rolled-back", "failed", "paused"):
+        log.record(run="r", operator="o", reason="why", action="a", outcome=outcome, step="s", target="kafka1001")
+    log.end(run="r", runbook="reboot", targets=["kafka1001"], operator="o", reason="why", task=None, passed=True)
+    assert synced == ["started", "applying", "rollback-applying", "failed", "paused", "pass"]
+    assert len(path.read_text().splitlines()) == 8

@@ -133,3 +133,27 @@ def test_free_text_is_journaled_verbatim_and_secret_shapes_are_masked(tmp_path: 
     assert rec["runbook"]["params"]["message"] == "rotate token: soon"  # what a resume sends is unaltered
     assert "hunter2" not in rec["command"] and "abc.def" not in rec["command"]
     assert rec["note"] == "token=*** the token works"
+
+
+def test_every_intent_is_on_disk_before_its_side_effect_and_facts_after_it_wait_for_the_next(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An intent (``*_applying``) and a run's lifecycle records are fsynced before append returns; a record
+    written after the fact is not, and is made durable by the next fsync, which every side effect follows."""
+    import os
+
+    import kafkaops.engine.journal as journal
+
+    synced: list[str] = []
+    real = os.fsync
+    j = Journal.create("run-1", home)
+    monkeypatch.setattr(journal.os, "fsync", lambda fd: (synced.append(_last_type(j.path)), real(fd)))
+    for type_ in ("run_started", "target_started", "step_observed", "step_applying", "step_applied", "step_verified",
+                  "lease_renewed", "event", "step_skipped", "compensate_applying", "compensate_applied",
+                  "paused", "finished"):
+        j.append(type_, target="a", step=1, kind="k")
+    assert synced == ["run_started", "step_applying", "event", "compensate_applying", "paused", "finished"]
+    assert not any(t.endswith("_applying") for t in journal.AFTER_THE_FACT)
+
+
+def _last_type(path: Path) -> str:
+    return str(json.loads(path.read_text().splitlines()[-1])["type"])

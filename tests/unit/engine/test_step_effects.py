@@ -348,6 +348,26 @@ def test_a_gate_holding_long_extends_the_silence(make_runner: Callable[..., Runn
     assert sum(1 for r in _records(home) if r["type"] == "lease_renewed") >= 5
 
 
+def test_a_wait_renews_at_its_first_poll_only_when_this_process_has_not_renewed_lately(
+        make_runner: Callable[..., Runner], world: World, home: Path) -> None:
+    """A change renews the host's silence right before its intent; a wait right after it need not ask again
+    (issue 47: each renewal is a read of Alertmanager and a journal replay). A wait with no renewal before it
+    in this process — the first step a resumed process runs, or the one right after the lease was taken —
+    renews at its first poll."""
+    after_change = _bound({"test.silence": {}}, {"test.pool": {}}, {"test.long_wait": {"seconds": 30}},
+                          {"test.stop": {}}, {"test.unsilence": {}}, targets=("n1",))
+    make_runner(clock=world.clock).start(after_change, env=world, operator=OP, reason="r")
+    assert sorted(r["at"] for r in _records(home) if r["type"] == "lease_renewed") == [2, 4]
+    for run in (home / "runs").iterdir():
+        for f in run.iterdir():
+            f.unlink()
+        run.rmdir()
+    first = _bound({"test.silence": {}}, {"test.long_wait": {"seconds": 30}}, {"test.stop": {}},
+                   {"test.unsilence": {}}, targets=("n1",))
+    make_runner(clock=world.clock).start(first, env=world, operator=OP, reason="r")
+    assert sorted(r["at"] for r in _records(home) if r["type"] == "lease_renewed") == [2, 3]
+
+
 def test_a_released_lease_is_not_renewed(make_runner: Callable[..., Runner], world: World, home: Path) -> None:
     bound = _bound({"test.silence": {}}, {"test.unsilence": {}}, {"test.pool": {}}, targets=("n1",))
     make_runner().start(bound, env=world, operator=OP, reason="r")
