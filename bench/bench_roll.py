@@ -12,7 +12,11 @@ stability window the SYN window does not cover (``--syn-window``, ``--stable-for
 the stability window runs under the next host's SYN window). Target: <= 2 s per broker.
 
 Issue 47's measure beside it: kafkaops' own cost = wall - floors - windows - the post-check, per broker
-(target <= 1 s), and the post-check itself (target <= 5 s: its reader warmed while the roll runs).
+(target <= 1 s), and the post-check itself (target <= 5 s: its reader warmed while the roll runs). Two
+floors outside kafkaops that this cost still holds are measured and reported beside it: the hosts' own
+commands (the lab's ``hostctl``, from the run's debug log) and Kafka's reaction to each stop signal (from
+the SIGTERM the lab host logs to the first change the cluster shows); ``own_cost_beyond_measured_floors``
+subtracts both.
 
 Run by hand with the lab up:
     python bench/bench_roll.py [--under-load] [--inventory bench/lab-bench.yaml] [extra kafkaops args...]
@@ -33,11 +37,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kafkaops.inventory import load_inventory
-from kafkaops.model import Cluster, ClusterSnapshot
+from kafkaops.model import Cluster
 from kafkaops.systems.kafka import KafkaAdmin
 from kafkaops.systems.zookeeper import ZooKeeper
 
@@ -45,55 +50,117 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import raw_result  # bench/ is not a package
 
 
-class FloorWatch(threading.Thread):
-    """Each broker's time out of service, seen from outside kafkaops: unregistered in ZooKeeper, missing from
-    the metadata, or out of an ISR it belongs to.
+class SourceWatch(threading.Thread):
+    """One source's view of which brokers are degraded, polled every 0.1 s on its own thread; each degraded
+    interval kept in wall-clock seconds. A poll that does not answer changes nothing."""
 
-    Two sources, because one alone missed a whole floor (bench/results/roll-2026-12-07-2.json: broker 1001,
-    0.0 s): the watcher's metadata request went to the broker that was stopping, and hung past its restart.
-    ZooKeeper's registrations answer through a restart; the metadata (asked with one short try) adds the ISR.
-    A poll where neither answers changes nothing."""
-
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, brokers: list[int], degraded: Callable[[], set[int] | None]) -> None:
         super().__init__(daemon=True)
-        self.admin = KafkaAdmin(cluster.kafka, timeout=2)
-        self.zk = ZooKeeper.for_cluster(cluster, timeout=2) if cluster.zookeeper else None
-        self.brokers = [h.broker_id for h in cluster.hosts]
-        self.degraded_since: dict[int, float | None] = dict.fromkeys(self.brokers)
-        self.floor: dict[int, float] = dict.fromkeys(self.brokers, 0.0)
+        self.brokers, self.degraded = brokers, degraded
+        self.since: dict[int, float | None] = dict.fromkeys(brokers)
+        self.intervals: dict[int, list[tuple[float, float]]] = {b: [] for b in brokers}
         self.stop = threading.Event()
-
-    def _registered(self) -> set[int] | None:
-        if self.zk is None:
-            return None
-        try:
-            return set(self.zk.open().registered_brokers())
-        except Exception:
-            return None
-
-    def _snapshot(self) -> ClusterSnapshot | None:
-        try:
-            return self.admin.snapshot(with_configs=False, attempts=1)
-        except Exception:
-            return None
 
     def run(self) -> None:
         while not self.stop.is_set():
-            registered, snap = self._registered(), self._snapshot()
-            now = time.monotonic()
-            if registered is not None or snap is not None:
+            asked = time.time()
+            seen = self.degraded()
+            if seen is not None:
                 for b in self.brokers:
-                    degraded = (registered is not None and b not in registered) or (snap is not None and (
-                        b not in snap.brokers or any(b in p.replicas and b not in p.isr for p in snap.partitions)))
-                    since = self.degraded_since[b]
-                    if degraded and since is None:
-                        self.degraded_since[b] = now
-                    elif not degraded and since is not None:
-                        self.floor[b] += now - since
-                        self.degraded_since[b] = None
+                    since = self.since[b]
+                    if b in seen and since is None:
+                        self.since[b] = asked  # the state when the question was asked
+                    elif b not in seen and since is not None:
+                        self.intervals[b].append((since, time.time()))
+                        self.since[b] = None
             self.stop.wait(0.1)
+
+
+class FloorWatch:
+    """Each broker's time out of service, seen from outside kafkaops: unregistered in ZooKeeper, missing from
+    the metadata, or out of an ISR it belongs to — the union of what each source saw.
+
+    Two sources, each on its own thread, because one alone missed floors: the metadata request went to the
+    broker that was stopping and hung past its restart (bench/results/roll-2026-12-07-2.json: broker 1001,
+    0.0 s); asked in turn with ZooKeeper, the hang also delayed ZooKeeper's answer (roll-2026-12-07-17.json:
+    broker 1001, 0.98 s). ZooKeeper's registrations answer through a restart; the metadata adds the ISR."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.admin = KafkaAdmin(cluster.kafka, timeout=2)
+        self.zk = ZooKeeper.for_cluster(cluster, timeout=2) if cluster.zookeeper else None
+        self.brokers = [h.broker_id for h in cluster.hosts]
+        self.sources = [SourceWatch(self.brokers, self._out_of_isr)]
+        if self.zk is not None:
+            self.sources.append(SourceWatch(self.brokers, self._unregistered))
+
+    def _unregistered(self) -> set[int] | None:
+        assert self.zk is not None
+        try:
+            return set(self.brokers) - set(self.zk.open().registered_brokers())
+        except Exception:
+            return None
+
+    def _out_of_isr(self) -> set[int] | None:
+        try:
+            snap = self.admin.snapshot(with_configs=False, attempts=1)
+        except Exception:
+            return None
+        return {b for b in self.brokers if b not in snap.brokers
+                or any(b in p.replicas and b not in p.isr for p in snap.partitions)}
+
+    def start(self) -> None:
+        for w in self.sources:
+            w.start()
+
+    def finish(self) -> None:
+        for w in self.sources:
+            w.stop.set()
+        for w in self.sources:
+            w.join()
         if self.zk is not None:
             self.zk.close()
+
+    @property
+    def intervals(self) -> dict[int, list[tuple[float, float]]]:
+        """Each broker's degraded intervals, the sources' merged."""
+        merged: dict[int, list[tuple[float, float]]] = {}
+        for b in self.brokers:
+            out: list[tuple[float, float]] = []
+            for lo, hi in sorted(iv for w in self.sources for iv in w.intervals[b]):
+                if out and lo <= out[-1][1]:
+                    out[-1] = (out[-1][0], max(out[-1][1], hi))
+                else:
+                    out.append((lo, hi))
+            merged[b] = [(round(lo, 3), round(hi, 3)) for lo, hi in out]
+        return merged
+
+    @property
+    def floor(self) -> dict[int, float]:
+        return {b: sum(hi - lo for lo, hi in ivs) for b, ivs in self.intervals.items()}
+
+
+def stop_reactions(cluster: Cluster, intervals: dict[int, list[tuple[float, float]]],
+                   since: float) -> dict[str, float]:
+    """Per broker, the seconds from the stop signal its host sent (the lab host's own event log, written
+    right before the SIGTERM) to the first moment the cluster saw it degraded: Kafka's own reaction —
+    the JVM's shutdown hook, the controlled-shutdown request, the controller's ISR change — which no
+    tool that stops a broker can shorten, and which the floor (measured from the cluster's side) leaves
+    out. Empty for a cluster that is not a lab."""
+    base = Path(os.environ.get("KAFKAOPS_LAB_DIR_" + cluster.name.upper().replace("-", "_"))
+                or Path.home() / ".local" / "state" / "kafkaops" / cluster.name)
+    out: dict[str, float] = {}
+    for h in cluster.hosts:
+        try:
+            lines = (base / "hosts" / h.name / "events.jsonl").read_text().splitlines()
+        except OSError:
+            continue
+        stops = [float(e["t"]) for e in map(json.loads, lines) if e.get("event") == "kafka-stop" and e["t"] >= since]
+        floor_starts = [lo for lo, _ in intervals.get(h.broker_id, [])]
+        if stops and floor_starts:
+            first = min((lo for lo in floor_starts if lo >= stops[0] - 1), default=None)
+            if first is not None:
+                out[str(h.broker_id)] = round(max(0.0, first - stops[0]), 3)
+    return out
 
 
 def configured_windows(extra: list[str], hosts: int) -> float:
@@ -171,11 +238,12 @@ def main() -> None:
         load.terminate()
         load.wait(timeout=30)
     time.sleep(1)
-    watch.stop.set()
-    watch.join()
+    watch.finish()
     if done.returncode != 0:
         sys.exit(f"rolling-restart failed ({done.returncode}): {done.stderr[-2000:]}")
     floors = watch.floor
+    result["floor_intervals"] = {str(b): v for b, v in watch.intervals.items()}
+    reactions = stop_reactions(cluster, watch.intervals, started_at)
     total = sum(floors.values())
     run = os.listdir(os.path.join(home, "runs"))[0]
     with open(os.path.join(home, "runs", run, "journal.jsonl")) as f:
@@ -206,6 +274,9 @@ def main() -> None:
                    "own_cost_per_broker_s": round(own / brokers, 2),
                    "before_first_record_s": round(before_run, 2), "after_last_record_s": round(after_run, 2),
                    "host_commands_s": {k: round(v, 2) for k, v in host_commands.items()},
+                   "stop_reaction_s": reactions,
+                   "own_cost_beyond_measured_floors_per_broker_s": round(
+                       (own - sum(reactions.values()) - sum(host_commands.values())) / brokers, 2),
                    "by_kind_s": {k: round(v, 2) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])},
                    "complete": True, "finished": raw_result.now()})
     raw_result.write(path, result)
@@ -222,6 +293,8 @@ def main() -> None:
           f"{after_run:4.1f} s")
     print(f"commands on the hosts outside the floors (status, log scans; not stop, start or the SYN capture): "
           f"{sum(host_commands.values()):4.1f} s in {len(host_commands)} kinds of command")
+    print(f"Kafka's reaction to each stop signal, before the floor: {reactions}; own cost beyond it and the hosts' "
+          f"commands: {(own - sum(reactions.values()) - sum(host_commands.values())) / brokers:4.2f} s per broker")
     print("time per step kind (observe -> verified, summed over hosts):")
     for kind, secs in sorted(by_kind.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:<28} {secs:6.1f} s")

@@ -84,8 +84,9 @@ class Request:
 class Planned:
     """A planned run: what :func:`start` runs after the operator reviewed :attr:`plan`.
 
-    ``hosts`` are the targets in the order they run; ``env`` the (closed) dry-run environment the plan was
-    made in, whose :meth:`live` twin runs it.
+    ``hosts`` are the targets in the order they run; ``env`` the dry-run environment the plan was made in,
+    still open: its :meth:`~kafkaops.environment.Environment.live` twin runs the plan on the connections it
+    opened. :meth:`close` it when the plan is not run (:func:`start` closes it).
     """
 
     runbook: Runbook
@@ -97,6 +98,10 @@ class Planned:
     operator: str
     reason: str
     task: str | None
+
+    def close(self) -> None:
+        """Close the plan's environment and the connections it still holds (idempotent)."""
+        self.env.close()
 
     def checkpoints(self) -> list[tuple[str, str]]:
         """The manual checkpoints the plan asks for, (name, text): each must be confirmed before the start."""
@@ -210,8 +215,9 @@ def roll_batches(env: Environment, hosts: list[Host], spec: str, *,
 def plan_run(runbook: Runbook, cluster: Cluster, hosts: Sequence[Host], params: dict[str, Any], *, reason: str,
              task: str | None, say: Callable[[str], None], status: Callable[[str | None], None] | None = None,
              confirm: Callable[[str], bool] | None = None, env: Environment | None = None) -> Planned:
-    """Order and batch ``hosts``, bind ``runbook`` and plan it in a dry-run environment (``env``, which it
-    closes, or a new one of ``cluster``'s inventory). The step kinds must be loaded.
+    """Order and batch ``hosts``, bind ``runbook`` and plan it in a dry-run environment (``env``, or a new one
+    of ``cluster``'s inventory), left open in the :class:`Planned` (closed here only on an error). The step
+    kinds must be loaded.
 
     Raises:
         BadBatch: The batch spec does not parse.
@@ -235,8 +241,9 @@ def plan_run(runbook: Runbook, cluster: Cluster, hosts: Sequence[Host], params: 
         with plan_env.one_instant():  # the plan is made of one instant of the cluster
             made = runner.dry_run(bound, env=plan_env, operator=operator, reason=reason, task=task,
                                   notes=tuple(notes))
-    finally:
+    except BaseException:
         plan_env.close()
+        raise
     return Planned(runbook=runbook, bound=bound, plan=made, hosts=ordered, env=plan_env, runner=runner,
                    operator=operator, reason=reason, task=task)
 
@@ -249,6 +256,7 @@ def start(planned: Planned, *, confirmed: dict[str, str], ask: Callable[[str], b
         ask: How a step asks a manual checkpoint's question during the run (None: nobody to ask).
     """
     live = planned.env.live()
+    planned.close()  # what the run was not handed (the dry-run adapters)
     try:
         return planned.runner.start(planned.bound, env=live, operator=planned.operator, reason=planned.reason,
                                     task=planned.task, confirmed=confirmed, ask=ask)

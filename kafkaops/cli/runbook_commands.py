@@ -555,7 +555,17 @@ def run_runbook(runbook: Runbook | str, cluster: Any, hosts: list[Any], params: 
 
 def _show_and_run(planned: Planned, *, yes: bool, dry_run: bool, output: Output | PlanOutput,
                   save_plan: Path | None, confirmed: tuple[str, ...], show: bool = True) -> None:
-    """Show the plan (and save it), then — unless ``--dry-run`` — confirm its checkpoints, ask, and run it."""
+    """Show the plan (and save it), then — unless ``--dry-run`` — confirm its checkpoints, ask, and run it.
+    The plan's environment is closed on every way out (the run takes its connections over)."""
+    try:
+        _show_then_run(planned, yes=yes, dry_run=dry_run, output=output, save_plan=save_plan, confirmed=confirmed,
+                       show=show)
+    finally:
+        planned.close()
+
+
+def _show_then_run(planned: Planned, *, yes: bool, dry_run: bool, output: Output | PlanOutput,
+                   save_plan: Path | None, confirmed: tuple[str, ...], show: bool) -> None:
     from kafkaops import procedure
     from kafkaops.cli.common import checkpoint_prompt, confirm_checkpoints
     from kafkaops.cli.plan_render import render_plan, render_plan_text, wants_table

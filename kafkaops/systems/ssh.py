@@ -333,6 +333,14 @@ class SshClient:
             self._jump.close()
             self._jump = None
 
+    def handed_over(self, *, dry_run: bool) -> SshClient:
+        """A client of mode ``dry_run`` that owns this one's open connection (this one is left without):
+        a session carries no permission, the client around it does — what a plan opened, its run reuses."""
+        other = SshClient(self.endpoint, name=self.name, connect_timeout=self.connect_timeout,
+                          ssh_config=self.ssh_config, dry_run=dry_run)
+        other._client, other._jump, self._client, self._jump = self._client, self._jump, None, None
+        return other
+
     @write
     def change(self, command: str, *, timeout: float = 60.0, check: bool = True,
                on_stdout_line: Callable[[str], None] | None = None, stdin: bytes | None = None) -> CommandResult:
@@ -501,3 +509,11 @@ class SshPool:
         for c in self._clients.values():
             c.close()
         self._clients.clear()
+
+    def handed_over(self, *, dry_run: bool) -> SshPool:
+        """A pool of mode ``dry_run`` owning this pool's open connections (see :meth:`SshClient.handed_over`);
+        this pool is left empty."""
+        other = SshPool(self.connect_timeout, dry_run=dry_run)
+        other._clients = {name: c.handed_over(dry_run=dry_run) for name, c in self._clients.items()}
+        self._clients.clear()
+        return other

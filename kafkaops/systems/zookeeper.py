@@ -217,6 +217,13 @@ class ZooKeeper:
             _stop(self._zk)
             self._zk = None
 
+    def handed_over(self, *, dry_run: bool) -> ZooKeeper:
+        """A session object of mode ``dry_run`` that owns this one's open session (this one is left without):
+        the session carries no permission, the object around it refuses writes or not."""
+        other = ZooKeeper(self.hosts, timeout=self.timeout, dry_run=dry_run, security=self.security)
+        other._zk, self._zk = self._zk, None
+        return other
+
     def __enter__(self) -> ZooKeeper:
         return self.open()
 
