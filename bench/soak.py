@@ -84,8 +84,7 @@ def one_roll(cluster: Any, number: int, extra: list[str], workdir: Path) -> Roll
                           env={**os.environ, "KAFKAOPS_HOME": str(home), "KAFKAOPS_INVENTORY": cluster.source})
     wall = time.monotonic() - started
     time.sleep(1)
-    watch.stop.set()
-    watch.join()
+    watch.finish()
     hosts = len(cluster.hosts)
     windows = hosts * SYN_WINDOW + (hosts - 1) * STABLE_FOR
     runs = sorted((home / "runs").iterdir()) if (home / "runs").exists() else []
