@@ -24,8 +24,11 @@ class _Terminal(io.StringIO):
 
 def _planned() -> Any:
     plan = SimpleNamespace(to_json=lambda: "{}")
-    return SimpleNamespace(plan=plan, runbook=SimpleNamespace(name="reboot"), hosts=[SimpleNamespace(name="kafka1001")],
-                           bound=SimpleNamespace(cluster="lab"), checkpoints=lambda: [])
+    planned = SimpleNamespace(plan=plan, runbook=SimpleNamespace(name="reboot"),
+                              hosts=[SimpleNamespace(name="kafka1001")], bound=SimpleNamespace(cluster="lab"),
+                              checkpoints=lambda: [], closed=0)
+    planned.close = lambda: setattr(planned, "closed", planned.closed + 1)
+    return planned
 
 
 @pytest.mark.parametrize(("answer", "started"), [("n\n", False), ("\n", False), ("y\n", True)])
@@ -38,15 +41,17 @@ def test_the_answer_at_the_prompt_decides(monkeypatch: pytest.MonkeyPatch, answe
     monkeypatch.setattr(procedure, "start",
                         lambda planned, **kw: starts.append(planned) or SimpleNamespace(journal="j"))
     monkeypatch.setattr(sys, "stdin", _Terminal(answer))
+    planned = _planned()
     if started:
-        runbook_commands._show_and_run(_planned(), yes=False, dry_run=False, output=Output.json, save_plan=None,
+        runbook_commands._show_and_run(planned, yes=False, dry_run=False, output=Output.json, save_plan=None,
                                        confirmed=())
     else:
         with pytest.raises(Declined, match=r"reboot on kafka1001 not started: declined at the prompt") as exc:
-            runbook_commands._show_and_run(_planned(), yes=False, dry_run=False, output=Output.json,
+            runbook_commands._show_and_run(planned, yes=False, dry_run=False, output=Output.json,
                                            save_plan=None, confirmed=())
         assert exc.value.exit_code == 15 != Interrupted.exit_code
     assert len(starts) == int(started)
+    assert planned.closed >= 1  # the plan's connections are closed on every way out, a declined prompt's too
 
 
 def test_the_exit_code_is_documented() -> None:
