@@ -55,8 +55,8 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 #: the next fsync of the file, and every side effect is preceded by one (its intent, ``*_applying``).
 #: A process killed at any instant loses none of them (they are in the kernel's page cache); a machine
 #: that loses power may lose those after the last intent, and a resume then re-observes the step the
-#: intent names — the path every interrupted step takes. Under a broker's write load one fsync cost
-#: 0.8 ms here (ext4 commits other files' dirty data with it): half a roll's records are these.
+#: intent names — the path every interrupted step takes. Half a roll's records are these (a profiled
+#: roll of three brokers spent 0.39 s in 411 appends, each an open, a write, an fsync and a close).
 AFTER_THE_FACT = frozenset({"step_observed", "step_applied", "step_verified", "step_skipped", "step_retry",
                             "target_started", "target_finished", "lease_renewed", "compensate_applied",
                             "compensate_verified", "compensate_skipped"})
