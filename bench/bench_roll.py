@@ -12,11 +12,12 @@ stability window the SYN window does not cover (``--syn-window``, ``--stable-for
 the stability window runs under the next host's SYN window). Target: <= 2 s per broker.
 
 Issue 47's measure beside it: kafkaops' own cost = wall - floors - windows - the post-check, per broker
-(target <= 1 s), and the post-check itself (target <= 5 s: its reader warmed while the roll runs). Two
+(target <= 1 s), and the post-check itself (target <= 5 s: its reader warmed while the roll runs). Three
 floors outside kafkaops that this cost still holds are measured and reported beside it: the hosts' own
-commands (the lab's ``hostctl``, from the run's debug log) and Kafka's reaction to each stop signal (from
-the SIGTERM the lab host logs to the first change the cluster shows); ``own_cost_beyond_measured_floors``
-subtracts both.
+commands (the lab's ``hostctl``, from the run's debug log); Kafka's reaction to each stop signal (from the
+SIGTERM the lab host logs to the first change the cluster shows); and the interpreter's teardown of the
+libraries the post-check loads into the roll's process (Spark's driver, pandas, pyarrow, matplotlib), timed
+on a process that only imports them. ``own_cost_beyond_measured_floors`` subtracts all three.
 
 Run by hand with the lab up:
     python bench/bench_roll.py [--under-load] [--inventory bench/lab-bench.yaml] [extra kafkaops args...]
@@ -163,6 +164,27 @@ def stop_reactions(cluster: Cluster, intervals: dict[int, list[tuple[float, floa
     return out
 
 
+#: What the post-check loads into the roll's own process: the Spark driver (which imports pandas and pyarrow
+#: for its Arrow transfers) and matplotlib for its charts.
+POST_CHECK_LIBRARIES = ("pyspark.sql", "pandas", "pyarrow", "matplotlib.pyplot")
+
+
+def libraries_exit(runs: int = 5) -> float:
+    """Median seconds a Python process that has only imported :data:`POST_CHECK_LIBRARIES` takes to exit:
+    the interpreter's teardown of those modules, which every roll's process pays after its last record (a
+    floor of the post-check's libraries, not of kafkaops; a bare interpreter exits in milliseconds)."""
+    code = "import sys, time\nfor m in sys.argv[1:]:\n    __import__(m)\nprint(time.time(), flush=True)\n"
+    seen = []
+    for _ in range(runs):
+        proc = subprocess.Popen([sys.executable, "-c", code, *POST_CHECK_LIBRARIES], stdout=subprocess.PIPE,
+                                text=True)
+        assert proc.stdout is not None
+        imported = float(proc.stdout.readline())
+        proc.wait()
+        seen.append(time.time() - imported)
+    return sorted(seen)[len(seen) // 2]
+
+
 def configured_windows(extra: list[str], hosts: int) -> float:
     """The safety windows the roll is configured to wait, as far as they lie on its critical path (issue 14
     does not count them as overhead): one SYN window per host, and between hosts the part of the stability
@@ -244,6 +266,7 @@ def main() -> None:
     floors = watch.floor
     result["floor_intervals"] = {str(b): v for b, v in watch.intervals.items()}
     reactions = stop_reactions(cluster, watch.intervals, started_at)
+    teardown = libraries_exit()
     total = sum(floors.values())
     run = os.listdir(os.path.join(home, "runs"))[0]
     with open(os.path.join(home, "runs", run, "journal.jsonl")) as f:
@@ -275,8 +298,9 @@ def main() -> None:
                    "before_first_record_s": round(before_run, 2), "after_last_record_s": round(after_run, 2),
                    "host_commands_s": {k: round(v, 2) for k, v in host_commands.items()},
                    "stop_reaction_s": reactions,
+                   "post_check_libraries_exit_s": round(teardown, 3),
                    "own_cost_beyond_measured_floors_per_broker_s": round(
-                       (own - sum(reactions.values()) - sum(host_commands.values())) / brokers, 2),
+                       (own - sum(reactions.values()) - sum(host_commands.values()) - teardown) / brokers, 2),
                    "by_kind_s": {k: round(v, 2) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])},
                    "complete": True, "finished": raw_result.now()})
     raw_result.write(path, result)
@@ -293,8 +317,10 @@ def main() -> None:
           f"{after_run:4.1f} s")
     print(f"commands on the hosts outside the floors (status, log scans; not stop, start or the SYN capture): "
           f"{sum(host_commands.values()):4.1f} s in {len(host_commands)} kinds of command")
-    print(f"Kafka's reaction to each stop signal, before the floor: {reactions}; own cost beyond it and the hosts' "
-          f"commands: {(own - sum(reactions.values()) - sum(host_commands.values())) / brokers:4.2f} s per broker")
+    beyond = (own - sum(reactions.values()) - sum(host_commands.values()) - teardown) / brokers
+    print(f"Kafka's reaction to each stop signal, before the floor: {reactions}; the exit of a process holding only "
+          f"the post-check's libraries: {teardown:4.2f} s; own cost beyond these and the hosts' commands: "
+          f"{beyond:4.2f} s per broker")
     print("time per step kind (observe -> verified, summed over hosts):")
     for kind, secs in sorted(by_kind.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:<28} {secs:6.1f} s")
