@@ -108,6 +108,7 @@ class Environment:
         self._zk: ZooKeeper | None = None
         self._probe: BrokerProbe | None = None
         self._instant: dict[bool, ClusterSnapshot] | None = None
+        self._pinned: dict[str, Any] | None = None
         self._reassigner: Reassigner | None = None
         self._sites: dict[str, Environment] = {}
         self._discovery: Discovery | None = None
@@ -168,7 +169,10 @@ class Environment:
         if self._ssh is not None:
             live._ssh, self._ssh = self._ssh.handed_over(dry_run=False), None
         if self._zk is not None:
-            live._zk, self._zk = self._zk.handed_over(dry_run=False), None
+            live._zk = self._zk.handed_over(dry_run=False)
+            if isinstance(self._lock, ZooKeeperLockBackend) and self._lock.zookeeper is self._zk:
+                self._lock.zookeeper = live._zk  # the lock still shares the session
+            self._zk = None
         live._probe, live._lock, self._probe, self._lock = self._probe, self._lock, None, None
         return live
 
@@ -282,12 +286,22 @@ class Environment:
         nothing changes while it does (a dry-run writes nothing; what the steps planned before will change
         is the projection's, not the snapshot's). With one snapshot, each step's projection can also resume
         from the step before (:mod:`kafkaops.stepkit.projection`). Only planning pins: a run's gates and
-        waits always take a fresh snapshot."""
-        self._instant = {}
+        waits always take a fresh snapshot. The metric gates' values are pinned the same way
+        (:meth:`in_this_instant`): a plan asked Prometheus the same queries once per host."""
+        self._instant, self._pinned = {}, {}
         try:
             yield
         finally:
-            self._instant = None
+            self._instant, self._pinned = None, None
+
+    def in_this_instant(self, key: str, ask: Callable[[], Any]) -> Any:
+        """``ask()`` — once per :meth:`one_instant` block, which then answers every later call with ``key``
+        from the first; outside a block, asked every time (a run's gates always ask afresh)."""
+        if self._pinned is None:
+            return ask()
+        if key not in self._pinned:
+            self._pinned[key] = ask()
+        return self._pinned[key]
 
     def _live_snapshot(self, with_configs: bool) -> ClusterSnapshot:
         snap = self.kafka.snapshot(with_configs=with_configs)
@@ -318,9 +332,14 @@ class Environment:
         second of a roll when every read opened its own. A lost or expired session is not reused:
         :meth:`ZooKeeper.open` connects anew, and every call maps a loss to
         :class:`~kafkaops.errors.UnreachableError`."""
+        return self._zookeeper().open()
+
+    def _zookeeper(self) -> ZooKeeper:
+        """The object of the environment's one ZooKeeper session (:meth:`_session`), not connected yet. The
+        lock's store shares it: a second session cost another TLS handshake and login in every plan."""
         if self._zk is None:
             self._zk = ZooKeeper.for_cluster(self.cluster, timeout=self.kafka_timeout, dry_run=self.dry_run)
-        return self._zk.open()
+        return self._zk
 
     def _registered(self, zk: ZooKeeper, endpoints: Mapping[int, tuple[str, int]]) -> set[int]:
         """The brokers registered in ZooKeeper; during a migration to KRaft also the metadata's brokers that
@@ -436,7 +455,8 @@ class Environment:
             elif self.cluster.zookeeper:
 
                 self._lock = ZooKeeperLockBackend(self.cluster.zookeeper, timeout=self.kafka_timeout,
-                                                  security=self.cluster.zookeeper_security)
+                                                  security=self.cluster.zookeeper_security,
+                                                  zookeeper=self._zookeeper())
             elif self.cluster.etcd:
 
                 self._lock = EtcdLockBackend(self.cluster.etcd, timeout=self.kafka_timeout, tls=self.cluster.etcd_tls)

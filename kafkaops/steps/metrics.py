@@ -56,7 +56,7 @@ def unconfigured(env: Environment) -> str | None:
 
 
 def evaluate(env: Environment) -> dict[str, tuple[float | None, str]]:
-    """Every gate's worst value now and the series it came from (one instant query per gate).
+    """Every gate's worst value now and the series it came from (one instant query per gate; in a plan, once).
 
     Raises:
         UnreachableError: Prometheus did not answer.
@@ -64,11 +64,15 @@ def evaluate(env: Environment) -> dict[str, tuple[float | None, str]]:
     """
     mon = env.cluster.monitoring
     assert mon is not None
-    out: dict[str, tuple[float | None, str]] = {}
-    for gate in mon.gates:
-        samples = env.prometheus.query(gate.promql(env.cluster.name), what=f"gate {gate.name}")
-        out[gate.name] = worst([(s.labels, s.value) for s in samples])
-    return out
+
+    def ask() -> dict[str, tuple[float | None, str]]:
+        out: dict[str, tuple[float | None, str]] = {}
+        for gate in mon.gates:
+            samples = env.prometheus.query(gate.promql(env.cluster.name), what=f"gate {gate.name}")
+            out[gate.name] = worst([(s.labels, s.value) for s in samples])
+        return out
+
+    return dict(env.in_this_instant("metric gates", ask))  # a plan asks once (Environment.one_instant)
 
 
 def readings(env: Environment, now: Mapping[str, tuple[float | None, str]],

@@ -485,3 +485,20 @@ def test_the_labs_p99_gate_measures_the_traffic(scraping: tuple[str, _Exporter])
             break
         time.sleep(0.3)
     assert len(values) == 1 and 100 < values[0] <= 250, values
+
+
+def test_a_plan_asks_prometheus_once_and_a_run_every_time(prometheus: str) -> None:
+    """A plan is made of one instant (Environment.one_instant): the gates of every host and the baseline
+    are judged on one answer of Prometheus; a run's gate asks afresh at every poll."""
+    from kafkaops.steps.metrics import evaluate
+
+    env = _env(prometheus, ("isr", "vector(0)", 0, None), ("p99", "vector(9)", None, 1.5))
+    asked: list[str] = []
+    real = env.prometheus.query
+    env.prometheus.query = lambda promql, **kw: (asked.append(promql), real(promql, **kw))[1]
+    with env.one_instant():
+        first, again = evaluate(env), evaluate(env)
+    assert first == again and first["p99"][0] == 9.0 and len(asked) == 2
+    evaluate(env)
+    evaluate(env)
+    assert len(asked) == 6

@@ -60,3 +60,22 @@ def test_a_plan_without_connections_hands_over_nothing(monkeypatch: pytest.Monke
     cluster = load_inventory(REPO / "inventory" / "lab.yaml")
     live: Any = Environment(cluster, dry_run=True).live()
     assert (live._ssh, live._zk, live._lock, live._probe, live.dry_run) == (None, None, None, None, False)
+
+
+def test_the_lock_shares_the_environments_zookeeper_session_before_and_after_the_hand_over(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafkaops.systems.zookeeper as zookeeper
+
+    monkeypatch.setattr(zookeeper, "_stop", lambda client: client.close())
+    cluster = load_inventory(REPO / "inventory" / "lab.yaml")
+    plan_env = Environment(cluster, dry_run=True)
+    lock: Any = plan_env.lock
+    assert lock.zookeeper is plan_env._zookeeper()       # one session for the reads and the lock
+    kazoo = Session()
+    lock.zookeeper._zk = kazoo
+    live: Any = plan_env.live()
+    plan_env.close()
+    assert live._lock is lock and lock.zookeeper is live._zk and live._zk._zk is kazoo and not live._zk.dry_run
+    assert kazoo.closed == 0
+    live.close()
+    assert kazoo.closed == 1
