@@ -328,8 +328,9 @@ class Environment:
     def _session(self) -> ZooKeeper:
         """The one ZooKeeper session this environment keeps, for every read and write of the run (a wait polls
         the registrations twice a second; a run of three brokers read ZooKeeper about 70 times). A session
-        costs a TCP connection, TLS, the digest login and kazoo's threads — 46 ms each on the lab, about a
-        second of a roll when every read opened its own. A lost or expired session is not reused:
+        costs a TCP connection, TLS, the digest login and kazoo's threads — 37 ms each on the lab
+        (bench/results/round-trips-2026-12-07.json), about a second of a roll when every read opened its own.
+        A lost or expired session is not reused:
         :meth:`ZooKeeper.open` connects anew, and every call maps a loss to
         :class:`~kafkaops.errors.UnreachableError`."""
         return self._zookeeper().open()
